@@ -1,0 +1,5 @@
+"""``python -m agenttest``."""
+
+from .cli import main
+
+main(prog_name="agent-test")

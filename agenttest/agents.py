@@ -1,0 +1,224 @@
+"""An agent: its folder (package.yao, prompts.yml, src/tools.py, src/index.py) and its run — the
+create hook, the model call, the tool loop, the next hook — giving a Reply."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .app import App, load_module, read_jsonc
+from .errors import AgentError, AgentTestError, Location, did_you_mean
+from .model import Context, Message, Reply, ToolCall, Usage
+
+KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "max_tool_rounds"}
+YAO_KEYS = {"label", "type", "public", "placeholder", "prompts", "automated", "mentionable", "readonly",
+            "built_in", "sort", "tags", "avatar", "locales", "uses", "mcp", "kb", "db", "search", "workflow",
+            "modes", "default_mode", "source", "prompt_presets", "disable_global_prompts", "created_at", "updated_at"}
+DEFAULT_TOOL_ROUNDS = 10
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    id: str
+    path: str
+    name: str = ""
+    description: str = ""
+    connector: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+    tools: tuple[dict[str, Any], ...] = ()
+    prompts: tuple[Message, ...] = ()
+    max_tool_rounds: int = DEFAULT_TOOL_ROUNDS
+
+
+def load_spec(agent_id: str, folder: str, warnings: list[str]) -> AgentSpec:
+    """Read an agent folder; problems are usage errors with the file's location."""
+    pkg_path = os.path.join(folder, "package.yao")
+    pkg = read_jsonc(pkg_path)
+    if not isinstance(pkg, dict):
+        raise AgentTestError("package.yao must be a JSON object", Location(pkg_path))
+    for key in pkg:
+        if key not in KNOWN_KEYS:
+            hint = did_you_mean(key, KNOWN_KEYS)
+            if hint or key not in YAO_KEYS:
+                warnings.append(f"{pkg_path}: '{key}' is not used by agent-test; ignored" + (f" ({hint})" if hint else ""))
+    tools = tuple(_tool_schema(t, pkg_path) for t in pkg.get("tools") or ())
+    return AgentSpec(
+        id=agent_id,
+        path=folder,
+        name=str(pkg.get("name", agent_id)),
+        description=str(pkg.get("description", "")),
+        connector=str(pkg.get("connector", "")),
+        options=dict(pkg.get("options") or {}),
+        tools=tools,
+        prompts=_prompts(os.path.join(folder, "prompts.yml")),
+        max_tool_rounds=int(pkg.get("max_tool_rounds", DEFAULT_TOOL_ROUNDS)),
+    )
+
+
+def _tool_schema(raw: Any, where: str) -> dict[str, Any]:
+    if isinstance(raw, dict) and raw.get("type") == "function" and isinstance(raw.get("function"), dict):
+        raw = raw["function"]
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise AgentTestError(f"{where}: each tool needs a 'name'", hint="tools are OpenAI function schemas: {\"name\", \"description\", \"parameters\"}")
+    schema = {"name": raw["name"], "description": raw.get("description", "")}
+    schema["parameters"] = raw.get("parameters") or {"type": "object", "properties": {}}
+    return schema
+
+
+def _prompts(path: str) -> tuple[Message, ...]:
+    if not os.path.isfile(path):
+        return ()
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or []
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        loc = Location(path, mark.line + 1, mark.column + 1) if mark else Location(path)
+        raise AgentTestError(f"invalid YAML: {getattr(exc, 'problem', exc)}", loc) from None
+    if not isinstance(data, list) or not all(isinstance(m, dict) and "content" in m for m in data):
+        raise AgentTestError("prompts.yml must be a list of {role, content} messages", Location(path))
+    return tuple({"role": m.get("role", "system"), "content": m["content"]} for m in data)
+
+
+class Agent:
+    """A loaded agent and how to run it."""
+
+    def __init__(self, spec: AgentSpec, app: App):
+        self.spec = spec
+        self.app = app
+        src = os.path.join(spec.path, "src")
+        self.tools = self._tool_functions(os.path.join(src, "tools.py"))
+        index = os.path.join(src, "index.py")
+        module = load_module(index) if os.path.isfile(index) else None
+        self.create_hook = getattr(module, "create", None) or getattr(module, "Create", None)
+        self.next_hook = getattr(module, "next", None) or getattr(module, "Next", None)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    def _tool_functions(self, path: str) -> dict[str, Any]:
+        if not self.spec.tools:
+            return {}
+        if not os.path.isfile(path):
+            raise AgentTestError(f"agent {self.spec.id} declares tools but {path} does not exist")
+        module = load_module(path)
+        found = {}
+        for tool in self.spec.tools:
+            fn = getattr(module, tool["name"], None)
+            if not callable(fn):
+                names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
+                raise AgentTestError(f"agent {self.spec.id}: tool '{tool['name']}' has no function in {path}", hint=did_you_mean(tool["name"], names))
+            found[tool["name"]] = fn
+        return found
+
+    def connector_id(self, override: str | None = None) -> str:
+        chosen = override or self.spec.connector
+        if not chosen:
+            raise AgentTestError(f"agent {self.spec.id} has no connector", hint="set \"connector\" in package.yao or pass -c")
+        return chosen
+
+    async def run(self, ctx: Context, messages: list[Message], connector: str | None = None, options: dict[str, Any] | None = None) -> Reply:
+        """Answer a conversation: hooks, model calls and the tool loop. Failures raise AgentError."""
+        conversation = list(self.spec.prompts) + list(messages)
+        if self.create_hook is not None:
+            created = await _hook(self.create_hook, "create", ctx, conversation)
+            if isinstance(created, dict):
+                conversation = list(created.get("messages") or conversation)
+                connector = created.get("connector") or connector
+        try:
+            model = self.app.connector(self.connector_id(connector))
+        except AgentTestError as exc:
+            raise AgentError(str(exc)) from None
+        from .connectors import ChatRequest
+
+        opts = {**self.spec.options, **(options or {})}
+        new: list[Message] = []
+        calls: list[ToolCall] = []
+        usage, rounds = Usage(), 0
+        while True:
+            rounds += 1
+            try:
+                completion = await model.complete(ChatRequest(conversation + new, self.spec.tools, opts, self.spec.path))
+            except AgentTestError as exc:
+                raise AgentError(str(exc)) from None
+            usage += completion.usage
+            if not completion.tool_calls:
+                new.append({"role": "assistant", "content": completion.content})
+                break
+            if rounds > self.spec.max_tool_rounds:
+                raise AgentError(f"tool loop exceeded {self.spec.max_tool_rounds} rounds (last tools: {', '.join(c.name for c in completion.tool_calls)})")
+            new.append(_assistant_message(completion.content, completion.tool_calls))
+            ran = await asyncio.gather(*(self._run_tool(ctx, c) for c in completion.tool_calls))
+            calls += ran
+            new += [{"role": "tool", "tool_call_id": c.id, "content": _tool_content(c)} for c in ran]
+        reply = Reply(completion.content, tuple(new), tuple(calls), usage, model_calls=rounds)
+        if self.next_hook is not None:
+            reply = await self._next(ctx, conversation, reply)
+        return reply
+
+    async def _run_tool(self, ctx: Context, call: ToolCall) -> ToolCall:
+        start = time.perf_counter()
+        fn = self.tools.get(call.name)
+        result, error = None, None
+        if fn is None:
+            error = f"agent {self.spec.id} has no tool '{call.name}'"
+        elif not isinstance(call.arguments, dict):
+            error = f"invalid arguments for {call.name}: expected a JSON object, got {call.arguments!r}"
+        else:
+            try:
+                result = await asyncio.to_thread(fn, ctx, **call.arguments)
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+        ms = (time.perf_counter() - start) * 1000
+        return ToolCall(call.name, call.arguments, call.id, result, error, ms)
+
+    async def _next(self, ctx: Context, conversation: list[Message], reply: Reply) -> Reply:
+        payload = {
+            "messages": conversation + list(reply.messages),
+            "completion": {"content": reply.text, "tool_calls": [_call_dict(c) for c in reply.tool_calls]},
+            "tools": [_call_dict(c) for c in reply.tool_calls],
+            "error": None,
+        }
+        result = await _hook(self.next_hook, "next", ctx, payload)
+        if isinstance(result, dict) and "data" in result:
+            from dataclasses import replace
+
+            return replace(reply, data=result["data"], has_data=True)
+        return reply
+
+
+async def _hook(fn: Any, name: str, *args: Any) -> Any:
+    try:
+        return await asyncio.to_thread(fn, *args)
+    except Exception as exc:
+        raise AgentError(f"{name} hook failed: {type(exc).__name__}: {exc}") from None
+
+
+def _assistant_message(content: str, calls: tuple[ToolCall, ...]) -> Message:
+    return {
+        "role": "assistant",
+        "content": content or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False) if not isinstance(c.arguments, str) else c.arguments}}
+            for c in calls
+        ],
+    }
+
+
+def _tool_content(call: ToolCall) -> str:
+    if call.error is not None:
+        return json.dumps({"error": call.error}, ensure_ascii=False)
+    if isinstance(call.result, str):
+        return call.result
+    return json.dumps(call.result, ensure_ascii=False, default=str)
+
+
+def _call_dict(call: ToolCall) -> dict[str, Any]:
+    return {"name": call.name, "arguments": call.arguments, "result": call.result, "error": call.error}

@@ -1,0 +1,63 @@
+"""The ``script`` assertion: a Python function ``func(output, input, value)`` in ``<app>/scripts/``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..model import AssertionResult
+from . import CheckProblem, Observation, register
+
+
+def script_ref(params: dict[str, Any]) -> str | None:
+    """``scripts.mod.func`` or ``scripts:mod.func`` → ``mod.func``."""
+    ref = params.get("script") or params.get("use")
+    if not isinstance(ref, str):
+        return None
+    for prefix in ("scripts:", "scripts."):
+        if ref.startswith(prefix):
+            ref = ref[len(prefix):]
+            break
+    else:
+        return None
+    return ref if "." in ref and not ref.startswith(".") and not ref.endswith(".") else None
+
+
+def _check(params: dict[str, Any]) -> list[CheckProblem]:
+    if "script" in params and "use" in params:
+        return [("use", "give 'script' or 'use', not both", None)]
+    if script_ref(params) is None:
+        field = "script" if "script" in params else "use"
+        return [(field, "a 'script' assertion needs \"script\": \"scripts.<module>.<function>\" or \"use\": \"scripts:<module>.<function>\"", "e.g. \"scripts.checks.has_reference\"")]
+    return []
+
+
+def _verdict(returned: Any) -> tuple[bool, str]:
+    if isinstance(returned, bool):
+        return returned, ""
+    if isinstance(returned, dict):
+        for key in ("passed", "pass"):
+            if key in returned:
+                return bool(returned[key]), str(returned.get("message", "") or "")
+        raise ValueError(f"returned a dict without 'pass'/'passed': {returned!r}")
+    if returned is None:
+        raise ValueError("returned None; return True/False or {\"pass\": bool, \"message\": str}")
+    raise ValueError(f"returned {type(returned).__name__}; return True/False or {{\"pass\": bool, \"message\": str}}")
+
+
+@register("script", fields=("script", "use", "value", "options"), check=_check)
+async def script(params: dict[str, Any], obs: Observation) -> AssertionResult:
+    ref = script_ref(params)
+    options = params.get("options") or {}
+    value = options["metadata"] if "metadata" in options else params.get("value")
+    if obs.judge is None:
+        return AssertionResult("script", False, "no runtime to load the script", error=True)
+    fn = obs.judge.script(ref)
+    try:
+        returned = await asyncio.to_thread(fn, obs.output, obs.input, value)
+        passed, message = _verdict(returned)
+    except Exception as exc:
+        return AssertionResult("script", False, f"script {ref} raised {type(exc).__name__}: {exc}", value)
+    if not passed:
+        message = f"script {ref}: {message or 'returned false'}"
+    return AssertionResult("script", passed, message if not passed else "", value, message or None)

@@ -1,0 +1,333 @@
+"""Static assertions: equals, contains, not_contains, regex, json_path, type, tool_called, tool_result."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from ..jsontext import as_text, find_json
+from ..model import AssertionResult, ToolCall
+from . import CheckProblem, Observation, register
+
+JSON_TYPES = ("string", "number", "integer", "boolean", "array", "object", "null")
+
+
+def _ok(kind: str, expected: Any = None, actual: Any = None) -> AssertionResult:
+    return AssertionResult(kind, True, "", expected, actual)
+
+
+def _fail(kind: str, message: str, expected: Any = None, actual: Any = None) -> AssertionResult:
+    return AssertionResult(kind, False, message, expected, actual)
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = as_text(value) if not isinstance(value, str) else value
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def equal(a: Any, b: Any) -> bool:
+    """Deep equality where numbers compare by value but booleans are not numbers."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def matches(expected: Any, actual: Any) -> bool:
+    """Partial deep match: dicts by the expected keys, lists element-wise by subset, ``regex:`` strings as patterns."""
+    if isinstance(expected, str) and expected.startswith("regex:"):
+        return re.search(expected[6:], as_text(actual)) is not None
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and matches(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, list):
+        return isinstance(actual, list) and all(any(matches(e, a) for a in actual) for e in expected)
+    return equal(expected, actual)
+
+
+# ---- equals -----------------------------------------------------------------------------------
+
+
+@register("equals", fields=("value",))
+def equals(params: dict[str, Any], obs: Observation) -> AssertionResult:
+    expected, output = params.get("value"), obs.output
+    if isinstance(expected, str) and isinstance(output, str):
+        passed = output.strip() == expected.strip()
+    else:
+        if isinstance(output, str) and not isinstance(expected, str):
+            found, parsed = find_json(output)
+            output = parsed if found else output
+        passed = equal(output, expected)
+    if passed:
+        return _ok("equals", expected, output)
+    return _fail("equals", f"expected {_short(expected)}, got {_short(output)}", expected, output)
+
+
+# ---- contains / not_contains ---------------------------------------------------------------------
+
+
+def _check_strings(params: dict[str, Any]) -> list[CheckProblem]:
+    value = params.get("value")
+    if value is None:
+        return [("value", f"'{params['type']}' needs a 'value'", "a string or a list of strings")]
+    if isinstance(value, list):
+        if not value or not all(isinstance(v, str) for v in value):
+            return [("value", "'value' must be a string or a non-empty list of strings", None)]
+    elif not isinstance(value, str):
+        return [("value", f"'value' must be a string or a list of strings, got {type(value).__name__}", None)]
+    return []
+
+
+def _needles(value: Any) -> list[str]:
+    return value if isinstance(value, list) else [value]
+
+
+@register("contains", fields=("value",), check=_check_strings)
+def contains(params: dict[str, Any], obs: Observation) -> AssertionResult:
+    text, needles = obs.text, _needles(params["value"])
+    missing = [n for n in needles if n not in text]
+    if not missing:
+        return _ok("contains", params["value"])
+    what = ", ".join(repr(m) for m in missing)
+    return _fail("contains", f"output does not contain {what}: {_short(text)}", params["value"], text)
+
+
+@register("not_contains", fields=("value",), check=_check_strings)
+def not_contains(params: dict[str, Any], obs: Observation) -> AssertionResult:
+    text, needles = obs.text, _needles(params["value"])
+    present = [n for n in needles if n in text]
+    if not present:
+        return _ok("not_contains", params["value"])
+    what = ", ".join(repr(p) for p in present)
+    return _fail("not_contains", f"output contains {what}: {_short(text)}", params["value"], text)
+
+
+# ---- regex ---------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=512)
+def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _check_regex(params: dict[str, Any]) -> list[CheckProblem]:
+    key = "pattern" if "pattern" in params else "value"
+    pattern = params.get(key)
+    if "pattern" in params and "value" in params:
+        return [("value", "give 'value' or 'pattern', not both", None)]
+    if not isinstance(pattern, str):
+        return [(key if key in params else None, "'regex' needs a 'pattern' (or 'value') string", None)]
+    try:
+        _compile(pattern)
+    except re.error as exc:
+        return [(key, f"regex {pattern!r} does not compile: {exc}", "escape special characters with \\\\")]
+    return []
+
+
+@register("regex", fields=("value", "pattern"), check=_check_regex)
+def regex(params: dict[str, Any], obs: Observation) -> AssertionResult:
+    pattern = params.get("pattern", params.get("value"))
+    text = obs.text
+    m = _compile(pattern).search(text)
+    if m:
+        return _ok("regex", pattern, m.group(0))
+    return _fail("regex", f"output does not match /{pattern}/: {_short(text)}", pattern, text)
+
+
+# ---- json_path / type ------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=512)
+def _jsonpath(path: str) -> Any:
+    from jsonpath_ng.ext import parse
+
+    return parse(path)
+
+
+def _check_path(params: dict[str, Any], required: bool) -> list[CheckProblem]:
+    path = params.get("path")
+    if path is None:
+        return [("path", f"'{params['type']}' needs a 'path'", "e.g. \"$.status\"")] if required else []
+    if not isinstance(path, str):
+        return [("path", "'path' must be a string", None)]
+    try:
+        _jsonpath(path)
+    except Exception as exc:
+        return [("path", f"JSONPath {path!r} does not parse: {exc}", "e.g. \"$.items[0].name\" or \"$.items[?(@.ok == true)]\"")]
+    return []
+
+
+def _lookup(params: dict[str, Any], obs: Observation) -> tuple[str | None, list[Any]]:
+    """Parse the output's JSON and return (error, matched values)."""
+    found, data = find_json(obs.output)
+    if not found:
+        return f"no JSON found in output: {_short(obs.text)}", []
+    path = params.get("path")
+    if path is None:
+        return None, [data]
+    return None, [m.value for m in _jsonpath(path).find(data)]
+
+
+@register("json_path", fields=("path", "value"), check=lambda p: _check_path(p, True))
+def json_path(params: dict[str, Any], obs: Observation) -> AssertionResult:
+    error, values = _lookup(params, obs)
+    path = params["path"]
+    if error:
+        return _fail("json_path", error, params.get("value"), obs.text)
+    if not values:
+        return _fail("json_path", f"{path} matched nothing", params.get("value"), None)
+    actual = values[0] if len(values) == 1 else values
+    if "value" not in params:
+        return _ok("json_path", None, actual)
+    expected = params["value"]
+    for v in values:
+        if equal(v, expected) or (isinstance(expected, list) and not isinstance(v, list) and any(equal(v, e) for e in expected)):
+            return _ok("json_path", expected, v)
+    return _fail("json_path", f"{path}: expected {_short(expected)}, got {_short(actual)}", expected, actual)
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _check_type(params: dict[str, Any]) -> list[CheckProblem]:
+    from ..errors import did_you_mean
+
+    value = params.get("value")
+    if value not in JSON_TYPES:
+        hint = (did_you_mean(value, JSON_TYPES) if isinstance(value, str) else None) or f"one of {', '.join(JSON_TYPES)}"
+        return [("value", f"'type' assertion needs 'value' naming a JSON type, got {value!r}", hint)]
+    return _check_path(params, False)
+
+
+@register("type", fields=("value", "path"), check=_check_type)
+def type_(params: dict[str, Any], obs: Observation) -> AssertionResult:
+    expected = params["value"]
+    if "path" in params or not isinstance(obs.output, str):
+        error, values = _lookup(params, obs)
+        if error:
+            return _fail("type", error, expected, obs.text)
+        if not values:
+            return _fail("type", f"{params['path']} matched nothing", expected, None)
+        actual = json_type(values[0])
+    else:
+        found, data = find_json(obs.output) if obs.output.strip()[:1] in "{[" or _is_scalar_json(obs.output) else (False, None)
+        actual = json_type(data) if found else "string"
+    if actual == expected or (expected == "number" and actual == "integer"):
+        return _ok("type", expected, actual)
+    where = f"{params['path']} is" if "path" in params else "output is"
+    return _fail("type", f"{where} {actual}, expected {expected}", expected, actual)
+
+
+def _is_scalar_json(text: str) -> bool:
+    import json
+
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+# ---- tool_called / tool_result -------------------------------------------------------------------------
+
+
+def name_matches(wanted: str, called: str) -> bool:
+    """Exact, or the called name carries a ``server__`` / ``server.`` prefix."""
+    return called == wanted or called.endswith("__" + wanted) or called.endswith("." + wanted)
+
+
+def _check_tool_called(params: dict[str, Any]) -> list[CheckProblem]:
+    if "value" in params and "name" in params:
+        return [("name", "give 'name' or 'value', not both", None)]
+    spec = params.get("name", params.get("value"))
+    if spec is None:
+        return [(None, "'tool_called' needs 'name' (or 'value')", "a tool name, a list of names, or {\"name\", \"arguments\"}")]
+    items = spec if isinstance(spec, list) else [spec]
+    for item in items:
+        if isinstance(item, dict):
+            if not isinstance(item.get("name"), str):
+                return [("name" if "name" in params else "value", "a tool_called object needs a 'name' string", None)]
+            extra = set(item) - {"name", "arguments"}
+            if extra:
+                return [("value", f"unknown key {sorted(extra)[0]!r} in tool_called", "use 'name' and 'arguments'")]
+        elif not isinstance(item, str):
+            return [("name" if "name" in params else "value", "tool names must be strings", None)]
+    return []
+
+
+def _tool_spec_matches(item: Any, call: ToolCall) -> bool:
+    if isinstance(item, str):
+        return name_matches(item, call.name)
+    if not name_matches(item["name"], call.name):
+        return False
+    return "arguments" not in item or matches(item["arguments"], call.arguments)
+
+
+@register("tool_called", fields=("value", "name"), check=_check_tool_called)
+def tool_called(params: dict[str, Any], obs: Observation) -> AssertionResult:
+    spec = params.get("name", params.get("value"))
+    items = spec if isinstance(spec, list) else [spec]
+    for call in obs.tool_calls:
+        if any(_tool_spec_matches(item, call) for item in items):
+            return _ok("tool_called", spec, {"name": call.name, "arguments": call.arguments})
+    called = [c.name for c in obs.tool_calls]
+    want = " or ".join(_short(i) for i in items)
+    got = ", ".join(called) if called else "no tools were called"
+    detail = ""
+    if called and any(isinstance(i, dict) and "arguments" in i for i in items):
+        detail = "; arguments: " + "; ".join(f"{c.name}{_short(c.arguments)}" for c in obs.tool_calls)
+    return _fail("tool_called", f"expected tool {want} to be called; called: {got}{detail}", spec, called)
+
+
+def _check_tool_result(params: dict[str, Any]) -> list[CheckProblem]:
+    value = params.get("value")
+    if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
+        return [("value", "'tool_result' needs 'value': {\"tool\": name, \"result\": expected}", None)]
+    extra = set(value) - {"tool", "result"}
+    if extra:
+        return [("value", f"unknown key {sorted(extra)[0]!r} in tool_result", "use 'tool' and 'result'")]
+    return []
+
+
+@register("tool_result", fields=("value",), check=_check_tool_result)
+def tool_result(params: dict[str, Any], obs: Observation) -> AssertionResult:
+    value = params["value"]
+    calls = [c for c in obs.tool_calls if name_matches(value["tool"], c.name)]
+    if not calls:
+        return _fail("tool_result", f"tool {value['tool']!r} was not called", value, None)
+    for call in calls:
+        if call.error is None and ("result" not in value or matches(value["result"], _parsed(call.result))):
+            return _ok("tool_result", value, call.result)
+    last = calls[-1]
+    if last.error is not None:
+        return _fail("tool_result", f"tool {last.name!r} failed: {last.error}", value, {"error": last.error})
+    return _fail("tool_result", f"tool {last.name!r} returned {_short(last.result)}, expected {_short(value.get('result'))}", value, last.result)
+
+
+def _parsed(result: Any) -> Any:
+    if isinstance(result, str):
+        found, data = find_json(result)
+        if found and not isinstance(data, str):
+            return data
+    return result

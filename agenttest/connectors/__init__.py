@@ -1,0 +1,66 @@
+"""Connectors: how agents reach models. A connector is anything with ``async complete(request)``;
+types are registered by name (``openai``, ``mock``, and plug-ins)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..errors import AgentTestError, did_you_mean
+from ..model import Completion, Message
+
+
+@dataclass(frozen=True)
+class ConnectorSpec:
+    id: str
+    type: str
+    options: dict[str, Any] = field(repr=False, default_factory=dict)  # may hold the key: never shown
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: Sequence[Message]
+    tools: Sequence[dict[str, Any]] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+    agent_dir: str = ""  # the calling agent's folder (the mock reads its rules there)
+
+
+class Connector(Protocol):
+    spec: ConnectorSpec
+
+    async def complete(self, request: ChatRequest) -> Completion: ...
+
+
+Factory = Callable[[ConnectorSpec], Connector]
+_REGISTRY: dict[str, Factory] = {}
+
+
+def register(type_name: str) -> Callable[[Factory], Factory]:
+    def decorate(factory: Factory) -> Factory:
+        _REGISTRY[type_name] = factory
+        return factory
+
+    return decorate
+
+
+def _builtins() -> None:
+    from . import mock, openai  # noqa: F401
+
+
+def create(spec: ConnectorSpec) -> Connector:
+    _builtins()
+    factory = _REGISTRY.get(spec.type)
+    if factory is None:
+        hint = did_you_mean(spec.type, _REGISTRY) or f"known types: {', '.join(sorted(_REGISTRY))}"
+        raise AgentTestError(f"connector {spec.id}: unknown type '{spec.type}'", hint=hint)
+    return factory(spec)
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """Hide secrets (API keys) in text that may be shown or written."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text

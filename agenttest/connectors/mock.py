@@ -1,0 +1,193 @@
+"""The ``mock`` connector: deterministic answers from ``mock.yml`` in the calling agent's folder.
+
+A tool for offline demos and CI, not a model: ordered rules match the last user message, the
+system prompt, the conversation or the tool result just returned, and reply with text and/or tool
+calls. See docs/connectors.md."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import AgentError, AgentTestError
+from ..jsontext import as_text
+from ..messages import content_text
+from ..model import Completion, ToolCall, Usage
+from . import ChatRequest, ConnectorSpec, register
+
+_TEMPLATE = re.compile(r"\{\{\s*([\w.]+)\s*\}\}")
+_MATCHERS = ("user", "system", "conversation", "tool", "result")
+_RULE_KEYS = {"name", "when", "reply", "json", "tool_calls", "delay", "error", *_MATCHERS}
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    when: dict[str, Any]
+    reply: Any
+    tool_calls: tuple[dict[str, Any], ...]
+    delay: float
+    error: str | None
+
+
+def _rule(raw: Any, where: str) -> Rule:
+    if not isinstance(raw, dict):
+        raise AgentTestError(f"{where}: a rule must be a mapping")
+    unknown = set(raw) - _RULE_KEYS
+    if unknown:
+        raise AgentTestError(f"{where}: unknown rule key '{sorted(unknown)[0]}'", hint=f"keys: {', '.join(sorted(_RULE_KEYS))}")
+    when = dict(raw.get("when") or {})
+    when.update({k: raw[k] for k in _MATCHERS if k in raw})
+    for key, pattern in when.items():
+        if key not in _MATCHERS:
+            raise AgentTestError(f"{where}: unknown matcher '{key}'", hint=f"matchers: {', '.join(_MATCHERS)}")
+        if key != "tool":
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise AgentTestError(f"{where}: {key} pattern {pattern!r} does not compile: {exc}") from None
+    reply = raw["json"] if "json" in raw else raw.get("reply", "")
+    return Rule(str(raw.get("name", where)), when, reply, tuple(raw.get("tool_calls") or ()), float(raw.get("delay", 0)), raw.get("error"))
+
+
+class Rules:
+    """The parsed rules of one mock.yml."""
+
+    def __init__(self, path: str):
+        import yaml
+
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = yaml.safe_load(fh) or {}
+        except OSError:
+            raise AgentTestError(f"mock connector: {path} does not exist", hint="create mock.yml in the agent's folder") from None
+        except yaml.YAMLError as exc:
+            raise AgentTestError(f"mock connector: {path} is not valid YAML: {exc}") from None
+        self.rules = [_rule(r, f"{path}: rules[{i}]") for i, r in enumerate(data.get("rules") or [])]
+        default = data.get("default", "")
+        self.default = _rule(default if isinstance(default, dict) else {"reply": default}, f"{path}: default")
+
+    def pick(self, messages: list[dict[str, Any]]) -> tuple[Rule, dict[str, str]]:
+        last = messages[-1] if messages else {}
+        after_tool = last.get("role") == "tool"
+        texts = {
+            "user": _last_user(messages),
+            "system": "\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "system"),
+            "conversation": "\n".join(f"{m.get('role')}: {content_text(m.get('content'))}" for m in messages if m.get("role") != "system"),
+            "result": content_text(last.get("content")) if after_tool else "",
+        }
+        tool_name = _tool_name(messages) if after_tool else None
+        for rule in self.rules:
+            if ("tool" in rule.when) != after_tool:
+                continue
+            if after_tool and rule.when["tool"] not in ("*", tool_name):
+                continue
+            groups: dict[str, str] = {}
+            for key, pattern in rule.when.items():
+                if key == "tool":
+                    continue
+                m = re.search(pattern, texts[key])
+                if not m:
+                    break
+                groups.update({str(i): g or "" for i, g in enumerate(m.groups(), start=1)})
+                groups.update({k: v or "" for k, v in m.groupdict().items()})
+            else:
+                return rule, groups
+        return self.default, {}
+
+
+def _last_user(messages: list[dict[str, Any]]) -> str:
+    for m in reversed(messages):
+        if m.get("role") == "user":
+            return content_text(m.get("content"))
+    return ""
+
+
+def _tool_name(messages: list[dict[str, Any]]) -> str | None:
+    call_id = messages[-1].get("tool_call_id")
+    for m in reversed(messages):
+        for c in m.get("tool_calls") or ():
+            if c.get("id") == call_id:
+                return c["function"]["name"]
+    return None
+
+
+def _fill(value: Any, scope: dict[str, Any]) -> Any:
+    if isinstance(value, str):
+        whole = _TEMPLATE.fullmatch(value.strip())
+        if whole:
+            found = _lookup(scope, whole.group(1))
+            if isinstance(found, str) and re.fullmatch(r"-?\d[\d,]*(\.\d+)?", found):
+                return json.loads(found.replace(",", ""))
+            return found
+        return _TEMPLATE.sub(lambda m: as_text(_lookup(scope, m.group(1))), value)
+    if isinstance(value, dict):
+        return {k: _fill(v, scope) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, scope) for v in value]
+    return value
+
+
+def _lookup(scope: dict[str, Any], dotted: str) -> Any:
+    current: Any = scope
+    for part in dotted.split("."):
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return ""
+    return current
+
+
+class MockConnector:
+    def __init__(self, spec: ConnectorSpec):
+        self.spec = spec
+        self.model = str(spec.options.get("model", "mock"))
+        self._rules: dict[str, Rules] = {}
+        self._lock = threading.Lock()
+        self._calls = 0
+
+    def rules_for(self, agent_dir: str) -> Rules:
+        path = os.path.join(agent_dir, str(self.spec.options.get("rules", "mock.yml")))
+        with self._lock:
+            if path not in self._rules:
+                self._rules[path] = Rules(path)
+            return self._rules[path]
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        messages = list(request.messages)
+        rule, groups = self.rules_for(request.agent_dir).pick(messages)
+        if rule.delay:
+            await asyncio.sleep(rule.delay)
+        scope = {**groups, "user": _last_user(messages), "tool_result": _tool_result(messages)}
+        if rule.error:
+            raise AgentError(f"mock error: {_fill(rule.error, scope)}")
+        reply = _fill(rule.reply, scope)
+        text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
+        self._calls += 1
+        calls = tuple(
+            ToolCall(c["name"], _fill(c.get("arguments") or {}, scope), f"call_mock_{self._calls}_{i}")
+            for i, c in enumerate(rule.tool_calls)
+        )
+        words = sum(len(content_text(m.get("content")).split()) for m in messages)
+        produced = len(text.split())
+        return Completion(text, calls, Usage(words, produced, words + produced), self.model)
+
+
+def _tool_result(messages: list[dict[str, Any]]) -> Any:
+    if not messages or messages[-1].get("role") != "tool":
+        return ""
+    content = messages[-1].get("content", "")
+    try:
+        return json.loads(content)
+    except (TypeError, ValueError):
+        return content
+
+
+register("mock")(MockConnector)

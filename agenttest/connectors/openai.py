@@ -1,0 +1,175 @@
+"""The ``openai`` connector: any OpenAI-compatible chat-completions endpoint through the official SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from typing import Any
+from urllib.parse import urlparse
+
+from ..errors import AgentError, AgentTestError
+from ..model import Completion, ToolCall, Usage
+from . import ChatRequest, ConnectorSpec, redact, register
+
+_OWN = {"model", "host", "base_url", "key", "api_key", "stream", "max_retries", "timeout", "organization", "headers", "proxy", "azure"}
+_create_params: frozenset[str] | None = None
+
+
+def normalize_base_url(url: str) -> str:
+    """``host`` or ``base_url``, with or without ``/v1``: a bare host gets ``/v1``."""
+    url = url.rstrip("/")
+    if urlparse(url).path in ("", "/"):
+        url += "/v1"
+    return url
+
+
+def _sdk_params() -> frozenset[str]:
+    global _create_params
+    if _create_params is None:
+        from openai.resources.chat.completions import AsyncCompletions
+
+        _create_params = frozenset(inspect.signature(AsyncCompletions.create).parameters) - {"self"}
+    return _create_params
+
+
+class OpenAIConnector:
+    def __init__(self, spec: ConnectorSpec):
+        self.spec = spec
+        opts = spec.options
+        self.model = opts.get("model")
+        if not self.model:
+            raise AgentTestError(f"connector {spec.id}: 'options.model' is missing")
+        base = opts.get("base_url") or opts.get("host")
+        self.base_url = normalize_base_url(base) if base else None
+        self.key = str(opts.get("key") or opts.get("api_key") or "not-needed")
+        self.stream = bool(opts.get("stream", False))
+        self.max_retries = int(opts.get("max_retries", 3))
+        self.request_timeout = float(opts.get("timeout", 600))
+        self.headers = opts.get("headers") or None
+        self.defaults = {k: v for k, v in opts.items() if k not in _OWN}
+        self._clients: dict[int, Any] = {}
+
+    def _client(self) -> Any:
+        # One client per event loop: its connection pool belongs to that loop.
+        loop = id(asyncio.get_running_loop())
+        client = self._clients.get(loop)
+        if client is None:
+            from openai import AsyncOpenAI
+
+            client = AsyncOpenAI(
+                api_key=self.key,
+                base_url=self.base_url,
+                max_retries=self.max_retries,
+                timeout=self.request_timeout,
+                default_headers=self.headers,
+            )
+            self._clients = {loop: client}
+        return client
+
+    def _kwargs(self, request: ChatRequest, stream: bool) -> dict[str, Any]:
+        params = _sdk_params()
+        merged = {**self.defaults, **request.options}
+        merged.pop("stream", None)
+        kwargs: dict[str, Any] = {"model": merged.pop("model", self.model), "messages": list(request.messages)}
+        extra = {}
+        for key, value in merged.items():
+            (kwargs if key in params else extra)[key] = value
+        if extra:
+            kwargs["extra_body"] = extra
+        if request.tools:
+            kwargs["tools"] = [{"type": "function", "function": t} for t in request.tools]
+        if stream:
+            kwargs["stream"] = True
+            kwargs["stream_options"] = {"include_usage": True}
+        return kwargs
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        import openai
+
+        stream = bool(request.options.get("stream", self.stream))
+        try:
+            client = self._client()
+            if stream:
+                return await self._streamed(client, self._kwargs(request, True))
+            response = await client.chat.completions.create(**self._kwargs(request, False))
+        except openai.APIStatusError as exc:
+            raise AgentError(self._redact(f"model error {exc.status_code} from {self._where()}: {_message(exc)}")) from None
+        except openai.APITimeoutError:
+            raise AgentError(f"model request to {self._where()} timed out") from None
+        except openai.APIConnectionError as exc:
+            raise AgentError(self._redact(f"cannot reach {self._where()}: {exc.__cause__ or exc}")) from None
+        except openai.OpenAIError as exc:
+            raise AgentError(self._redact(f"model error from {self._where()}: {exc}")) from None
+        if not response.choices:
+            raise AgentError(f"model error from {self._where()}: the response has no choices")
+        message = response.choices[0].message
+        calls = tuple(
+            ToolCall(c.function.name, _arguments(c.function.arguments), c.id or f"call_{i}")
+            for i, c in enumerate(message.tool_calls or ())
+            if getattr(c, "function", None) is not None
+        )
+        return Completion(message.content or "", calls, _usage(response.usage), response.model or "")
+
+    async def _streamed(self, client: Any, kwargs: dict[str, Any]) -> Completion:
+        content: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage, model = Usage(), ""
+        stream = await client.chat.completions.create(**kwargs)
+        async for chunk in stream:
+            model = chunk.model or model
+            if chunk.usage:
+                usage = _usage(chunk.usage)
+            for choice in chunk.choices or ():
+                delta = choice.delta
+                if delta is None:
+                    continue
+                if delta.content:
+                    content.append(delta.content)
+                for tc in delta.tool_calls or ():
+                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                    if tc.id:
+                        slot["id"] = tc.id
+                    if tc.function is not None:
+                        slot["name"] += tc.function.name or ""
+                        slot["arguments"] += tc.function.arguments or ""
+        tool_calls = tuple(
+            ToolCall(c["name"], _arguments(c["arguments"]), c["id"] or f"call_{i}") for i, c in sorted(calls.items())
+        )
+        return Completion("".join(content), tool_calls, usage, model)
+
+    def _where(self) -> str:
+        return urlparse(self.base_url).netloc if self.base_url else "api.openai.com"
+
+    def _redact(self, text: str) -> str:
+        return redact(text, [self.key])
+
+    def __repr__(self) -> str:
+        return f"OpenAIConnector({self.spec.id!r}, model={self.model!r}, base_url={self.base_url!r})"
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(getattr(exc, "message", exc))
+
+
+def _arguments(text: str | None) -> Any:
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # kept raw: the tool loop reports it as invalid arguments
+
+
+def _usage(u: Any) -> Usage:
+    if u is None:
+        return Usage()
+    return Usage(u.prompt_tokens or 0, u.completion_tokens or 0, u.total_tokens or 0)
+
+
+register("openai")(OpenAIConnector)

@@ -1,0 +1,113 @@
+"""Find where a value sits in JSON or YAML source, so errors can name ``line:column``.
+
+Parsing itself uses the fast ``json``/``yaml`` modules; these walkers run only when there is an error."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+_decoder = json.JSONDecoder()
+_WS = " \t\r\n"
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _WS:
+        i += 1
+    return i
+
+
+def json_offset(text: str, path: Sequence[Any], key: bool = False, start: int = 0) -> int:
+    """Offset of the value at ``path`` in ``text`` (of its key when ``key``); the deepest reachable part."""
+    i = _skip_ws(text, start)
+    for depth, part in enumerate(path):
+        last = depth == len(path) - 1
+        if i >= len(text):
+            return i
+        ch = text[i]
+        if ch == "{" and isinstance(part, str):
+            found = _find_key(text, i, part)
+            if found is None:
+                return i
+            key_at, value_at = found
+            if last and key:
+                return key_at
+            i = value_at
+        elif ch == "[" and isinstance(part, int):
+            found_at = _find_index(text, i, part)
+            if found_at is None:
+                return i
+            i = found_at
+        else:
+            return i
+    return i
+
+
+def _find_key(text: str, i: int, wanted: str) -> tuple[int, int] | None:
+    i = _skip_ws(text, i + 1)
+    while i < len(text) and text[i] != "}":
+        key_at = i
+        try:
+            name, i = _decoder.raw_decode(text, i)
+        except ValueError:
+            return None
+        i = _skip_ws(text, i)
+        if i >= len(text) or text[i] != ":":
+            return None
+        i = _skip_ws(text, i + 1)
+        if name == wanted:
+            return key_at, i
+        try:
+            _, i = _decoder.raw_decode(text, i)
+        except ValueError:
+            return None
+        i = _skip_ws(text, i)
+        if i < len(text) and text[i] == ",":
+            i = _skip_ws(text, i + 1)
+    return None
+
+
+def _find_index(text: str, i: int, wanted: int) -> int | None:
+    i = _skip_ws(text, i + 1)
+    index = 0
+    while i < len(text) and text[i] != "]":
+        if index == wanted:
+            return i
+        try:
+            _, i = _decoder.raw_decode(text, i)
+        except ValueError:
+            return None
+        i = _skip_ws(text, i)
+        if i < len(text) and text[i] == ",":
+            i = _skip_ws(text, i + 1)
+        index += 1
+    return None
+
+
+def line_col(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of an offset."""
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, col
+
+
+def yaml_mark(node: Any, path: Sequence[Any], key: bool = False) -> tuple[int, int]:
+    """1-based line and column of the node at ``path`` in a composed YAML tree (the deepest reachable)."""
+    import yaml
+
+    current = node
+    for depth, part in enumerate(path):
+        last = depth == len(path) - 1
+        if isinstance(current, yaml.MappingNode):
+            for k, v in current.value:
+                if k.value == part:
+                    current = k if (last and key) else v
+                    break
+            else:
+                break
+        elif isinstance(current, yaml.SequenceNode) and isinstance(part, int) and part < len(current.value):
+            current = current.value[part]
+        else:
+            break
+    return current.start_mark.line + 1, current.start_mark.column + 1

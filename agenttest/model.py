@@ -1,0 +1,271 @@
+"""Frozen dataclasses that flow through the pipeline: Case → Reply/Turn → AssertionResult → CaseResult → RunReport."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import Location
+
+Status = Literal["passed", "failed", "error", "timeout", "skipped"]
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AssertionSpec:
+    """One assertion as written, with its normalized fields."""
+
+    type: str
+    params: dict[str, Any]
+    location: Location | None = None
+
+    @property
+    def value(self) -> Any:
+        return self.params.get("value")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    id: str
+    assertion: AssertionSpec
+    description: str = ""
+    after: tuple[str, ...] = ()
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class SimulatorSpec:
+    use: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A test case as the file says, normalized; ``raw`` is what was written."""
+
+    id: str
+    messages: tuple[Message, ...]
+    raw: dict[str, Any]
+    location: Location
+    base_dir: str
+    name: str = ""
+    description: str = ""
+    assertions: tuple[AssertionSpec, ...] = ()
+    expected: Any = None
+    has_expected: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+    user: str | None = None
+    team: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    skip: bool = False
+    skip_reason: str = ""
+    timeout: float | None = None
+    before: str | None = None
+    after: str | None = None
+    simulator: SimulatorSpec | None = None
+    checkpoints: tuple[Checkpoint, ...] = ()
+    max_turns: int = 20
+    script: Any = None  # a script test's function (script tests only)
+
+    @property
+    def dynamic(self) -> bool:
+        return bool(self.checkpoints)
+
+    @property
+    def title(self) -> str:
+        return self.name or self.id
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model asked for and what running it gave."""
+
+    name: str
+    arguments: Any
+    id: str = ""
+    result: Any = None
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One answer of a model: text and/or tool calls."""
+
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    model: str = ""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What an agent answered to one conversation, tool loop included."""
+
+    text: str
+    messages: tuple[Message, ...] = ()  # assistant and tool messages to append to the history
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    data: Any = None  # the Next hook's data, when it returned some
+    has_data: bool = False
+    model_calls: int = 0
+
+    @property
+    def output(self) -> Any:
+        """What assertions see: Next-hook data, else the text, else the first tool result."""
+        if self.has_data:
+            return self.data
+        if self.text:
+            return self.text
+        for call in self.tool_calls:
+            if call.error is None:
+                return call.result
+        return self.text
+
+
+@dataclass(frozen=True)
+class AssertionResult:
+    type: str
+    passed: bool
+    message: str = ""
+    expected: Any = None
+    actual: Any = None
+    score: float | None = None
+    details: dict[str, Any] | None = None
+    error: bool = False  # the assertion could not be evaluated at all (e.g. the judge was unreachable)
+
+
+@dataclass(frozen=True)
+class Turn:
+    turn: int
+    input: Any
+    output: Any
+    tool_calls: tuple[ToolCall, ...] = ()
+    checkpoints: tuple[str, ...] = ()
+    duration_ms: float = 0.0
+    simulator_reasoning: str = ""
+
+
+@dataclass(frozen=True)
+class CheckpointResult:
+    id: str
+    reached: bool
+    required: bool
+    reached_at_turn: int | None = None
+    description: str = ""
+    message: str = ""
+    tool: str | None = None
+    verdict: AssertionResult | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.reached
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    id: str
+    status: Status
+    name: str = ""
+    input: Any = None
+    output: Any = None
+    duration_ms: float = 0.0
+    error: str = ""
+    assertions: tuple[AssertionResult, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    turns: tuple[Turn, ...] = ()
+    checkpoints: tuple[CheckpointResult, ...] = ()
+    dynamic: bool = False
+    run: int = 1
+    warnings: tuple[str, ...] = ()
+    logs: tuple[str, ...] = ()
+    index: int = 0  # position in the input, for ordering
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("passed", "skipped")
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why it did not pass, one line each."""
+        if self.status in ("passed", "skipped"):
+            return [self.error] if self.status == "skipped" and self.error else []
+        lines = [self.error] if self.error else []
+        lines += [a.message for a in self.assertions if not a.passed]
+        return lines
+
+
+@dataclass(frozen=True)
+class Stability:
+    id: str
+    runs: int
+    passed: int
+    pass_rate: float
+    avg_ms: float
+    min_ms: float
+    max_ms: float
+    std_ms: float
+    classification: str
+
+
+@dataclass(frozen=True)
+class RunReport:
+    results: tuple[CaseResult, ...]
+    started_at: str
+    completed_at: str
+    duration_ms: float
+    agent_id: str = ""
+    agent_path: str = ""
+    connector: str = ""
+    simulator: str = ""
+    input_source: str = ""
+    output_file: str = ""
+    environment: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    stability: tuple[Stability, ...] = ()
+    interrupted: bool = False
+    stopped_early: bool = False
+    not_run: int = 0
+    warnings: tuple[str, ...] = ()
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What tools, hooks and scripts receive as ``ctx`` (FORMATS §5)."""
+
+    user_id: str = "test-user"
+    team_id: str = "test-team"
+    locale: str = "en-us"
+    chat_id: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    authorized: dict[str, Any] = field(default_factory=dict)
+    client: dict[str, Any] = field(default_factory=dict)
+    test_mode: str = ""
+    runtime: Any = field(default=None, repr=False, compare=False)  # lets script tests call agents
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default)
+
+    def agent(self, agent_id: str) -> Any:
+        """A handle to call an agent from a hook or script test: ``ctx.agent("expense").stream(messages)``."""
+        if self.runtime is None:
+            raise RuntimeError("this context cannot call agents")
+        return self.runtime.handle(agent_id, self)

@@ -1,0 +1,1 @@
+"""Test modes: standard (one call) and dynamic (simulator-driven conversation)."""

@@ -1,0 +1,178 @@
+"""Dynamic mode: a simulator agent plays the user turn by turn until the ordered checkpoints are reached."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..assertions import Observation, evaluate
+from ..config import format_timeout
+from ..errors import AgentError
+from ..messages import content_text, last_user_text, resolve
+from ..model import AssertionResult, Case, CaseResult, Checkpoint, CheckpointResult, Context, Message, Turn
+from ..runtime import Runtime
+from ..workers import ProtocolError, ask_json
+from .standard import agent_options
+
+
+class SimulatorError(Exception):
+    pass
+
+
+@dataclass
+class Conversation:
+    """The state of one dynamic case while it runs (kept when a deadline interrupts it)."""
+
+    case: Case
+    history: list[Message] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    reached: dict[str, tuple[int, AssertionResult]] = field(default_factory=dict)
+    usage: Any = None
+    tool_calls: list[Any] = field(default_factory=list)
+
+    def missing(self) -> list[str]:
+        return [c.id for c in self.case.checkpoints if c.required and c.id not in self.reached]
+
+    def done(self) -> bool:
+        return not self.missing()
+
+
+def simulator_reply(value: Any) -> dict[str, Any]:
+    """Check a simulator reply: ``{"message" (or "input"): str, "goal_achieved": bool}``."""
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    message = value.get("message", value.get("input"))
+    achieved = value.get("goal_achieved", False)
+    if not isinstance(achieved, bool):
+        raise ValueError(f"'goal_achieved' must be true or false, got {achieved!r}")
+    if not achieved and (not isinstance(message, str) or not message.strip()):
+        raise ValueError("the JSON has no 'message' (or 'input') string")
+    return {"message": message if isinstance(message, str) else "", "goal_achieved": achieved, "reasoning": str(value.get("reasoning", ""))}
+
+
+async def _checkpoints(conv: Conversation, turn: int, obs: Observation) -> list[str]:
+    """Checkpoints reached this turn, in declaration order, honouring ``after`` (same turn counts)."""
+    pending = [c for c in conv.case.checkpoints if c.id not in conv.reached]
+    verdicts: dict[str, AssertionResult] = {}
+    new: list[str] = []
+    changed = True
+    while changed:
+        changed = False
+        for cp in pending:
+            if cp.id in conv.reached or not all(dep in conv.reached for dep in cp.after):
+                continue
+            if cp.id not in verdicts:
+                verdicts[cp.id] = await evaluate(cp.assertion, obs)
+            if verdicts[cp.id].passed:
+                conv.reached[cp.id] = (turn, verdicts[cp.id])
+                new.append(cp.id)
+                changed = True
+    return new
+
+
+async def _ask_simulator(runtime: Runtime, case: Case, conv: Conversation, turn_number: int) -> dict[str, Any]:
+    spec = case.simulator
+    use = spec.use if spec else runtime.config.simulator
+    options = spec.options if spec else {}
+    meta = dict(options.get("metadata") or {})
+    persona, goal = meta.pop("persona", ""), meta.pop("goal", "")
+    payload = {
+        "persona": persona,
+        "goal": goal,
+        "conversation": [
+            {"role": m["role"], "content": content_text(m.get("content"))}
+            for m in conv.history if m.get("role") in ("user", "assistant") and m.get("content")
+        ],
+        "turn_number": turn_number,
+        "max_turns": case.max_turns,
+        "checkpoints_reached": list(conv.reached),
+        "checkpoints_pending": [{"id": c.id, "description": c.description} for c in case.checkpoints if c.id not in conv.reached],
+        "extra": meta,
+    }
+    try:
+        return await ask_json(runtime, use, payload, "simulator", simulator_reply, options.get("connector"), {"persona": persona, "goal": goal, **meta})
+    except (ProtocolError, AgentError) as exc:
+        raise SimulatorError(f"simulator {use}: {exc}") from None
+
+
+async def _loop(case: Case, runtime: Runtime, ctx: Context, conv: Conversation) -> str:
+    """Returns the failure reason, or "" when every required checkpoint was reached."""
+    assert runtime.agent is not None
+    connector, options = runtime.connector_for(case), agent_options(case)
+    if case.messages:
+        conv.history = resolve(case.messages, case.base_dir)
+    else:
+        first = await _ask_simulator(runtime, case, conv, 1)
+        conv.history = [{"role": "user", "content": first["message"]}]
+    reasoning = ""
+    for turn in range(1, case.max_turns + 1):
+        start = time.perf_counter()
+        user_text = last_user_text(conv.history)
+        try:
+            reply = await runtime.agent.run(ctx, conv.history, connector, options)
+        except AgentError as exc:
+            raise AgentError(f"agent error at turn {turn}: {exc}") from None
+        conv.history += list(reply.messages)
+        conv.usage = reply.usage if conv.usage is None else conv.usage + reply.usage
+        conv.tool_calls += reply.tool_calls
+        obs = Observation(reply.output, reply.tool_calls, user_text, case, runtime)
+        new = await _checkpoints(conv, turn, obs)
+        conv.turns.append(Turn(turn, user_text, reply.output, reply.tool_calls, tuple(new), (time.perf_counter() - start) * 1000, reasoning))
+        if conv.done():
+            return ""
+        if turn == case.max_turns:
+            break
+        try:
+            answer = await _ask_simulator(runtime, case, conv, turn + 1)
+        except SimulatorError as exc:
+            raise SimulatorError(f"simulator error at turn {turn + 1}: {exc}") from None
+        if answer["goal_achieved"]:
+            return f"simulator reported goal achieved but checkpoints missing: {', '.join(conv.missing())}"
+        reasoning = answer["reasoning"]
+        conv.history.append({"role": "user", "content": answer["message"]})
+    return f"max turns ({case.max_turns}) exceeded; missing checkpoints: {', '.join(conv.missing())}"
+
+
+def _checkpoint_results(conv: Conversation) -> tuple[CheckpointResult, ...]:
+    out = []
+    for cp in conv.case.checkpoints:
+        hit = conv.reached.get(cp.id)
+        verdict = hit[1] if hit else None
+        tool = None
+        if hit and cp.assertion.type == "tool_called" and isinstance(verdict.actual, dict):
+            tool = verdict.actual.get("name")
+        message = "" if hit else ("not reached" + (f" (after {', '.join(cp.after)})" if cp.after else ""))
+        out.append(CheckpointResult(cp.id, hit is not None, cp.required, hit[0] if hit else None, cp.description, message, tool,
+                                    verdict if cp.assertion.type == "agent" else None))
+    return tuple(out)
+
+
+def _result(case: Case, conv: Conversation, status: str, error: str) -> CaseResult:
+    from ..model import Usage
+
+    return CaseResult(
+        id=case.id, status=status, name=case.name, input=case.raw.get("input"),  # type: ignore[arg-type]
+        output=conv.turns[-1].output if conv.turns else None, error=error,
+        tool_calls=tuple(conv.tool_calls), usage=conv.usage or Usage(), turns=tuple(conv.turns),
+        checkpoints=_checkpoint_results(conv), dynamic=True,
+    )
+
+
+async def run(case: Case, runtime: Runtime, ctx: Context, deadline: float) -> CaseResult:
+    conv = Conversation(case)
+    try:
+        async with asyncio.timeout(deadline):
+            reason = await _loop(case, runtime, ctx, conv)
+    except TimeoutError:
+        at = len(conv.turns) + 1
+        return _result(case, conv, "timeout", f"timeout after {format_timeout(deadline)} (during turn {at}); missing checkpoints: {', '.join(conv.missing())}")
+    except SimulatorError as exc:
+        return _result(case, conv, "error", str(exc))
+    except AgentError as exc:
+        return _result(case, conv, "error", str(exc))
+    return _result(case, conv, "failed" if reason else "passed", reason)
+
+
+__all__ = ["Checkpoint", "run", "simulator_reply"]

@@ -1,0 +1,65 @@
+"""Report files: a registry of formats by file extension, and atomic writing."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+
+from ..errors import AgentTestError
+from ..model import RunReport
+
+Render = Callable[[RunReport], str]
+_FORMATS: dict[str, Render] = {}
+
+
+def register(extension: str) -> Callable[[Render], Render]:
+    def decorate(fn: Render) -> Render:
+        _FORMATS[extension] = fn
+        return fn
+
+    return decorate
+
+
+def extensions() -> list[str]:
+    _builtins()
+    return sorted(_FORMATS)
+
+
+def _builtins() -> None:
+    from . import html, junit, markdown, text  # noqa: F401
+
+
+def check_path(path: str) -> None:
+    """A usage error, before anything runs, for an -o whose format is unknown or folder is missing."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in extensions():
+        raise AgentTestError(f"-o {path}: unknown report format '{ext or '(none)'}'", hint=f"use one of {', '.join(extensions())}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise AgentTestError(f"-o {path}: folder {folder} does not exist")
+
+
+def render(report: RunReport, path: str, secrets: Sequence[str] = ()) -> str:
+    from ..connectors import redact
+
+    _builtins()
+    return redact(_FORMATS[os.path.splitext(path)[1].lower()](report), secrets)
+
+
+def write_atomic(path: str, content: str) -> None:
+    """Write to a temporary file beside ``path``, then rename over it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".agent-test-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(content)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write(report: RunReport, path: str, secrets: Sequence[str] = ()) -> None:
+    write_atomic(path, render(report, path, secrets))

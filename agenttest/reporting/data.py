@@ -1,0 +1,145 @@
+"""Results and reports as plain JSON-ready dicts (FORMATS §6): one shape shared by every file format."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from ..model import AssertionResult, CaseResult, CheckpointResult, RunReport, ToolCall, Turn, Usage
+
+
+def _usage(u: Usage) -> dict[str, int]:
+    return {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "total_tokens": u.total_tokens}
+
+
+def tool_call_dict(c: ToolCall) -> dict[str, Any]:
+    out = {"name": c.name, "arguments": c.arguments, "result": c.result, "duration_ms": round(c.duration_ms, 1)}
+    if c.id:
+        out["id"] = c.id
+    if c.error is not None:
+        out["error"] = c.error
+    return out
+
+
+def assertion_dict(a: AssertionResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": a.type, "passed": a.passed}
+    if a.message:
+        out["message"] = a.message
+    if a.expected is not None:
+        out["expected"] = a.expected
+    if a.actual is not None:
+        out["actual"] = a.actual
+    if a.score is not None:
+        out["score"] = a.score
+    if a.details:
+        out["details"] = a.details
+    if a.error:
+        out["error"] = True
+    return out
+
+
+def turn_dict(t: Turn) -> dict[str, Any]:
+    out = {
+        "turn": t.turn,
+        "input": t.input,
+        "output": t.output,
+        "tool_calls": [tool_call_dict(c) for c in t.tool_calls],
+        "checkpoints": list(t.checkpoints),
+        "duration_ms": round(t.duration_ms, 1),
+    }
+    if t.simulator_reasoning:
+        out["simulator_reasoning"] = t.simulator_reasoning
+    return out
+
+
+def checkpoint_dict(c: CheckpointResult) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": c.id,
+        "reached": c.reached,
+        "reached_at_turn": c.reached_at_turn,
+        "required": c.required,
+        "passed": c.passed,
+    }
+    if c.description:
+        out["description"] = c.description
+    if c.message:
+        out["message"] = c.message
+    if c.tool:
+        out["tool"] = c.tool
+    if c.verdict is not None:
+        out["verdict"] = assertion_dict(c.verdict)
+    return out
+
+
+def result_dict(r: CaseResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": r.id}
+    if r.name:
+        out["name"] = r.name
+    out.update(status=r.status, input=r.input, output=r.output, duration_ms=round(r.duration_ms, 1))
+    if r.error:
+        out["error"] = r.error
+    out["run"] = r.run
+    out["assertions"] = [assertion_dict(a) for a in r.assertions]
+    out["tool_calls"] = [tool_call_dict(c) for c in r.tool_calls]
+    out["usage"] = _usage(r.usage)
+    if r.dynamic:
+        out["turns"] = [turn_dict(t) for t in r.turns]
+        out["checkpoints"] = [checkpoint_dict(c) for c in r.checkpoints]
+        out["total_turns"] = len(r.turns)
+    if r.warnings:
+        out["warnings"] = list(r.warnings)
+    if r.logs:
+        out["logs"] = list(r.logs)
+    return out
+
+
+def summary_dict(report: RunReport) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "total": len(report.results),
+        "passed": report.count("passed"),
+        "failed": report.count("failed"),
+        "skipped": report.count("skipped"),
+        "errors": report.count("error"),
+        "timeouts": report.count("timeout"),
+        "duration_ms": round(report.duration_ms, 1),
+        "agent_id": report.agent_id,
+        "agent_path": report.agent_path,
+        "connector": report.connector,
+    }
+    if report.simulator:
+        out["simulator"] = report.simulator
+    ran = out["total"] - out["skipped"]
+    out["pass_rate"] = round(100.0 * out["passed"] / ran, 1) if ran else 100.0
+    if report.stability:
+        runs = report.options.get("runs", 1)
+        out["runs"] = runs
+        out["stability"] = [asdict(s) for s in report.stability]
+        out["stable_cases"] = sum(1 for s in report.stability if s.classification == "stable")
+        total_runs = sum(s.runs for s in report.stability)
+        out["overall_pass_rate"] = round(100.0 * sum(s.passed for s in report.stability) / total_runs, 1) if total_runs else 100.0
+    if report.interrupted:
+        out["interrupted"] = True
+    if report.stopped_early:
+        out["stopped_early"] = True
+    if report.not_run:
+        out["not_run"] = report.not_run
+    return out
+
+
+def report_dict(report: RunReport) -> dict[str, Any]:
+    from .. import __version__
+
+    return {
+        "summary": summary_dict(report),
+        "environment": report.environment,
+        "results": [result_dict(r) for r in report.results],
+        "metadata": {
+            "started_at": report.started_at,
+            "completed_at": report.completed_at,
+            "input_file": report.input_source,
+            "output_file": report.output_file,
+            "version": __version__,
+            "options": report.options,
+            **({"warnings": list(report.warnings)} if report.warnings else {}),
+        },
+    }

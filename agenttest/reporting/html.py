@@ -1,0 +1,72 @@
+"""A self-contained HTML page: the summary, a row per case, each failure's reasons and transcript."""
+
+from __future__ import annotations
+
+from html import escape
+
+from ..config import format_duration
+from ..jsontext import as_text
+from ..model import CaseResult, RunReport
+from . import register
+from .data import summary_dict
+from .markdown import preview
+
+_STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
+h1{font-size:1.5rem}.cards{display:flex;gap:.75rem;flex-wrap:wrap;margin:1rem 0}
+.card{border:1px solid #d8dde6;border-radius:8px;padding:.6rem 1rem;min-width:90px}
+.card b{display:block;font-size:1.4rem}table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid #e5e8ee;vertical-align:top}
+.passed{color:#137333}.failed,.error,.timeout{color:#b3261e}.skipped{color:#6b7280}
+details{margin:.25rem 0}pre{background:#f5f7fa;padding:.5rem;border-radius:6px;white-space:pre-wrap;word-break:break-word}
+.reason{color:#b3261e}.meta{color:#6b7280}
+"""
+
+
+def _transcript(r: CaseResult) -> str:
+    parts = []
+    if r.reasons:
+        parts.append("<ul>" + "".join(f'<li class="reason">{escape(x)}</li>' for x in r.reasons) + "</ul>")
+    if r.turns:
+        rows = "".join(
+            f"<tr><td>{t.turn}</td><td>{escape(as_text(t.input))}</td><td>{escape(as_text(t.output))}</td>"
+            f"<td>{escape(', '.join(t.checkpoints))}</td></tr>"
+            for t in r.turns
+        )
+        parts.append(f"<table><tr><th>Turn</th><th>User</th><th>Agent</th><th>Checkpoints</th></tr>{rows}</table>")
+    else:
+        parts.append(f"<p><b>Input</b></p><pre>{escape(as_text(r.input))}</pre><p><b>Output</b></p><pre>{escape(as_text(r.output))}</pre>")
+    if r.tool_calls:
+        calls = "".join(f"<li><code>{escape(c.name)}</code> {escape(as_text(c.arguments))} → {escape(as_text(c.error or c.result))}</li>" for c in r.tool_calls)
+        parts.append(f"<p><b>Tool calls</b></p><ul>{calls}</ul>")
+    return "".join(parts)
+
+
+@register(".html")
+def to_html(report: RunReport) -> str:
+    s = summary_dict(report)
+    cards = "".join(
+        f'<div class="card"><span class="meta">{label}</span><b class="{cls}">{value}</b></div>'
+        for label, value, cls in [
+            ("Total", s["total"], ""), ("Passed", s["passed"], "passed"), ("Failed", s["failed"], "failed"),
+            ("Errors", s["errors"], "error"), ("Timeouts", s["timeouts"], "timeout"), ("Skipped", s["skipped"], "skipped"),
+            ("Pass rate", f"{s['pass_rate']}%", ""), ("Duration", format_duration(report.duration_ms / 1000), ""),
+        ]
+    )
+    rows = []
+    for r in report.results:
+        body = _transcript(r)
+        detail = f"<details{' open' if r.status not in ('passed', 'skipped') else ''}><summary>details</summary>{body}</details>"
+        rows.append(
+            f'<tr><td>{escape(r.id)}</td><td>{escape(preview(r.input)[:120])}</td><td class="{r.status}">{r.status.upper()}</td>'
+            f"<td>{format_duration(r.duration_ms / 1000)}</td><td>{detail}</td></tr>"
+        )
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>Agent Test — {escape(report.agent_id)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>Agent Test Report</h1><p class=\"meta\">Agent <b>{escape(report.agent_id or '—')}</b> · connector "
+        f"<b>{escape(report.connector or '—')}</b> · input {escape(report.input_source)} · started {escape(report.started_at)}</p>"
+        f"<div class=\"cards\">{cards}</div><table><tr><th>ID</th><th>Input</th><th>Status</th><th>Duration</th><th></th></tr>"
+        + "".join(rows)
+        + "</table></body></html>\n"
+    )

@@ -1,0 +1,82 @@
+"""Markdown report: the summary, a table of cases, then each failure's reasons and transcript."""
+
+from __future__ import annotations
+
+from ..config import format_duration
+from ..jsontext import as_text
+from ..model import CaseResult, RunReport
+from . import register
+from .data import summary_dict
+
+ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "timeout": "⏱", "skipped": "⏭"}
+
+
+def _cell(text: object, limit: int = 80) -> str:
+    s = as_text(text).replace("\n", " ").replace("|", "\\|")
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def preview(value: object) -> str:
+    """The text of an input for a one-line preview: the last user message."""
+    from ..messages import last_user_text, normalize
+
+    if isinstance(value, (str, dict, list)) and value:
+        try:
+            return last_user_text(normalize(value))
+        except (AttributeError, TypeError):
+            return as_text(value)
+    return ""
+
+
+def _details(r: CaseResult) -> list[str]:
+    lines = [f"### {ICONS.get(r.status, '')} {r.id} — {r.status}", ""]
+    if r.name:
+        lines += [f"*{r.name}*", ""]
+    for reason in r.reasons:
+        lines.append(f"- {reason}")
+    lines += ["", "**Input**", "", "```", as_text(r.input), "```", "", "**Output**", "", "```", as_text(r.output), "```", ""]
+    if r.tool_calls:
+        lines.append("**Tool calls**")
+        lines.append("")
+        lines += [f"- `{c.name}` {as_text(c.arguments)} → {as_text(c.error or c.result)}" for c in r.tool_calls]
+        lines.append("")
+    for t in r.turns:
+        lines.append(f"- Turn {t.turn}: “{_cell(t.input, 200)}” → “{_cell(t.output, 200)}”" + (f" ✓ {', '.join(t.checkpoints)}" if t.checkpoints else ""))
+    if r.turns:
+        lines.append("")
+    return lines
+
+
+@register(".md")
+def to_markdown(report: RunReport) -> str:
+    s = summary_dict(report)
+    lines = [
+        "# Agent Test Report",
+        "",
+        f"- **Agent:** {report.agent_id or '—'}",
+        f"- **Connector:** {report.connector or '—'}",
+        f"- **Input:** {report.input_source}",
+        f"- **Started:** {report.started_at}",
+        "",
+        "| Total | Passed | Failed | Errors | Timeouts | Skipped | Pass rate | Duration |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {s['total']} | {s['passed']} | {s['failed']} | {s['errors']} | {s['timeouts']} | {s['skipped']} | {s['pass_rate']}% | {format_duration(report.duration_ms / 1000)} |",
+        "",
+        "## Cases",
+        "",
+        "| | ID | Input | Status | Duration | Reason |",
+        "|---|---|---|---|---:|---|",
+    ]
+    for r in report.results:
+        reason = r.reasons[0] if r.reasons else ""
+        lines.append(f"| {ICONS.get(r.status, '')} | {_cell(r.id, 40)} | {_cell(preview(r.input), 50)} | {r.status} | {format_duration(r.duration_ms / 1000)} | {_cell(reason)} |")
+    if report.stability:
+        lines += ["", "## Stability", "", "| ID | Runs | Pass rate | Avg | Min | Max | Std dev | Class |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+        for st in report.stability:
+            lines.append(f"| {st.id} | {st.runs} | {st.pass_rate}% | {st.avg_ms:.0f}ms | {st.min_ms:.0f}ms | {st.max_ms:.0f}ms | {st.std_ms:.0f}ms | {st.classification} |")
+    failures = [r for r in report.results if r.status not in ("passed", "skipped")]
+    if failures:
+        lines += ["", "## Failures", ""]
+        for r in failures:
+            lines += _details(r)
+    return "\n".join(lines) + "\n"

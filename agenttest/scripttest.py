@@ -1,0 +1,196 @@
+"""Script tests: ``-i scripts.expense -n expense`` runs every ``Test*`` function of the agent's
+``src/expense_test.py`` as a case, called as ``TestX(t, ctx)``."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import re
+import traceback
+from typing import Any
+
+from .app import load_module
+from .config import format_timeout
+from .errors import AgentTestError, Location
+from .model import AssertionResult, Case, CaseResult, Context
+
+
+class _Stop(Exception):
+    pass
+
+
+class _Skip(Exception):
+    pass
+
+
+class Assertions:
+    """``t.assert_`` (``assert`` is a Python keyword; ``getattr(t, "assert")`` works too).
+
+    Each check records a result and returns whether it held; a failed check does not stop the test."""
+
+    def __init__(self, t: T):
+        self._t = t
+
+    def _record(self, kind: str, passed: bool, message: str, expected: Any = None, actual: Any = None) -> bool:
+        self._t.results.append(AssertionResult(kind, passed, "" if passed else message, expected, actual))
+        return passed
+
+    def _msg(self, default: str, msg: str | None) -> str:
+        return f"{msg}: {default}" if msg else default
+
+    def True_(self, value: Any, msg: str | None = None) -> bool:
+        return self._record("True", bool(value), self._msg(f"expected true, got {value!r}", msg), True, value)
+
+    def False_(self, value: Any, msg: str | None = None) -> bool:
+        return self._record("False", not value, self._msg(f"expected false, got {value!r}", msg), False, value)
+
+    def Equal(self, actual: Any, expected: Any, msg: str | None = None) -> bool:
+        from .assertions.static import equal
+
+        return self._record("Equal", equal(actual, expected), self._msg(f"expected {expected!r}, got {actual!r}", msg), expected, actual)
+
+    def NotEqual(self, actual: Any, expected: Any, msg: str | None = None) -> bool:
+        from .assertions.static import equal
+
+        return self._record("NotEqual", not equal(actual, expected), self._msg(f"expected something other than {expected!r}", msg), expected, actual)
+
+    def Contains(self, container: Any, item: Any, msg: str | None = None) -> bool:
+        ok = item in container if container is not None else False
+        return self._record("Contains", ok, self._msg(f"{_short(container)} does not contain {item!r}", msg), item, container)
+
+    def NotContains(self, container: Any, item: Any, msg: str | None = None) -> bool:
+        ok = container is None or item not in container
+        return self._record("NotContains", ok, self._msg(f"{_short(container)} contains {item!r}", msg), item, container)
+
+    def Match(self, text: Any, pattern: str, msg: str | None = None) -> bool:
+        ok = re.search(pattern, str(text)) is not None
+        return self._record("Match", ok, self._msg(f"{_short(text)} does not match /{pattern}/", msg), pattern, text)
+
+    def Len(self, value: Any, length: int, msg: str | None = None) -> bool:
+        try:
+            actual = len(value)
+        except TypeError:
+            actual = None
+        return self._record("Len", actual == length, self._msg(f"expected length {length}, got {actual}", msg), length, actual)
+
+    def Greater(self, a: Any, b: Any, msg: str | None = None) -> bool:
+        return self._record("Greater", a > b, self._msg(f"expected {a!r} > {b!r}", msg), b, a)
+
+    def Less(self, a: Any, b: Any, msg: str | None = None) -> bool:
+        return self._record("Less", a < b, self._msg(f"expected {a!r} < {b!r}", msg), b, a)
+
+    def Nil(self, value: Any, msg: str | None = None) -> bool:
+        return self._record("Nil", value is None, self._msg(f"expected None, got {value!r}", msg), None, value)
+
+    def NotNil(self, value: Any, msg: str | None = None) -> bool:
+        return self._record("NotNil", value is not None, self._msg("expected a value, got None", msg), None, value)
+
+    def Type(self, value: Any, type_name: str, msg: str | None = None) -> bool:
+        from .assertions.static import json_type
+
+        actual = json_type(value)
+        ok = actual == type_name or (type_name == "number" and actual == "integer")
+        return self._record("Type", ok, self._msg(f"expected {type_name}, got {actual}", msg), type_name, actual)
+
+    def JSONPath(self, data: Any, path: str, expected: Any, msg: str | None = None) -> bool:
+        from .assertions import Observation
+        from .assertions.static import json_path
+
+        r = json_path({"type": "json_path", "path": path, "value": expected}, Observation(data))
+        return self._record("JSONPath", r.passed, self._msg(r.message, msg), expected, r.actual)
+
+    def Agent(self, response: Any, validator_id: str, options: dict[str, Any] | None = None) -> bool:
+        """Judge ``response`` with a validator agent: options ``{"criteria", "metadata", "connector"}``."""
+        from .assertions.judge import agent_id, ask_validator
+
+        options = dict(options or {})
+        metadata = dict(options.get("metadata") or {})
+        criteria = options.get("criteria", metadata.pop("criteria", None))
+        runtime = self._t.ctx.runtime
+        coro = ask_validator(runtime, agent_id(validator_id), response, self._t.input, criteria, metadata, options.get("connector"))
+        result = runtime.submit(coro)
+        self._t.results.append(result)
+        return result.passed
+
+    # Go-style names for True/False, which are Python keywords as attribute names in source
+    locals()["True"] = True_
+    locals()["False"] = False_
+
+
+class T:
+    """What a script test receives as ``t``."""
+
+    def __init__(self, name: str, ctx: Context):
+        self.name = name
+        self.ctx = ctx
+        self.results: list[AssertionResult] = []
+        self.logs: list[str] = []
+        self.input: Any = None
+        self.assert_ = Assertions(self)
+        self.expect = self.assert_
+        setattr(self, "assert", self.assert_)
+
+    def log(self, *parts: Any) -> None:
+        self.logs.append(" ".join(str(p) for p in parts))
+
+    def fail(self, message: str = "failed") -> None:
+        """Fail the test now."""
+        self.results.append(AssertionResult("fail", False, message))
+        raise _Stop
+
+    def skip(self, reason: str = "") -> None:
+        """Skip the test now."""
+        raise _Skip(reason)
+
+    # Yao spellings
+    Log, Fail, Skip = log, fail, skip
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def collect(agent: Any, name: str) -> list[Case]:
+    """Every ``Test*`` function of ``<agent>/src/<name>_test.py``, in file order."""
+    if agent is None:
+        raise AgentTestError("script tests need -n AGENT")
+    base = name if name.endswith("_test") else name + "_test"
+    path = os.path.join(agent.spec.path, "src", base + ".py")
+    if not os.path.isfile(path):
+        raise AgentTestError(f"-i scripts.{name}: {path} does not exist", hint=f"script tests live in the agent's src/<name>_test.py")
+    module = load_module(path)
+    found = [(fn.__code__.co_firstlineno, n, fn) for n, fn in vars(module).items()
+             if n.startswith("Test") and inspect.isfunction(fn) and fn.__module__ == module.__name__]
+    if not found:
+        raise AgentTestError(f"{path} has no Test* functions", hint="define e.g. def TestExpense(t, ctx): ...")
+    return [
+        Case(id=n, messages=(), raw={"id": n}, location=Location(path, line), base_dir=os.path.dirname(path),
+             name=(fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else "", script=fn)
+        for line, n, fn in sorted(found)
+    ]
+
+
+def _call(case: Case, t: T, ctx: Context) -> tuple[str, str]:
+    try:
+        case.script(t, ctx)
+    except _Stop:
+        pass
+    except _Skip as exc:
+        return "skipped", str(exc)
+    except Exception as exc:
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = next((f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(frames) if f.filename == case.location.file), "")
+        return "error", f"{type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
+    return ("failed" if any(not r.passed for r in t.results) else "passed"), ""
+
+
+async def run(case: Case, runtime: Any, ctx: Context, deadline: float) -> CaseResult:
+    t = T(case.id, ctx)
+    try:
+        async with asyncio.timeout(deadline):
+            status, error = await asyncio.to_thread(_call, case, t, ctx)
+    except TimeoutError:
+        status, error = "timeout", f"timeout after {format_timeout(deadline)}"
+    return CaseResult(case.id, status, case.name, None, None, error=error, assertions=tuple(t.results), logs=tuple(t.logs))  # type: ignore[arg-type]
