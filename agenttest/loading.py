@@ -151,7 +151,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
     if node is None:
         return []
     base, items = _case_list(data, source, problems, Location(source, 1, 1))
-    return [Document(raw, source, base + (i,), None, 0, node) for i, raw in enumerate(items)]
+    return [Document(raw, source, base + (i,), node=node) for i, raw in enumerate(items)]
 
 
 def _case_list(data: Any, source: str, problems: list[Problem], loc: Location) -> tuple[Path, list[Any]]:
@@ -205,18 +205,24 @@ def _field(path: Sequence[Any]) -> str:
 
 def schema_problems(raw: Any) -> list[tuple[Path, str, str | None, bool]]:
     """Structural problems as (path, message, hint, points-at-key)."""
-    from jsonschema.exceptions import best_match
-
     out: list[tuple[Path, str, str | None, bool]] = []
     for error in _validator().iter_errors(raw):
-        if error.validator in ("anyOf", "oneOf") and error.context:
-            deep = best_match(error.context)
-            if deep.validator in ("type", "anyOf") and len(deep.absolute_path) <= len(error.absolute_path) + 1:
-                out.append((tuple(error.absolute_path), _any_of_message(error), None, False))
-                continue
-            error = deep
-        out.extend(_translate(error))
+        out.extend(_explain(error))
     return out
+
+
+def _explain(error: Any) -> list[tuple[Path, str, str | None, bool]]:
+    if error.validator not in ("anyOf", "oneOf") or not error.context:
+        return _translate(error)
+    # Explain the branch whose type fits the value; if none fits, say which shapes are accepted.
+    branches: dict[int, list[Any]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.schema_path[0], []).append(sub)
+    depth = len(error.absolute_path)
+    for subs in branches.values():
+        if not any(s.validator in ("type", "anyOf") and len(s.absolute_path) == depth for s in subs):
+            return [p for s in subs for p in _explain(s)]
+    return [(tuple(error.absolute_path), _any_of_message(error), None, False)]
 
 
 def _any_of_message(error: Any) -> str:
@@ -349,8 +355,12 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
             problems.append(Problem(f"a case must be a JSON object, not {_type_name(raw)}", doc.locate()))
             continue
         found = schema_problems(raw)
-        if not found:
-            found = semantic_problems(raw, default_simulator)
+        try:
+            extra = semantic_problems(raw, default_simulator)
+        except (TypeError, AttributeError, KeyError):
+            extra = []  # a shape the schema already rejected
+        seen = {path for path, *_ in found}
+        found += [p for p in extra if p[0] not in seen]
         for path, message, hint, key in found:
             problems.append(Problem(message, doc.locate(path, key), hint))
         case_id = raw.get("id")

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from . import inputs, reporting
 from .app import App, find_root
 from .config import RunConfig
-from .errors import AgentTestError, ExitCode, did_you_mean
+from .errors import AgentTestError, ExitCode
 from .model import Case
 from .reporting.console import Console
 from .results import exit_code, make_report
@@ -162,7 +162,7 @@ class Session:
 
         console = Console(self.out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(), show_reply=self.source.kind == "message")
         info = {
-            "agent": runtime.agent.id if runtime.agent else "", "connector": connector, "simulator": ", ".join(s for s in simulators if s),
+            "agent": (config.agent or runtime.agent.id) if runtime.agent else "", "connector": connector, "simulator": ", ".join(s for s in simulators if s),
             "input": self.source.describe(len(cases)), "timeout": config.timeout, "total": len(cases) * config.runs,
             "runs": config.runs, "dynamic": dynamic,
         }
@@ -203,5 +203,3 @@ class Session:
             "user": c.user, "team": c.team, "ctx": c.ctx_file,
         }.items() if v not in (None, False)}
 
-
-__all__ = ["Session", "select", "did_you_mean"]

@@ -34,6 +34,7 @@ class Console:
         self._bar: Any = None
         self._progress = progress and parallel > 1
         self._pending_line = False
+        self._blank = False
 
     # -- primitives --------------------------------------------------------------------------
 
@@ -41,6 +42,7 @@ class Console:
         return f"\x1b[{COLORS[color]}m{text}\x1b[0m" if self.color else text
 
     def line(self, text: str = "") -> None:
+        self._blank = not text
         if self._bar is not None:
             self._bar.write(text, file=self.out)
         else:
@@ -153,7 +155,8 @@ class Console:
             self._bar.close()
             self._bar = None
         s = summary_dict(report)
-        self.line()
+        if not self._blank:
+            self.line()
         self.section("Summary")
         rows = [("Agent", report.agent_id), ("Connector", report.connector), ("Simulator", report.simulator),
                 ("Total", s["total"]), ("Passed", s["passed"]), ("Failed", s["failed"])]

@@ -1,0 +1,99 @@
+"""Shared fixtures: a loopback OpenAI-compatible server, throwaway app folders, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from openai_server import Answer, OpenAIServer, last_user  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def server():
+    with OpenAIServer() as srv:
+        yield srv
+
+
+class AppBuilder:
+    """Writes an app folder: connectors and agents, with files given as text."""
+
+    def __init__(self, root: Path, server: OpenAIServer | None):
+        self.root = root
+        (root / "assistants").mkdir(parents=True, exist_ok=True)
+        (root / "connectors").mkdir(exist_ok=True)
+        if server is not None:
+            self.connector("fake", {"type": "openai", "options": {"model": "fake-model", "host": server.host, "key": "$ENV.FAKE_OPENAI_KEY", "max_retries": 2}})
+        self.connector("mock", {"type": "mock"})
+
+    def connector(self, conn_id: str, data: dict[str, Any]) -> None:
+        path = self.root / "connectors" / (conn_id.replace(".", "/") + ".conn.yao")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data))
+
+    def agent(self, agent_id: str, connector: str = "fake", tools: list[dict[str, Any]] | None = None,
+              files: dict[str, str] | None = None, **package: Any) -> Path:
+        folder = self.root / "assistants" / agent_id.replace(".", "/")
+        folder.mkdir(parents=True, exist_ok=True)
+        pkg = {"name": agent_id, "description": f"the {agent_id} agent", "connector": connector, **package}
+        if tools:
+            pkg["tools"] = tools
+        (folder / "package.yao").write_text(json.dumps(pkg, indent=2))
+        for name, text in (files or {}).items():
+            path = folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text))
+        return folder
+
+    def file(self, rel: str, text: str) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    def cases(self, rel: str, cases: list[dict[str, Any]]) -> Path:
+        return self.file(rel, "\n".join(json.dumps(c) for c in cases) + "\n")
+
+
+@pytest.fixture
+def app(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("FAKE_OPENAI_KEY", "sk-test-SECRET-0123456789")
+    monkeypatch.delenv("AGENTTEST_APP", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    return AppBuilder(tmp_path / "app", server)
+
+
+@pytest.fixture
+def offline_app(tmp_path, monkeypatch):
+    monkeypatch.delenv("AGENTTEST_APP", raising=False)
+    return AppBuilder(tmp_path / "app", None)
+
+
+def cli(*args: str, cwd: Path | None = None) -> Any:
+    """Run agent-test in-process as a user would; returns click's Result (exit_code, output, stderr)."""
+    from agenttest.cli import main
+
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def report(path: Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())
+
+
+__all__ = ["Answer", "AppBuilder", "OpenAIServer", "cli", "last_user", "report"]

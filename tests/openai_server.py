@@ -1,0 +1,213 @@
+"""A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions protocol, for tests and benchmarks.
+
+Plain and streamed (SSE) responses, tool calls, error statuses with retry headers, latency, usage.
+What it answers is decided by a ``responder(request_json) -> Answer`` the caller sets; it records
+every request, counts them and tracks the peak number in flight."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+@dataclass
+class Answer:
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # [{"name", "arguments": {...} or str}]
+    status: int = 200
+    error: str = ""
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    usage: tuple[int, int] = (10, 5)
+    raw: str | None = None  # a raw body, sent as is (for malformed responses)
+
+
+def last_user(request: dict[str, Any]) -> str:
+    for m in reversed(request.get("messages", [])):
+        if m.get("role") == "user":
+            c = m.get("content")
+            return c if isinstance(c, str) else json.dumps(c)
+    return ""
+
+
+def echo(request: dict[str, Any]) -> Answer:
+    return Answer(f"echo: {last_user(request)}")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "_Server"
+
+    def setup(self) -> None:
+        super().setup()
+        # Without TCP_NODELAY, Nagle and delayed ACK add ~40 ms to keep-alive requests.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+
+    def do_POST(self) -> None:
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with owner.lock:
+            owner.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+            owner.in_flight += 1
+            owner.peak_in_flight = max(owner.peak_in_flight, owner.in_flight)
+        try:
+            if not self.path.endswith("/chat/completions"):
+                self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
+                return
+            answer = owner.responder(body)
+            if answer.delay:
+                time.sleep(answer.delay)
+            if answer.raw is not None:
+                self._send(answer.status, answer.raw.encode(), "application/json", answer.headers)
+            elif answer.status != 200:
+                self._json(answer.status, {"error": {"message": answer.error or "error", "type": "server_error", "code": answer.status}}, answer.headers)
+            elif body.get("stream"):
+                self._stream(body, answer)
+            else:
+                self._json(200, _completion(body, answer))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            with owner.lock:
+                owner.in_flight -= 1
+
+    def _send(self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(payload).encode(), "application/json", headers)
+
+    def _stream(self, body: dict[str, Any], answer: Answer) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        model = body.get("model", "fake-model")
+
+        def event(delta: dict[str, Any], finish: str | None = None, usage: Any = None, choices: bool = True) -> None:
+            chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if choices else []}
+            if usage is not None:
+                chunk["usage"] = usage
+            self._chunk(f"data: {json.dumps(chunk)}\n\n")
+
+        event({"role": "assistant", "content": ""})
+        text = answer.content
+        for i in range(0, len(text), 7):
+            event({"content": text[i : i + 7]})
+        for n, call in enumerate(answer.tool_calls):
+            args = _args(call)
+            half = len(args) // 2
+            event({"tool_calls": [{"index": n, "id": f"call_{n}", "type": "function", "function": {"name": call["name"], "arguments": args[:half]}}]})
+            event({"tool_calls": [{"index": n, "function": {"arguments": args[half:]}}]})
+        event({}, "tool_calls" if answer.tool_calls else "stop")
+        if (body.get("stream_options") or {}).get("include_usage"):
+            event({}, usage=_usage(answer), choices=False)
+        self._chunk("data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _chunk(self, text: str) -> None:
+        data = text.encode()
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+def _args(call: dict[str, Any]) -> str:
+    args = call.get("arguments", {})
+    return args if isinstance(args, str) else json.dumps(args)
+
+
+def _usage(answer: Answer) -> dict[str, int]:
+    p, c = answer.usage
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+
+def _completion(body: dict[str, Any], answer: Answer) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": answer.content or (None if answer.tool_calls else "")}
+    if answer.tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": c["name"], "arguments": _args(c)}}
+            for i, c in enumerate(answer.tool_calls)
+        ]
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", "fake-model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if answer.tool_calls else "stop"}],
+        "usage": _usage(answer),
+    }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256
+    owner: "OpenAIServer"
+
+
+class OpenAIServer:
+    """Start with ``start()`` (or as a context manager); ``url`` is the API base ending in /v1."""
+
+    def __init__(self, responder: Callable[[dict[str, Any]], Answer] = echo, port: int = 0):
+        self.responder = responder
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._server = _Server(("127.0.0.1", port), _Handler)
+        self._server.owner = self
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def host(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def url(self) -> str:
+        return self.host + "/v1"
+
+    def start(self) -> "OpenAIServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def reset(self) -> None:
+        with self.lock:
+            self.requests.clear()
+            self.peak_in_flight = 0
+
+    def bodies(self) -> list[dict[str, Any]]:
+        return [r["body"] for r in self.requests]
+
+    def __enter__(self) -> "OpenAIServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":  # python tests/openai_server.py [port]: serve the echo responder
+    import sys
+
+    with OpenAIServer(port=int(sys.argv[1]) if len(sys.argv) > 1 else 8765) as srv:
+        print(srv.url, flush=True)
+        threading.Event().wait()

@@ -1,0 +1,235 @@
+"""Case files: every valid shape in all three formats, and every kind of bad input with its location."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from agenttest.errors import InputError
+from agenttest.loading import load_file, parse_text
+from helpers import cli
+
+
+def problems(text: str, name: str = "cases.jsonl", simulator: str | None = None) -> list[str]:
+    with pytest.raises(InputError) as info:
+        parse_text(textwrap.dedent(text).lstrip("\n"), name, simulator)
+    return [str(p) for p in info.value.problems]
+
+
+# ---- valid files ---------------------------------------------------------------------------
+
+
+def test_jsonl_skips_blank_and_comment_lines_and_accepts_both_spellings():
+    text = '''
+    // a comment
+    {"id": "a", "input": "hi", "assert": {"type": "contains", "value": "x"}}
+
+    {"id": "b", "input": "hi", "assertions": [{"type": "regex", "pattern": "x"}, "equals"]}
+    '''
+    cases = parse_text(textwrap.dedent(text), "c.jsonl")
+    assert [c.id for c in cases] == ["a", "b"]
+    assert cases[0].assertions[0].type == "contains"
+    assert [a.type for a in cases[1].assertions] == ["regex", "equals"]
+    assert cases[0].location.line == 3
+
+
+def test_json_array_and_wrapped_object():
+    arr = json.dumps([{"id": "a", "input": "x"}, {"id": "b", "input": "y"}], indent=2)
+    assert [c.id for c in parse_text(arr, "c.json")] == ["a", "b"]
+    wrapped = json.dumps({"cases": [{"id": "c", "input": "z"}]})
+    assert [c.id for c in parse_text(wrapped, "c.json")] == ["c"]
+
+
+def test_yaml_list_and_cases_key():
+    text = """
+    - id: a
+      input: hello
+      assert:
+        - type: contains
+          value: hi
+    """
+    assert parse_text(textwrap.dedent(text), "c.yaml")[0].assertions[0].params["value"] == "hi"
+    text2 = "cases:\n  - id: b\n    input: hey\n"
+    assert parse_text(text2, "c.yml")[0].id == "b"
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("Hello", [{"role": "user", "content": "Hello"}]),
+        ({"content": "Hi"}, [{"role": "user", "content": "Hi"}]),
+        ({"role": "system", "content": "S"}, [{"role": "system", "content": "S"}]),
+        ([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"content": "c"}],
+         [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]),
+        ([{"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image", "source": "file://./r.jpg"}]}],
+         [{"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image", "source": "file://./r.jpg"}]}]),
+    ],
+)
+def test_input_shapes_normalize_to_messages(value, expected):
+    case = parse_text(json.dumps({"id": "a", "input": value}), "c.jsonl")[0]
+    assert list(case.messages) == expected
+
+
+def test_dynamic_case_without_input_and_checkpoint_spellings():
+    case = {"id": "d", "simulator": {"use": "sim"}, "checkpoints": [
+        {"id": "a", "assert": {"type": "contains", "value": "x"}},
+        {"id": "b", "after": ["a"], "assertion": {"type": "tool_called", "value": "t"}, "required": False}]}
+    c = parse_text(json.dumps(case), "c.jsonl")[0]
+    assert c.dynamic and c.messages == ()
+    assert [cp.id for cp in c.checkpoints] == ["a", "b"] and c.checkpoints[1].after == ("a",)
+    assert c.checkpoints[1].required is False and c.max_turns == 20
+
+
+def test_simulator_flag_supplies_the_simulator():
+    case = {"id": "d", "checkpoints": [{"id": "a", "assert": {"type": "contains", "value": "x"}}]}
+    assert parse_text(json.dumps(case), "c.jsonl", "workers.sim")[0].dynamic
+    assert any("checkpoints need a simulator" in p for p in problems(json.dumps(case)))
+
+
+def test_timeouts_parse():
+    cases = parse_text('{"id": "a", "input": "x", "timeout": "2m30s"}\n{"id": "b", "input": "x", "timeout": 5}', "c.jsonl")
+    assert [c.timeout for c in cases] == [150.0, 5.0]
+
+
+# ---- bad files: each names file:line:column and says what would be accepted ---------------------
+
+
+def test_invalid_json_names_line_and_column():
+    found = problems('{"id": "a", "input": "x"}\n{"id": "b", "input": "x",}\n')
+    assert found == ["cases.jsonl:2:26: invalid JSON: Expecting property name enclosed in double quotes; remove the trailing comma"]
+
+
+def test_single_quotes_hint():
+    (found,) = problems("{'id': 'a'}")
+    assert found.startswith("cases.jsonl:1:2: invalid JSON") and "double quotes" in found
+
+
+def test_unknown_field_did_you_mean():
+    (found,) = problems('{"id": "a", "input": "x", "asert": {"type": "contains", "value": "y"}}')
+    assert found == "cases.jsonl:1:27: 'asert' is not a field; did you mean 'assert'?"
+
+
+def test_unknown_assertion_type_did_you_mean():
+    (found,) = problems('{"id": "a", "input": "x", "assert": [{"type": "contans", "value": "y"}]}')
+    assert found == "cases.jsonl:1:39: unknown assertion type 'contans'; did you mean 'contains'?"
+
+
+def test_missing_id_and_input():
+    found = problems('{"input": "x"}\n{"id": "b"}\n')
+    assert found[0] == "cases.jsonl:1:1: missing required field 'id'"
+    assert found[1].startswith("cases.jsonl:2:1: missing required field 'input'")
+
+
+def test_duplicate_id_points_at_both():
+    found = problems('{"id": "a", "input": "x"}\n\n{"id": "a", "input": "y"}\n')
+    assert found == ["cases.jsonl:3:8: duplicate id 'a' (first used at line 1); ids must be unique in a run"]
+
+
+def test_wrong_types():
+    found = problems('{"id": 7, "input": "x", "skip": "yes", "max_turns": "3"}')
+    assert "cases.jsonl:1:8: 'id' must be a string, not a number" in found
+    assert "cases.jsonl:1:33: 'skip' must be true or false, not a string" in found
+
+
+def test_bad_input_shape():
+    (found,) = problems('{"id": "a", "input": 42}')
+    assert found.startswith("cases.jsonl:1:22: 'input' must be a string, a message")
+
+
+def test_bad_duration():
+    (found,) = problems('{"id": "a", "input": "x", "timeout": "soon"}')
+    assert found.startswith("cases.jsonl:1:38: bad 'timeout': 'soon' is not a duration")
+    assert "2m30s" in found
+
+
+def test_regex_that_does_not_compile():
+    (found,) = problems('{"id": "a", "input": "x", "assert": {"type": "regex", "pattern": "(unclosed"}}')
+    assert found.startswith("cases.jsonl:1:55: regex '(unclosed' does not compile")
+
+
+def test_after_naming_unknown_checkpoint():
+    case = {"id": "d", "simulator": {"use": "s"}, "checkpoints": [
+        {"id": "ask_type", "assert": {"type": "contains", "value": "x"}},
+        {"id": "b", "after": ["ask_tpye"], "assert": {"type": "contains", "value": "y"}}]}
+    (found,) = problems(json.dumps(case))
+    assert "'after' names unknown checkpoint 'ask_tpye'; did you mean 'ask_type'?" in found
+
+
+def test_bad_assertion_parameters():
+    found = problems('{"id": "a", "input": "x", "assert": [{"type": "contains"}, {"type": "type", "value": "strng"}, {"type": "json_path"}, {"type": "contains", "value": "y", "pth": "$"}]}')
+    assert any("'contains' needs a 'value'" in p for p in found)
+    assert any("did you mean 'string'?" in p for p in found)
+    assert any("'json_path' needs a 'path'" in p for p in found)
+    assert any("'pth' is not a field; did you mean 'path'?" in p for p in found)
+    (found,) = problems('{"id": "a", "input": "x", "assert": {"type": "contains", "value": "y", "pattern": "z"}}')
+    assert found.startswith("cases.jsonl:1:72: 'pattern' is not a field of a 'contains' assertion")
+
+
+def test_all_problems_reported_together_with_locations_in_json_and_yaml():
+    text = '[\n  {"id": "a", "input": "x"},\n  {"id": "b", "inptu": "x"}\n]\n'
+    found = problems(text, "c.json")
+    assert found == ["c.json:3:15: 'inptu' is not a field; did you mean 'input'?",
+                     "c.json:3:3: missing required field 'input'; standard cases need 'input'; dynamic cases need 'checkpoints'"]
+    ytext = "- id: a\n  input: x\n  assert:\n    - type: contans\n      value: y\n"
+    (found,) = problems(ytext, "c.yaml")
+    assert found == "c.yaml:4:7: unknown assertion type 'contans'; did you mean 'contains'?"
+
+
+def test_invalid_yaml_location():
+    (found,) = problems("- id: a\n  input: [unclosed\n", "c.yaml")
+    assert found.startswith("c.yaml:3:1: invalid YAML")
+
+
+def test_missing_file_with_hint(tmp_path):
+    (tmp_path / "inputs.jsonl").write_text('{"id": "a", "input": "x"}\n')
+    with pytest.raises(InputError) as info:
+        load_file(str(tmp_path / "input.jsonl"))
+    assert "does not exist" in str(info.value) and "inputs.jsonl" in str(info.value)
+
+
+def test_attachment_paths_resolve_against_the_case_file(tmp_path):
+    from agenttest.messages import resolve
+
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "r.png").write_bytes(b"\x89PNG")
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"id": "a", "input": [{"role": "user", "content": [{"type": "image", "source": "file://./fixtures/r.png"}]}]}))
+    case = load_file(str(path))[0]
+    part = resolve(case.messages, case.base_dir)[0]["content"][0]
+    assert part == {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}}
+
+
+# ---- through the CLI: exit 2, no traceback, every problem listed ------------------------------------
+
+
+def test_cli_rejects_bad_file_with_exit_2(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"id": "a", "input": "x", "asert": "contains"}\n{"id": "a", "input": "y", "timeout": "soon"}\n')
+    result = cli("-i", str(path), "--dry-run")
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert f"{path}:1:27: 'asert' is not a field; did you mean 'assert'?" in result.stderr
+    assert f"{path}:2:38: bad 'timeout'" in result.stderr
+    assert f"{path}:2:8: duplicate id 'a' (first used at line 1)" in result.stderr
+    assert "3 problems found; nothing was run" in result.stderr
+
+
+def test_cli_missing_input_file_is_exit_2(tmp_path):
+    result = cli("-i", str(tmp_path / "nope.jsonl"), "--dry-run")
+    assert result.exit_code == 2 and "does not exist" in result.stderr
+
+
+def test_dry_run_prints_normalized_cases_and_writes_them(tmp_path):
+    src = tmp_path / "c.yaml"
+    src.write_text("- id: a\n  input: hi\n  assert: contains\n")
+    src.write_text("- id: a\n  input: hi\n  assert: {type: contains, value: h}\n- id: b\n  input: {content: yo}\n  expected: x\n")
+    out = tmp_path / "cases.jsonl"
+    result = cli("-i", str(src), "--dry-run", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert rows[0] == {"id": "a", "input": [{"role": "user", "content": "hi"}], "assertions": [{"type": "contains", "value": "h"}]}
+    assert rows[1]["input"] == [{"role": "user", "content": "yo"}] and rows[1]["expected"] == "x"
+    reloaded = load_file(str(out))
+    assert [c.id for c in reloaded] == ["a", "b"]
