@@ -101,6 +101,8 @@ class OpenAIConnector:
             raise AgentError(self._redact(f"cannot reach {self._where()}: {exc.__cause__ or exc}")) from None
         except openai.OpenAIError as exc:
             raise AgentError(self._redact(f"model error from {self._where()}: {exc}")) from None
+        except ValueError as exc:  # a body that is not valid JSON
+            raise AgentError(self._redact(f"invalid response from {self._where()}: {type(exc).__name__}: {exc}")) from None
         if not response.choices:
             raise AgentError(f"model error from {self._where()}: the response has no choices")
         message = response.choices[0].message

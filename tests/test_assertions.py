@@ -1,0 +1,136 @@
+"""Every static assertion type: its pass path, its fail path, and negate; plus messages and registry rules."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agenttest import assertions
+from agenttest.assertions import Observation, evaluate_all
+from agenttest.model import AssertionSpec, ToolCall
+
+CALLS = (
+    ToolCall("create_expense", {"type": "travel", "amount": 3500, "meta": {"city": "Beijing", "tags": ["a", "b"]}}, "c1",
+             {"id": "EXP-042", "status": "submitted"}),
+    ToolCall("mcp__lookup", {"q": "x"}, "c2", None, "ValueError: boom"),
+)
+
+
+def check(params: dict, output, calls=CALLS):
+    spec = AssertionSpec(params.get("type") or "equals", params)
+    assert assertions.check(params) == [], assertions.check(params)
+    (result,) = asyncio.run(evaluate_all([spec], Observation(output, calls)))
+    return result
+
+
+CASES = [
+    # (params, output that passes, output that fails)
+    ({"type": "equals", "value": "OK"}, " OK\n", "NOK"),
+    ({"value": {"a": 1, "b": [1, 2]}}, '{"a": 1.0, "b": [1, 2]}', '{"a": 1, "b": [2, 1]}'),
+    ({"type": "equals", "value": 1}, "1", "true"),
+    ({"type": "contains", "value": "submitted"}, "Expense submitted!", "Expense filed"),
+    ({"type": "contains", "value": ["travel", "$3500"]}, "travel for $3500", "travel for $350"),
+    ({"type": "not_contains", "value": "error"}, "all good", "an error happened"),
+    ({"type": "not_contains", "value": ["x", "y"]}, "abc", "abcy"),
+    ({"type": "regex", "pattern": r"EXP-\d+"}, "ref EXP-001", "ref EXP-"),
+    ({"type": "regex", "value": "(?i)^please"}, "PLEASE confirm", "Do confirm please"),
+    ({"type": "json_path", "path": "$.status", "value": "ok"}, '{"status": "ok"}', '{"status": "bad"}'),
+    ({"type": "json_path", "path": "$.items[0].id"}, '```json\n{"items": [{"id": 1}]}\n```', '{"items": []}'),
+    ({"type": "json_path", "path": "$.status", "value": ["ok", "done"]}, 'Result: {"status": "done"} end', '{"status": "pending"}'),
+    ({"type": "json_path", "path": "$.items[?(@.type == 'travel')].amount", "value": 3500},
+     '{"items": [{"type": "meal", "amount": 5}, {"type": "travel", "amount": 3500}]}', '{"items": [{"type": "meal", "amount": 3500}]}'),
+    ({"type": "json_path", "path": "$.n", "value": 2}, {"n": 2}, "no json here"),
+    ({"type": "type", "value": "object"}, '{"a": 1}', "[1]"),
+    ({"type": "type", "value": "string"}, "hello there", "42"),
+    ({"type": "type", "path": "$.count", "value": "number"}, '{"count": 3}', '{"count": "3"}'),
+    ({"type": "type", "path": "$.count", "value": "integer"}, '{"count": 3}', '{"count": 3.5}'),
+    ({"type": "tool_called", "name": "create_expense"}, "", None),
+    ({"type": "tool_called", "value": ["delete", "create_expense"]}, "", None),
+    ({"type": "tool_called", "value": "lookup"}, "", None),  # server__ prefix
+    ({"type": "tool_called", "value": {"name": "create_expense", "arguments": {"amount": 3500, "meta": {"city": "Beijing", "tags": ["b"]}}}}, "", None),
+    ({"type": "tool_result", "value": {"tool": "create_expense", "result": {"status": "submitted", "id": "regex:^EXP-\\d{3}$"}}}, "", None),
+]
+
+FAILING_TOOL_SPECS = [
+    {"type": "tool_called", "name": "delete_expense"},
+    {"type": "tool_called", "value": {"name": "create_expense", "arguments": {"amount": 100}}},
+    {"type": "tool_result", "value": {"tool": "create_expense", "result": {"status": "rejected"}}},
+    {"type": "tool_result", "value": {"tool": "lookup"}},  # ran with an error
+    {"type": "tool_result", "value": {"tool": "missing"}},
+]
+
+
+@pytest.mark.parametrize("params, good, bad", CASES, ids=[f"{c[0].get('type', 'equals')}-{i}" for i, c in enumerate(CASES)])
+def test_pass_fail_and_negate(params, good, bad):
+    passed = check(params, good)
+    assert passed.passed and passed.message == ""
+    assert not check({**params, "negate": True}, good).passed
+    if bad is None:
+        failed = check(params, good, calls=())
+    else:
+        failed = check(params, bad)
+    assert not failed.passed and failed.message
+    assert check({**params, "negate": True}, bad if bad is not None else good, calls=CALLS if bad is not None else ()).passed
+
+
+@pytest.mark.parametrize("params", FAILING_TOOL_SPECS)
+def test_tool_assertions_fail_with_reasons(params):
+    result = check(params, "")
+    assert not result.passed
+    assert result.message
+
+
+def test_failure_messages_say_what_happened():
+    assert check({"type": "contains", "value": "approved"}, "Expense submitted").message == "output does not contain 'approved': Expense submitted"
+    assert check({"type": "tool_called", "name": "delete"}, "").message == "expected tool delete to be called; called: create_expense, mcp__lookup"
+    assert check({"type": "json_path", "path": "$.a", "value": 1}, "nothing").message.startswith("no JSON found in output")
+    assert check({"type": "json_path", "path": "$.b", "value": 1}, '{"a": 1}').message == "$.b matched nothing"
+    assert "failed: ValueError: boom" in check({"type": "tool_result", "value": {"tool": "lookup"}}, "").message
+
+
+def test_custom_message_replaces_failure_text_only():
+    params = {"type": "contains", "value": "x", "message": "must mention x"}
+    assert check(params, "nope").message == "must mention x"
+    assert check(params, "x").message == ""
+
+
+def test_every_assertion_is_evaluated_no_short_circuit():
+    specs = [AssertionSpec("contains", {"type": "contains", "value": v}) for v in ("a", "zz", "b", "yy")]
+    results = asyncio.run(evaluate_all(specs, Observation("a b")))
+    assert [r.passed for r in results] == [True, False, True, False]
+
+
+def test_expected_and_actual_are_recorded():
+    r = check({"type": "json_path", "path": "$.n", "value": 2}, '{"n": 3}')
+    assert (r.expected, r.actual) == (2, 3)
+
+
+def test_output_seen_by_assertions_prefers_hook_data_then_text_then_tool_result():
+    from agenttest.model import Reply
+
+    assert Reply("text", data={"d": 1}, has_data=True).output == {"d": 1}
+    assert Reply("text").output == "text"
+    assert Reply("", tool_calls=(ToolCall("t", {}, "1", {"r": 1}),)).output == {"r": 1}
+
+
+def test_registry_accepts_plugins_like_builtins():
+    @assertions.register("starts_with", fields=("value",))
+    def starts_with(params, obs):
+        from agenttest.model import AssertionResult
+
+        ok = obs.text.startswith(params["value"])
+        return AssertionResult("starts_with", ok, "" if ok else f"does not start with {params['value']!r}")
+
+    assert check({"type": "starts_with", "value": "He"}, "Hello").passed
+    assert not check({"type": "starts_with", "value": "x"}, "Hello").passed
+    assert "starts_with" in assertions.names()
+
+
+def test_a_crashing_assertion_becomes_a_failed_result():
+    @assertions.register("explodes")
+    def explodes(params, obs):
+        raise RuntimeError("kaboom")
+
+    result = check({"type": "explodes"}, "x")
+    assert not result.passed and "kaboom" in result.message and result.error

@@ -1,0 +1,197 @@
+"""The openai connector through the real SDK against the loopback server; the mock connector's rules."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from agenttest.connectors import ChatRequest, ConnectorSpec, create
+from agenttest.connectors.openai import normalize_base_url
+from agenttest.errors import AgentError, AgentTestError
+from helpers import Answer
+
+KEY = "sk-live-DO-NOT-LEAK-123456"
+
+
+def connector(server, **options):
+    return create(ConnectorSpec("fake", "openai", {"model": "m1", "host": server.host, "key": KEY, **options}))
+
+
+def complete(conn, messages=None, **kw):
+    return asyncio.run(conn.complete(ChatRequest(messages or [{"role": "user", "content": "hi"}], **kw)))
+
+
+def test_plain_completion_records_usage_and_passes_options(server):
+    server.responder = lambda req: Answer("hello there", usage=(12, 3))
+    result = complete(connector(server, temperature=0.1), options={"max_tokens": 50, "top_k": 5})
+    assert result.content == "hello there"
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens, result.usage.total_tokens) == (12, 3, 15)
+    body = server.bodies()[0]
+    assert body["model"] == "m1" and body["temperature"] == 0.1 and body["max_tokens"] == 50
+    assert body["top_k"] == 5  # unknown to the SDK: sent through extra_body
+    headers = {k.lower(): v for k, v in server.requests[0]["headers"].items()}
+    assert headers["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_calls_plain_and_streamed(server, stream):
+    server.responder = lambda req: Answer("", tool_calls=[{"name": "create_expense", "arguments": {"type": "travel", "amount": 3500}},
+                                                          {"name": "lookup", "arguments": {"q": "policy"}}])
+    tools = [{"name": "create_expense", "description": "", "parameters": {"type": "object", "properties": {}}}]
+    result = complete(connector(server, stream=stream), tools=tools)
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("create_expense", {"type": "travel", "amount": 3500}), ("lookup", {"q": "policy"})]
+    assert all(c.id for c in result.tool_calls)
+    body = server.bodies()[0]
+    assert body["tools"][0] == {"type": "function", "function": tools[0]}
+    assert bool(body.get("stream")) is stream
+
+
+def test_streamed_text_and_usage(server):
+    server.responder = lambda req: Answer("a longer streamed answer, in pieces", usage=(7, 9))
+    result = complete(connector(server, stream=True))
+    assert result.content == "a longer streamed answer, in pieces"
+    assert result.usage.total_tokens == 16
+    assert server.bodies()[0]["stream_options"] == {"include_usage": True}
+
+
+def test_429_then_success_is_retried(server):
+    calls = []
+
+    def responder(req):
+        calls.append(1)
+        if len(calls) == 1:
+            return Answer(status=429, error="slow down", headers={"retry-after-ms": "10"})
+        return Answer("finally")
+
+    server.responder = responder
+    assert complete(connector(server)).content == "finally"
+    assert len(calls) == 2
+
+
+def test_persistent_500_becomes_an_agent_error_without_the_key(server):
+    server.responder = lambda req: Answer(status=500, error=f"upstream exploded (key {KEY})", headers={"retry-after-ms": "1"})
+    with pytest.raises(AgentError) as info:
+        complete(connector(server, max_retries=1))
+    text = str(info.value)
+    assert text.startswith("model error 500 from 127.0.0.1:") and "upstream exploded" in text
+    assert KEY not in text and "***" in text
+    assert len(server.requests) == 2  # one retry, bounded
+
+
+def test_400_is_not_retried(server):
+    server.responder = lambda req: Answer(status=400, error="bad request: model not found")
+    with pytest.raises(AgentError, match="model error 400 .*model not found"):
+        complete(connector(server))
+    assert len(server.requests) == 1
+
+
+def test_unreachable_host_is_an_agent_error():
+    conn = create(ConnectorSpec("x", "openai", {"model": "m", "host": "http://127.0.0.1:9", "max_retries": 0}))
+    with pytest.raises(AgentError, match="cannot reach 127.0.0.1:9"):
+        complete(conn)
+
+
+def test_slow_reply_is_interrupted_by_a_deadline(server):
+    server.responder = lambda req: Answer("late", delay=2)
+    conn = connector(server)
+
+    async def go():
+        async with asyncio.timeout(0.3):
+            await conn.complete(ChatRequest([{"role": "user", "content": "x"}]))
+
+    start = time.perf_counter()
+    with pytest.raises(TimeoutError):
+        asyncio.run(go())
+    assert time.perf_counter() - start < 1.5
+
+
+def test_malformed_json_response_is_an_agent_error(server):
+    server.responder = lambda req: Answer(raw="{not json")
+    with pytest.raises(AgentError):
+        complete(connector(server, max_retries=0))
+
+
+@pytest.mark.parametrize("given, expected", [
+    ("http://h:8000", "http://h:8000/v1"), ("http://h:8000/", "http://h:8000/v1"),
+    ("http://h:8000/v1", "http://h:8000/v1"), ("https://api.x.com/compatible-mode/v1/", "https://api.x.com/compatible-mode/v1"),
+])
+def test_base_url_with_or_without_v1(given, expected):
+    assert normalize_base_url(given) == expected
+
+
+def test_base_url_option_and_repr_hide_the_key(server):
+    server.responder = lambda req: Answer("ok")
+    conn = create(ConnectorSpec("fake", "openai", {"model": "m", "base_url": server.url, "key": KEY}))
+    assert complete(conn).content == "ok"
+    assert KEY not in repr(conn) and KEY not in repr(conn.spec)
+
+
+def test_connector_without_model_and_unknown_type():
+    with pytest.raises(AgentTestError, match="'options.model' is missing"):
+        create(ConnectorSpec("c", "openai", {}))
+    with pytest.raises(AgentTestError, match="did you mean 'openai'"):
+        create(ConnectorSpec("c", "opena1", {}))
+
+
+# ---- mock ------------------------------------------------------------------------------------
+
+
+MOCK_RULES = """
+rules:
+  - tool: create_expense
+    reply: "Done: {{ tool_result.id }}"
+  - user: '(?i)^yes'
+    conversation: 'for \\$(?P<amount>\\d+)'
+    tool_calls: [{name: create_expense, arguments: {amount: "{{ amount }}"}}]
+  - system: 'pirate'
+    user: hello
+    reply: "Ahoy"
+  - user: 'json please'
+    json: {ok: true}
+  - user: 'broken'
+    error: "simulated outage"
+default: "default reply"
+"""
+
+
+def mock(tmp_path):
+    (tmp_path / "mock.yml").write_text(MOCK_RULES)
+    return create(ConnectorSpec("mock", "mock", {}))
+
+
+def ask(conn, tmp_path, messages):
+    return asyncio.run(conn.complete(ChatRequest(messages, agent_dir=str(tmp_path))))
+
+
+def test_mock_rules_in_order(tmp_path):
+    conn = mock(tmp_path)
+    assert ask(conn, tmp_path, [{"role": "user", "content": "anything"}]).content == "default reply"
+    assert ask(conn, tmp_path, [{"role": "system", "content": "You are a pirate"}, {"role": "user", "content": "hello"}]).content == "Ahoy"
+    assert ask(conn, tmp_path, [{"role": "user", "content": "hello"}]).content == "default reply"
+    assert json.loads(ask(conn, tmp_path, [{"role": "user", "content": "json please"}]).content) == {"ok": True}
+
+
+def test_mock_tool_calls_with_captures_and_tool_results(tmp_path):
+    conn = mock(tmp_path)
+    history = [{"role": "assistant", "content": "Create it for $250?"}, {"role": "user", "content": "Yes"}]
+    first = ask(conn, tmp_path, history)
+    assert [(c.name, c.arguments) for c in first.tool_calls] == [("create_expense", {"amount": 250})]
+    history += [{"role": "assistant", "content": None, "tool_calls": [{"id": first.tool_calls[0].id, "type": "function", "function": {"name": "create_expense", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": '{"id": "EXP-9"}'}]
+    assert ask(conn, tmp_path, history).content == "Done: EXP-9"
+
+
+def test_mock_error_rule_and_bad_rules_file(tmp_path):
+    conn = mock(tmp_path)
+    with pytest.raises(AgentError, match="simulated outage"):
+        ask(conn, tmp_path, [{"role": "user", "content": "broken"}])
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "mock.yml").write_text("rules:\n  - usr: x\n")
+    with pytest.raises(AgentTestError, match="unknown rule key 'usr'"):
+        conn.rules_for(str(bad))
+    with pytest.raises(AgentTestError, match="does not exist"):
+        conn.rules_for(str(tmp_path / "nowhere"))
