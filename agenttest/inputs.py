@@ -34,6 +34,8 @@ class Source:
         shown = self.value if self.kind != "agents" else f"agents:{self.value}"
         if self.kind == "scripts":
             shown = f"scripts:{self.value}"
+        elif self.kind == "script-tests":
+            shown = f"scripts.{self.value}"
         return f"{shown} ({count} {noun})"
 
 

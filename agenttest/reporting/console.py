@@ -92,7 +92,7 @@ class Console:
         """Sequential standard cases show their line at once and finish it when the result comes."""
         if self.parallel > 1 or case.dynamic or self.show_reply or self._bar is not None:
             return
-        self.out.write(f"► {self._title(case.id, run, runs)} {cut(preview(case.raw.get('input')), 48)} ")
+        self.out.write(f"► {self._title(case.id, run, runs)} {cut(preview(case.raw.get('input')) or case.name, 48)} ")
         self.out.flush()
         self._pending_line = True
 
@@ -103,7 +103,7 @@ class Console:
         if result.dynamic:
             self._tree(result, runs, status, took)
         else:
-            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs)} {cut(preview(result.input), 48)} "
+            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs)} {cut(preview(result.input) or result.name, 48)} "
             self._pending_line = False
             self.line(f"{head}{status} ({took})")
             self._details(result)
