@@ -230,6 +230,13 @@ class App:
         self._connectors[connector_id] = connector
         return connector
 
+    async def aclose(self) -> None:
+        """Close connectors' network clients (call inside the loop that used them)."""
+        for connector in list(self._connectors.values()):
+            close = getattr(connector, "aclose", None)
+            if close is not None:
+                await close()
+
     # -- scripts -----------------------------------------------------------------------------
 
     def script(self, ref: str) -> Any:

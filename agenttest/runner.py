@@ -118,6 +118,7 @@ async def run(plan: Plan, runtime: Runtime, state: RunState, on_start: StartList
                 await hooks.call(plan.after_all, "AfterAll", ctx, results, state.before_all_data)
             except AgentError as exc:
                 state.warnings.append(str(exc))
+        await runtime.app.aclose()
 
 
 async def _schedule(plan: Plan, runtime: Runtime, state: RunState, on_start: StartListener | None, on_result: Listener | None) -> None:

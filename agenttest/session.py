@@ -82,7 +82,13 @@ class Session:
             from . import scripttest
 
             return scripttest.collect(runtime.agent, self.source.value)
-        return asyncio.run(inputs.generate(self.source, runtime, self.config.simulator))
+        return asyncio.run(self._generate(runtime))
+
+    async def _generate(self, runtime: Runtime) -> list[Case]:
+        try:
+            return await inputs.generate(self.source, runtime, self.config.simulator)
+        finally:
+            await runtime.app.aclose()
 
     # -- the pipeline --------------------------------------------------------------------------
 

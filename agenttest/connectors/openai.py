@@ -140,6 +140,12 @@ class OpenAIConnector:
         )
         return Completion("".join(content), tool_calls, usage, model)
 
+    async def aclose(self) -> None:
+        """Close this loop's client while its loop still runs."""
+        client = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if client is not None:
+            await client.close()
+
     def _where(self) -> str:
         return urlparse(self.base_url).netloc if self.base_url else "api.openai.com"
 

@@ -9,7 +9,7 @@ from ..jsontext import as_text
 from ..model import CaseResult, RunReport
 from . import register
 from .data import summary_dict
-from .markdown import preview
+from .markdown import row_input
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
@@ -58,7 +58,7 @@ def to_html(report: RunReport) -> str:
         body = _transcript(r)
         detail = f"<details{' open' if r.status not in ('passed', 'skipped') else ''}><summary>details</summary>{body}</details>"
         rows.append(
-            f'<tr><td>{escape(r.id)}</td><td>{escape(preview(r.input)[:120])}</td><td class="{r.status}">{r.status.upper()}</td>'
+            f'<tr><td>{escape(r.id)}</td><td>{escape(row_input(r)[:120])}</td><td class="{r.status}">{r.status.upper()}</td>'
             f"<td>{format_duration(r.duration_ms / 1000)}</td><td>{detail}</td></tr>"
         )
     return (

@@ -35,7 +35,10 @@ def to_junit(report: RunReport) -> str:
         elif r.status == "skipped":
             ET.SubElement(case, "skipped", message=r.error or "skipped")
         out = ET.SubElement(case, "system-out")
-        out.text = _clean(f"input: {as_text(r.input)}\noutput: {as_text(r.output)}")
+        text = f"input: {as_text(r.input)}\noutput: {as_text(r.output)}"
+        for t in r.turns:
+            text += f"\nturn {t.turn}: {as_text(t.input)} -> {as_text(t.output)}" + (f" [{', '.join(t.checkpoints)}]" if t.checkpoints else "")
+        out.text = _clean(text)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + _clean(ET.tostring(suites, encoding="unicode")) + "\n"
 

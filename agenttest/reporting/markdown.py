@@ -40,11 +40,22 @@ def _details(r: CaseResult) -> list[str]:
         lines.append("")
         lines += [f"- `{c.name}` {as_text(c.arguments)} → {as_text(c.error or c.result)}" for c in r.tool_calls]
         lines.append("")
-    for t in r.turns:
-        lines.append(f"- Turn {t.turn}: “{_cell(t.input, 200)}” → “{_cell(t.output, 200)}”" + (f" ✓ {', '.join(t.checkpoints)}" if t.checkpoints else ""))
-    if r.turns:
-        lines.append("")
+    lines += _turns(r)
     return lines
+
+
+def _turns(r: CaseResult) -> list[str]:
+    if not r.dynamic:
+        return []
+    lines = [f"- Turn {t.turn}: “{_cell(t.input, 200)}” → “{_cell(t.output, 200)}”" + (f" ✓ {', '.join(t.checkpoints)}" if t.checkpoints else "") for t in r.turns]
+    reached = sum(1 for c in r.checkpoints if c.reached)
+    lines.append(f"- Checkpoints {reached}/{len(r.checkpoints)}: " + ", ".join(f"{'✓' if c.reached else '✗'} {c.id}" + ("" if c.required else " (optional)") for c in r.checkpoints))
+    return lines + [""]
+
+
+def row_input(r: CaseResult) -> str:
+    """The input preview of a result: the last user message, or a dynamic case's first turn."""
+    return preview(r.input) or (as_text(r.turns[0].input) if r.turns else "") or r.name
 
 
 @register(".md")
@@ -69,11 +80,16 @@ def to_markdown(report: RunReport) -> str:
     ]
     for r in report.results:
         reason = r.reasons[0] if r.reasons else ""
-        lines.append(f"| {ICONS.get(r.status, '')} | {_cell(r.id, 40)} | {_cell(preview(r.input), 50)} | {r.status} | {format_duration(r.duration_ms / 1000)} | {_cell(reason)} |")
+        lines.append(f"| {ICONS.get(r.status, '')} | {_cell(r.id, 40)} | {_cell(row_input(r), 50)} | {r.status} | {format_duration(r.duration_ms / 1000)} | {_cell(reason)} |")
     if report.stability:
         lines += ["", "## Stability", "", "| ID | Runs | Pass rate | Avg | Min | Max | Std dev | Class |", "|---|---:|---:|---:|---:|---:|---:|---|"]
         for st in report.stability:
             lines.append(f"| {st.id} | {st.runs} | {st.pass_rate}% | {st.avg_ms:.0f}ms | {st.min_ms:.0f}ms | {st.max_ms:.0f}ms | {st.std_ms:.0f}ms | {st.classification} |")
+    conversations = [r for r in report.results if r.dynamic and r.status == "passed"]
+    if conversations:
+        lines += ["", "## Conversations", ""]
+        for r in conversations:
+            lines += [f"### {ICONS['passed']} {r.id}" + (f" — {r.name}" if r.name else ""), ""] + _turns(r)
     failures = [r for r in report.results if r.status not in ("passed", "skipped")]
     if failures:
         lines += ["", "## Failures", ""]
