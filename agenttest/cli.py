@@ -65,7 +65,7 @@ def _ref(ctx: click.Context, param: click.Parameter, value: str | None) -> str |
 @click.option("--timeout", default="5m", show_default=True, callback=_duration, metavar="DURATION", help="Timeout per test case: 30s, 2m30s, 1h or seconds.")
 @click.option("--parallel", default=1, show_default=True, type=click.IntRange(1, 1000), metavar="N", help="Number of test cases run at once.")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(1, 1000), metavar="N", help="Run each case N times and report stability.")
-@click.option("--run", "run_filter", metavar="REGEX", callback=_regex, help="Run only cases whose id or name matches  [default: all]")
+@click.option("--run", "run_filter", metavar="REGEX", callback=_regex, help="Run only cases whose id matches (a search, like pytest -k)  [default: all]")
 @click.option("--fail-fast", is_flag=True, help="Stop scheduling cases after the first that does not pass  [default: off]")
 @click.option("--dry-run", is_flag=True, help="Load (or generate) the cases and print them as JSON lines without running  [default: off]")
 @click.option("--app", "app_dir", metavar="DIR", help="App root  [default: $AGENTTEST_APP, else the nearest folder with assistants/ above the input or the current folder]")

@@ -113,7 +113,9 @@ class Assertions:
         self._t.results.append(result)
         return result.passed
 
-    # Go-style names for True/False, which are Python keywords as attribute names in source
+    # Yao's names: True/False are keywords in Python source, so t.assert_.True_ / IsTrue are the
+    # spellings to type; getattr(t.assert_, "True") works as well.
+    IsTrue, IsFalse = True_, False_
     locals()["True"] = True_
     locals()["False"] = False_
 

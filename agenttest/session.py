@@ -24,11 +24,11 @@ DRY_RUN_FORMATS = (".jsonl", ".json", ".yaml", ".yml")
 
 
 def select(cases: list[Case], pattern: str | None) -> list[Case]:
-    """``--run REGEX`` on ids and names; matching nothing is a usage error."""
+    """``--run REGEX`` on case ids (unanchored search); matching nothing is a usage error."""
     if not pattern:
         return cases
     rx = re.compile(pattern)
-    chosen = [c for c in cases if rx.search(c.id) or (c.name and rx.search(c.name))]
+    chosen = [c for c in cases if rx.search(c.id)]
     if not chosen:
         ids = ", ".join(c.id for c in cases[:10]) + (" …" if len(cases) > 10 else "")
         raise AgentTestError(f"--run {pattern!r} matches no case", hint=f"ids: {ids}")

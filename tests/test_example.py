@@ -1,0 +1,78 @@
+"""The example app in the repository runs offline, as the README says."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from helpers import REPO, cli, report
+
+
+def test_readme_example_suite(tmp_path):
+    out = tmp_path / "r.json"
+    result = cli("-i", "assistants/expense/tests/inputs.jsonl", "-n", "assistants.expense", "-o", str(out), cwd=REPO)
+    assert result.exit_code == 1, result.output  # two cases fail on purpose
+    s = report(out)["summary"]
+    assert (s["total"], s["passed"], s["failed"], s["skipped"], s["errors"]) == (11, 8, 2, 1, 0)
+    failed = [r["id"] for r in report(out)["results"] if r["status"] == "failed"]
+    assert failed == ["fail-wrong-word", "fail-wrong-tool"]
+    assert "ℹ Agent: assistants.expense" in result.stdout
+
+
+def test_green_run_without_the_deliberate_failures(tmp_path):
+    result = cli("-i", "assistants/expense/tests/inputs.jsonl", "-n", "expense", "--run", "^(?!fail-)", "-o", str(tmp_path / "r.json"), cwd=REPO)
+    assert result.exit_code == 0, result.output
+    assert "✨ ALL TESTS PASSED ✨" in result.stdout
+
+
+def test_dynamic_example(tmp_path):
+    out = tmp_path / "r.json"
+    result = cli("-i", "assistants/expense/tests/dynamic.jsonl", "-n", "expense", "-o", str(out), cwd=REPO)
+    assert result.exit_code == 0, result.output
+    assert [r["status"] for r in report(out)["results"]] == ["passed", "passed"]
+
+
+def test_example_generators_and_literal_message(tmp_path):
+    gen = cli("-i", "agents:workers.test.generator?count=3&focus=edge-cases", "-n", "expense", "--dry-run", cwd=REPO)
+    assert gen.exit_code == 0 and len(gen.stdout.splitlines()) == 3
+    out = tmp_path / "r.json"
+    ran = cli("-i", "agents:workers.test.generator?count=3", "-n", "expense", "-o", str(out), cwd=REPO)
+    assert ran.exit_code == 0, ran.output
+    script = cli("-i", "scripts:generators.expense_cases?count=4", "-n", "expense", "-o", str(out), cwd=REPO)
+    assert script.exit_code == 0 and report(out)["summary"]["passed"] == 4
+    msg = cli("-i", "I want to submit an expense", "-n", "expense", cwd=REPO)
+    assert msg.exit_code == 0 and "output: What type of expense" in msg.stdout
+
+
+def test_example_hooks_and_script_tests(tmp_path):
+    hooks = cli("-i", "assistants/expense/tests/inputs.jsonl", "-n", "expense", "--run", "^expense-turn",
+                "--before", "env_test.BeforeAll", "--after", "env_test.AfterAll", "-o", str(tmp_path / "r.json"), cwd=REPO)
+    assert hooks.exit_code == 0
+    out = tmp_path / "s.json"
+    scripts = cli("-i", "scripts.expense", "-n", "expense", "-o", str(out), cwd=REPO)
+    assert scripts.exit_code == 1  # one script test fails on purpose
+    statuses = {r["id"]: r["status"] for r in report(out)["results"]}
+    assert statuses == {"TestAsksForType": "passed", "TestFilesAfterConfirmation": "passed", "TestRefusesOverLimit": "passed",
+                        "TestReceiptNeedsVision": "skipped", "TestDeliberatelyFailing": "failed"}
+
+
+def test_installed_console_script_help_is_fast_enough_to_use():
+    r = subprocess.run([sys.executable, "-c", "import agenttest.cli, sys; print('openai' in sys.modules, 'jsonschema' in sys.modules)"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.stdout.split() == ["False", "False"]  # heavy imports happen only when used
+
+
+def test_public_api_is_sorted_and_importable():
+    import agenttest
+
+    assert agenttest.__all__ == sorted(agenttest.__all__)
+    for name in agenttest.__all__:
+        assert hasattr(agenttest, name)
+
+
+def test_shipped_schema_is_valid_json_schema():
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((REPO / "agenttest" / "schema" / "case.schema.json").read_text())
+    Draft202012Validator.check_schema(schema)
