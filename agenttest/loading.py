@@ -18,6 +18,7 @@ from .errors import InputError, Location, Problem, did_you_mean
 from .locate import json_offset, line_col, yaml_mark
 from .messages import normalize
 from .model import AssertionSpec, Case, Checkpoint, SimulatorSpec
+from .quickcheck import plainly_valid
 
 Path = tuple[Any, ...]
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml")
@@ -354,7 +355,7 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
         if not isinstance(raw, dict):
             problems.append(Problem(f"a case must be a JSON object, not {_type_name(raw)}", doc.locate()))
             continue
-        found = schema_problems(raw)
+        found = [] if plainly_valid(raw) else schema_problems(raw)
         try:
             extra = semantic_problems(raw, default_simulator)
         except (TypeError, AttributeError, KeyError):

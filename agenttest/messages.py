@@ -19,7 +19,7 @@ def normalize(value: Any) -> tuple[Message, ...]:
         return ({"role": "user", "content": value},)
     if isinstance(value, dict):
         value = [value]
-    return tuple({"role": "user", **m} if "role" not in m else dict(m) for m in value)
+    return tuple(m if "role" in m else {"role": "user", **m} for m in value)
 
 
 def last_user_text(messages: Any) -> str:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import AgentTestError
 from ..model import RunReport
 
-Render = Callable[[RunReport], str]
+Render = Callable[[RunReport], "str | Iterable[str]"]  # a whole text, or chunks (large reports stream)
 _FORMATS: dict[str, Render] = {}
 
 
@@ -40,20 +40,23 @@ def check_path(path: str) -> None:
         raise AgentTestError(f"-o {path}: folder {folder} does not exist")
 
 
-def render(report: RunReport, path: str, secrets: Sequence[str] = ()) -> str:
+def render(report: RunReport, path: str, secrets: Sequence[str] = ()) -> Iterable[str]:
+    """The report in the format of ``path``'s extension, as chunks of text with secrets redacted."""
     from ..connectors import redact
 
     _builtins()
-    return redact(_FORMATS[os.path.splitext(path)[1].lower()](report), secrets)
+    out = _FORMATS[os.path.splitext(path)[1].lower()](report)
+    chunks = [out] if isinstance(out, str) else out
+    return (redact(chunk, secrets) for chunk in chunks) if secrets else chunks
 
 
-def write_atomic(path: str, content: str) -> None:
+def write_atomic(path: str, content: str | Iterable[str]) -> None:
     """Write to a temporary file beside ``path``, then rename over it."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".agent-test-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(content)
+            fh.writelines([content] if isinstance(content, str) else content)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -126,20 +126,24 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
     return out
 
 
-def report_dict(report: RunReport) -> dict[str, Any]:
+def metadata_dict(report: RunReport) -> dict[str, Any]:
     from .. import __version__
 
+    return {
+        "started_at": report.started_at,
+        "completed_at": report.completed_at,
+        "input_file": report.input_source,
+        "output_file": report.output_file,
+        "version": __version__,
+        "options": report.options,
+        **({"warnings": list(report.warnings)} if report.warnings else {}),
+    }
+
+
+def report_dict(report: RunReport) -> dict[str, Any]:
     return {
         "summary": summary_dict(report),
         "environment": report.environment,
         "results": [result_dict(r) for r in report.results],
-        "metadata": {
-            "started_at": report.started_at,
-            "completed_at": report.completed_at,
-            "input_file": report.input_source,
-            "output_file": report.output_file,
-            "version": __version__,
-            "options": report.options,
-            **({"warnings": list(report.warnings)} if report.warnings else {}),
-        },
+        "metadata": metadata_dict(report),
     }

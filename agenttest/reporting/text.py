@@ -1,12 +1,13 @@
-"""JSON (the full report) and JSONL (one result a line, then the summary)."""
+"""JSON (the full report) and JSONL (one result a line, then the summary), written as a stream of chunks."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 from ..model import RunReport
 from . import register
-from .data import report_dict, result_dict, summary_dict
+from .data import metadata_dict, result_dict, summary_dict
 
 
 def dumps(value: object, indent: int | None = None) -> str:
@@ -14,12 +15,24 @@ def dumps(value: object, indent: int | None = None) -> str:
 
 
 @register(".json")
-def to_json(report: RunReport) -> str:
-    return dumps(report_dict(report), indent=2) + "\n"
+def to_json(report: RunReport) -> Iterator[str]:
+    """The same document as ``json.dumps(report_dict(report), indent=2)``, one result at a time."""
+    yield "{\n"
+    yield f'  "summary": {_indented(summary_dict(report))},\n'
+    yield f'  "environment": {_indented(report.environment)},\n'
+    yield '  "results": ['
+    for i, r in enumerate(report.results):
+        yield ("," if i else "") + "\n    " + _indented(result_dict(r), 4)
+    yield "\n  ]" if report.results else "]"
+    yield f',\n  "metadata": {_indented(metadata_dict(report))}\n}}\n'
+
+
+def _indented(value: object, level: int = 2) -> str:
+    return dumps(value, indent=2).replace("\n", "\n" + " " * level)
 
 
 @register(".jsonl")
-def to_jsonl(report: RunReport) -> str:
-    lines = [dumps(result_dict(r)) for r in report.results]
-    lines.append(dumps({"summary": summary_dict(report), "environment": report.environment}))
-    return "\n".join(lines) + "\n"
+def to_jsonl(report: RunReport) -> Iterator[str]:
+    for r in report.results:
+        yield dumps(result_dict(r)) + "\n"
+    yield dumps({"summary": summary_dict(report), "environment": report.environment}) + "\n"

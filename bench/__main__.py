@@ -1,0 +1,200 @@
+"""``python -m bench``: run each workload through the installed CLI as a subprocess, next to the openai
+SDK alone on the same server, and print wall time, the ideal, their ratio, CPU per case, peak
+in-flight requests and peak memory. ``--smoke`` runs every workload once at a tiny size;
+``--write`` saves the table to bench/RESULTS.md."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "tests")]
+
+from openai_server import OpenAIServer  # noqa: E402
+from workloads import dynamic_cases, make_app, responder, standard_cases, write_cases  # noqa: E402
+
+
+@dataclass
+class Measure:
+    wall: float
+    cpu: float
+    rss_mb: float
+    code: int
+
+
+def run(cmd: list[str], cwd: str, ok: tuple[int, ...] = (0, 1)) -> Measure:
+    """Run a command, returning wall time, user+system CPU and peak RSS of that process."""
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "NO_COLOR": "1"})
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in ok:
+            out.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{out.read().decode()[-3000:]}")
+    return Measure(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
+
+
+def cli() -> list[str]:
+    exe = os.path.join(os.path.dirname(sys.executable), "agent-test")
+    return [exe] if os.path.exists(exe) else [sys.executable, "-m", "agenttest"]
+
+
+class Bench:
+    def __init__(self, smoke: bool):
+        self.smoke = smoke
+        self.tmp = tempfile.mkdtemp(prefix="agent-test-bench-")
+        self.server = OpenAIServer().start()
+        make_app(self.tmp, self.server.host)
+        self.rows: list[dict[str, str]] = []
+        self.startup = 0.0
+
+    def size(self, n: int) -> int:
+        return max(2, n // 200) if self.smoke else n
+
+    def cases(self, name: str, cases: list[dict]) -> str:
+        path = os.path.join(self.tmp, f"{name}.jsonl")
+        write_cases(path, cases)
+        return path
+
+    def agent_test(self, path: str, latency: float, parallel: int, *extra: str) -> tuple[Measure, int]:
+        self.server.responder = responder(latency)
+        self.server.reset()
+        m = run(cli() + ["-i", path, "-n", "bot", "--parallel", str(parallel), "-o", os.path.join(self.tmp, "report.json"), *extra], self.tmp)
+        return m, self.server.peak_in_flight
+
+    def sdk(self, n: int, latency: float, parallel: int, how: str) -> Measure:
+        self.server.responder = responder(latency)
+        return run([sys.executable, os.path.join(HERE, "sdk_alone.py"), self.server.url, str(n), str(parallel), how], self.tmp, ok=(0,))
+
+    def row(self, name: str, m: Measure, n: int, ideal: float | None, peak: int | str, target: str, met: bool | None) -> None:
+        self.rows.append({
+            "workload": name, "wall": f"{m.wall:.2f} s", "ideal": f"{ideal:.2f} s" if ideal else "—",
+            "ratio": f"{m.wall / ideal:.2f}" if ideal else "—", "cpu/case": f"{m.cpu / n * 1000:.2f} ms",
+            "peak in-flight": str(peak), "peak RSS": f"{m.rss_mb:.0f} MB", "target": target,
+            "met": "—" if met is None or self.smoke else ("yes" if met else "NO"),
+        })
+        print("  ".join(f"{k}={v}" for k, v in self.rows[-1].items()), flush=True)
+
+    # -- workloads ------------------------------------------------------------------------------
+
+    def help(self) -> None:
+        walls = [run(cli() + ["--help"], self.tmp).wall for _ in range(1 if self.smoke else 7)]
+        m = Measure(statistics.median(walls), 0.0, 0.0, 0)
+        self.row("agent-test --help (median)", m, 1, None, "—", "≤ 0.30 s", m.wall <= 0.3)
+
+    def start_up(self) -> None:
+        path = self.cases("one", standard_cases(1))
+        runs = [self.agent_test(path, 0.0, 1)[0] for _ in range(1 if self.smoke else 5)]
+        m = min(runs, key=lambda r: r.wall)
+        self.startup = m.wall
+        self.row("start-up: 1 case, 0 ms", m, 1, None, 1, "(used in the ideals)", None)
+
+    def overhead(self) -> None:
+        """CPU per case as the slope between two sizes (start-up cancels out), the CLI next to the SDK alone."""
+        big, small, par = self.size(2000), self.size(200), 10
+        a_big, peak = self.agent_test(self.cases("o-big", standard_cases(big)), 0.0, par)
+        a_small, _ = self.agent_test(self.cases("o-small", standard_cases(small)), 0.0, par)
+        slope = lambda b, s: (b.cpu - s.cpu) / (big - small) * 1000  # noqa: E731
+        cli_slope = slope(a_big, a_small)
+        self.row(f"{big} standard, 0 ms, --parallel {par}", a_big, big, None, peak, "", None)
+        sdk = {}
+        for how in ("create", "post"):
+            s_big, s_small = self.sdk(big, 0.0, par, how), self.sdk(small, 0.0, par, how)
+            sdk[how] = slope(s_big, s_small)
+            self.row(f"openai SDK alone ({how}), same {big}", s_big, big, None, par, "", None)
+        for how, target in (("post", "≤ 1.00 ms"), ("create", "")):
+            extra = cli_slope - sdk[how]
+            self.rows.append({"workload": f"runner's own CPU per case vs SDK {how}", "wall": "—", "ideal": "—", "ratio": "—",
+                              "cpu/case": f"{cli_slope:.2f} − {sdk[how]:.2f} = {extra:+.2f} ms", "peak in-flight": "—", "peak RSS": "—",
+                              "target": target, "met": "—" if self.smoke or not target else ("yes" if extra <= 1.0 else "NO")})
+            print("  ".join(f"{k}={v}" for k, v in self.rows[-1].items()), flush=True)
+
+    def standard(self, n: int, latency: float, parallel: int, target: str, check) -> None:
+        n = self.size(n)
+        m, peak = self.agent_test(self.cases(f"s{n}", standard_cases(n)), latency, parallel)
+        ideal = n * latency / parallel + self.startup
+        self.row(f"{n} standard, {latency * 1000:.0f} ms, --parallel {parallel}", m, n, ideal, peak, target, check(m.wall, ideal))
+
+    def dynamic(self) -> None:
+        n, latency, parallel = self.size(20) if not self.smoke else 2, 0.05, 20
+        m, peak = self.agent_test(self.cases("dyn", dynamic_cases(n)), latency, parallel)
+        ideal = 5 * latency * max(1, n / parallel) + self.startup  # 3 agent + 2 simulator calls in sequence
+        self.row(f"{n} dynamic × 3 turns, 50 ms, --parallel {parallel}", m, n, ideal, peak, "≤ 1.50 s", m.wall <= 1.5)
+
+    def dry_run(self) -> None:
+        n = self.size(10000)
+        path = self.cases("dry", standard_cases(n))
+        m = run(cli() + ["-i", path, "--dry-run", "-n", "bot"], self.tmp)
+        self.row(f"--dry-run of {n} cases", m, n, None, 0, "≤ 2.00 s", m.wall <= 2.0)
+
+    def scale(self) -> None:
+        n = self.size(10000)
+        m, peak = self.agent_test(self.cases("scale", standard_cases(n)), 0.0, 20)
+        self.row(f"{n} standard, 0 ms, --parallel 20 (memory)", m, n, None, peak, "≤ 200 MB", m.rss_mb <= 200)
+
+    def all(self) -> None:
+        self.help()
+        self.start_up()
+        self.overhead()
+        self.standard(200, 0.05, 20, "≤ 1.50 s", lambda wall, ideal: wall <= 1.5)
+        self.standard(400, 0.2, 50, "≤ 1.2 × ideal", lambda wall, ideal: wall <= 1.2 * ideal)
+        self.dynamic()
+        self.dry_run()
+        self.scale()
+
+    def table(self) -> str:
+        keys = list(self.rows[0])
+        lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        lines += ["| " + " | ".join(r[k] for k in keys) + " |" for r in self.rows]
+        return "\n".join(lines)
+
+
+def machine() -> str:
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), "")
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores ({model or platform.machine()}), {mem:.0f} GiB, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="every workload once at a tiny size (no targets)")
+    parser.add_argument("--write", action="store_true", help="write the table into bench/RESULTS.md")
+    args = parser.parse_args()
+    bench = Bench(args.smoke)
+    print(f"machine: {machine()}", flush=True)
+    try:
+        bench.all()
+    finally:
+        bench.server.stop()
+    table = bench.table()
+    print()
+    print(table)
+    if args.write and not args.smoke:
+        path = os.path.join(HERE, "RESULTS.md")
+        text = open(path).read() if os.path.exists(path) else "# Benchmarks\n\n<!-- results -->\n<!-- /results -->\n"
+        head, _, rest = text.partition("<!-- results -->")
+        _, _, tail = rest.partition("<!-- /results -->")
+        block = f"<!-- results -->\nMachine: {machine()}. Command: `python -m bench --write`.\n\n{table}\n<!-- /results -->"
+        with open(path, "w") as fh:
+            fh.write(head + block + tail)
+    if not args.smoke and any(r["met"] == "NO" for r in bench.rows):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

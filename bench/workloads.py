@@ -1,0 +1,64 @@
+"""Workloads: a throwaway app pointed at the benchmark server, and case files of N cases."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+NEEDLE = "submitted"
+HISTORY = [
+    {"role": "user", "content": "I want to submit an expense"},
+    {"role": "assistant", "content": "What type of expense would you like to submit?"},
+    {"role": "user", "content": "Business travel to Beijing, $3500"},
+]
+
+
+def make_app(root: str, host: str) -> None:
+    """An app with the agent under test ``bot`` and a simulator ``sim``, both on the server."""
+    for folder in ("assistants/bot", "assistants/sim", "connectors"):
+        os.makedirs(os.path.join(root, folder), exist_ok=True)
+    with open(os.path.join(root, "connectors", "bench.conn.yao"), "w") as fh:
+        json.dump({"type": "openai", "options": {"model": "bench-model", "host": host, "key": "bench-key", "max_retries": 0}}, fh)
+    for agent, prompt in (("bot", "You are the agent under test."), ("sim", "SIM")):
+        with open(os.path.join(root, "assistants", agent, "package.yao"), "w") as fh:
+            json.dump({"name": agent, "connector": "bench"}, fh)
+        with open(os.path.join(root, "assistants", agent, "prompts.yml"), "w") as fh:
+            fh.write(f"- role: system\n  content: {prompt}\n")
+
+
+def standard_cases(n: int) -> list[dict[str, Any]]:
+    return [{"id": f"case-{i:05d}", "input": HISTORY + [{"role": "user", "content": f"Yes, confirm #{i}"}],
+             "assertions": [{"type": "contains", "value": NEEDLE}]} for i in range(n)]
+
+
+def dynamic_cases(n: int) -> list[dict[str, Any]]:
+    return [{"id": f"dyn-{i:04d}", "simulator": {"use": "sim", "options": {"metadata": {"persona": "p", "goal": "g"}}},
+             "input": "I want to submit an expense",
+             "checkpoints": [{"id": "asks", "assert": {"type": "contains", "value": "alpha"}},
+                             {"id": "done", "after": ["asks"], "assert": {"type": "contains", "value": "omega"}}],
+             "max_turns": 5} for i in range(n)]
+
+
+def write_cases(path: str, cases: list[dict[str, Any]]) -> None:
+    with open(path, "w") as fh:
+        for c in cases:
+            fh.write(json.dumps(c) + "\n")
+
+
+def responder(latency: float) -> Any:
+    """The agent answers 'alpha' on turn 1, 'middle' on 2, 'omega' on 3; the simulator answers JSON."""
+    from openai_server import Answer, last_user
+
+    sim_reply = json.dumps({"message": "go on", "goal_achieved": False, "reasoning": "bench"})
+
+    def answer(req: dict[str, Any]) -> Answer:
+        messages = req.get("messages", [])
+        if messages and messages[0].get("content") == "SIM":
+            return Answer(sim_reply, delay=latency)
+        turns = sum(1 for m in messages if m.get("role") == "user")
+        if "confirm" in last_user(req):
+            return Answer(f"Expense {NEEDLE}! Reference EXP-001.", delay=latency)
+        return Answer(("alpha", "middle", "omega")[min(turns, 3) - 1], delay=latency)
+
+    return answer

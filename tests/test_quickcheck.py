@@ -1,0 +1,64 @@
+"""The fast structural check never accepts what the JSON Schema rejects, and accepts ordinary cases."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from agenttest.loading import _validator
+from agenttest.quickcheck import plainly_valid
+from helpers import REPO
+
+REPLACEMENTS = [None, 0, -1, 1.5, True, "", "x", "user", "text", [], {}, ["x"], [{}], [{"type": "text"}], {"x": 1}, {"content": "c"}]
+
+
+def corpus() -> list[dict]:
+    cases = []
+    for name in ("inputs.jsonl", "dynamic.jsonl"):
+        for line in (REPO / "assistants/expense/tests" / name).read_text().splitlines():
+            if line.strip() and not line.startswith("//"):
+                cases.append(json.loads(line))
+    return cases
+
+
+def paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from paths(v, prefix + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from paths(v, prefix + (i,))
+
+
+def variants(case):
+    for path in paths(case):
+        if not path:
+            continue
+        for replacement in REPLACEMENTS + ["__delete__", "__extra__"]:
+            mutated = copy.deepcopy(case)
+            parent = mutated
+            for part in path[:-1]:
+                parent = parent[part]
+            if replacement == "__delete__":
+                del parent[path[-1]]
+            elif replacement == "__extra__":
+                if isinstance(parent[path[-1]], dict):
+                    parent[path[-1]]["unexpected"] = 1
+            else:
+                parent[path[-1]] = replacement
+            yield mutated
+
+
+def test_fast_check_implies_schema_validity():
+    validator = _validator()
+    checked = accepted = 0
+    for case in corpus():
+        assert plainly_valid(case), case["id"]  # ordinary cases take the fast path
+        for variant in variants(case):
+            checked += 1
+            if plainly_valid(variant):
+                accepted += 1
+                errors = list(validator.iter_errors(variant))
+                assert not errors, (variant, errors[0].message)
+    assert checked > 2000 and 0 < accepted < checked

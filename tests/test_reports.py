@@ -1,0 +1,62 @@
+"""Report rendering: the streamed JSON is exactly the documented document; atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from agenttest.model import AssertionResult, CaseResult, ToolCall
+from agenttest.reporting import check_path, render, write
+from agenttest.reporting.data import report_dict
+from agenttest.results import make_report
+
+
+def sample():
+    return make_report([
+        CaseResult("a", "passed", "first", input="x", output={"k": [1, 2]}, tool_calls=(ToolCall("t", {"q": 1}, "c1", {"r": "sk-SECRET-1234"}),)),
+        CaseResult("b", "failed", input=[{"role": "user", "content": "y"}], output="no sk-SECRET-1234", error="e\nf",
+                   assertions=(AssertionResult("contains", False, "missing", "yes", "no"),), index=1),
+    ], 0, 10, agent_id="bot")
+
+
+@pytest.mark.parametrize("results", [[], None])
+def test_streamed_json_equals_the_whole_document(results):
+    rep = sample() if results is None else make_report(results, 0, 10)
+    streamed = "".join(render(rep, "r.json"))
+    assert streamed == json.dumps(report_dict(rep), ensure_ascii=False, indent=2) + "\n"
+
+
+def test_secrets_are_redacted_in_every_format(tmp_path):
+    for ext in (".json", ".jsonl", ".md", ".html", ".xml"):
+        text = "".join(render(sample(), "r" + ext, ["sk-SECRET-1234"]))
+        assert "sk-SECRET-1234" not in text and "***" in text
+
+
+def test_write_is_atomic_and_leaves_no_temp_files(tmp_path):
+    target = tmp_path / "r.json"
+    target.write_text("old")
+
+    def broken(report):
+        yield "{"
+        raise RuntimeError("disk full")
+
+    from agenttest import reporting
+
+    reporting._builtins()
+    reporting._FORMATS[".broken"] = broken
+    with pytest.raises(RuntimeError):
+        write(sample(), str(tmp_path / "r.broken"))
+    assert not (tmp_path / "r.broken").exists() and os.listdir(tmp_path) == ["r.json"]
+    write(sample(), str(target))
+    assert json.loads(target.read_text())["summary"]["total"] == 2 and os.listdir(tmp_path) == ["r.json"]
+
+
+def test_check_path_rejects_unknown_formats_and_missing_folders(tmp_path):
+    from agenttest.errors import AgentTestError
+
+    with pytest.raises(AgentTestError, match="unknown report format '.pdf'"):
+        check_path(str(tmp_path / "r.pdf"))
+    with pytest.raises(AgentTestError, match="does not exist"):
+        check_path(str(tmp_path / "nope" / "r.json"))
