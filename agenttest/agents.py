@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import hooks
 from .app import App, load_module, read_jsonc
 from .errors import AgentError, AgentTestError, Location, did_you_mean
 from .model import Context, Message, Reply, ToolCall, Usage
@@ -128,7 +129,7 @@ class Agent:
         """Answer a conversation: hooks, model calls and the tool loop. Failures raise AgentError."""
         conversation = list(self.spec.prompts) + list(messages)
         if self.create_hook is not None:
-            created = await _hook(self.create_hook, "create", ctx, conversation)
+            created = await hooks.call(self.create_hook, "create hook", ctx, conversation)
             if isinstance(created, dict):
                 conversation = list(created.get("messages") or conversation)
                 connector = created.get("connector") or connector
@@ -186,19 +187,12 @@ class Agent:
             "tools": [_call_dict(c) for c in reply.tool_calls],
             "error": None,
         }
-        result = await _hook(self.next_hook, "next", ctx, payload)
+        result = await hooks.call(self.next_hook, "next hook", ctx, payload)
         if isinstance(result, dict) and "data" in result:
             from dataclasses import replace
 
             return replace(reply, data=result["data"], has_data=True)
         return reply
-
-
-async def _hook(fn: Any, name: str, *args: Any) -> Any:
-    try:
-        return await asyncio.to_thread(fn, *args)
-    except Exception as exc:
-        raise AgentError(f"{name} hook failed: {type(exc).__name__}: {exc}") from None
 
 
 def _assistant_message(content: str, calls: tuple[ToolCall, ...]) -> Message:

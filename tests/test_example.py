@@ -76,3 +76,14 @@ def test_shipped_schema_is_valid_json_schema():
 
     schema = json.loads((REPO / "agenttest" / "schema" / "case.schema.json").read_text())
     Draft202012Validator.check_schema(schema)
+
+
+def test_examples_folder_runs(tmp_path):
+    out = tmp_path / "y.json"
+    assert cli("-i", "examples/cases.yaml", "-n", "expense", "-o", str(out), cwd=REPO).exit_code == 0
+    assert report(out)["summary"]["passed"] == 3
+    r = cli("-i", "examples/cases.json", "-n", "expense", "--ctx", "examples/ctx.json", "-o", str(out), cwd=REPO)
+    assert r.exit_code == 0, r.output
+    data = report(out)
+    assert data["environment"] == {"user_id": "ctx-user", "team_id": "ctx-team", "locale": "en-gb"}
+    assert [x["status"] for x in data["results"]] == ["passed", "passed", "skipped"]
