@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import time
-from datetime import datetime
 from typing import Any
 
 import click
@@ -92,11 +90,3 @@ def main(**flags: Any) -> None:
         sys.exit(ExitCode.INTERRUPTED)
     sys.exit(code)
 
-
-def default_output(input_path: str) -> str:
-    stamp = datetime.now().strftime("%Y%m%d%H%M%S")
-    return os.path.join(os.path.dirname(input_path) or ".", f"output-{stamp}.json")
-
-
-def elapsed_ms(start: float) -> float:
-    return (time.perf_counter() - start) * 1000

@@ -161,7 +161,7 @@ def collect(agent: Any, name: str) -> list[Case]:
     base = name if name.endswith("_test") else name + "_test"
     path = os.path.join(agent.spec.path, "src", base + ".py")
     if not os.path.isfile(path):
-        raise AgentTestError(f"-i scripts.{name}: {path} does not exist", hint=f"script tests live in the agent's src/<name>_test.py")
+        raise AgentTestError(f"-i scripts.{name}: {path} does not exist", hint="script tests live in the agent's src/<name>_test.py")
     module = load_module(path)
     found = [(fn.__code__.co_firstlineno, n, fn) for n, fn in vars(module).items()
              if n.startswith("Test") and inspect.isfunction(fn) and fn.__module__ == module.__name__]

@@ -6,8 +6,10 @@ import asyncio
 import json
 import os
 import re
+import sys
 import time
 from dataclasses import replace
+from datetime import datetime
 from typing import Any, TextIO
 
 from . import inputs, reporting
@@ -21,6 +23,12 @@ from .runner import Plan, RunState
 from .runtime import Runtime, read_ctx
 
 DRY_RUN_FORMATS = (".jsonl", ".json", ".yaml", ".yml")
+
+
+def default_output(input_path: str) -> str:
+    """``output-YYYYMMDDHHMMSS.json`` beside the case file."""
+    stamp = datetime.now().strftime("%Y%m%d%H%M%S")
+    return os.path.join(os.path.dirname(input_path) or ".", f"output-{stamp}.json")
 
 
 def select(cases: list[Case], pattern: str | None) -> list[Case]:
@@ -155,40 +163,41 @@ class Session:
             raise InputError(problems)
         return Plan(cases, self.config.runs, self.config.parallel, self.config.timeout, self.config.fail_fast, before_all, after_all, case_hooks)
 
-    def execute(self, plan: Plan, runtime: Runtime) -> ExitCode:
+    def header(self, cases: list[Case], runtime: Runtime) -> dict[str, Any]:
+        """What the console header and the report say about the run."""
         config = self.config
-        cases = plan.cases
-        dynamic = any(c.dynamic for c in cases)
         try:
-            connector = runtime.connector_for(None) if config.connector or not any(c.options.get("connector") for c in cases) else "per case"
+            per_case = not config.connector and any(c.options.get("connector") for c in cases)
+            connector = "per case" if per_case else runtime.connector_for(None)
         except AgentTestError:
             connector = ""
-        simulators = sorted({c.simulator.use if c.simulator else (config.simulator or "") for c in cases if c.dynamic})
-        import sys
-
-        console = Console(self.out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(), show_reply=self.source.kind == "message")
-        info = {
-            "agent": (config.agent or runtime.agent.id) if runtime.agent else "", "connector": connector, "simulator": ", ".join(s for s in simulators if s),
-            "input": self.source.describe(len(cases)), "timeout": config.timeout, "total": len(cases) * config.runs,
-            "runs": config.runs, "dynamic": dynamic,
+        simulators = sorted({c.simulator.use if c.simulator else (config.simulator or "") for c in cases if c.dynamic} - {""})
+        return {
+            "agent": (config.agent or runtime.agent.id) if runtime.agent else "", "connector": connector,
+            "simulator": ", ".join(simulators), "input": self.source.describe(len(cases)), "timeout": config.timeout,
+            "total": len(cases) * config.runs, "runs": config.runs, "dynamic": any(c.dynamic for c in cases),
         }
+
+    def execute(self, plan: Plan, runtime: Runtime) -> ExitCode:
+        from . import runner
+
+        config = self.config
+        info = self.header(plan.cases, runtime)
+        console = Console(self.out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(),
+                          show_reply=self.source.kind == "message", secrets=runtime.app.secrets)
         console.header(info, list(dict.fromkeys(runtime.app.warnings)))
         state = RunState()
         interrupted = False
-        from . import runner
-
         try:
             asyncio.run(runner.run(plan, runtime, state, lambda c, r: console.started(c, r, config.runs), lambda r: console.finished(r, config.runs)))
         except KeyboardInterrupt:
             interrupted = True
         output = config.output
         if output is None and self.source.kind == "file":
-            from .cli import default_output
-
             output = default_output(self.source.value)
         report = make_report(
             state.ordered(), state.started_at, (time.perf_counter() - state.started) * 1000, config.runs,
-            agent_id=info["agent"], agent_path=runtime.agent.spec.path if runtime.agent else "", connector=connector,
+            agent_id=info["agent"], agent_path=runtime.agent.spec.path if runtime.agent else "", connector=info["connector"],
             simulator=info["simulator"], input_source=self.source.value if self.source.kind == "file" else config.input,
             output_file=output or "", environment=runtime.environment(), options=self.options(),
             interrupted=interrupted, stopped_early=state.stopped_early,
@@ -197,7 +206,6 @@ class Session:
         )
         if output:
             reporting.write(report, output, sorted(runtime.app.secrets))
-        console.total = state.total
         console.summary(report, output)
         return exit_code(report)
 

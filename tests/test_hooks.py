@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from helpers import REPO, cli, report
+from helpers import cli, report
 from scripted import scripted
 
 ENV_TEST = '''
@@ -227,3 +227,22 @@ def test_script_tests_filter_and_missing_file(scripted_app):
     r = cli("-i", "scripts.nothing", "-n", "bot", cwd=scripted_app.root)
     assert r.exit_code == 2 and "nothing_test.py does not exist" in r.stderr
 
+
+
+def test_hooks_run_for_dynamic_cases(hooked, server):
+    from helpers import Answer
+
+    def responder(req):
+        if req["messages"][0].get("content") == "SIM":
+            return Answer(json.dumps({"message": "say:done", "goal_achieved": False}))
+        return scripted(req)
+
+    server.responder = responder
+    hooked.agent("sim", files={"prompts.yml": "- role: system\n  content: SIM\n"})
+    case = hooked_case("dyn", "say:hello", simulator={"use": "sim"},
+                       checkpoints=[{"id": "a", "assert": {"type": "contains", "value": "hello"}},
+                                    {"id": "b", "after": ["a"], "assert": {"type": "contains", "value": "done"}}])
+    result, data = run(hooked, [case])
+    assert result.exit_code == 0, result.output
+    assert data["results"][0]["total_turns"] == 2
+    assert [x.split()[0] + " " + x.split()[1] for x in log_lines(hooked)] == ["Before dyn", "After dyn"]

@@ -226,3 +226,20 @@ def test_script_generator(generating, server, tmp_path):
     assert [r["id"] for r in report(out)["results"]] == ["s0", "s1", "s2"]
     r = cli("-i", "scripts:gen.nope", "-n", "bot", cwd=generating.root)
     assert r.exit_code == 2 and "has no function 'nope'" in r.stderr
+
+
+def test_workers_get_their_test_mode_and_metadata_in_ctx(app, server, tmp_path):
+    """A worker's create hook sees ctx.test_mode and the protocol metadata."""
+    seen = tmp_path / "seen.json"
+    index = f'''
+import json
+def create(ctx, messages):
+    with open({str(seen)!r}, "w") as fh:
+        json.dump({{"mode": ctx.test_mode, "metadata": ctx.metadata}}, fh)
+'''
+    app.agent("bot")
+    app.agent("judge", files={"prompts.yml": "- role: system\n  content: You are a validator.\n", "src/index.py": index})
+    server.responder = route(['{"passed": true}'])
+    _, r = run_agent_case(app, tmp_path, {**JUDGE, "options": {"metadata": {"tone": "formal"}}})
+    assert r["status"] == "passed"
+    assert json.loads(seen.read_text()) == {"mode": "validator", "metadata": {"test_mode": "validator", "tone": "formal"}}

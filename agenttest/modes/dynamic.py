@@ -11,7 +11,7 @@ from ..assertions import Observation, evaluate
 from ..config import format_timeout
 from ..errors import AgentError
 from ..messages import content_text, last_user_text, resolve
-from ..model import AssertionResult, Case, CaseResult, Checkpoint, CheckpointResult, Context, Message, Turn
+from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Context, Message, Turn
 from ..runtime import Runtime
 from ..workers import ProtocolError, ask_json
 from .standard import agent_options
@@ -174,5 +174,3 @@ async def run(case: Case, runtime: Runtime, ctx: Context, deadline: float) -> Ca
         return _result(case, conv, "error", str(exc))
     return _result(case, conv, "failed" if reason else "passed", reason)
 
-
-__all__ = ["Checkpoint", "run", "simulator_reply"]

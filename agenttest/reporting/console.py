@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, TextIO
 
 from ..config import format_duration, format_timeout
@@ -23,8 +24,10 @@ def cut(text: str, limit: int) -> str:
 
 
 class Console:
-    def __init__(self, out: TextIO, color: bool = False, verbose: bool = False, parallel: int = 1, progress: bool = False, show_reply: bool = False):
+    def __init__(self, out: TextIO, color: bool = False, verbose: bool = False, parallel: int = 1, progress: bool = False,
+                 show_reply: bool = False, secrets: Collection[str] = ()):
         self.out = out
+        self.secrets = sorted(secrets)
         self.color = color
         self.verbose = verbose
         self.parallel = parallel
@@ -43,6 +46,10 @@ class Console:
 
     def line(self, text: str = "") -> None:
         self._blank = not text
+        if self.secrets:
+            from ..connectors import redact
+
+            text = redact(text, self.secrets)
         if self._bar is not None:
             self._bar.write(text, file=self.out)
         else:
