@@ -243,4 +243,6 @@ class App:
         """``mod.func`` (or ``pkg.mod.func``) → the function in ``<root>/scripts/mod.py``."""
         module, _, name = ref.rpartition(".")
         path = os.path.join(self.root, "scripts", *module.split(".")) + ".py"
+        if "-" in name and os.path.isfile(path) and not hasattr(load_module(path), name):
+            name = name.replace("-", "_")  # Yao-style "validate-expense" names validate_expense
         return function(path, name, f"script '{ref}'")

@@ -243,3 +243,11 @@ def create(ctx, messages):
     _, r = run_agent_case(app, tmp_path, {**JUDGE, "options": {"metadata": {"tone": "formal"}}})
     assert r["status"] == "passed"
     assert json.loads(seen.read_text()) == {"mode": "validator", "metadata": {"test_mode": "validator", "tone": "formal"}}
+
+
+def test_yao_style_hyphenated_script_names(app, server, tmp_path):
+    server.responder = route([])
+    app.agent("bot")
+    app.file("scripts/tests.py", "def validate_expense(output, input, value):\n    return value['min_amount'] < 100\n")
+    _, r = run_agent_case(app, tmp_path, {"type": "script", "use": "scripts:tests.validate-expense", "options": {"metadata": {"min_amount": 10}}})
+    assert r["status"] == "passed"
