@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -101,6 +102,9 @@ async def run(plan: Plan, runtime: Runtime, state: RunState, on_start: StartList
     from .reporting.data import result_dict
 
     runtime.loop = asyncio.get_running_loop()
+    # User code (tools, hooks, scripts, script tests) runs in threads; a script test's thread waits on
+    # agent calls whose tools need threads of their own, so the pool must outgrow the parallelism.
+    runtime.loop.set_default_executor(ThreadPoolExecutor(max_workers=max(32, 4 * plan.parallel), thread_name_prefix="agent-test"))
     state.total = len(plan.cases) * plan.runs
     ctx = runtime.context()
     if plan.before_all is not None:

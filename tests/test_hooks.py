@@ -246,3 +246,21 @@ def test_hooks_run_for_dynamic_cases(hooked, server):
     assert result.exit_code == 0, result.output
     assert data["results"][0]["total_turns"] == 2
     assert [x.split()[0] + " " + x.split()[1] for x in log_lines(hooked)] == ["Before dyn", "After dyn"]
+
+
+def test_parallel_script_tests_calling_agents_with_tools_do_not_starve_the_thread_pool(app, server):
+    from helpers import Answer
+
+    def responder(req):
+        if req["messages"][-1]["role"] == "tool":
+            return Answer("done")
+        return Answer("", tool_calls=[{"name": "slow_tool", "arguments": {}}])
+
+    server.responder = responder
+    tests = "\n".join(f"def Test{i}(t, ctx):\n    t.assert_.Equal(ctx.agent('bot').stream('go')['content'], 'done')\n" for i in range(12))
+    app.agent("bot", tools=[{"name": "slow_tool", "description": "", "parameters": {"type": "object", "properties": {}}}],
+              files={"src/tools.py": "import time\ndef slow_tool(ctx):\n    time.sleep(0.2)\n    return 1\n", "src/many_test.py": tests})
+    out = app.root / "r.json"
+    result = cli("-i", "scripts.many", "-n", "bot", "--parallel", "12", "--timeout", "20s", "-o", str(out), cwd=app.root)
+    assert result.exit_code == 0, result.output
+    assert report(out)["summary"]["passed"] == 12
