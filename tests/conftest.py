@@ -93,7 +93,14 @@ def cli(*args: str, cwd: Path | None = None) -> Any:
 
 
 def report(path: Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text())
+    """Read a JSON report, checking it against the documented shape (agenttest/schema/report.schema.json)."""
+    from jsonschema import Draft202012Validator
+
+    data = json.loads(Path(path).read_text())
+    schema = json.loads((REPO / "agenttest" / "schema" / "report.schema.json").read_text())
+    errors = sorted(Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
+    assert not errors, f"{list(errors[0].absolute_path)}: {errors[0].message}"
+    return data
 
 
 __all__ = ["Answer", "AppBuilder", "OpenAIServer", "cli", "last_user", "report"]

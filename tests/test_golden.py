@@ -44,3 +44,9 @@ def test_golden(ext):
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(text)
     assert text == path.read_text()
+
+
+def test_golden_json_matches_the_report_schema():
+    from helpers import report
+
+    report(GOLDEN / "report.json")

@@ -90,6 +90,7 @@ def to_markdown(report: RunReport) -> str:
         lines += ["", "## Conversations", ""]
         for r in conversations:
             lines += [f"### {ICONS['passed']} {r.id}" + (f" — {r.name}" if r.name else ""), ""] + _turns(r)
+        lines.pop()  # the last conversation's trailing blank line
     failures = [r for r in report.results if r.status not in ("passed", "skipped")]
     if failures:
         lines += ["", "## Failures", ""]
