@@ -51,6 +51,9 @@ def test_write_is_atomic_and_leaves_no_temp_files(tmp_path):
     assert not (tmp_path / "r.broken").exists() and os.listdir(tmp_path) == ["r.json"]
     write(sample(), str(target))
     assert json.loads(target.read_text())["summary"]["total"] == 2 and os.listdir(tmp_path) == ["r.json"]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~mask
 
 
 def test_check_path_rejects_unknown_formats_and_missing_folders(tmp_path):

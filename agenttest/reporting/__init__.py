@@ -57,11 +57,18 @@ def write_atomic(path: str, content: str | Iterable[str]) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.writelines([content] if isinstance(content, str) else content)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report gets the usual permissions
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write(report: RunReport, path: str, secrets: Sequence[str] = ()) -> None:
