@@ -14,7 +14,7 @@ from .markdown import row_input
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
 h1{font-size:1.5rem}.cards{display:flex;gap:.75rem;flex-wrap:wrap;margin:1rem 0}
-.card{border:1px solid #d8dde6;border-radius:8px;padding:.6rem 1rem;min-width:90px}
+.card{border:1px solid #d8dde6;border-radius:8px;padding:.6rem .8rem;flex:1 1 0;min-width:70px}
 .card b{display:block;font-size:1.4rem}table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid #e5e8ee;vertical-align:top}
 .passed{color:#137333}.failed,.error,.timeout{color:#b3261e}.skipped{color:#6b7280}
@@ -23,10 +23,26 @@ details{margin:.25rem 0}pre{background:#f5f7fa;padding:.5rem;border-radius:6px;w
 """
 
 
+def _conversation(value: object) -> str:
+    """A message history as ``role: text`` lines; anything else as text."""
+    from ..messages import content_text
+
+    if isinstance(value, list) and all(isinstance(m, dict) and "content" in m for m in value):
+        return "\n".join(f"{m.get('role', 'user')}: {content_text(m.get('content'))}" for m in value)
+    return as_text(value)
+
+
 def _transcript(r: CaseResult) -> str:
     parts = []
     if r.reasons:
         parts.append("<ul>" + "".join(f'<li class="reason">{escape(x)}</li>' for x in r.reasons) + "</ul>")
+    if r.assertions:
+        items = "".join(
+            f'<li class="{"passed" if a.passed else "failed"}">{"✓" if a.passed else "✗"} <code>{escape(a.type)}</code> '
+            f"{escape(a.message or as_text(a.expected))}</li>"
+            for a in r.assertions
+        )
+        parts.append(f"<p><b>Assertions</b></p><ul>{items}</ul>")
     if r.turns:
         rows = "".join(
             f"<tr><td>{t.turn}</td><td>{escape(as_text(t.input))}</td><td>{escape(as_text(t.output))}</td>"
@@ -35,7 +51,7 @@ def _transcript(r: CaseResult) -> str:
         )
         parts.append(f"<table><tr><th>Turn</th><th>User</th><th>Agent</th><th>Checkpoints</th></tr>{rows}</table>")
     else:
-        parts.append(f"<p><b>Input</b></p><pre>{escape(as_text(r.input))}</pre><p><b>Output</b></p><pre>{escape(as_text(r.output))}</pre>")
+        parts.append(f"<p><b>Input</b></p><pre>{escape(_conversation(r.input))}</pre><p><b>Output</b></p><pre>{escape(as_text(r.output))}</pre>")
     if r.tool_calls:
         calls = "".join(f"<li><code>{escape(c.name)}</code> {escape(as_text(c.arguments))} → {escape(as_text(c.error or c.result))}</li>" for c in r.tool_calls)
         parts.append(f"<p><b>Tool calls</b></p><ul>{calls}</ul>")
@@ -57,9 +73,14 @@ def to_html(report: RunReport) -> str:
     for r in report.results:
         body = _transcript(r)
         detail = f"<details{' open' if r.status not in ('passed', 'skipped') else ''}><summary>details</summary>{body}</details>"
+        meta = ""
+        if r.dynamic:
+            reached = sum(1 for c in r.checkpoints if c.reached)
+            meta = f'<br><span class="meta">{len(r.turns)} turns · {reached}/{len(r.checkpoints)} checkpoints</span>'
+        title = f'<br><span class="meta">{escape(r.name)}</span>' if r.name else ""
         rows.append(
-            f'<tr><td>{escape(r.id)}</td><td>{escape(row_input(r)[:120])}</td><td class="{r.status}">{r.status.upper()}</td>'
-            f"<td>{format_duration(r.duration_ms / 1000)}</td><td>{detail}</td></tr>"
+            f'<tr><td>{escape(r.id)}{title}</td><td>{escape(row_input(r)[:120])}</td><td class="{r.status}">{r.status.upper()}</td>'
+            f"<td>{format_duration(r.duration_ms / 1000)}{meta}</td><td>{detail}</td></tr>"
         )
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
