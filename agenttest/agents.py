@@ -41,11 +41,13 @@ def load_spec(agent_id: str, folder: str, warnings: list[str]) -> AgentSpec:
     pkg = read_jsonc(pkg_path)
     if not isinstance(pkg, dict):
         raise AgentTestError("package.yao must be a JSON object", Location(pkg_path))
-    for key in pkg:
-        if key not in KNOWN_KEYS:
-            hint = did_you_mean(key, KNOWN_KEYS)
-            if hint or key not in YAO_KEYS:
-                warnings.append(f"{pkg_path}: '{key}' is not used by agent-test; ignored" + (f" ({hint})" if hint else ""))
+    ignored = [k for k in pkg if k not in KNOWN_KEYS]
+    typos = [(k, did_you_mean(k, KNOWN_KEYS)) for k in ignored if k not in YAO_KEYS]
+    for key, hint in typos:
+        if hint:
+            warnings.append(f"{pkg_path}: '{key}' is not a field agent-test uses; {hint}")
+    if ignored:
+        warnings.append(f"{pkg_path}: ignored (not used by agent-test): {', '.join(ignored)}")
     tools = tuple(_tool_schema(t, pkg_path) for t in pkg.get("tools") or ())
     return AgentSpec(
         id=agent_id,

@@ -109,45 +109,44 @@ class Runtime:
     # -- load-time checks ----------------------------------------------------------------------
 
     def prepare(self, cases: list[Case]) -> None:
-        """Resolve every agent, connector and script the cases name, before the first model call."""
+        """Resolve every agent, connector and script the cases name, before the first model call;
+        problems point at the case that named the thing."""
         from .assertions.judge import agent_id as judge_id
         from .assertions.script import script_ref
         from .errors import InputError, Problem
 
         problems: list[Problem] = []
-
-        def attempt(fn: Any, *args: Any, location: Any = None) -> None:
-            try:
-                fn(*args)
-            except AgentTestError as exc:
-                problems.extend(Problem(p.message, p.location or location, p.hint) for p in exc.problems)
-
-        agents: dict[str, Any] = {}
+        needs: dict[tuple[str, str | None], Any] = {}  # (agent, connector) → where it was first named
         if self.agent is not None:
-            for conn in {self.config.connector or c.options.get("connector") or "" for c in cases} or {""}:
-                attempt(self._prepare_agent, self.agent.id, conn or None)
+            for case in cases or [None]:  # type: ignore[list-item]
+                conn = self.config.connector or (case.options.get("connector") if case else None)
+                needs.setdefault((self.agent.id, conn), case.location if case and not self.config.connector and conn else None)
         for case in cases:
-            specs = list(case.assertions) + [cp.assertion for cp in case.checkpoints]
-            for spec in specs:
+            for spec in list(case.assertions) + [cp.assertion for cp in case.checkpoints]:
                 if spec.type == "agent":
                     conn = (spec.params.get("options") or {}).get("connector")
-                    agents.setdefault(judge_id(spec.params["use"]), set()).add(conn)
+                    needs.setdefault((judge_id(spec.params["use"]), conn), case.location)
                 elif spec.type == "script":
-                    attempt(self.script, script_ref(spec.params), location=spec.location)
+                    try:
+                        self.script(script_ref(spec.params))
+                    except AgentTestError as exc:
+                        problems.extend(Problem(p.message, p.location or case.location, p.hint) for p in exc.problems)
             if case.dynamic:
                 sim = case.simulator.use if case.simulator else self.config.simulator
-                agents.setdefault(sim, set()).add((case.simulator.options.get("connector") if case.simulator else None))
-        for agent_id, conns in agents.items():
-            for conn in conns:
-                attempt(self._prepare_agent, agent_id, conn)
+                conn = case.simulator.options.get("connector") if case.simulator else None
+                needs.setdefault((sim, conn), case.location)
+        for (agent_id, conn), location in needs.items():
+            try:
+                self._prepare_agent(agent_id, conn)
+            except AgentTestError as exc:
+                problems.extend(Problem(p.message, p.location or location, p.hint) for p in exc.problems)
         if problems:
-            unique = list(dict.fromkeys(problems))
-            raise InputError(unique)
+            raise InputError(list(dict.fromkeys(problems)))
 
     def _prepare_agent(self, agent_id: str, connector: str | None) -> None:
         agent = self.app.agent(agent_id)
         conn = self.app.connector(agent.connector_id(connector))
-        prepare = getattr(conn, "rules_for", None)
+        prepare = getattr(conn, "prepare", None)  # optional: what a connector checks for an agent at load time
         if prepare is not None:
             prepare(agent.spec.path)
 

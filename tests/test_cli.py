@@ -233,3 +233,18 @@ def test_ctrl_c_writes_the_report_of_what_ran(bot, server, tmp_path):
     assert data["summary"]["interrupted"] is True
     assert "INTERRUPTED" in stdout and "Traceback" not in stderr
 
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "invalid JSON: Expecting property name enclosed in double quotes"),
+    ('{"locale": "fr", "autorized": {}}', "'autorized' is not a field; did you mean 'authorized'?"),
+    ("[1, 2]", "--ctx must hold a JSON object"),
+])
+def test_bad_ctx_file_is_exit_2(bot, tmp_path, content, message):
+    ctx = tmp_path / "ctx.json"
+    ctx.write_text(content)
+    path = bot.cases("cases.jsonl", [case("a", "say:ok")])
+    result = cli("-i", str(path), "-n", "bot", "--ctx", str(ctx))
+    assert result.exit_code == 2 and message in result.stderr and "Traceback" not in result.output
+    missing = cli("-i", str(path), "-n", "bot", "--ctx", str(tmp_path / "none.json"))
+    assert missing.exit_code == 2 and "does not exist" in missing.stderr

@@ -222,3 +222,20 @@ def test_dynamic_results_in_every_format(world_app, server, tmp_path):
     assert "Turn 3" in (tmp_path / "r.md").read_text() and "<th>Turn</th>" in (tmp_path / "r.html").read_text()
     line = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
     assert line["total_turns"] == 3 and len(line["checkpoints"]) == 3
+
+
+def test_checkpoints_see_the_turns_tool_results_too(world_app, server):
+    cps = [{"id": "ref", "assert": {"type": "contains", "value": "EXP-1"}}]
+    # the tool returns {"id": "EXP-1"}: reached at the turn the tool ran, from its result
+    world = World(["yes"])
+    world_app.agent("bot", tools=TOOLS, files={"src/tools.py": "def create_expense(ctx):\n    return {'id': 'EXP-1'}\n"})
+
+    def quiet(req):
+        if req["messages"][-1]["role"] == "tool":
+            return Answer("All done.")
+        return world(req)
+
+    result, data = run(world_app, server, quiet, [dynamic(input="yes", checkpoints=cps)])
+    r = data["results"][0]
+    assert r["status"] == "passed" and r["checkpoints"][0]["reached_at_turn"] == 1
+    assert r["turns"][0]["output"] == "All done."

@@ -28,6 +28,9 @@ class ChatRequest:
 
 
 class Connector(Protocol):
+    """``complete`` answers one request. Optional: ``prepare(agent_dir)`` checks at load time what the
+    connector needs for an agent (the mock: its rules file); ``aclose()`` releases network clients."""
+
     spec: ConnectorSpec
 
     async def complete(self, request: ChatRequest) -> Completion: ...

@@ -160,6 +160,8 @@ class MockConnector:
                 self._rules[path] = Rules(path)
             return self._rules[path]
 
+    prepare = rules_for  # load-time check: the agent's mock.yml exists and parses
+
     async def complete(self, request: ChatRequest) -> Completion:
         messages = list(request.messages)
         rule, groups = self.rules_for(request.agent_dir).pick(messages)

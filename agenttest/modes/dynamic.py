@@ -72,6 +72,16 @@ async def _checkpoints(conv: Conversation, turn: int, obs: Observation) -> list[
     return new
 
 
+def turn_output(reply: Any) -> Any:
+    """What checkpoints see: the reply, and for a text reply the tool results of the turn after it."""
+    from ..jsontext import as_text
+
+    results = [as_text(c.result) for c in reply.tool_calls if c.error is None and c.result is not None]
+    if not results or not isinstance(reply.output, str) or reply.has_data:
+        return reply.output
+    return "\n".join([reply.output, *results]) if reply.output else "\n".join(results)
+
+
 async def _ask_simulator(runtime: Runtime, case: Case, conv: Conversation, turn_number: int) -> dict[str, Any]:
     spec = case.simulator
     use = spec.use if spec else runtime.config.simulator
@@ -117,7 +127,7 @@ async def _loop(case: Case, runtime: Runtime, ctx: Context, conv: Conversation) 
         conv.history += list(reply.messages)
         conv.usage = reply.usage if conv.usage is None else conv.usage + reply.usage
         conv.tool_calls += reply.tool_calls
-        obs = Observation(reply.output, reply.tool_calls, user_text, case, runtime)
+        obs = Observation(turn_output(reply), reply.tool_calls, user_text, case, runtime)
         new = await _checkpoints(conv, turn, obs)
         conv.turns.append(Turn(turn, user_text, reply.output, reply.tool_calls, tuple(new), (time.perf_counter() - start) * 1000, reasoning))
         if conv.done():
