@@ -60,9 +60,6 @@ class Session:
             root = find_root(self.config.app, self.source.path)
             if root is None:
                 raise AgentTestError("no app root found (a folder with assistants/ or app.yao)", hint="pass --app DIR or set AGENTTEST_APP")
-            from .assertions import load_plugins
-
-            load_plugins()
             self._app = App(root)
         return self._app
 
@@ -101,6 +98,9 @@ class Session:
     # -- the pipeline --------------------------------------------------------------------------
 
     def run(self) -> ExitCode:
+        from .assertions import load_plugins
+
+        load_plugins()  # third-party assertion types, connectors and report formats
         config = self.config
         if config.output:
             if config.dry_run:
