@@ -60,6 +60,7 @@ class Runtime:
         team = self.config.team or (case.team if case else None) or authorized.get("team_id") or "test-team"
         meta = dict(base.get("metadata") or {})
         if case is not None:
+            meta.update(case.metadata)
             meta.update(case.options.get("metadata") or {})
         meta.update(metadata or {})
         chat_id = base.get("chat_id") or f"test-{uuid.uuid4().hex[:12]}-{next(_chat_ids)}"

@@ -77,7 +77,7 @@ def test_order_and_data_passing(hooked):
     assert result.exit_code == 1
     assert log_lines(hooked) == [
         "BeforeAll 2 test-user",
-        'Before one case-user test-team en-us {"k": 1} x', "After one passed one",
+        'Before one case-user test-team en-us {"k": 1, "m": "x"} x', "After one passed one",
         "Before two test-user test-team en-us {} None", "After two failed two",
         "AfterAll ['one:passed', 'two:failed'] all-123",
     ]
