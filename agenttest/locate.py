@@ -44,6 +44,18 @@ def json_offset(text: str, path: Sequence[Any], key: bool = False, start: int = 
     return i
 
 
+def _after_value(text: str, i: int) -> int | None:
+    """Offset of what follows the JSON value at ``i`` and its comma, or None if it does not parse."""
+    try:
+        _, i = _decoder.raw_decode(text, i)
+    except ValueError:
+        return None
+    i = _skip_ws(text, i)
+    if i < len(text) and text[i] == ",":
+        i = _skip_ws(text, i + 1)
+    return i
+
+
 def _find_key(text: str, i: int, wanted: str) -> tuple[int, int] | None:
     i = _skip_ws(text, i + 1)
     while i < len(text) and text[i] != "}":
@@ -58,13 +70,10 @@ def _find_key(text: str, i: int, wanted: str) -> tuple[int, int] | None:
         i = _skip_ws(text, i + 1)
         if name == wanted:
             return key_at, i
-        try:
-            _, i = _decoder.raw_decode(text, i)
-        except ValueError:
+        found = _after_value(text, i)
+        if found is None:
             return None
-        i = _skip_ws(text, i)
-        if i < len(text) and text[i] == ",":
-            i = _skip_ws(text, i + 1)
+        i = found
     return None
 
 
@@ -74,14 +83,10 @@ def _find_index(text: str, i: int, wanted: int) -> int | None:
     while i < len(text) and text[i] != "]":
         if index == wanted:
             return i
-        try:
-            _, i = _decoder.raw_decode(text, i)
-        except ValueError:
+        found = _after_value(text, i)
+        if found is None:
             return None
-        i = _skip_ws(text, i)
-        if i < len(text) and text[i] == ",":
-            i = _skip_ws(text, i + 1)
-        index += 1
+        i, index = found, index + 1
     return None
 
 
