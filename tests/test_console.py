@@ -1,0 +1,92 @@
+"""The console as a person sees it: previews cut by characters, colour only on a terminal."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+
+import pytest
+
+from agenttest.config import format_duration, format_timeout, parse_duration
+from agenttest.model import CaseResult
+from agenttest.reporting.console import Console, cut
+from helpers import REPO
+
+
+def test_previews_are_cut_by_characters_not_bytes():
+    text = "人工智能和机器学习正在改变我们的世界，并且影响每一个行业的未来发展方向与速度，这是一个很长的句子"
+    shown = cut(text, 14)
+    assert shown == "人工智能和机器学习正在改变我..." and shown.encode("utf-8").decode("utf-8") == shown
+    assert cut("short", 14) == "short" and cut("a\nb   c", 14) == "a b c"
+
+
+def test_standard_line_and_reasons():
+    out = io.StringIO()
+    console = Console(out)
+    console.finished(CaseResult("T001", "failed", input="人工智能和机器学习正在改变我们的世界" * 3, duration_ms=1234,
+                                error="agent error: boom"))
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("► [T001] 人工智能") and lines[0].endswith("... FAILED (1.2s)")
+    assert lines[1] == "  └─ agent error: boom"
+
+
+@pytest.mark.parametrize("value, seconds", [("30s", 30), ("2m30s", 150), ("1h", 3600), ("500ms", 0.5), (5, 5), ("1.5s", 1.5), ("90", 90)])
+def test_durations(value, seconds):
+    assert parse_duration(value) == seconds
+
+
+@pytest.mark.parametrize("value", ["soon", "", "5x", "-1s", 0, True, "1h-2m", None])
+def test_bad_durations(value):
+    with pytest.raises(ValueError):
+        parse_duration(value)
+
+
+def test_duration_formats():
+    assert format_timeout(300) == "5m0s" and format_timeout(3725) == "1h2m5s" and format_timeout(0.5) == "0.5s"
+    assert format_duration(0.0042) == "4ms" and format_duration(2.7) == "2.7s" and format_duration(108) == "1.8m"
+
+
+def run_in_terminal(args: list[str], env: dict[str, str]) -> str:
+    """Run agent-test with its stdout and stderr on a pseudo-terminal, as in a person's shell."""
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "agenttest", *args], stdin=child, stdout=child, stderr=child, cwd=REPO, env=env)
+    os.close(child)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([main], [], [], 30)
+        if not ready:
+            break
+        try:
+            data = os.read(main, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=30)
+    os.close(main)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_colour_on_a_terminal_but_never_with_no_color(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["PYTHONPATH"] = str(REPO)
+    args = ["-i", "assistants/expense/tests/inputs.jsonl", "-n", "expense", "--run", "^ping$", "-o", str(tmp_path / "r.json")]
+    coloured = run_in_terminal(args, env)
+    assert "\x1b[32mPASSED\x1b[0m" in coloured
+    plain = run_in_terminal(args, {**env, "NO_COLOR": "1"})
+    assert "PASSED" in plain and "\x1b[3" not in plain
+    assert json.loads((tmp_path / "r.json").read_text())["summary"]["passed"] == 1
+
+
+def test_progress_bar_on_a_terminal_with_parallel(tmp_path):
+    env = {**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "PYTHONPATH": str(REPO)}
+    shown = run_in_terminal(["-i", "assistants/expense/tests/inputs.jsonl", "-n", "expense", "--parallel", "3",
+                             "-o", str(tmp_path / "r.json")], env)
+    assert "%|" in shown and "/11" in shown  # tqdm's bar on stderr
+    assert shown.count("► [") == 11
