@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
 import pty
 import select
+import struct
 import subprocess
 import sys
+import termios
 
 import pytest
 
@@ -54,6 +57,7 @@ def test_duration_formats():
 def run_in_terminal(args: list[str], env: dict[str, str]) -> str:
     """Run agent-test with its stdout and stderr on a pseudo-terminal, as in a person's shell."""
     main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # a 120×40 window
     proc = subprocess.Popen([sys.executable, "-m", "agenttest", *args], stdin=child, stdout=child, stderr=child, cwd=REPO, env=env)
     os.close(child)
     chunks = []
