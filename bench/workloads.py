@@ -15,11 +15,18 @@ HISTORY = [
 
 
 def make_app(root: str, host: str) -> None:
-    """An app with the agent under test ``bot`` and a simulator ``sim``, both on the server."""
-    for folder in ("assistants/bot", "assistants/sim", "connectors"):
+    """An app with the agent under test ``bot`` and a simulator ``sim``, both on the server, and
+    ``mockbot``, the same agent on the mock connector (the runner with no network and no SDK)."""
+    for folder in ("assistants/bot", "assistants/sim", "assistants/mockbot", "connectors"):
         os.makedirs(os.path.join(root, folder), exist_ok=True)
     with open(os.path.join(root, "connectors", "bench.conn.yao"), "w") as fh:
         json.dump({"type": "openai", "options": {"model": "bench-model", "host": host, "key": "bench-key", "max_retries": 0}}, fh)
+    with open(os.path.join(root, "connectors", "mock.conn.yao"), "w") as fh:
+        json.dump({"type": "mock"}, fh)
+    with open(os.path.join(root, "assistants", "mockbot", "package.yao"), "w") as fh:
+        json.dump({"name": "mockbot", "connector": "mock"}, fh)
+    with open(os.path.join(root, "assistants", "mockbot", "mock.yml"), "w") as fh:
+        fh.write(f"default: 'Expense {NEEDLE}! Reference EXP-001.'\n")
     for agent, prompt in (("bot", "You are the agent under test."), ("sim", "SIM")):
         with open(os.path.join(root, "assistants", agent, "package.yao"), "w") as fh:
             json.dump({"name": agent, "connector": "bench"}, fh)
@@ -46,19 +53,16 @@ def write_cases(path: str, cases: list[dict[str, Any]]) -> None:
             fh.write(json.dumps(c) + "\n")
 
 
-def responder(latency: float) -> Any:
-    """The agent answers 'alpha' on turn 1, 'middle' on 2, 'omega' on 3; the simulator answers JSON."""
-    from openai_server import Answer, last_user
+SIM_REPLY = json.dumps({"message": "go on", "goal_achieved": False, "reasoning": "bench"})
 
-    sim_reply = json.dumps({"message": "go on", "goal_achieved": False, "reasoning": "bench"})
 
-    def answer(req: dict[str, Any]) -> Answer:
-        messages = req.get("messages", [])
-        if messages and messages[0].get("content") == "SIM":
-            return Answer(sim_reply, delay=latency)
-        turns = sum(1 for m in messages if m.get("role") == "user")
-        if "confirm" in last_user(req):
-            return Answer(f"Expense {NEEDLE}! Reference EXP-001.", delay=latency)
-        return Answer(("alpha", "middle", "omega")[min(turns, 3) - 1], delay=latency)
-
-    return answer
+def reply_for(messages: list[dict[str, Any]]) -> str:
+    """The agent answers 'alpha' on turn 1, 'middle' on 2, 'omega' on 3 (a confirmation: 'submitted');
+    the simulator (system prompt SIM) answers its JSON."""
+    if messages and messages[0].get("content") == "SIM":
+        return SIM_REPLY
+    last = next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), "")
+    if "confirm" in last:
+        return f"Expense {NEEDLE}! Reference EXP-001."
+    turns = sum(1 for m in messages if m.get("role") == "user")
+    return ("alpha", "middle", "omega")[min(turns, 3) - 1]
