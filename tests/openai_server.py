@@ -1,4 +1,4 @@
-"""A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions protocol, for tests and benchmarks.
+"""A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions protocol, for the tests.
 
 Plain and streamed (SSE) responses, tool calls, error statuses with retry headers, latency, usage.
 What it answers is decided by a ``responder(request_json) -> Answer`` the caller sets; it records
