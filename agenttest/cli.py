@@ -88,8 +88,8 @@ def main(**flags: Any) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(ExitCode.INTERRUPTED)
-    except BrokenPipeError:  # agent-test … | head: the reader left; say nothing more
+    except BrokenPipeError:  # agent-test … | head: the reader left before the verdict; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(code if "code" in locals() else ExitCode.FAILED)
+        sys.exit(ExitCode.FAILED)
     sys.exit(code)
 
