@@ -37,23 +37,6 @@ def find_json(text: Any) -> tuple[bool, Any]:
     return False, None
 
 
-def find_object(text: Any) -> dict[str, Any] | None:
-    """The first JSON object in ``text`` (see find_json), or None."""
-    found, value = find_json(text)
-    if found and isinstance(value, dict):
-        return value
-    if isinstance(text, str):
-        for i, ch in enumerate(text):
-            if ch == "{":
-                try:
-                    value, _ = _decoder.raw_decode(text, i)
-                except ValueError:
-                    continue
-                if isinstance(value, dict):
-                    return value
-    return None
-
-
 def _loads(text: str) -> Any:
     try:
         return json.loads(text)

@@ -55,10 +55,6 @@ def attachment_name(part: dict[str, Any]) -> str:
     return part.get("type", "attachment")
 
 
-def has_attachments(messages: Any) -> bool:
-    return any(isinstance(m.get("content"), list) for m in messages)
-
-
 def resolve(messages: Any, base_dir: str) -> list[Message]:
     """Turn ``image``/``audio``/``file`` parts into the OpenAI wire shapes, reading ``file://`` paths
     relative to ``base_dir``. A missing file raises AgentError (the case becomes an error)."""

@@ -19,10 +19,6 @@ class AssertionSpec:
     params: dict[str, Any]
     location: Location | None = None
 
-    @property
-    def value(self) -> Any:
-        return self.params.get("value")
-
 
 @dataclass(frozen=True)
 class Checkpoint:
@@ -70,10 +66,6 @@ class Case:
     @property
     def dynamic(self) -> bool:
         return bool(self.checkpoints)
-
-    @property
-    def title(self) -> str:
-        return self.name or self.id
 
 
 @dataclass(frozen=True)
