@@ -4,6 +4,7 @@ Every problem in the input is collected and raised together as one InputError be
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -165,13 +166,14 @@ def _case_list(data: Any, source: str, problems: list[Problem], loc: Location) -
 
 
 def _similar_file(path: str) -> str | None:
-    folder = os.path.dirname(path) or "."
+    """``did you mean 'tests/inputs.jsonl'?`` for a case file with a near name in the same folder."""
+    folder = os.path.dirname(path)
     try:
-        names = [n for n in os.listdir(folder) if n.endswith(SUFFIXES)]
+        names = [n for n in os.listdir(folder or ".") if n.endswith(SUFFIXES)]
     except OSError:
         return None
-    hint = did_you_mean(os.path.basename(path), names)
-    return hint.replace("'", "'" + (os.path.join(os.path.dirname(path), "") if os.path.dirname(path) else ""), 1) if hint else None
+    match = difflib.get_close_matches(os.path.basename(path), names, n=1, cutoff=0.6)
+    return f"did you mean '{os.path.join(folder, match[0])}'?" if match else None
 
 
 # ---- validation -----------------------------------------------------------------------------------
