@@ -88,6 +88,7 @@ def test_tool_calls_context_and_verbose(bot, tmp_path):
     result = cli("-i", str(path), "-n", "bot", "-u", "alice", "--ctx", str(ctx), "-v", "-o", str(out))
     assert result.exit_code == 0, result.output
     assert "tool whoami({}) →" in result.stdout and "output: done:" in result.stdout
+    assert "│  ✓ tool_called" in result.stdout and "│  ✓ tool_result" in result.stdout
     r = report(out)
     assert r["environment"] == {"user_id": "alice", "team_id": "ctx-team", "locale": "fr-fr"}
     assert r["results"][0]["tool_calls"][0]["name"] == "whoami"

@@ -133,6 +133,11 @@ class Console:
                 self.line(f"  │  output: {as_text(r.output)}" if self.show_reply else f"  │  output: {cut(as_text(r.output), 300)}")
             for log in r.logs:
                 self.line(f"  │  log: {log}")
+        if self.verbose:
+            for a in r.assertions:
+                mark = self.paint("✓", "green") if a.passed else self.paint("✗", "red")
+                score = f" (score {a.score:g})" if a.score is not None else ""
+                self.line(f"  │  {mark} {a.type}{score}" + ("" if a.passed else f": {a.message}"))
 
     def _tree(self, r: CaseResult, runs: int, status: str, took: str) -> None:
         self.line(f"► {self._title(r.id, r.run, runs)} {r.name or ''}".rstrip())
