@@ -11,7 +11,7 @@ from ..errors import AgentError, AgentTestError
 from ..model import Completion, ToolCall, Usage
 from . import ChatRequest, ConnectorSpec, redact, register
 
-_OWN = {"model", "host", "base_url", "key", "api_key", "stream", "max_retries", "timeout", "organization", "headers", "proxy", "azure"}
+_OWN = {"model", "host", "base_url", "key", "api_key", "stream", "max_retries", "timeout", "organization", "headers"}
 
 
 def normalize_base_url(url: str) -> str:
@@ -36,6 +36,7 @@ class OpenAIConnector:
         self.max_retries = int(opts.get("max_retries", 3))
         self.request_timeout = float(opts.get("timeout", 600))
         self.headers = opts.get("headers") or None
+        self.organization = opts.get("organization") or None
         self.defaults = {k: v for k, v in opts.items() if k not in _OWN}
         self._clients: dict[int, Any] = {}
 
@@ -52,6 +53,7 @@ class OpenAIConnector:
                 max_retries=self.max_retries,
                 timeout=self.request_timeout,
                 default_headers=self.headers,
+                organization=self.organization,
             )
             self._clients = {loop: client}
         return client
