@@ -195,3 +195,20 @@ def test_mock_error_rule_and_bad_rules_file(tmp_path):
         conn.rules_for(str(bad))
     with pytest.raises(AgentTestError, match="does not exist"):
         conn.rules_for(str(tmp_path / "nowhere"))
+
+
+def test_arguments_sent_as_an_object_and_odd_responses(server):
+    import json as _json
+
+    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None,
+                         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "t", "arguments": {"a": 1}}}]}}]}
+    server.responder = lambda req: Answer(raw=_json.dumps(body))
+    (call,) = complete(connector(server)).tool_calls
+    assert call.arguments == {"a": 1}
+    server.responder = lambda req: Answer(raw=_json.dumps({"id": "x", "object": "chat.completion", "choices": []}))
+    with pytest.raises(AgentError, match="the response has no choices"):
+        complete(connector(server))
+    server.responder = lambda req: Answer(raw=_json.dumps({"id": "x", "choices": [{"index": 0, "message": None}]}))
+    with pytest.raises(AgentError, match="unexpected response"):
+        complete(connector(server))

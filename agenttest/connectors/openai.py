@@ -97,6 +97,14 @@ class OpenAIConnector:
             raise AgentError(self._redact(f"model error from {self._where()}: {exc}")) from None
         except ValueError as exc:  # a body that is not valid JSON
             raise AgentError(self._redact(f"invalid response from {self._where()}: {type(exc).__name__}: {exc}")) from None
+        except (AttributeError, TypeError, IndexError) as exc:  # a stream that bends the protocol
+            raise AgentError(f"unexpected response from {self._where()}: {type(exc).__name__}: {exc}") from None
+        try:
+            return self._completion(response)
+        except (AttributeError, TypeError, IndexError) as exc:  # a server that bends the protocol
+            raise AgentError(f"unexpected response from {self._where()}: {type(exc).__name__}: {exc}") from None
+
+    def _completion(self, response: Any) -> Completion:
         if not response.choices:
             raise AgentError(f"model error from {self._where()}: the response has no choices")
         message = response.choices[0].message
@@ -158,9 +166,11 @@ def _message(exc: Any) -> str:
     return str(getattr(exc, "message", exc))
 
 
-def _arguments(text: str | None) -> Any:
+def _arguments(text: Any) -> Any:
     if not text:
         return {}
+    if not isinstance(text, str):
+        return text  # some OpenAI-compatible servers send the arguments as an object
     try:
         return json.loads(text)
     except ValueError:
