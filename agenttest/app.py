@@ -100,14 +100,15 @@ _module_lock = threading.Lock()
 
 
 def load_module(path: str) -> Any:
-    """Import a user's Python file once; its folder goes on sys.path so siblings import."""
+    """Import a user's Python file once; its folder goes at the end of sys.path so that sibling modules
+    import, without shadowing the standard library or installed packages (a user's ``json.py``)."""
     key = "agenttest_user." + re.sub(r"\W", "_", os.path.abspath(path))
     with _module_lock:
         if key in sys.modules:
             return sys.modules[key]
         folder = os.path.dirname(os.path.abspath(path))
         if folder not in sys.path:
-            sys.path.insert(0, folder)
+            sys.path.append(folder)
         spec = importlib.util.spec_from_file_location(key, path)
         if spec is None or spec.loader is None:
             raise AgentTestError(f"cannot import {path}")
