@@ -62,3 +62,39 @@ def test_fast_check_implies_schema_validity():
                 errors = list(validator.iter_errors(variant))
                 assert not errors, (variant, errors[0].message)
     assert checked > 2000 and 0 < accepted < checked
+
+
+def test_loading_never_crashes_on_garbage():
+    """Random JSON values, mangled lines and YAML: either cases or an InputError, never another exception."""
+    import random
+
+    from agenttest.errors import InputError
+    from agenttest.loading import parse_text
+
+    rng = random.Random(1234)
+    atoms = [None, True, 0, -3, 2.5, "", "x", "contains", [], {}, {"type": "regex", "value": "("}, [{"role": "tool"}]]
+    keys = ["id", "input", "assert", "assertions", "checkpoints", "simulator", "timeout", "after", "options", "x", "skip"]
+
+    def value(depth=0):
+        if depth > 2 or rng.random() < 0.4:
+            return rng.choice(atoms)
+        if rng.random() < 0.5:
+            return [value(depth + 1) for _ in range(rng.randint(0, 3))]
+        return {rng.choice(keys): value(depth + 1) for _ in range(rng.randint(0, 4))}
+
+    lines = []
+    for _ in range(600):
+        case = {k: value() for k in rng.sample(keys, rng.randint(0, 6))}
+        text = json.dumps(case)
+        if rng.random() < 0.15:
+            cut = rng.randint(0, len(text))
+            text = text[:cut] + rng.choice(["", ",", "}", "'", "\\\\"]) + text[cut:]
+        lines.append(text)
+    for kind in (".jsonl", ".json", ".yaml"):
+        for chunk in range(0, 600, 50):
+            part = lines[chunk:chunk + 50]
+            text = "\n".join(part) if kind == ".jsonl" else ("[" + ",".join(part) + "]" if kind == ".json" else "\n".join(f"- {p}" for p in part))
+            try:
+                parse_text(text, "fuzz" + kind)
+            except InputError as exc:
+                assert all(p.message for p in exc.problems)
