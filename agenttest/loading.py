@@ -242,7 +242,7 @@ def _translate(error: Any) -> list[tuple[Path, str, str | None, bool]]:
     kind = error.validator
     if kind == "additionalProperties":
         allowed = list(error.schema.get("properties", {}))
-        out = []
+        out: list[tuple[Path, str, str | None, bool]] = []
         for key in error.instance:
             if key not in allowed:
                 hint = did_you_mean(key, allowed) or f"allowed: {', '.join(allowed)}"
@@ -254,7 +254,7 @@ def _translate(error: Any) -> list[tuple[Path, str, str | None, bool]]:
         return [(path, f"missing required field '{missing}'{where}", None, False)]
     if kind == "type":
         wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-        names = " or ".join(_TYPE_NAMES.get(w, w) for w in wanted)
+        names = " or ".join(_TYPE_NAMES.get(str(w), str(w)) for w in wanted)
         return [(path, f"{_field(path)} must be {names}, not {_type_name(error.instance)}", None, False)]
     if kind == "enum":
         choices = [str(c) for c in error.validator_value]
@@ -320,7 +320,7 @@ def _assertion_problems(path: Path, params: Any) -> list[tuple[Path, str, str | 
 def _checkpoint_problems(checkpoints: list[Any]) -> list[tuple[Path, str, str | None, bool]]:
     out: list[tuple[Path, str, str | None, bool]] = []
     ids = [c.get("id") for c in checkpoints if isinstance(c, dict)]
-    seen: set[str] = set()
+    seen: set[Any] = set()
     for i, cp in enumerate(checkpoints):
         if not isinstance(cp, dict):
             continue

@@ -84,8 +84,8 @@ def _data_url(full: str, data: bytes, default: str) -> str:
 
 def _part(part: dict[str, Any], base_dir: str) -> dict[str, Any]:
     kind = part.get("type")
-    source = part.get("source") or part.get("url")
-    is_file = isinstance(source, str) and source.startswith("file://")
+    source = str(part.get("source") or part.get("url") or "")
+    is_file = source.startswith("file://")
     if kind == "image":
         if is_file:
             full, data = _read(source, base_dir)

@@ -129,11 +129,11 @@ class Runtime:
                     needs.setdefault((judge_id(spec.params["use"]), conn), case.location)
                 elif spec.type == "script":
                     try:
-                        self.script(script_ref(spec.params))
+                        self.script(script_ref(spec.params) or "")
                     except AgentTestError as exc:
                         problems.extend(Problem(p.message, p.location or case.location, p.hint) for p in exc.problems)
             if case.dynamic:
-                sim = case.simulator.use if case.simulator else self.config.simulator
+                sim = case.simulator.use if case.simulator else (self.config.simulator or "")
                 conn = case.simulator.options.get("connector") if case.simulator else None
                 needs.setdefault((sim, conn), case.location)
         for (agent_id, conn), location in needs.items():

@@ -98,6 +98,7 @@ class Assertions:
         from .assertions.static import json_path
 
         r = json_path({"type": "json_path", "path": path, "value": expected}, Observation(data))
+        assert isinstance(r, AssertionResult)
         return self._record("JSONPath", r.passed, self._msg(r.message, msg), expected, r.actual)
 
     def Agent(self, response: Any, validator_id: str, options: dict[str, Any] | None = None) -> bool:

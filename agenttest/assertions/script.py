@@ -47,7 +47,7 @@ def _verdict(returned: Any) -> tuple[bool, str]:
 
 @register("script", fields=("script", "use", "value", "options"), check=_check)
 async def script(params: dict[str, Any], obs: Observation) -> AssertionResult:
-    ref = script_ref(params)
+    ref = script_ref(params) or ""  # checked at load time
     options = params.get("options") or {}
     value = options["metadata"] if "metadata" in options else params.get("value")
     if obs.judge is None:

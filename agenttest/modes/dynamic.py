@@ -84,7 +84,7 @@ def turn_output(reply: Any) -> Any:
 
 async def _ask_simulator(runtime: Runtime, case: Case, conv: Conversation, turn_number: int) -> dict[str, Any]:
     spec = case.simulator
-    use = spec.use if spec else runtime.config.simulator
+    use = spec.use if spec else (runtime.config.simulator or "")
     options = spec.options if spec else {}
     meta = dict(options.get("metadata") or {})
     persona, goal = meta.pop("persona", ""), meta.pop("goal", "")
@@ -151,7 +151,7 @@ def _checkpoint_results(conv: Conversation) -> tuple[CheckpointResult, ...]:
         hit = conv.reached.get(cp.id)
         verdict = hit[1] if hit else None
         tool = None
-        if hit and cp.assertion.type == "tool_called" and isinstance(verdict.actual, dict):
+        if verdict is not None and cp.assertion.type == "tool_called" and isinstance(verdict.actual, dict):
             tool = verdict.actual.get("name")
         message = "" if hit else ("not reached" + (f" (after {', '.join(cp.after)})" if cp.after else ""))
         out.append(CheckpointResult(cp.id, hit is not None, cp.required, hit[0] if hit else None, cp.description, message, tool,

@@ -1,0 +1,1 @@
+"""The JSON Schemas of a case (case.schema.json) and of the JSON report (report.schema.json)."""
