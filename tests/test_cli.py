@@ -72,6 +72,8 @@ def test_mixed_verdicts_console_json_and_exit_code(bot, server):
     assert [a["passed"] for a in failed["assertions"]] == [False, True]  # every assertion evaluated
     assert failed["assertions"][0]["expected"] == "approved" and failed["output"] == "Expense filed"
     assert data["results"][0]["usage"] == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    assert s["usage"]["total_tokens"] == 15 * 2  # the passed and the failed case answered; the others did not
+    assert "Tokens:    30 (20 prompt + 10 completion)" in text
     assert data["metadata"]["input_file"] == str(path) and data["metadata"]["version"]
     assert "sk-test-SECRET" not in out.read_text() and "sk-test-SECRET" not in result.output
 

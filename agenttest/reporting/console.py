@@ -178,6 +178,9 @@ class Console:
         if self.parallel > 1 and s["total"]:
             took += f" (effective: {format_duration(report.duration_ms / 1000 / s['total'])}/test with {self.parallel} parallel)"
         rows.append(("Duration", took))
+        if s["usage"]["total_tokens"]:
+            u = s["usage"]
+            rows.append(("Tokens", f"{u['total_tokens']:,} ({u['prompt_tokens']:,} prompt + {u['completion_tokens']:,} completion)"))
         for label, value in rows:
             if value not in ("", None):
                 self.line(f"  {label + ':':<10} {value}")

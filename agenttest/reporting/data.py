@@ -108,6 +108,8 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
     }
     if report.simulator:
         out["simulator"] = report.simulator
+    total = sum((r.usage for r in report.results), Usage())
+    out["usage"] = _usage(total)
     ran = out["total"] - out["skipped"]
     out["pass_rate"] = round(100.0 * out["passed"] / ran, 1) if ran else 100.0
     if report.stability:
