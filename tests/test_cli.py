@@ -34,7 +34,7 @@ MIXED = [
     case("pass", "say:Expense submitted", assert_=None, assertions=[{"type": "contains", "value": "submitted"}]),
     case("fail", "say:Expense filed", assertions=[{"type": "contains", "value": "approved"}, {"type": "regex", "value": "filed"}]),
     case("error", "fail:500"),
-    case("timeout", "slow:3:late", timeout="0.5s"),
+    case("timeout", "slow:6:late", timeout="0.5s"),
     case("skip", "say:x", skip=True, skip_reason="not today"),
 ]
 for c in MIXED:
@@ -48,7 +48,7 @@ def test_mixed_verdicts_console_json_and_exit_code(bot, server):
     result = cli("-i", str(path), "-n", "bot", "-o", str(out))
     took = time.perf_counter() - start
     assert result.exit_code == 1, result.output
-    assert took < 2.8  # the 3 s reply was interrupted at its 0.5 s deadline
+    assert took < 4.5  # the 6 s reply was interrupted at its 0.5 s deadline (a bound, not a benchmark)
     text = result.stdout
     assert "Agent Test" in text and "ℹ Agent: bot" in text and "ℹ Connector: fake" in text
     assert "ℹ Input: " in text and "(5 test cases)" in text and "ℹ Timeout: 5m0s" in text
@@ -56,7 +56,7 @@ def test_mixed_verdicts_console_json_and_exit_code(bot, server):
     assert "► [fail] say:Expense filed FAILED (" in text
     assert "  └─ output does not contain 'approved': Expense filed" in text
     assert "► [error] fail:500 ERROR (" in text and "model error 500" in text
-    assert "► [timeout] slow:3:late TIMEOUT (" in text and "timeout after 0.5s" in text
+    assert "► [timeout] slow:6:late TIMEOUT (" in text and "timeout after 0.5s" in text
     assert "► [skip] say:x SKIPPED" in text and "not today" in text
     assert "❌ 3 TESTS FAILED" in text
     assert "\x1b[" not in text  # not a terminal: no colour
@@ -109,12 +109,10 @@ def test_parallel_gives_the_same_verdicts_in_input_order(bot, tmp_path):
     assert [i for i, _ in verdicts(par)] == [c["id"] for c in cases]
 
 
-def test_parallel_really_overlaps(bot, server, tmp_path):
-    path = bot.cases("cases.jsonl", [case(f"c{i}", "slow:0.3:ok") for i in range(6)])
-    start = time.perf_counter()
-    assert cli("-i", str(path), "-n", "bot", "--parallel", "6", "-o", str(tmp_path / "r.json")).exit_code == 0
-    assert time.perf_counter() - start < 1.6
-    assert server.peak_in_flight == 6
+def test_parallel_really_overlaps_and_is_bounded(bot, server, tmp_path):
+    path = bot.cases("cases.jsonl", [case(f"c{i}", "slow:0.3:ok") for i in range(9)])
+    assert cli("-i", str(path), "-n", "bot", "--parallel", "3", "-o", str(tmp_path / "r.json")).exit_code == 0
+    assert server.peak_in_flight == 3  # the server saw three requests at once, never more
 
 
 @pytest.mark.parametrize("parallel", ["1", "2"])

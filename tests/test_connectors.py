@@ -95,7 +95,7 @@ def test_unreachable_host_is_an_agent_error():
 
 
 def test_slow_reply_is_interrupted_by_a_deadline(server):
-    server.responder = lambda req: Answer("late", delay=2)
+    server.responder = lambda req: Answer("late", delay=6)
     conn = connector(server)
 
     async def go():
@@ -105,7 +105,7 @@ def test_slow_reply_is_interrupted_by_a_deadline(server):
     start = time.perf_counter()
     with pytest.raises(TimeoutError):
         asyncio.run(go())
-    assert time.perf_counter() - start < 1.5
+    assert time.perf_counter() - start < 4.5  # interrupted, not waited out
 
 
 def test_malformed_json_response_is_an_agent_error(server):

@@ -163,10 +163,10 @@ def test_validator_checkpoint_keeps_the_verdict(world_app, server):
 
 
 def test_timeout_interrupts_the_call_in_flight(world_app, server):
-    world = World(["I need to file an expense", "Dinner, $50", "yes"], agent_delay=3)
+    world = World(["I need to file an expense", "Dinner, $50", "yes"], agent_delay=6)
     start = time.perf_counter()
     result, data = run(world_app, server, world, [dynamic(timeout="0.6s")])
-    assert time.perf_counter() - start < 2.5
+    assert time.perf_counter() - start < 4.5  # interrupted, not waited out
     r = data["results"][0]
     assert r["status"] == "timeout" and r["error"].startswith("timeout after 0.6s (during turn 1)")
     assert "TIMEOUT" in result.stdout
