@@ -87,9 +87,9 @@ def parse_text(text: str, source: str, default_simulator: str | None = None, bas
 
 def _json_hint(msg: str, text: str, pos: int) -> str | None:
     nearby = text[max(0, pos - 1): pos + 1]
-    if "'" in nearby or msg.startswith("Expecting property name enclosed in double quotes") and "'" in text[pos: pos + 2]:
+    if "'" in nearby:
         return "JSON strings and keys use double quotes"
-    if msg.startswith("Expecting property name") or msg.startswith("Expecting value") and text[pos: pos + 1] in "]}":
+    if msg.startswith("Expecting property name") or (msg.startswith("Expecting value") and text[pos: pos + 1] in "]}"):
         return "remove the trailing comma"
     if msg.startswith("Expecting ',' delimiter"):
         return "a ',' is missing between items, or a string is not closed"

@@ -25,7 +25,6 @@ class RunState:
     stopped_early: bool = False
     started: float = field(default_factory=time.perf_counter)
     started_at: float = field(default_factory=time.time)
-    running: int = 0
     warnings: list[str] = field(default_factory=list)
     before_all_data: Any = None
     after_all_done: bool = False
@@ -133,7 +132,6 @@ async def _schedule(plan: Plan, runtime: Runtime, state: RunState, on_start: Sta
         try:
             result = await execute(case, run_no, index, plan, runtime)
             state.results[index] = result
-            state.running -= 1
             if on_result is not None:
                 on_result(result)
             if plan.fail_fast and not result.ok:
@@ -149,7 +147,6 @@ async def _schedule(plan: Plan, runtime: Runtime, state: RunState, on_start: Sta
                 if state.stopped_early:
                     sem.release()
                     break
-                state.running += 1
                 if on_start is not None:
                     on_start(case, run_no)
                 task = asyncio.create_task(one(case, run_no, index))

@@ -8,8 +8,7 @@ from typing import Any, TextIO
 from ..config import format_duration, format_timeout
 from ..jsontext import as_text
 from ..model import Case, CaseResult, RunReport
-from .data import summary_dict
-from .markdown import preview
+from .data import preview, summary_dict
 
 RULE = "═" * 63
 THIN = "─" * 63
@@ -64,7 +63,7 @@ class Console:
 
     # -- phases ------------------------------------------------------------------------------
 
-    def header(self, info: dict[str, Any], warnings: list[str] = ()) -> None:  # type: ignore[assignment]
+    def header(self, info: dict[str, Any], warnings: Collection[str] = ()) -> None:
         title = "Agent Test"
         if info.get("dynamic"):
             title += " (Dynamic Mode)"

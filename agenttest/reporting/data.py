@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from ..jsontext import as_text
 from ..model import AssertionResult, CaseResult, CheckpointResult, RunReport, ToolCall, Turn, Usage
 
 
@@ -149,3 +150,20 @@ def report_dict(report: RunReport) -> dict[str, Any]:
         "results": [result_dict(r) for r in report.results],
         "metadata": metadata_dict(report),
     }
+
+
+def preview(value: object) -> str:
+    """The text of an input for a one-line preview: the last user message."""
+    from ..messages import last_user_text, normalize
+
+    if isinstance(value, (str, dict, list)) and value:
+        try:
+            return last_user_text(normalize(value))
+        except (AttributeError, TypeError):
+            return as_text(value)
+    return ""
+
+
+def row_input(r: CaseResult) -> str:
+    """The input preview of a result: the last user message, or a dynamic case's first turn."""
+    return preview(r.input) or (as_text(r.turns[0].input) if r.turns else "") or r.name

@@ -8,8 +8,7 @@ from ..config import format_duration
 from ..jsontext import as_text
 from ..model import CaseResult, RunReport
 from . import register
-from .data import summary_dict
-from .markdown import row_input
+from .data import row_input, summary_dict
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}

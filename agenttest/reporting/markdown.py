@@ -6,7 +6,7 @@ from ..config import format_duration
 from ..jsontext import as_text
 from ..model import CaseResult, RunReport
 from . import register
-from .data import summary_dict
+from .data import row_input, summary_dict
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "timeout": "⏱", "skipped": "⏭"}
 
@@ -14,18 +14,6 @@ ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "timeout": "⏱", "s
 def _cell(text: object, limit: int = 80) -> str:
     s = as_text(text).replace("\n", " ").replace("|", "\\|")
     return s if len(s) <= limit else s[: limit - 1] + "…"
-
-
-def preview(value: object) -> str:
-    """The text of an input for a one-line preview: the last user message."""
-    from ..messages import last_user_text, normalize
-
-    if isinstance(value, (str, dict, list)) and value:
-        try:
-            return last_user_text(normalize(value))
-        except (AttributeError, TypeError):
-            return as_text(value)
-    return ""
 
 
 def _details(r: CaseResult) -> list[str]:
@@ -51,11 +39,6 @@ def _turns(r: CaseResult) -> list[str]:
     reached = sum(1 for c in r.checkpoints if c.reached)
     lines.append(f"- Checkpoints {reached}/{len(r.checkpoints)}: " + ", ".join(f"{'✓' if c.reached else '✗'} {c.id}" + ("" if c.required else " (optional)") for c in r.checkpoints))
     return lines + [""]
-
-
-def row_input(r: CaseResult) -> str:
-    """The input preview of a result: the last user message, or a dynamic case's first turn."""
-    return preview(r.input) or (as_text(r.turns[0].input) if r.turns else "") or r.name
 
 
 @register(".md")
