@@ -1,6 +1,6 @@
 """agenttest: test LLM agents from the command line, the way Yao's ``yao agent test`` does."""
 
-from .errors import AgentError, AgentTestError, ExitCode, InputError, Location, Problem
+from .errors import AgentError, AgentTestError, CallError, ExitCode, InputError, Location, Problem
 from .model import (
     AssertionResult,
     AssertionSpec,
@@ -15,14 +15,14 @@ from .model import (
     Turn,
     Usage,
 )
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "AgentError",
     "AgentTestError",
     "AssertionResult",
     "AssertionSpec",
+    "CallError",
     "Case",
     "CaseResult",
     "Checkpoint",

@@ -1,5 +1,5 @@
 """``python -m agenttest``."""
 
-from .cli import main
+from .cli import entry
 
-main(prog_name="agent-test")
+entry()

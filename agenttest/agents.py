@@ -7,13 +7,16 @@ import asyncio
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import hooks
-from .app import App, load_module, read_jsonc
-from .errors import AgentError, AgentTestError, Location, did_you_mean
+from . import usercode
+from .connectors import ChatRequest, Connector
+from .errors import AgentTestError, CallError, Location, did_you_mean
 from .model import Context, Message, Reply, ToolCall, Usage
+from .tracking import record_tool_call, record_usage
+from .userfiles import load_module, read_jsonc
 
 KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "max_tool_rounds"}
 YAO_KEYS = {"label", "type", "public", "placeholder", "prompts", "automated", "mentionable", "readonly",
@@ -33,6 +36,10 @@ class AgentSpec:
     tools: tuple[dict[str, Any], ...] = ()
     prompts: tuple[Message, ...] = ()
     max_tool_rounds: int = DEFAULT_TOOL_ROUNDS
+
+    def info(self) -> dict[str, Any]:
+        """What generators are told about the agent: ``{"id", "description", "tools"}``."""
+        return {"id": self.id, "description": self.description, "tools": [dict(t) for t in self.tools]}
 
 
 def load_spec(agent_id: str, folder: str, warnings: list[str]) -> AgentSpec:
@@ -89,12 +96,15 @@ def _prompts(path: str) -> tuple[Message, ...]:
     return tuple({"role": m.get("role", "system"), "content": m["content"]} for m in data)
 
 
-class Agent:
-    """A loaded agent and how to run it."""
+Connect = Callable[[str], Connector]
 
-    def __init__(self, spec: AgentSpec, app: App):
+
+class Agent:
+    """A loaded agent and how to run it; ``connect`` turns a connector ID into a Connector."""
+
+    def __init__(self, spec: AgentSpec, connect: Connect):
         self.spec = spec
-        self.app = app
+        self.connect = connect
         src = os.path.join(spec.path, "src")
         self.tools = self._tool_functions(os.path.join(src, "tools.py"))
         index = os.path.join(src, "index.py")
@@ -128,19 +138,15 @@ class Agent:
         return chosen
 
     async def run(self, ctx: Context, messages: list[Message], connector: str | None = None, options: dict[str, Any] | None = None) -> Reply:
-        """Answer a conversation: hooks, model calls and the tool loop. Failures raise AgentError."""
+        """Answer a conversation: hooks, model calls and the tool loop. Failures raise CallError."""
         conversation = list(self.spec.prompts) + list(messages)
         if self.create_hook is not None:
-            created = await hooks.call(self.create_hook, "create hook", ctx, conversation)
-            if isinstance(created, dict):
-                conversation = list(created.get("messages") or conversation)
-                connector = created.get("connector") or connector
+            created = await usercode.call(self.create_hook, ctx, conversation, what="create hook")
+            conversation, connector = _created(created, conversation, connector)
         try:
-            model = self.app.connector(self.connector_id(connector))
+            model = self.connect(self.connector_id(connector))
         except AgentTestError as exc:
-            raise AgentError(str(exc)) from None
-        from .connectors import ChatRequest
-
+            raise CallError(str(exc)) from None
         opts = {**self.spec.options, **(options or {})}
         new: list[Message] = []
         calls: list[ToolCall] = []
@@ -150,13 +156,14 @@ class Agent:
             try:
                 completion = await model.complete(ChatRequest(conversation + new, self.spec.tools, opts, self.spec.path))
             except AgentTestError as exc:
-                raise AgentError(str(exc)) from None
+                raise CallError(str(exc)) from None
             usage += completion.usage
+            record_usage(completion.usage)
             if not completion.tool_calls:
                 new.append({"role": "assistant", "content": completion.content})
                 break
             if rounds > self.spec.max_tool_rounds:
-                raise AgentError(f"tool loop exceeded {self.spec.max_tool_rounds} rounds (last tools: {', '.join(c.name for c in completion.tool_calls)})")
+                raise CallError(f"tool loop exceeded {self.spec.max_tool_rounds} rounds (last tools: {', '.join(c.name for c in completion.tool_calls)})")
             new.append(_assistant_message(completion.content, completion.tool_calls))
             ran = await asyncio.gather(*(self._run_tool(ctx, c) for c in completion.tool_calls))
             calls += ran
@@ -176,25 +183,42 @@ class Agent:
             error = f"invalid arguments for {call.name}: expected a JSON object, got {call.arguments!r}"
         else:
             try:
-                result = await asyncio.to_thread(fn, ctx, **call.arguments)
-            except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
-        ms = (time.perf_counter() - start) * 1000
-        return ToolCall(call.name, call.arguments, call.id, result, error, ms)
+                result = await usercode.call(fn, ctx, what=f"tool {call.name}", **call.arguments)
+            except CallError as exc:
+                error = exc.cause
+        done = ToolCall(call.name, call.arguments, call.id, result, error, (time.perf_counter() - start) * 1000)
+        record_tool_call(done)
+        return done
 
     async def _next(self, ctx: Context, conversation: list[Message], reply: Reply) -> Reply:
+        calls = [c.as_dict() for c in reply.tool_calls]
         payload = {
             "messages": conversation + list(reply.messages),
-            "completion": {"content": reply.text, "tool_calls": [_call_dict(c) for c in reply.tool_calls]},
-            "tools": [_call_dict(c) for c in reply.tool_calls],
+            "completion": {"content": reply.text, "tool_calls": calls},
+            "tools": calls,
             "error": None,
         }
-        result = await hooks.call(self.next_hook, "next hook", ctx, payload)
+        result = await usercode.call(self.next_hook, ctx, payload, what="next hook")  # type: ignore[arg-type]
         if isinstance(result, dict) and "data" in result:
-            from dataclasses import replace
-
             return replace(reply, data=result["data"], has_data=True)
         return reply
+
+
+def _created(created: Any, conversation: list[Message], connector: str | None) -> tuple[list[Message], str | None]:
+    """Apply a create hook's return value: ``{"messages": [...]}`` and/or ``{"connector": ID}``."""
+    if created is None:
+        return conversation, connector
+    if not isinstance(created, dict):
+        raise CallError(f"create hook returned {type(created).__name__}; return None or a dict with 'messages' and/or 'connector'")
+    messages = created.get("messages")
+    if messages is not None:
+        if not isinstance(messages, list) or not all(isinstance(m, dict) and "role" in m for m in messages):
+            raise CallError(f"create hook returned 'messages' that is not a list of {{role, content}} messages: {messages!r:.200}")
+        conversation = messages
+    chosen = created.get("connector")
+    if chosen is not None and not isinstance(chosen, str):
+        raise CallError(f"create hook returned 'connector' that is not a connector ID: {chosen!r:.200}")
+    return conversation, chosen or connector
 
 
 def _assistant_message(content: str, calls: tuple[ToolCall, ...]) -> Message:
@@ -213,8 +237,7 @@ def _tool_content(call: ToolCall) -> str:
         return json.dumps({"error": call.error}, ensure_ascii=False)
     if isinstance(call.result, str):
         return call.result
-    return json.dumps(call.result, ensure_ascii=False, default=str)
-
-
-def _call_dict(call: ToolCall) -> dict[str, Any]:
-    return {"name": call.name, "arguments": call.arguments, "result": call.result, "error": call.error}
+    try:
+        return json.dumps(call.result, ensure_ascii=False, default=str)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise CallError(f"tool {call.name} returned a value that cannot be sent to the model: {type(exc).__name__}: {exc}") from None

@@ -4,9 +4,11 @@ The only place that prints errors and exits."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import sys
+import threading
 from typing import Any
 
 import click
@@ -21,7 +23,8 @@ Examples:
   agent-test -i "agents:workers.test.generator?count=10" -n expense --dry-run
   agent-test -i assistants/expense/tests/dynamic.jsonl --parallel 4 -o report.html
 
-Exit codes: 0 all passed, 1 a case failed/errored/timed out, 2 bad usage or input, 130 interrupted.
+Exit codes: 0 all passed, 1 a case failed/errored/timed out, 2 bad usage or input, 3 internal error,
+130 interrupted, 143 terminated.
 Docs: docs/README.md"""
 
 
@@ -76,12 +79,12 @@ def main(**flags: Any) -> None:
             input=flags["input_"], agent=flags["agent"], output=flags["output"], connector=flags["connector"],
             user=flags["user"], team=flags["team"], verbose=flags["verbose"], ctx_file=flags["ctx_file"],
             simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
-            parallel=flags["parallel"], runs=flags["runs"], run=flags["run_filter"], fail_fast=flags["fail_fast"],
+            parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], fail_fast=flags["fail_fast"],
             dry_run=flags["dry_run"], app=flags["app_dir"], color=color,
         )
         from .session import Session
 
-        code = Session(config, sys.stdout).run()
+        code = asyncio.run(Session(config, sys.stdout).run())
     except AgentTestError as exc:
         click.echo(f"Error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
@@ -93,3 +96,17 @@ def main(**flags: Any) -> None:
         sys.exit(ExitCode.FAILED)
     sys.exit(code)
 
+
+
+def entry() -> None:
+    """The ``agent-test`` script: ``main``, then leave even if user code left threads running."""
+    try:
+        main(prog_name="agent-test")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+            # a tool or hook started a thread that never ends: the report is written, so do not wait for it
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        raise

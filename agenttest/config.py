@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -77,14 +77,13 @@ class RunConfig:
     team: str | None = None
     verbose: bool = False
     ctx_file: str | None = None
-    ctx: dict[str, Any] = field(default_factory=dict)
     simulator: str | None = None
     before: str | None = None
     after: str | None = None
     timeout: float = 300.0
     parallel: int = 1
     runs: int = 1
-    run: str | None = None
+    run_filter: str | None = None  # --run: a regex over case ids
     fail_fast: bool = False
     dry_run: bool = False
     app: str | None = None

@@ -1,4 +1,5 @@
-"""User-facing errors: each knows its exit code, its location and a remedy; only cli.py prints them."""
+"""Errors: user errors know their exit code, location and remedy (only cli.py prints them); run-time
+failures inside a case are ``CallError``s, which become that case's result."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ class ExitCode(IntEnum):
     OK = 0
     FAILED = 1
     USAGE = 2
+    INTERNAL = 3
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,10 @@ class Problem:
         text = f"{self.location}: {self.message}" if self.location else self.message
         return f"{text}; {self.hint}" if self.hint else text
 
+    def at(self, location: Location | None) -> Problem:
+        """The same problem, placed at ``location`` when it has no place of its own."""
+        return self if self.location is not None or location is None else Problem(self.message, location, self.hint)
+
 
 class AgentTestError(Exception):
     """A user error: bad usage or bad input. Exit code 2 unless a subclass says otherwise."""
@@ -62,10 +69,10 @@ class AgentTestError(Exception):
 
 
 class InputError(AgentTestError):
-    """Several problems found while loading input, reported together."""
+    """Several problems found while loading and resolving input, reported together."""
 
     def __init__(self, problems: Iterable[Problem]):
-        problems = list(problems)
+        problems = list(dict.fromkeys(problems))
         super().__init__(problems[0].message if problems else "invalid input")
         self.problems = problems
 
@@ -81,11 +88,62 @@ class HookError(AgentTestError):
     """A global hook (BeforeAll) failed: the run stops before any case."""
 
 
-class AgentError(Exception):
-    """A failure of an agent, connector, tool or hook at run time; becomes a case result."""
+class InternalError(AgentTestError):
+    """A bug in agent-test outside any case: exit 3, with the traceback and a plea for a bug report."""
+
+    exit_code = ExitCode.INTERNAL
+
+    def __init__(self, message: str, traceback: str):
+        super().__init__(message)
+        self.traceback = traceback
+
+    def format_message(self) -> str:
+        return (f"internal error: {self.problems[0].message}\n{self.traceback.rstrip()}\n"
+                "This is a bug in agent-test; please report it with the traceback above.")
+
+
+class CallError(Exception):
+    """A call at run time failed — a model, an agent, a tool, a hook, user code; the case becomes ``error``."""
+
+    def __init__(self, message: str, traceback: str | None = None, cause: str | None = None):
+        super().__init__(message)
+        self.traceback = traceback
+        self.cause = cause or message  # the exception alone, ``ValueError: bad amount`` (what a model is told)
+
+
+AgentError = CallError  # the name of round 1, kept for plug-ins that raise it
+
+
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice most like ``word``, if any is close."""
+    matches = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return matches[0] if matches else None
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """A ``did you mean 'x'?`` hint for a misspelt name, or None."""
-    matches = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f"did you mean '{matches[0]}'?" if matches else None
+    match = closest(word, choices)
+    return f"did you mean '{match}'?" if match else None
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance with adjacent transpositions (``asert``/``assert`` 1, ``tpye``/``type`` 1)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def typo_of(word: str, known: Iterable[str]) -> str | None:
+    """The known name ``word`` is almost surely a misspelling of (a small edit distance), or None."""
+    limit = 1 if len(word) <= 5 else 2
+    best = min(((edit_distance(word.lower(), k.lower()), k) for k in known if k != word), default=None)
+    if best is None or best[0] > limit:
+        return None
+    return best[1]

@@ -1,15 +1,15 @@
-"""Before/After hooks: per case (``"before": "env_test.Before"``) and global (``--before``/``--after``).
+"""Test hooks by reference: per case (``"before": "env_test.Before"``) and global (``--before``/``--after``).
 
-A ref ``mod.Func`` is ``<agent>/src/mod.py`` (``env.Before`` also finds ``env_test.py``)."""
+A ref ``mod.Func`` is ``<agent>/src/mod.py`` (``env.Before`` also finds ``env_test.py``). Hooks run as
+user code (``usercode.call``); this module finds them and reads what they return."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import Any
 
-from .app import function
-from .errors import AgentError, AgentTestError
+from .errors import AgentTestError
+from .userfiles import function
 
 
 def hook_path(agent_dir: str, module: str) -> str:
@@ -35,11 +35,3 @@ def data_of(returned: Any) -> Any:
     if isinstance(returned, dict) and "data" in returned:
         return returned["data"]
     return returned
-
-
-async def call(fn: Any, name: str, *args: Any) -> Any:
-    """Run a user hook in a thread; its exception becomes an AgentError naming the hook."""
-    try:
-        return await asyncio.to_thread(fn, *args)
-    except Exception as exc:
-        raise AgentError(f"{name} failed: {type(exc).__name__}: {exc}") from None

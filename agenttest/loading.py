@@ -1,28 +1,43 @@
-"""Case files → Case: parsing .jsonl/.json/.yaml, schema and semantic validation with locations and hints.
-
-Every problem in the input is collected and raised together as one InputError before anything runs."""
+"""Case files → Cases: parsing .jsonl/.json/.yaml into documents, validating each (``validation.py``)
+and building Cases; every problem is kept, with its ``file:line:column``, to be reported together."""
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
+from dataclasses import dataclass, field
 from typing import Any
 
-from . import assertions
+from .caseschema import plainly_valid
 from .config import parse_duration
-from .errors import InputError, Location, Problem, did_you_mean
-from .locate import json_offset, line_col, yaml_mark
+from .errors import InputError, Location, Problem, closest
 from .messages import normalize
 from .model import AssertionSpec, Case, Checkpoint, SimulatorSpec
-from .quickcheck import plainly_valid
+from .positions import json_offset, line_col, yaml_mark
+from .validation import Path, assertion_list, schema_problems, semantic_problems, type_name
 
-Path = tuple[Any, ...]
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml")
+
+
+@dataclass
+class Loaded:
+    """What a source gave: the cases that could be built, and every problem and warning found."""
+
+    cases: list[Case] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def extend(self, other: Loaded) -> None:
+        self.cases += other.cases
+        self.problems += other.problems
+        self.warnings += other.warnings
+
+    def check(self) -> list[Case]:
+        """The cases, or an InputError listing every problem."""
+        if self.problems:
+            raise InputError(self.problems)
+        return self.cases
 
 
 @dataclass(frozen=True)
@@ -52,37 +67,40 @@ class Document:
 # ---- parsing ------------------------------------------------------------------------------------
 
 
-def load_file(path: str, default_simulator: str | None = None) -> list[Case]:
-    """Read and validate a case file; raise InputError listing every problem."""
+def load_file(path: str, default_simulator: str | None = None) -> Loaded:
+    """Read and validate a case file."""
     if not os.path.exists(path):
-        hint = _similar_file(path)
-        raise InputError([Problem(f"input file '{path}' does not exist", None, hint)])
+        return Loaded(problems=[Problem(f"input file '{path}' does not exist", None, _similar_file(path))])
     if os.path.isdir(path):
-        raise InputError([Problem(f"input '{path}' is a folder, not a case file", None, "pass a .jsonl, .json or .yaml file")])
+        return Loaded(problems=[Problem(f"input '{path}' is a folder, not a case file", None, "pass a .jsonl, .json or .yaml file")])
     try:
         with open(path, encoding="utf-8-sig") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError([Problem(f"cannot read '{path}': {exc}")]) from None
-    return parse_text(text, path, default_simulator, os.path.dirname(os.path.abspath(path)))
+        return Loaded(problems=[Problem(f"cannot read '{path}': {exc}")])
+    return parse(text, path, default_simulator, os.path.dirname(os.path.abspath(path)))
+
+
+def parse(text: str, source: str, default_simulator: str | None = None, base_dir: str = ".", kind: str | None = None) -> Loaded:
+    """Parse case text of the kind given by ``kind`` or the source's extension."""
+    kind = kind or os.path.splitext(source)[1].lower()
+    loaded = Loaded()
+    if kind == ".jsonl":
+        docs = list(_jsonl_documents(text, source, loaded.problems))
+    elif kind in (".yaml", ".yml"):
+        docs = _yaml_documents(text, source, loaded.problems)
+    elif kind == ".json":
+        docs = _json_documents(text, source, loaded.problems)
+    else:
+        loaded.problems.append(Problem(f"'{source}': unknown case file type '{kind}'", None, "use .jsonl, .json, .yaml or .yml"))
+        return loaded
+    loaded.cases = build_cases(docs, base_dir, default_simulator, loaded.problems)
+    return loaded
 
 
 def parse_text(text: str, source: str, default_simulator: str | None = None, base_dir: str = ".", kind: str | None = None) -> list[Case]:
-    """Parse case text of the kind given by ``kind`` or the source's extension."""
-    kind = kind or os.path.splitext(source)[1].lower()
-    problems: list[Problem] = []
-    if kind == ".jsonl":
-        docs = list(_jsonl_documents(text, source, problems))
-    elif kind in (".yaml", ".yml"):
-        docs = _yaml_documents(text, source, problems)
-    elif kind == ".json":
-        docs = _json_documents(text, source, problems)
-    else:
-        raise InputError([Problem(f"'{source}': unknown case file type '{kind}'", None, "use .jsonl, .json, .yaml or .yml")])
-    cases = build_cases(docs, base_dir, default_simulator, problems)
-    if problems:
-        raise InputError(problems)
-    return cases
+    """``parse``, raising an InputError listing every problem."""
+    return parse(text, source, default_simulator, base_dir, kind).check()
 
 
 def _json_hint(msg: str, text: str, pos: int) -> str | None:
@@ -119,7 +137,7 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
     except json.JSONDecodeError as exc:
         problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, exc.lineno, exc.colno), _json_hint(exc.msg, text, exc.pos)))
         return []
-    base, items = _case_list(data, source, problems, Location(source, 1, 1))
+    base, items = _listed(data, source, problems)
     docs, pos, line = [], 0, 1
     for i, raw in enumerate(items):
         start = json_offset(text, base + (i,)) if i == 0 else _next_item(text, pos)
@@ -152,17 +170,32 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         return []
     if node is None:
         return []
-    base, items = _case_list(data, source, problems, Location(source, 1, 1))
+    base, items = _listed(data, source, problems)
     return [Document(raw, source, base + (i,), node=node) for i, raw in enumerate(items)]
 
 
-def _case_list(data: Any, source: str, problems: list[Problem], loc: Location) -> tuple[Path, list[Any]]:
+CASE_LIST_KEYS = ("cases", "test_cases")
+
+
+def case_list(data: Any) -> tuple[Path, list[Any]]:
+    """The cases of a file or a generator's reply: a list, or ``{"cases": [...]}`` (Yao: ``test_cases``).
+
+    Raises ValueError saying what was expected."""
     if isinstance(data, list):
         return (), data
-    if isinstance(data, dict) and isinstance(data.get("cases"), list):
-        return ("cases",), data["cases"]
-    problems.append(Problem("expected a list of cases or an object with 'cases': [...]", loc))
-    return (), []
+    if isinstance(data, dict):
+        for key in CASE_LIST_KEYS:
+            if isinstance(data.get(key), list):
+                return (key,), data[key]
+    raise ValueError(f"expected a list of cases or an object with 'cases': [...], not {type_name(data)}")
+
+
+def _listed(data: Any, source: str, problems: list[Problem]) -> tuple[Path, list[Any]]:
+    try:
+        return case_list(data)
+    except ValueError as exc:
+        problems.append(Problem(str(exc), Location(source, 1, 1)))
+        return (), []
 
 
 def _similar_file(path: str) -> str | None:
@@ -172,177 +205,8 @@ def _similar_file(path: str) -> str | None:
         names = [n for n in os.listdir(folder or ".") if n.endswith(SUFFIXES)]
     except OSError:
         return None
-    match = difflib.get_close_matches(os.path.basename(path), names, n=1, cutoff=0.6)
-    return f"did you mean '{os.path.join(folder, match[0])}'?" if match else None
-
-
-# ---- validation -----------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def schema() -> dict[str, Any]:
-    """The JSON Schema of one case, shipped in the package (usable by editors too)."""
-    return json.loads(resources.files("agenttest.schema").joinpath("case.schema.json").read_text())
-
-
-@lru_cache(maxsize=1)
-def _validator() -> Any:
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(schema())
-
-
-_TYPE_NAMES = {"string": "a string", "object": "an object", "array": "a list", "number": "a number",
-               "integer": "an integer", "boolean": "true or false", "null": "null"}
-
-
-def _type_name(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
-            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
-
-
-def _field(path: Sequence[Any]) -> str:
-    names = [p for p in path if isinstance(p, str)]
-    return f"'{names[-1]}'" if names else "the case"
-
-
-def schema_problems(raw: Any) -> list[tuple[Path, str, str | None, bool]]:
-    """Structural problems as (path, message, hint, points-at-key)."""
-    out: list[tuple[Path, str, str | None, bool]] = []
-    for error in _validator().iter_errors(raw):
-        out.extend(_explain(error))
-    return out
-
-
-def _explain(error: Any) -> list[tuple[Path, str, str | None, bool]]:
-    if error.validator not in ("anyOf", "oneOf") or not error.context:
-        return _translate(error)
-    # Explain the branch whose type fits the value; if none fits, say which shapes are accepted.
-    branches: dict[int, list[Any]] = {}
-    for sub in error.context:
-        branches.setdefault(sub.schema_path[0], []).append(sub)
-    depth = len(error.absolute_path)
-    for subs in branches.values():
-        if not any(s.validator in ("type", "anyOf") and len(s.absolute_path) == depth for s in subs):
-            return [p for s in subs for p in _explain(s)]
-    return [(tuple(error.absolute_path), _any_of_message(error), None, False)]
-
-
-def _any_of_message(error: Any) -> str:
-    field = _field(error.absolute_path)
-    if field == "'input'" or (error.absolute_path and error.absolute_path[-1] == "input"):
-        return f"'input' must be a string, a message {{\"role\", \"content\"}} or a list of messages, not {_type_name(error.instance)}"
-    if "content" in field:
-        return f"'content' must be a string or a list of parts, not {_type_name(error.instance)}"
-    return f"{field} must be an assertion object, a type name, or a list of them, not {_type_name(error.instance)}"
-
-
-def _translate(error: Any) -> list[tuple[Path, str, str | None, bool]]:
-    path = tuple(error.absolute_path)
-    kind = error.validator
-    if kind == "additionalProperties":
-        allowed = list(error.schema.get("properties", {}))
-        out: list[tuple[Path, str, str | None, bool]] = []
-        for key in error.instance:
-            if key not in allowed:
-                hint = did_you_mean(key, allowed) or f"allowed: {', '.join(allowed)}"
-                out.append((path + (key,), f"'{key}' is not a field", hint, True))
-        return out
-    if kind == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else error.message
-        where = "" if not path else f" in {_field(path)}"
-        return [(path, f"missing required field '{missing}'{where}", None, False)]
-    if kind == "type":
-        wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-        names = " or ".join(_TYPE_NAMES.get(str(w), str(w)) for w in wanted)
-        return [(path, f"{_field(path)} must be {names}, not {_type_name(error.instance)}", None, False)]
-    if kind == "enum":
-        choices = [str(c) for c in error.validator_value]
-        hint = did_you_mean(str(error.instance), choices) or f"one of {', '.join(choices)}"
-        return [(path, f"{_field(path)} cannot be {error.instance!r}", hint, False)]
-    if kind == "minLength":
-        return [(path, f"{_field(path)} must not be empty", None, False)]
-    if kind == "minItems":
-        return [(path, f"{_field(path)} must not be an empty list", None, False)]
-    if kind == "minimum":
-        return [(path, f"{_field(path)} must be at least {error.validator_value}", None, False)]
-    return [(path, error.message, None, False)]
-
-
-def _assertion_list(raw: Any, key: str) -> list[tuple[Path, dict[str, Any]]]:
-    value = raw.get(key)
-    if value is None:
-        return []
-    if isinstance(value, (str, dict)):
-        return [((key,), {"type": value} if isinstance(value, str) else value)]
-    return [((key, i), {"type": a} if isinstance(a, str) else a) for i, a in enumerate(value)]
-
-
-def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> list[tuple[Path, str, str | None, bool]]:
-    """Problems beyond structure: assertion types and parameters, durations, checkpoint graph, modes."""
-    out: list[tuple[Path, str, str | None, bool]] = []
-    if "assert" in raw and "assertions" in raw:
-        out.append((("assertions",), "give 'assert' or 'assertions', not both", None, True))
-    for path, params in _assertion_list(raw, "assert") + _assertion_list(raw, "assertions"):
-        out += _assertion_problems(path, params)
-    if "timeout" in raw and isinstance(raw["timeout"], (str, int, float)):
-        try:
-            parse_duration(raw["timeout"])
-        except ValueError as exc:
-            out.append((("timeout",), f"bad 'timeout': {exc}", None, False))
-    checkpoints = raw.get("checkpoints")
-    if "simulator" in raw and not checkpoints:
-        out.append((("simulator",), "a dynamic case needs 'checkpoints' as well as 'simulator'", None, True))
-    if checkpoints and isinstance(checkpoints, list):
-        if "simulator" not in raw and not default_simulator:
-            out.append((("checkpoints",), "checkpoints need a simulator", "add \"simulator\": {\"use\": \"workers.test.user-simulator\"} or pass --simulator", True))
-        out += _checkpoint_problems(checkpoints)
-    elif "input" not in raw or raw.get("input") in ("", [], None):
-        if "input" not in raw:
-            out.append(((), "missing required field 'input'", "standard cases need 'input'; dynamic cases need 'checkpoints'", False))
-        else:
-            out.append((("input",), "'input' is empty", None, False))
-    return out
-
-
-def _assertion_problems(path: Path, params: Any) -> list[tuple[Path, str, str | None, bool]]:
-    if not isinstance(params, dict):
-        return []
-    out = []
-    for field, message, hint in assertions.check(params):
-        if field is None:
-            out.append((path, message, hint, False))
-        else:
-            out.append((path + (field,), message, hint, field in params))
-    return out
-
-
-def _checkpoint_problems(checkpoints: list[Any]) -> list[tuple[Path, str, str | None, bool]]:
-    out: list[tuple[Path, str, str | None, bool]] = []
-    ids = [c.get("id") for c in checkpoints if isinstance(c, dict)]
-    seen: set[Any] = set()
-    for i, cp in enumerate(checkpoints):
-        if not isinstance(cp, dict):
-            continue
-        base = ("checkpoints", i)
-        cid = cp.get("id")
-        if cid in seen:
-            out.append((base + ("id",), f"duplicate checkpoint id '{cid}'", None, False))
-        seen.add(cid)
-        keys = [k for k in ("assert", "assertion") if k in cp]
-        if not keys:
-            out.append((base, f"checkpoint '{cid}' needs an 'assert' (or 'assertion')", None, False))
-        elif len(keys) == 2:
-            out.append((base + ("assertion",), "give 'assert' or 'assertion', not both", None, True))
-        else:
-            out += _assertion_problems(base + (keys[0],), cp[keys[0]])
-        for j, dep in enumerate(cp.get("after") or []):
-            if dep == cid:
-                out.append((base + ("after", j), f"checkpoint '{cid}' cannot come after itself", None, False))
-            elif dep not in ids:
-                hint = did_you_mean(dep, [x for x in ids if isinstance(x, str)]) or f"known checkpoints: {', '.join(map(str, ids))}"
-                out.append((base + ("after", j), f"'after' names unknown checkpoint '{dep}'", hint, False))
-    return out
+    match = closest(os.path.basename(path), names)
+    return f"did you mean '{os.path.join(folder, match)}'?" if match else None
 
 
 # ---- building -----------------------------------------------------------------------------------
@@ -355,53 +219,60 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
     for doc in docs:
         raw = doc.raw
         if not isinstance(raw, dict):
-            problems.append(Problem(f"a case must be a JSON object, not {_type_name(raw)}", doc.locate()))
+            problems.append(Problem(f"a case must be a JSON object, not {type_name(raw)}", doc.locate()))
             continue
         found = [] if plainly_valid(raw) else schema_problems(raw)
         try:
             extra = semantic_problems(raw, default_simulator)
         except (TypeError, AttributeError, KeyError):
             extra = []  # a shape the schema already rejected
-        seen = {path for path, *_ in found}
-        found += [p for p in extra if p[0] not in seen]
-        for path, message, hint, key in found:
-            problems.append(Problem(message, doc.locate(path, key), hint))
+        seen = {f.path for f in found}
+        found += [f for f in extra if f.path not in seen]
+        for f in found:
+            problems.append(Problem(f.message, doc.locate(f.path, f.key), f.hint))
         case_id = raw.get("id")
         if isinstance(case_id, str):
             if case_id in first_seen:
                 prior = first_seen[case_id].locate(("id",))
-                problems.append(Problem(f"duplicate id '{case_id}' (first used at line {prior.line})", doc.locate(("id",)), "ids must be unique in a run"))
+                problems.append(Problem(f"duplicate id '{case_id}' (first used at line {prior.line})", doc.locate(("id",)), "ids must be unique in a file"))
             else:
                 first_seen[case_id] = doc
-        if not found:
-            cases.append(make_case(raw, doc.locate(), base_dir))
+        if all(f.unknown for f in found):  # unknown keys aside, the case is whole: build it, so that what
+            known = {k: v for k, v in raw.items() if not any(f.unknown and f.path == (k,) for f in found)}
+            cases.append(make_case(known, doc, base_dir, default_simulator))  # it names is resolved too
     return cases
 
 
-def _spec(params: dict[str, Any], location: Location | None) -> AssertionSpec:
-    return AssertionSpec(params.get("type") or "equals", params, location)
+def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, default_simulator: str | None = None) -> Case:
+    """A validated raw case → Case; ``doc`` locates places inside it for later problems."""
+    locator = doc.locate if isinstance(doc, Document) else None
+    location = doc.locate() if isinstance(doc, Document) else doc
 
+    def spec(params: dict[str, Any], path: Path) -> AssertionSpec:
+        return AssertionSpec(params.get("type") or "equals", params, location, path)
 
-def make_case(raw: dict[str, Any], location: Location, base_dir: str) -> Case:
-    """A validated raw case → Case."""
-    specs = tuple(_spec(p, location) for _, p in _assertion_list(raw, "assert") + _assertion_list(raw, "assertions"))
-    sim = raw.get("simulator")
+    specs = tuple(spec(p, path) for path, p in assertion_list(raw, "assert") + assertion_list(raw, "assertions"))
     checkpoints = tuple(
         Checkpoint(
             id=cp["id"],
-            assertion=_spec(cp.get("assert") or cp.get("assertion") or {}, location),
+            assertion=spec(cp.get("assert") or cp.get("assertion") or {}, ("checkpoints", i, "assert" if "assert" in cp else "assertion")),
             description=cp.get("description", ""),
             after=tuple(cp.get("after") or ()),
             required=cp.get("required", True),
         )
-        for cp in raw.get("checkpoints") or ()
+        for i, cp in enumerate(raw.get("checkpoints") or ())
     )
+    sim = raw.get("simulator")
+    simulator = SimulatorSpec(sim["use"], sim.get("options") or {}) if sim else None
+    if simulator is None and checkpoints and default_simulator:
+        simulator = SimulatorSpec(default_simulator)
     return Case(
         id=raw["id"],
         messages=normalize(raw.get("input")),
         raw=raw,
         location=location,
         base_dir=base_dir,
+        file=location.file,
         name=raw.get("name", ""),
         description=raw.get("description", ""),
         assertions=specs,
@@ -416,7 +287,8 @@ def make_case(raw: dict[str, Any], location: Location, base_dir: str) -> Case:
         timeout=parse_duration(raw["timeout"]) if "timeout" in raw else None,
         before=raw.get("before"),
         after=raw.get("after"),
-        simulator=SimulatorSpec(sim["use"], sim.get("options") or {}) if sim else None,
+        simulator=simulator,
         checkpoints=checkpoints,
         max_turns=raw.get("max_turns", 20),
+        locator=locator,
     )

@@ -7,7 +7,7 @@ import mimetypes
 import os
 from typing import Any
 
-from .errors import AgentError
+from .errors import CallError
 from .model import Message
 
 
@@ -57,7 +57,7 @@ def attachment_name(part: dict[str, Any]) -> str:
 
 def resolve(messages: Any, base_dir: str) -> list[Message]:
     """Turn ``image``/``audio``/``file`` parts into the OpenAI wire shapes, reading ``file://`` paths
-    relative to ``base_dir``. A missing file raises AgentError (the case becomes an error)."""
+    relative to ``base_dir``. A missing file raises CallError (the case becomes an error)."""
     out = []
     for m in messages:
         content = m.get("content")
@@ -74,7 +74,7 @@ def _read(source: str, base_dir: str) -> tuple[str, bytes]:
         with open(full, "rb") as fh:
             return full, fh.read()
     except OSError as exc:
-        raise AgentError(f"attachment {source}: {exc.strerror or exc} ({full})") from None
+        raise CallError(f"attachment {source}: {exc.strerror or exc} ({full})") from None
 
 
 def _data_url(full: str, data: bytes, default: str) -> str:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import cached_property
+from typing import Any, Literal, Protocol
 
 from .errors import Location
 
 Status = Literal["passed", "failed", "error", "timeout", "skipped"]
+Mode = Literal["standard", "dynamic", "script"]
+Role = Literal["agent", "simulator", "validator", "generator"]
 Message = dict[str, Any]
 
 
@@ -18,6 +22,7 @@ class AssertionSpec:
     type: str
     params: dict[str, Any]
     location: Location | None = None
+    path: tuple[Any, ...] = ()  # where in its case: ("assert", 0), ("checkpoints", 2, "assert")
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,12 @@ class SimulatorSpec:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+class Locator(Protocol):
+    """Finds ``file:line:column`` of a place inside a case (computed only when there is a problem)."""
+
+    def __call__(self, path: Sequence[Any] = (), key: bool = False) -> Location: ...
+
+
 @dataclass(frozen=True)
 class Case:
     """A test case as the file says, normalized; ``raw`` is what was written."""
@@ -44,6 +55,7 @@ class Case:
     raw: dict[str, Any]
     location: Location
     base_dir: str
+    file: str = ""  # the case file (or source) it came from
     name: str = ""
     description: str = ""
     assertions: tuple[AssertionSpec, ...] = ()
@@ -62,10 +74,26 @@ class Case:
     checkpoints: tuple[Checkpoint, ...] = ()
     max_turns: int = 20
     script: Any = None  # a script test's function (script tests only)
+    locator: Locator | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def input(self) -> Any:
+        """The input as written (for reports and previews)."""
+        return self.raw.get("input")
+
+    @property
+    def mode(self) -> Mode:
+        if self.script is not None:
+            return "script"
+        return "dynamic" if self.checkpoints else "standard"
 
     @property
     def dynamic(self) -> bool:
-        return bool(self.checkpoints)
+        return self.mode == "dynamic"
+
+    def locate(self, path: Sequence[Any] = (), key: bool = False) -> Location:
+        """Where ``path`` inside this case was written; the case's own location when unknown."""
+        return self.locator(path, key) if self.locator is not None else self.location
 
 
 @dataclass(frozen=True)
@@ -81,6 +109,9 @@ class Usage:
             self.total_tokens + other.total_tokens,
         )
 
+    def as_dict(self) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "total_tokens": self.total_tokens}
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -92,6 +123,15 @@ class ToolCall:
     result: Any = None
     error: str | None = None
     duration_ms: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """The call as hooks, script tests and reports see it."""
+        out = {"name": self.name, "arguments": self.arguments, "result": self.result, "duration_ms": round(self.duration_ms, 1)}
+        if self.id:
+            out["id"] = self.id
+        if self.error is not None:
+            out["error"] = self.error
+        return out
 
 
 @dataclass(frozen=True)
@@ -187,6 +227,10 @@ class CaseResult:
     warnings: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
     index: int = 0  # position in the input, for ordering
+    file: str = ""
+    traceback: str = ""  # an exception's traceback (user code, or agent-test's own bug)
+    stdout: str = ""  # what user code printed while this case ran
+    stderr: str = ""
 
     @property
     def ok(self) -> bool:
@@ -216,6 +260,21 @@ class Stability:
 
 
 @dataclass(frozen=True)
+class RunHeader:
+    """What the console header and the report say about a run before it starts."""
+
+    agent: str
+    connector: str
+    simulator: str
+    input: str  # the input described: "tests/inputs.jsonl (10 test cases)"
+    timeout: float
+    total: int  # scheduled results: cases × runs
+    runs: int = 1
+    parallel: int = 1
+    dynamic: bool = False
+
+
+@dataclass(frozen=True)
 class RunReport:
     results: tuple[CaseResult, ...]
     started_at: str
@@ -234,9 +293,54 @@ class RunReport:
     stopped_early: bool = False
     not_run: int = 0
     warnings: tuple[str, ...] = ()
+    terminated: bool = False  # stopped by SIGTERM (CI cancel, docker stop) rather than Ctrl-C
 
     def count(self, status: str) -> int:
-        return sum(1 for r in self.results if r.status == status)
+        return self.summary.counts.get(status, 0)
+
+    @cached_property
+    def summary(self) -> Summary:
+        counts: dict[str, int] = {}
+        usage = Usage()
+        for r in self.results:
+            counts[r.status] = counts.get(r.status, 0) + 1
+            usage += r.usage
+        return Summary(len(self.results), counts, usage)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Counts over a report's results."""
+
+    total: int
+    counts: dict[str, int]
+    usage: Usage
+
+    @property
+    def passed(self) -> int:
+        return self.counts.get("passed", 0)
+
+    @property
+    def failed(self) -> int:
+        return self.counts.get("failed", 0)
+
+    @property
+    def errors(self) -> int:
+        return self.counts.get("error", 0)
+
+    @property
+    def timeouts(self) -> int:
+        return self.counts.get("timeout", 0)
+
+    @property
+    def skipped(self) -> int:
+        return self.counts.get("skipped", 0)
+
+    @property
+    def pass_rate(self) -> float:
+        """Percent of the cases that ran (skipped ones left out) that passed."""
+        ran = self.total - self.skipped
+        return round(100.0 * self.passed / ran, 1) if ran else 100.0
 
 
 @dataclass(frozen=True)
@@ -251,13 +355,29 @@ class Context:
     authorized: dict[str, Any] = field(default_factory=dict)
     client: dict[str, Any] = field(default_factory=dict)
     test_mode: str = ""
-    runtime: Any = field(default=None, repr=False, compare=False)  # lets script tests call agents
+    caller: Any = field(default=None, repr=False, compare=False)  # lets hooks and script tests call agents
 
     def get(self, key: str, default: Any = None) -> Any:
         return getattr(self, key, default)
 
     def agent(self, agent_id: str) -> Any:
         """A handle to call an agent from a hook or script test: ``ctx.agent("expense").stream(messages)``."""
-        if self.runtime is None:
+        if self.caller is None:
             raise RuntimeError("this context cannot call agents")
-        return self.runtime.handle(agent_id, self)
+        return self.caller.handle(agent_id, self)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A resolved run: the selected cases, the agent under test, and everything the runner calls."""
+
+    cases: tuple[Case, ...]
+    agent: str  # the agent under test
+    connector: str | None = None  # -c: overrides every case's connector
+    runs: int = 1
+    parallel: int = 1
+    timeout: float = 300.0
+    fail_fast: bool = False
+    before_all: Any = None  # --before: a resolved hook function
+    after_all: Any = None
+    hooks: dict[str, Any] = field(default_factory=dict)  # a case's before/after ref → function

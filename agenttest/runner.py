@@ -1,24 +1,32 @@
-"""Scheduling: one semaphore for --parallel, per-case deadlines, --runs, --fail-fast, hooks, cancellation."""
+"""Scheduling: one semaphore for --parallel, per-case deadlines, --runs, --fail-fast, hooks, cancellation.
+
+Capture, don't crash: whatever happens while one case runs — the agent failing, user code raising or
+hanging, a bug in agent-test — ends as that case's result; the run goes on."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from concurrent.futures import ThreadPoolExecutor
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import hooks
+from . import modes, usercode
+from .caller import Caller
 from .config import format_timeout
-from .errors import AgentError, HookError
-from .model import Case, CaseResult
-from .runtime import Runtime
+from .errors import CallError, HookError
+from .hooks import data_of
+from .model import Case, CaseResult, Plan, Status
+from .records import result_dict
+from .tracking import Trace, current_trace
+
+AFTER_GRACE = 5.0  # seconds an After hook gets when its case ran out of time or was interrupted
 
 
 @dataclass
 class RunState:
-    """What the run has done so far; read by the CLI even after Ctrl-C."""
+    """What the run has done so far; read by the session even after Ctrl-C."""
 
     total: int = 0
     results: dict[int, CaseResult] = field(default_factory=dict)
@@ -33,104 +41,107 @@ class RunState:
         return [self.results[i] for i in sorted(self.results)]
 
 
-@dataclass(frozen=True)
-class Plan:
-    cases: list[Case]
-    runs: int = 1
-    parallel: int = 1
-    timeout: float = 300.0
-    fail_fast: bool = False
-    before_all: Any = None
-    after_all: Any = None
-    case_hooks: dict[str, Any] = field(default_factory=dict)  # ref → function
-
-
 Listener = Callable[[CaseResult], None]
 StartListener = Callable[[Case, int], None]
 
 
-def _case_dict(case: Case) -> dict[str, Any]:
-    return dict(case.raw)
+def internal_error(exc: BaseException) -> tuple[str, str]:
+    """The text of a bug of ours met inside a case: ``internal error: Type: message`` and the traceback."""
+    return f"internal error: {type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc))
 
 
-async def execute(case: Case, run: int, index: int, plan: Plan, runtime: Runtime) -> CaseResult:
-    """Run one case once, hooks included; never raises for the agent's failures."""
-    from .reporting.data import result_dict
-
-    start = time.perf_counter()
+async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller) -> CaseResult:
+    """Run one case once, Before and After included. Never raises, except CancelledError (Ctrl-C)."""
     if case.skip:
-        return CaseResult(case.id, "skipped", case.name, case.raw.get("input"), error=case.skip_reason, run=run, index=index, dynamic=case.dynamic)
-    ctx = runtime.context(case, run)
-    before_data, warnings = None, []
-    if case.before:
-        try:
-            before_data = hooks.data_of(await hooks.call(plan.case_hooks[case.before], f"before hook {case.before}", ctx, _case_dict(case)))
-        except AgentError as exc:
-            ms = (time.perf_counter() - start) * 1000
-            return CaseResult(case.id, "error", case.name, case.raw.get("input"), error=str(exc), duration_ms=ms, run=run, index=index, dynamic=case.dynamic)
-    result = await _run_mode(case, runtime, ctx, case.timeout or plan.timeout)
-    result = replace(result, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index)
-    if case.after:
-        try:
-            await hooks.call(plan.case_hooks[case.after], f"after hook {case.after}", ctx, _case_dict(case), result_dict(result), before_data)
-        except AgentError as exc:
-            warnings.append(str(exc))
-    return replace(result, warnings=tuple(warnings)) if warnings else result
-
-
-async def _run_mode(case: Case, runtime: Runtime, ctx: Any, deadline: float) -> CaseResult:
-    from .modes import dynamic, standard
-
-    if case.script is not None:
-        from . import scripttest
-
-        return await scripttest.run(case, runtime, ctx, deadline)
-    if case.dynamic:
-        return await dynamic.run(case, runtime, ctx, deadline)
+        return CaseResult(case.id, "skipped", case.name, case.input, error=case.skip_reason, run=run, index=index,
+                          dynamic=case.dynamic, file=case.file)
+    trace, capture = Trace(), usercode.Capture()
+    current_trace.set(trace)
+    usercode.current_capture.set(capture)
+    start = time.perf_counter()
+    ctx = caller.context(case, run)
+    connector = plan.connector or case.options.get("connector")
+    env = modes.CaseEnv(caller, plan.agent, connector, ctx)
+    mode = modes.get(case)
+    deadline = case.timeout or plan.timeout
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + deadline
+    before_ok = not case.before
+    before_data: Any = None
     try:
-        async with asyncio.timeout(deadline):
-            return await standard.run(case, runtime, ctx)
-    except TimeoutError:
-        return CaseResult(case.id, "timeout", case.name, case.raw.get("input"), error=f"timeout after {format_timeout(deadline)}")
-    except AgentError as exc:
-        return CaseResult(case.id, "error", case.name, case.raw.get("input"), error=f"agent error: {exc}")
+        try:
+            async with asyncio.timeout(deadline):
+                if case.before:
+                    hook = plan.hooks[case.before]
+                    before_data = data_of(await usercode.call(hook, ctx, dict(case.raw), what=f"before hook {case.before}"))
+                    before_ok = True
+                result = await mode.run(case, env, trace)
+        except TimeoutError:
+            result = mode.partial(case, trace, "timeout", f"timeout after {format_timeout(deadline)}")
+        except CallError as exc:  # the Before hook failed
+            result = replace(mode.partial(case, trace, "error", str(exc)), traceback=exc.traceback or "")
+        except asyncio.CancelledError:
+            if before_ok and case.after:
+                await _after(case, plan, ctx, mode.partial(case, trace, "error", "interrupted"), before_data, AFTER_GRACE)
+            raise
+        except Exception as exc:  # a bug of ours, or a plug-in's: this case's error, not the run's end
+            message, tb = internal_error(exc)
+            result = replace(mode.partial(case, trace, "error", message), traceback=tb)
+        result = replace(result, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index, file=case.file)
+        if before_ok and case.after:
+            result = await _after(case, plan, ctx, result, before_data, max(ends - loop.time(), AFTER_GRACE))
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # after everything above: still this case's error
+        message, tb = internal_error(exc)
+        result = CaseResult(case.id, "error", case.name, case.input, error=message, traceback=tb, run=run, index=index,
+                            dynamic=case.dynamic, file=case.file)
+    stdout, stderr = capture.text()
+    return replace(result, stdout=stdout, stderr=stderr) if stdout or stderr else result
 
 
-async def run(plan: Plan, runtime: Runtime, state: RunState, on_start: StartListener | None = None, on_result: Listener | None = None) -> None:
+async def _after(case: Case, plan: Plan, ctx: Any, result: CaseResult, before_data: Any, timeout: float) -> CaseResult:
+    """Run the case's After hook; its failure is a warning on the result, its hanging a timeout."""
+    hook = plan.hooks[case.after]  # type: ignore[index]
+    try:
+        await usercode.call(hook, ctx, dict(case.raw), result_dict(result), before_data, what=f"after hook {case.after}", timeout=timeout)
+    except usercode.Deadline as exc:
+        status: Status = "timeout"
+        return replace(result, status=status, error=result.error or str(exc), warnings=(*result.warnings, str(exc)))
+    except CallError as exc:
+        return replace(result, warnings=(*result.warnings, str(exc)))
+    return result
+
+
+async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None = None, on_result: Listener | None = None) -> None:
     """Run every selected case (× runs), global hooks around them. Results land in ``state``."""
-    from .reporting.data import result_dict
-
-    runtime.loop = asyncio.get_running_loop()
-    # User code (tools, hooks, scripts, script tests) runs in threads; a script test's thread waits on
-    # agent calls whose tools need threads of their own, so the pool must outgrow the parallelism.
-    runtime.loop.set_default_executor(ThreadPoolExecutor(max_workers=max(32, 4 * plan.parallel), thread_name_prefix="agent-test"))
     state.total = len(plan.cases) * plan.runs
-    ctx = runtime.context()
+    ctx = caller.context()
     if plan.before_all is not None:
         try:
-            state.before_all_data = hooks.data_of(await hooks.call(plan.before_all, "BeforeAll", ctx, [_case_dict(c) for c in plan.cases]))
-        except AgentError as exc:
+            returned = await usercode.call(plan.before_all, ctx, [dict(c.raw) for c in plan.cases], what="BeforeAll", timeout=plan.timeout)
+        except CallError as exc:
             raise HookError(str(exc), hint="no case was run") from None
+        state.before_all_data = data_of(returned)
     try:
-        await _schedule(plan, runtime, state, on_start, on_result)
+        await _schedule(plan, caller, state, on_start, on_result)
     finally:
         if plan.after_all is not None and not state.after_all_done:
             state.after_all_done = True
             results = [result_dict(r) for r in state.ordered()]
             try:
-                await hooks.call(plan.after_all, "AfterAll", ctx, results, state.before_all_data)
-            except AgentError as exc:
+                await usercode.call(plan.after_all, ctx, results, state.before_all_data, what="AfterAll", timeout=max(plan.timeout, AFTER_GRACE))
+            except CallError as exc:
                 state.warnings.append(str(exc))
-        await runtime.app.aclose()
 
 
-async def _schedule(plan: Plan, runtime: Runtime, state: RunState, on_start: StartListener | None, on_result: Listener | None) -> None:
+async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None, on_result: Listener | None) -> None:
     sem = asyncio.Semaphore(plan.parallel)
     tasks: set[asyncio.Task[None]] = set()
 
     async def one(case: Case, run_no: int, index: int) -> None:
         try:
-            result = await execute(case, run_no, index, plan, runtime)
+            result = await run_case(case, run_no, index, plan, caller)
             state.results[index] = result
             if on_result is not None:
                 on_result(result)
@@ -162,4 +173,3 @@ async def _schedule(plan: Plan, runtime: Runtime, state: RunState, on_start: Sta
             task.cancel()
         await asyncio.gather(*list(tasks), return_exceptions=True)
         raise
-

@@ -1,4 +1,5 @@
-"""One invocation, top to bottom: load → select → resolve → run (the console watches) → report → exit code."""
+"""One invocation, top to bottom, in one event loop: load → select → resolve → run (the console
+watches) → report → exit code."""
 
 from __future__ import annotations
 
@@ -6,29 +7,29 @@ import asyncio
 import json
 import os
 import re
+import signal
 import sys
 import time
-from dataclasses import replace
-from datetime import datetime
 from typing import Any, TextIO
 
-from . import inputs, reporting
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from . import plugins, reporting, runner, usercode
 from .app import App, find_root
+from .caller import Caller
+from .catalog import Catalog
 from .config import RunConfig
-from .errors import AgentTestError, ExitCode
-from .model import Case
+from .errors import AgentTestError, ExitCode, HookError, InputError, InternalError
+from .identity import Identity, read_ctx
+from .loading import SUFFIXES, Loaded
+from .model import Case, Plan, RunHeader, RunReport
 from .reporting.console import Console
-from .results import exit_code, make_report
-from .runner import Plan, RunState
-from .runtime import Runtime, read_ctx
-
-DRY_RUN_FORMATS = (".jsonl", ".json", ".yaml", ".yml")
-
-
-def default_output(input_path: str) -> str:
-    """``output-YYYYMMDDHHMMSS.json`` beside the case file."""
-    stamp = datetime.now().strftime("%Y%m%d%H%M%S")
-    return os.path.join(os.path.dirname(input_path) or ".", f"output-{stamp}.json")
+from .resolution import resolve
+from .runner import RunState
+from .secrets import Secrets
+from .sources import LoadEnv, Message, Source, classify, normalized
+from .verdict import exit_code, make_report
 
 
 def select(cases: list[Case], pattern: str | None) -> list[Case]:
@@ -45,82 +46,66 @@ def select(cases: list[Case], pattern: str | None) -> list[Case]:
 
 class Session:
     def __init__(self, config: RunConfig, out: TextIO):
-        if config.ctx_file:
-            config = replace(config, ctx=read_ctx(config.ctx_file))
         self.config = config
         self.out = out
-        self.source = inputs.classify(config.input)
-        self._app: App | None = None
+        self.secrets = Secrets()
+        self.signalled: signal.Signals | None = None
 
-    # -- resolution ----------------------------------------------------------------------------
-
-    @property
-    def app(self) -> App:
-        if self._app is None:
-            root = find_root(self.config.app, self.source.path)
-            if root is None:
-                raise AgentTestError("no app root found (a folder with assistants/ or app.yao)", hint="pass --app DIR or set AGENTTEST_APP")
-            self._app = App(root)
-        return self._app
-
-    def agent_id(self) -> str | None:
-        if self.config.agent:
-            return self.config.agent
-        if self.source.kind == "file":
-            folder = os.path.dirname(os.path.abspath(self.source.value))
-            root = os.path.abspath(os.path.join(self.app.root, "assistants"))
-            while folder.startswith(root) and folder != root:
-                if os.path.isfile(os.path.join(folder, "package.yao")):
-                    return self.app.agent_id_for(folder)
-                folder = os.path.dirname(folder)
-            raise AgentTestError(f"no agent for {self.source.value}: no package.yao above it", hint="pass -n AGENT")
-        if self.source.kind in ("message", "script-tests") or not self.config.dry_run:
-            raise AgentTestError(f"-n AGENT is required with -i {self.config.input!r}", hint=f"known agents: {', '.join(self.app.agent_ids())}")
-        return None
-
-    def load(self, runtime: Runtime | None) -> list[Case]:
-        kind = self.source.kind
-        if kind in ("file", "message"):
-            return inputs.load(self.source, self.config.simulator)
-        assert runtime is not None
-        if kind == "script-tests":
-            from . import scripttest
-
-            return scripttest.collect(runtime.agent, self.source.value)
-        return asyncio.run(self._generate(runtime))
-
-    async def _generate(self, runtime: Runtime) -> list[Case]:
-        try:
-            return await inputs.generate(self.source, runtime, self.config.simulator)
-        finally:
-            await runtime.app.aclose()
-
-    # -- the pipeline --------------------------------------------------------------------------
-
-    def run(self) -> ExitCode:
-        from .assertions import load_plugins
-
-        load_plugins()  # third-party assertion types, connectors and report formats
+    async def run(self) -> ExitCode:
+        plugins.load()  # third-party assertion types, connectors and report formats
         config = self.config
-        if config.output:
-            if config.dry_run:
-                if os.path.splitext(config.output)[1].lower() not in DRY_RUN_FORMATS:
-                    raise AgentTestError(f"-o {config.output}: --dry-run writes cases as {', '.join(DRY_RUN_FORMATS)}")
-            else:
-                reporting.check_path(config.output)
-        needs_runtime = self.source.kind not in ("file", "message") or not config.dry_run
-        runtime = Runtime(self.app, config, self.agent_id()) if needs_runtime else None
-        cases = self.load(runtime)
-        if config.dry_run:
-            return self.dry_run(cases)
-        assert runtime is not None
-        cases = select(cases, config.run)
-        runtime.prepare(cases)
-        plan = self.plan(cases, runtime)
-        return self.execute(plan, runtime)
+        self._check_output()
+        source = classify(config.input)
+        root = find_root(config.app, source.path)
+        if root is None:
+            raise AgentTestError("no app root found (a folder with assistants/ or app.yao)", hint="pass --app DIR or set AGENTTEST_APP")
+        catalog = Catalog(App(root), self.secrets)
+        identity = Identity(config.user, config.team, read_ctx(config.ctx_file) if config.ctx_file else {})
+        caller = Caller(catalog, identity)
+        caller.loop = asyncio.get_running_loop()
+        try:
+            return await self._run(source, catalog, caller)
+        finally:
+            await catalog.aclose()
 
-    def dry_run(self, cases: list[Case]) -> ExitCode:
-        rows = [inputs.normalized(c) for c in cases]
+    def _check_output(self) -> None:
+        output = self.config.output
+        if output and self.config.dry_run:
+            if os.path.splitext(output)[1].lower() not in SUFFIXES:
+                raise AgentTestError(f"-o {output}: --dry-run writes cases as {', '.join(SUFFIXES)}")
+        elif output:
+            reporting.check_path(output)
+
+    def _agent_id(self, source: Source, app: App) -> str | None:
+        """-n, else the agent the source implies; required unless only previewing a file or message."""
+        config = self.config
+        agent_id = config.agent or source.agent_hint(app)
+        if agent_id is None and (source.needs_agent or not config.dry_run):
+            if source.path is not None:
+                raise AgentTestError(f"no agent for {source.path}: no package.yao above it", hint="pass -n AGENT")
+            if source.needs_agent or not config.dry_run:
+                raise AgentTestError(f"-n AGENT is required with -i {config.input!r}", hint=f"known agents: {', '.join(app.agent_ids())}")
+        return agent_id
+
+    async def _run(self, source: Source, catalog: Catalog, caller: Caller) -> ExitCode:
+        config = self.config
+        agent_id = self._agent_id(source, catalog.app)
+        agent = catalog.agent(agent_id) if agent_id and (source.needs_agent or not config.dry_run) else None
+        loaded: Loaded = await source.load(LoadEnv(config.simulator, agent, caller))
+        if config.dry_run:
+            return await self._dry_run(loaded.check())
+        cases = loaded.cases if loaded.problems and not config.run_filter else select(loaded.cases, config.run_filter)
+        resolved = resolve(cases, catalog, agent_id, config.connector, config.before, config.after)
+        if loaded.problems or resolved.problems:
+            raise InputError(loaded.problems + resolved.problems)
+        assert agent_id is not None
+        plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
+                    resolved.before_all, resolved.after_all, resolved.hooks)
+        warnings = [*loaded.warnings, *catalog.warnings, *resolved.warnings]
+        return await self._execute(plan, source, caller, warnings)
+
+    async def _dry_run(self, cases: list[Case]) -> ExitCode:
+        rows = [normalized(c) for c in cases]
         for row in rows:
             self.out.write(json.dumps(row, ensure_ascii=False) + "\n")
         if self.config.output:
@@ -133,86 +118,97 @@ class Session:
                 import yaml
 
                 text = yaml.safe_dump(rows, allow_unicode=True, sort_keys=False)
-            reporting.write_atomic(self.config.output, text)
+            await asyncio.to_thread(reporting.write_atomic, self.config.output, text)
         return ExitCode.OK
 
-    def plan(self, cases: list[Case], runtime: Runtime) -> Plan:
-        from . import hooks
-
-        agent = runtime.agent
-        assert agent is not None
-        refs = {ref for c in cases for ref in (c.before, c.after) if ref}
-        problems = []
-        case_hooks = {}
-        for ref in sorted(refs):
-            try:
-                case_hooks[ref] = hooks.resolve(agent.spec.path, ref, "hook")
-            except AgentTestError as exc:
-                problems.extend(exc.problems)
-        before_all = after_all = None
-        try:
-            if self.config.before:
-                before_all = hooks.resolve(agent.spec.path, self.config.before, "--before")
-            if self.config.after:
-                after_all = hooks.resolve(agent.spec.path, self.config.after, "--after")
-        except AgentTestError as exc:
-            problems.extend(exc.problems)
-        if problems:
-            from .errors import InputError
-
-            raise InputError(problems)
-        return Plan(cases, self.config.runs, self.config.parallel, self.config.timeout, self.config.fail_fast, before_all, after_all, case_hooks)
-
-    def header(self, cases: list[Case], runtime: Runtime) -> dict[str, Any]:
+    def header(self, plan: Plan, source: Source, caller: Caller) -> RunHeader:
         """What the console header and the report say about the run."""
         config = self.config
+        per_case = not config.connector and any(c.options.get("connector") for c in plan.cases)
         try:
-            per_case = not config.connector and any(c.options.get("connector") for c in cases)
-            connector = "per case" if per_case else runtime.connector_for(None)
+            connector = "per case" if per_case else caller.catalog.agent(plan.agent).connector_id(config.connector)
         except AgentTestError:
             connector = ""
-        simulators = sorted({c.simulator.use if c.simulator else (config.simulator or "") for c in cases if c.dynamic} - {""})
-        return {
-            "agent": (config.agent or runtime.agent.id) if runtime.agent else "", "connector": connector,
-            "simulator": ", ".join(simulators), "input": self.source.describe(len(cases)), "timeout": config.timeout,
-            "total": len(cases) * config.runs, "runs": config.runs, "dynamic": any(c.dynamic for c in cases),
-        }
+        simulators = sorted({c.simulator.use for c in plan.cases if c.dynamic and c.simulator})
+        return RunHeader(config.agent or plan.agent, connector, ", ".join(simulators), source.describe(len(plan.cases)),
+                         config.timeout, len(plan.cases) * config.runs, config.runs, config.parallel, any(c.dynamic for c in plan.cases))
 
-    def execute(self, plan: Plan, runtime: Runtime) -> ExitCode:
-        from . import runner
-
+    async def _execute(self, plan: Plan, source: Source, caller: Caller, warnings: list[str]) -> ExitCode:
         config = self.config
-        info = self.header(plan.cases, runtime)
+        header = self.header(plan, source, caller)
         console = Console(self.out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(),
-                          show_reply=self.source.kind == "message", secrets=runtime.app.secrets)
-        console.header(info, list(dict.fromkeys(runtime.app.warnings)))
+                          show_reply=isinstance(source, Message), secrets=self.secrets)
+        console.header(header, list(dict.fromkeys(warnings)))
         state = RunState()
-        interrupted = False
-        try:
-            asyncio.run(runner.run(plan, runtime, state, lambda c, r: console.started(c, r, config.runs), lambda r: console.finished(r, config.runs)))
-        except KeyboardInterrupt:
-            interrupted = True
-        output = config.output
-        if output is None and self.source.kind == "file":
-            output = default_output(self.source.value)
-        report = make_report(
+        task = asyncio.create_task(runner.run(plan, caller, state, lambda c, r: console.started(c, r, config.runs),
+                                              lambda r: console.finished(r, config.runs)))
+        failure: BaseException | None = None
+        with self._signals(task):
+            try:
+                with usercode.capturing():
+                    await task
+            except asyncio.CancelledError:
+                if self.signalled is None:
+                    raise
+            except HookError:
+                raise
+            except Exception as exc:  # a bug of ours outside any case: exit 3, after writing what ran
+                failure = exc
+            report = self._report(plan, source, caller, state, header)
+            if report.output_file:
+                await self._write(report)
+            console.summary(report, report.output_file or None)
+        if failure is not None:
+            from .runner import internal_error
+
+            message, tb = internal_error(failure)
+            raise InternalError(message.removeprefix("internal error: "), tb)
+        return exit_code(report)
+
+    def _report(self, plan: Plan, source: Source, caller: Caller, state: RunState, header: RunHeader) -> RunReport:
+        config = self.config
+        interrupted = self.signalled is not None
+        output = config.output or source.default_report() or ""
+        return make_report(
             state.ordered(), state.started_at, (time.perf_counter() - state.started) * 1000, config.runs,
-            agent_id=info["agent"], agent_path=runtime.agent.spec.path if runtime.agent else "", connector=info["connector"],
-            simulator=info["simulator"], input_source=self.source.value if self.source.kind == "file" else config.input,
-            output_file=output or "", environment=runtime.environment(), options=self.options(),
-            interrupted=interrupted, stopped_early=state.stopped_early,
+            agent_id=header.agent, agent_path=caller.catalog.agent(plan.agent).spec.path, connector=header.connector,
+            simulator=header.simulator, input_source=source.path or config.input, output_file=output,
+            environment=caller.identity.environment(), options=self.options(), interrupted=interrupted,
+            terminated=self.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
             not_run=max(0, state.total - len(state.results)) if (state.stopped_early or interrupted) else 0,
             warnings=tuple(state.warnings),
         )
-        if output:
-            reporting.write(report, output, sorted(runtime.app.secrets))
-        console.summary(report, output)
-        return exit_code(report)
+
+    async def _write(self, report: RunReport) -> None:
+        await asyncio.to_thread(reporting.write, report, report.output_file, self.secrets)
+
+    @contextmanager
+    def _signals(self, task: asyncio.Task[Any]) -> Iterator[None]:
+        """Ctrl-C and SIGTERM stop the cases (After and AfterAll still run); the report is then written."""
+        loop = asyncio.get_running_loop()
+        installed = []
+
+        def stop(sig: signal.Signals) -> None:
+            if self.signalled is None:
+                self.signalled = sig
+            task.cancel()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, stop, sig)
+                installed.append(sig)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+                pass
+        try:
+            yield
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
 
     def options(self) -> dict[str, Any]:
         c = self.config
         return {k: v for k, v in {
-            "timeout": c.timeout, "parallel": c.parallel, "runs": c.runs, "run": c.run, "fail_fast": c.fail_fast,
+            "timeout": c.timeout, "parallel": c.parallel, "runs": c.runs, "run": c.run_filter, "fail_fast": c.fail_fast,
             "connector": c.connector, "simulator": c.simulator, "before": c.before, "after": c.after,
             "user": c.user, "team": c.team, "ctx": c.ctx_file,
         }.items() if v not in (None, False)}

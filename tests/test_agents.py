@@ -8,7 +8,9 @@ import os
 
 import pytest
 
-from agenttest.app import App, find_root, strip_comments
+from agenttest.app import App, find_root
+from agenttest.catalog import Catalog
+from agenttest.userfiles import strip_comments
 from agenttest.errors import AgentError, AgentTestError
 from agenttest.model import Context
 from helpers import Answer
@@ -45,16 +47,16 @@ def test_root_from_flag_env_and_walking_up(app, tmp_path, monkeypatch):
 def test_agent_ids_with_and_without_assistants_prefix(app):
     app.agent("expense")
     app.agent("workers.test.validator")
-    a = App(str(app.root))
+    a = Catalog(App(str(app.root)))
     assert a.agent("assistants.expense").spec.path == a.agent("expense").spec.path
     assert a.agent("workers.test.validator").spec.id == "workers.test.validator"
-    assert a.agent_ids() == ["expense", "workers.test.validator"]
+    assert a.app.agent_ids() == ["expense", "workers.test.validator"]
 
 
 def test_unknown_agent_lists_known_ones_with_did_you_mean(app):
     app.agent("expense")
     with pytest.raises(AgentTestError) as info:
-        App(str(app.root)).agent("expnse")
+        Catalog(App(str(app.root))).agent("expnse")
     text = info.value.format_message()
     assert "unknown agent 'expnse'" in text and "did you mean 'expense'?" in text and "known agents: expense" in text
 
@@ -62,7 +64,7 @@ def test_unknown_agent_lists_known_ones_with_did_you_mean(app):
 def test_package_yao_comments_and_unknown_keys_warn(app):
     folder = app.agent("bot")
     (folder / "package.yao").write_text('// comment\n{"name": "Bot", /* block */ "connector": "fake", "conector": "x", "label": "Yao key",}\n')
-    a = App(str(app.root))
+    a = Catalog(App(str(app.root)))
     assert a.agent("bot").spec.name == "Bot"
     assert any("'conector' is not a field agent-test uses; did you mean 'connector'?" in w for w in a.warnings)
     assert any(w.endswith("ignored (not used by agent-test): conector, label") for w in a.warnings)
@@ -74,12 +76,12 @@ def test_strip_comments_keeps_strings():
 
 def test_connector_files_env_substitution_and_implicit_openai(app, monkeypatch):
     app.connector("team.gpt", {"type": "openai", "options": {"model": "gpt-x", "host": "http://127.0.0.1:1", "key": "$ENV.TEAM_KEY"}})
-    a = App(str(app.root))
+    a = Catalog(App(str(app.root)))
     with pytest.raises(AgentTestError, match="environment variable TEAM_KEY is not set"):
         a.connector("team.gpt")
     monkeypatch.setenv("TEAM_KEY", "sk-team-secret")
     assert a.connector("team.gpt").model == "gpt-x"
-    assert "sk-team-secret" in a.secrets
+    assert "sk-team-secret" in list(a.secrets)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(AgentTestError, match="OPENAI_API_KEY is not set"):
         a.connector("openai.gpt-4o-mini")
@@ -101,7 +103,7 @@ def test_prompts_come_first_and_the_tool_loop_runs(app, server):
 
     server.responder = brain
     app.agent("bot", tools=TOOLS, files={"src/tools.py": TOOLS_PY, "prompts.yml": "- role: system\n  content: Be brief.\n"})
-    agent = App(str(app.root)).agent("bot")
+    agent = Catalog(App(str(app.root))).agent("bot")
     reply = run(agent, [{"role": "user", "content": "file 12"}])
     assert reply.text == "Filed: EXP-1"
     (call,) = reply.tool_calls
@@ -124,7 +126,7 @@ def test_tool_errors_and_unknown_tools_go_back_to_the_model(app, server):
 
     server.responder = brain
     app.agent("bot", tools=TOOLS, files={"src/tools.py": TOOLS_PY})
-    reply = run(App(str(app.root)).agent("bot"), [{"role": "user", "content": "go"}])
+    reply = run(Catalog(App(str(app.root))).agent("bot"), [{"role": "user", "content": "go"}])
     errors = [c.error for c in reply.tool_calls]
     assert errors[0] == "RuntimeError: tool blew up"
     assert errors[1] == "agent bot has no tool 'teleport'"
@@ -136,14 +138,14 @@ def test_tool_loop_is_bounded(app, server):
     server.responder = lambda req: Answer("", tool_calls=[{"name": "create_expense", "arguments": {"amount": 1}}])
     app.agent("bot", tools=TOOLS, files={"src/tools.py": TOOLS_PY}, max_tool_rounds=3)
     with pytest.raises(AgentError, match="tool loop exceeded 3 rounds"):
-        run(App(str(app.root)).agent("bot"), [{"role": "user", "content": "go"}])
+        run(Catalog(App(str(app.root))).agent("bot"), [{"role": "user", "content": "go"}])
     assert len(server.requests) == 4
 
 
 def test_declared_tool_without_function_is_a_load_error(app):
     app.agent("bot", tools=TOOLS, files={"src/tools.py": "def create_expense(ctx, amount):\n    return 1\ndef explod(ctx):\n    pass\n"})
     with pytest.raises(AgentTestError, match="tool 'explode' has no function.*did you mean 'explod'"):
-        App(str(app.root)).agent("bot")
+        Catalog(App(str(app.root))).agent("bot")
 
 
 def test_create_and_next_hooks(app, server):
@@ -156,23 +158,23 @@ def test_create_and_next_hooks(app, server):
         return {"data": {"wrapped": payload["completion"]["content"], "n": len(payload["messages"])}}
     """
     app.agent("bot", files={"src/index.py": index})
-    reply = run(App(str(app.root)).agent("bot"), [{"role": "user", "content": "q"}])
+    reply = run(Catalog(App(str(app.root))).agent("bot"), [{"role": "user", "content": "q"}])
     assert reply.has_data and reply.output["wrapped"] == '{"seen": ["injected", "q"]}' and reply.output["n"] == 3
 
 
 def test_failing_hook_is_an_agent_error(app, server):
     app.agent("bot", files={"src/index.py": "def create(ctx, messages):\n    raise KeyError('nope')\n"})
     with pytest.raises(AgentError, match="create hook failed: KeyError"):
-        run(App(str(app.root)).agent("bot"), [{"role": "user", "content": "q"}])
+        run(Catalog(App(str(app.root))).agent("bot"), [{"role": "user", "content": "q"}])
 
 
 def test_connector_override_and_missing_connector(app, server):
     server.responder = lambda req: Answer(req["model"])
     app.connector("other", {"type": "openai", "options": {"model": "other-model", "host": server.host}})
     app.agent("bot")
-    agent = App(str(app.root)).agent("bot")
+    agent = Catalog(App(str(app.root))).agent("bot")
     assert run(agent, [{"role": "user", "content": "q"}]).text == "fake-model"
     assert run(agent, [{"role": "user", "content": "q"}], connector="other").text == "other-model"
     app.agent("lonely", connector="")
     with pytest.raises(AgentTestError, match="has no connector"):
-        App(str(app.root)).agent("lonely").connector_id()
+        Catalog(App(str(app.root))).agent("lonely").connector_id()

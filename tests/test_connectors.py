@@ -10,7 +10,7 @@ import pytest
 
 from agenttest.connectors import ChatRequest, ConnectorSpec, create
 from agenttest.connectors.openai import normalize_base_url
-from agenttest.errors import AgentError, AgentTestError
+from agenttest.errors import AgentTestError, CallError as AgentError
 from helpers import Answer
 
 KEY = "sk-live-DO-NOT-LEAK-123456"

@@ -92,7 +92,7 @@ def test_env_alias_and_plain_return_values(hooked):
 def test_failing_before_is_an_error_and_skips_after(hooked):
     result, data = run(hooked, [hooked_case("bad-before-1"), hooked_case("fine")])
     statuses = {r["id"]: (r["status"], r.get("error")) for r in data["results"]}
-    assert statuses["bad-before-1"] == ("error", "before hook env_test.Before failed: RuntimeError: database unavailable")
+    assert statuses["bad-before-1"] == ("error", "before hook env_test.Before failed: RuntimeError: database unavailable (env_test.py:19)")
     assert statuses["fine"][0] == "passed"
     assert "After bad-before-1" not in " ".join(log_lines(hooked))
 
@@ -101,14 +101,14 @@ def test_failing_after_is_a_warning_not_a_verdict(hooked):
     result, data = run(hooked, [hooked_case("bad-after")])
     assert result.exit_code == 0
     r = data["results"][0]
-    assert r["status"] == "passed" and r["warnings"] == ["after hook env_test.After failed: ValueError: cleanup failed"]
+    assert r["status"] == "passed" and r["warnings"] == ["after hook env_test.After failed: ValueError: cleanup failed (env_test.py:25)"]
     assert "warning: after hook env_test.After failed" in result.stdout
 
 
 def test_failing_before_all_stops_everything_with_exit_2(hooked, server):
     result, data = run(hooked, [hooked_case("a")], "--before", "env_test.FailAll", "--after", "env_test.AfterAll")
     assert result.exit_code == 2 and data is None
-    assert "BeforeAll failed: RuntimeError: migrations failed; no case was run" in result.stderr
+    assert "BeforeAll failed: RuntimeError: migrations failed (env_test.py:35); no case was run" in result.stderr
     assert "Traceback" not in result.output and server.requests == [] and log_lines(hooked) == []
 
 

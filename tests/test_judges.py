@@ -88,7 +88,8 @@ def test_validator_that_cannot_be_called_makes_the_case_an_error(judged, server,
 def test_unknown_validator_is_a_load_error(judged, tmp_path):
     path = judged.cases("cases.jsonl", [{"id": "a", "input": "x", "assertions": [{**JUDGE, "use": "agents:juge"}]}])
     result = cli("-i", str(path), "-n", "bot")
-    assert result.exit_code == 2 and f"{path}:1:1: unknown agent 'juge'; did you mean 'judge'?" in result.stderr
+    column = path.read_text().index('"agents:juge"') + 1  # the problem points at the 'use' that names it
+    assert result.exit_code == 2 and f"{path}:1:{column}: unknown agent 'juge'; did you mean 'judge'?" in result.stderr
 
 
 # ---- script assertions -------------------------------------------------------------------------

@@ -124,7 +124,7 @@ def test_missing_id_and_input():
 
 def test_duplicate_id_points_at_both():
     found = problems('{"id": "a", "input": "x"}\n\n{"id": "a", "input": "y"}\n')
-    assert found == ["cases.jsonl:3:8: duplicate id 'a' (first used at line 1); ids must be unique in a run"]
+    assert found == ["cases.jsonl:3:8: duplicate id 'a' (first used at line 1); ids must be unique in a file"]
 
 
 def test_wrong_types():
@@ -185,7 +185,7 @@ def test_invalid_yaml_location():
 def test_missing_file_with_hint(tmp_path):
     (tmp_path / "inputs.jsonl").write_text('{"id": "a", "input": "x"}\n')
     with pytest.raises(InputError) as info:
-        load_file(str(tmp_path / "input.jsonl"))
+        load_file(str(tmp_path / "input.jsonl")).check()
     assert "does not exist" in str(info.value) and "inputs.jsonl" in str(info.value)
 
 
@@ -196,7 +196,7 @@ def test_attachment_paths_resolve_against_the_case_file(tmp_path):
     (tmp_path / "fixtures" / "r.png").write_bytes(b"\x89PNG")
     path = tmp_path / "c.jsonl"
     path.write_text(json.dumps({"id": "a", "input": [{"role": "user", "content": [{"type": "image", "source": "file://./fixtures/r.png"}]}]}))
-    case = load_file(str(path))[0]
+    case = load_file(str(path)).check()[0]
     part = resolve(case.messages, case.base_dir)[0]["content"][0]
     assert part == {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}}
 
@@ -231,5 +231,5 @@ def test_dry_run_prints_normalized_cases_and_writes_them(tmp_path):
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert rows[0] == {"id": "a", "input": [{"role": "user", "content": "hi"}], "assertions": [{"type": "contains", "value": "h"}]}
     assert rows[1]["input"] == [{"role": "user", "content": "yo"}] and rows[1]["expected"] == "x"
-    reloaded = load_file(str(out))
+    reloaded = load_file(str(out)).check()
     assert [c.id for c in reloaded] == ["a", "b"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import AgentError
+from ..errors import CallError
 from ..model import AssertionResult
-from ..workers import ProtocolError, ask_json
+from ..workerprotocol import ProtocolError, ask_json
 from . import CheckProblem, Observation, register
 
 
@@ -44,7 +44,7 @@ async def ask_validator(
         value = await ask_json(judge, validator, payload, "validator", verdict, connector, metadata)
     except ProtocolError as exc:
         return AssertionResult("agent", False, f"validator {validator} reply unusable: {exc}", criteria)
-    except AgentError as exc:
+    except CallError as exc:
         return AssertionResult("agent", False, f"validator {validator} could not be called: {exc}", criteria, error=True)
     reason = str(value.get("reason", ""))
     score = value.get("score")
@@ -54,14 +54,17 @@ async def ask_validator(
     return AssertionResult("agent", value["passed"], message, criteria, reason, score, details)
 
 
-@register("agent", fields=("use", "value", "options"), check=_check)
+OPTIONS = {"type": "object", "properties": {"connector": {"type": "string"}, "metadata": {"type": "object"}}}
+
+
+@register("agent", fields={"use": {"type": "string"}, "value": {"description": "the criteria"}, "options": OPTIONS}, check=_check)
 async def agent(params: dict[str, Any], obs: Observation) -> AssertionResult:
     options = params.get("options") or {}
     metadata = dict(options.get("metadata") or {})
     criteria = params.get("value", metadata.pop("criteria", None))
     metadata.pop("criteria", None)
     if obs.judge is None:
-        return AssertionResult("agent", False, "no runtime to call the validator", error=True)
+        return AssertionResult("agent", False, "no caller to reach the validator", error=True)
     return await ask_validator(
         obs.judge, agent_id(params["use"]), obs.output, obs.input, criteria, metadata, options.get("connector")
     )

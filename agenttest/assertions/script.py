@@ -7,6 +7,7 @@ from typing import Any
 
 from ..model import AssertionResult
 from . import CheckProblem, Observation, register
+from .judge import OPTIONS
 
 
 def script_ref(params: dict[str, Any]) -> str | None:
@@ -45,13 +46,13 @@ def _verdict(returned: Any) -> tuple[bool, str]:
     raise ValueError(f"returned {type(returned).__name__}; return True/False or {{\"pass\": bool, \"message\": str}}")
 
 
-@register("script", fields=("script", "use", "value", "options"), check=_check)
+@register("script", fields={"script": {"type": "string"}, "use": {"type": "string"}, "value": {}, "options": OPTIONS}, check=_check)
 async def script(params: dict[str, Any], obs: Observation) -> AssertionResult:
     ref = script_ref(params) or ""  # checked at load time
     options = params.get("options") or {}
     value = options["metadata"] if "metadata" in options else params.get("value")
     if obs.judge is None:
-        return AssertionResult("script", False, "no runtime to load the script", error=True)
+        return AssertionResult("script", False, "no caller to load the script", error=True)
     fn = obs.judge.script(ref)
     try:
         returned = await asyncio.to_thread(fn, obs.output, obs.input, value)

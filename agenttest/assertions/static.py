@@ -6,7 +6,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from ..jsontext import as_text, find_json
+from ..texts import as_text, find_json, shorten
 from ..model import AssertionResult, ToolCall
 from . import CheckProblem, Observation, register
 
@@ -21,10 +21,8 @@ def _fail(kind: str, message: str, expected: Any = None, actual: Any = None) -> 
     return AssertionResult(kind, False, message, expected, actual)
 
 
-def _short(value: Any, limit: int = 120) -> str:
-    text = as_text(value) if not isinstance(value, str) else value
-    text = text.replace("\n", "\\n")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+VALUE: dict[str, Any] = {"description": "the expected value"}
+PATH = {"type": "string", "description": "a JSONPath, e.g. $.items[0].name"}
 
 
 def equal(a: Any, b: Any) -> bool:
@@ -54,7 +52,7 @@ def matches(expected: Any, actual: Any) -> bool:
 # ---- equals -----------------------------------------------------------------------------------
 
 
-@register("equals", fields=("value",))
+@register("equals", fields={"value": VALUE})
 def equals(params: dict[str, Any], obs: Observation) -> AssertionResult:
     expected, output = params.get("value"), obs.output
     if isinstance(expected, str) and isinstance(output, str):
@@ -66,7 +64,7 @@ def equals(params: dict[str, Any], obs: Observation) -> AssertionResult:
         passed = equal(output, expected)
     if passed:
         return _ok("equals", expected, output)
-    return _fail("equals", f"expected {_short(expected)}, got {_short(output)}", expected, output)
+    return _fail("equals", f"expected {shorten(expected, 120)}, got {shorten(output, 120)}", expected, output)
 
 
 # ---- contains / not_contains ---------------------------------------------------------------------
@@ -88,24 +86,24 @@ def _needles(value: Any) -> list[str]:
     return value if isinstance(value, list) else [value]
 
 
-@register("contains", fields=("value",), check=_check_strings)
+@register("contains", fields={"value": VALUE}, check=_check_strings)
 def contains(params: dict[str, Any], obs: Observation) -> AssertionResult:
     text, needles = obs.text, _needles(params["value"])
     missing = [n for n in needles if n not in text]
     if not missing:
         return _ok("contains", params["value"])
     what = ", ".join(repr(m) for m in missing)
-    return _fail("contains", f"output does not contain {what}: {_short(text)}", params["value"], text)
+    return _fail("contains", f"output does not contain {what}: {shorten(text, 120)}", params["value"], text)
 
 
-@register("not_contains", fields=("value",), check=_check_strings)
+@register("not_contains", fields={"value": VALUE}, check=_check_strings)
 def not_contains(params: dict[str, Any], obs: Observation) -> AssertionResult:
     text, needles = obs.text, _needles(params["value"])
     present = [n for n in needles if n in text]
     if not present:
         return _ok("not_contains", params["value"])
     what = ", ".join(repr(p) for p in present)
-    return _fail("not_contains", f"output contains {what}: {_short(text)}", params["value"], text)
+    return _fail("not_contains", f"output contains {what}: {shorten(text, 120)}", params["value"], text)
 
 
 # ---- regex ---------------------------------------------------------------------------------------
@@ -130,14 +128,14 @@ def _check_regex(params: dict[str, Any]) -> list[CheckProblem]:
     return []
 
 
-@register("regex", fields=("value", "pattern"), check=_check_regex)
+@register("regex", fields={"value": VALUE, "pattern": {"type": "string"}}, check=_check_regex)
 def regex(params: dict[str, Any], obs: Observation) -> AssertionResult:
     pattern = params.get("pattern", params.get("value"))
     text = obs.text
     m = _compile(pattern).search(text)
     if m:
         return _ok("regex", pattern, m.group(0))
-    return _fail("regex", f"output does not match /{pattern}/: {_short(text)}", pattern, text)
+    return _fail("regex", f"output does not match /{pattern}/: {shorten(text, 120)}", pattern, text)
 
 
 # ---- json_path / type ------------------------------------------------------------------------------
@@ -167,14 +165,14 @@ def _lookup(params: dict[str, Any], obs: Observation) -> tuple[str | None, list[
     """Parse the output's JSON and return (error, matched values)."""
     found, data = find_json(obs.output)
     if not found:
-        return f"no JSON found in output: {_short(obs.text)}", []
+        return f"no JSON found in output: {shorten(obs.text, 120)}", []
     path = params.get("path")
     if path is None:
         return None, [data]
     return None, [m.value for m in _jsonpath(path).find(data)]
 
 
-@register("json_path", fields=("path", "value"), check=lambda p: _check_path(p, True))
+@register("json_path", fields={"path": PATH, "value": VALUE}, check=lambda p: _check_path(p, True))
 def json_path(params: dict[str, Any], obs: Observation) -> AssertionResult:
     error, values = _lookup(params, obs)
     path = params["path"]
@@ -189,7 +187,7 @@ def json_path(params: dict[str, Any], obs: Observation) -> AssertionResult:
     for v in values:
         if equal(v, expected) or (isinstance(expected, list) and not isinstance(v, list) and any(equal(v, e) for e in expected)):
             return _ok("json_path", expected, v)
-    return _fail("json_path", f"{path}: expected {_short(expected)}, got {_short(actual)}", expected, actual)
+    return _fail("json_path", f"{path}: expected {shorten(expected, 120)}, got {shorten(actual, 120)}", expected, actual)
 
 
 def json_type(value: Any) -> str:
@@ -220,7 +218,7 @@ def _check_type(params: dict[str, Any]) -> list[CheckProblem]:
     return _check_path(params, False)
 
 
-@register("type", fields=("value", "path"), check=_check_type)
+@register("type", fields={"value": VALUE, "path": PATH}, check=_check_type)
 def type_(params: dict[str, Any], obs: Observation) -> AssertionResult:
     expected = params["value"]
     if "path" in params or not isinstance(obs.output, str):
@@ -284,7 +282,7 @@ def _tool_spec_matches(item: Any, call: ToolCall) -> bool:
     return "arguments" not in item or matches(item["arguments"], call.arguments)
 
 
-@register("tool_called", fields=("value", "name"), check=_check_tool_called)
+@register("tool_called", fields={"value": VALUE, "name": {"description": "a tool name, a list of names, or {name, arguments}"}}, check=_check_tool_called)
 def tool_called(params: dict[str, Any], obs: Observation) -> AssertionResult:
     spec = params.get("name", params.get("value"))
     items = spec if isinstance(spec, list) else [spec]
@@ -292,11 +290,11 @@ def tool_called(params: dict[str, Any], obs: Observation) -> AssertionResult:
         if any(_tool_spec_matches(item, call) for item in items):
             return _ok("tool_called", spec, {"name": call.name, "arguments": call.arguments})
     called = [c.name for c in obs.tool_calls]
-    want = " or ".join(_short(i) for i in items)
+    want = " or ".join(shorten(i, 120) for i in items)
     got = ", ".join(called) if called else "no tools were called"
     detail = ""
     if called and any(isinstance(i, dict) and "arguments" in i for i in items):
-        detail = "; arguments: " + "; ".join(f"{c.name}{_short(c.arguments)}" for c in obs.tool_calls)
+        detail = "; arguments: " + "; ".join(f"{c.name}{shorten(c.arguments, 120)}" for c in obs.tool_calls)
     return _fail("tool_called", f"expected tool {want} to be called; called: {got}{detail}", spec, called)
 
 
@@ -310,7 +308,7 @@ def _check_tool_result(params: dict[str, Any]) -> list[CheckProblem]:
     return []
 
 
-@register("tool_result", fields=("value",), check=_check_tool_result)
+@register("tool_result", fields={"value": VALUE}, check=_check_tool_result)
 def tool_result(params: dict[str, Any], obs: Observation) -> AssertionResult:
     value = params["value"]
     calls = [c for c in obs.tool_calls if name_matches(value["tool"], c.name)]
@@ -322,7 +320,7 @@ def tool_result(params: dict[str, Any], obs: Observation) -> AssertionResult:
     last = calls[-1]
     if last.error is not None:
         return _fail("tool_result", f"tool {last.name!r} failed: {last.error}", value, {"error": last.error})
-    return _fail("tool_result", f"tool {last.name!r} returned {_short(last.result)}, expected {_short(value.get('result'))}", value, last.result)
+    return _fail("tool_result", f"tool {last.name!r} returned {shorten(last.result, 120)}, expected {shorten(value.get('result'), 120)}", value, last.result)
 
 
 def _parsed(result: Any) -> Any:

@@ -17,6 +17,7 @@ class ConnectorSpec:
     type: str
     options: dict[str, Any] = field(repr=False, default_factory=dict)  # may hold the key: never shown
     path: str | None = None
+    secrets: tuple[str, ...] = field(repr=False, default=())  # the $ENV values substituted into it
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,3 @@ def create(spec: ConnectorSpec) -> Connector:
         hint = did_you_mean(spec.type, _REGISTRY) or f"known types: {', '.join(sorted(_REGISTRY))}"
         raise AgentTestError(f"connector {spec.id}: unknown type '{spec.type}'", hint=hint)
     return factory(spec)
-
-
-def redact(text: str, secrets: Sequence[str]) -> str:
-    """Hide secrets (API keys) in text that may be shown or written."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text

@@ -14,8 +14,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import AgentError, AgentTestError
-from ..jsontext import as_text
+from ..errors import AgentTestError, CallError
+from ..texts import as_text
 from ..messages import content_text
 from ..model import Completion, ToolCall, Usage
 from . import ChatRequest, ConnectorSpec, register
@@ -169,7 +169,7 @@ class MockConnector:
             await asyncio.sleep(rule.delay)
         scope = {**groups, "user": _last_user(messages), "tool_result": _tool_result(messages)}
         if rule.error:
-            raise AgentError(f"mock error: {_fill(rule.error, scope)}")
+            raise CallError(f"mock error: {_fill(rule.error, scope)}")
         reply = _fill(rule.reply, scope)
         text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
         self._calls += 1

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 from urllib.parse import urlparse
 
-from ..errors import AgentError, AgentTestError
+from ..errors import AgentTestError, CallError
 from ..model import Completion, ToolCall, Usage
-from . import ChatRequest, ConnectorSpec, redact, register
+from ..secrets import redact
+from . import ChatRequest, ConnectorSpec, register
 
 _OWN = {"model", "host", "base_url", "key", "api_key", "stream", "max_retries", "timeout", "organization", "headers"}
 
@@ -38,16 +38,14 @@ class OpenAIConnector:
         self.headers = opts.get("headers") or None
         self.organization = opts.get("organization") or None
         self.defaults = {k: v for k, v in opts.items() if k not in _OWN}
-        self._clients: dict[int, Any] = {}
+        self._client_: Any = None
 
     def _client(self) -> Any:
-        # One client per event loop: its connection pool belongs to that loop.
-        loop = id(asyncio.get_running_loop())
-        client = self._clients.get(loop)
-        if client is None:
+        """The SDK client, made on first use inside the run's event loop (its connection pool lives there)."""
+        if self._client_ is None:
             from openai import AsyncOpenAI
 
-            client = AsyncOpenAI(
+            self._client_ = AsyncOpenAI(
                 api_key=self.key,
                 base_url=self.base_url,
                 max_retries=self.max_retries,
@@ -55,8 +53,7 @@ class OpenAIConnector:
                 default_headers=self.headers,
                 organization=self.organization,
             )
-            self._clients = {loop: client}
-        return client
+        return self._client_
 
     def _body(self, request: ChatRequest, stream: bool) -> dict[str, Any]:
         """The request body as plain JSON: connector options, then the agent's and the case's."""
@@ -88,25 +85,25 @@ class OpenAIConnector:
                 return await self._streamed(chunks)
             response = await client.post("/chat/completions", cast_to=ChatCompletion, body=self._body(request, False))
         except openai.APIStatusError as exc:
-            raise AgentError(self._redact(f"model error {exc.status_code} from {self._where()}: {_message(exc)}")) from None
+            raise CallError(self._redact(f"model error {exc.status_code} from {self._where()}: {_message(exc)}")) from None
         except openai.APITimeoutError:
-            raise AgentError(f"model request to {self._where()} timed out") from None
+            raise CallError(f"model request to {self._where()} timed out") from None
         except openai.APIConnectionError as exc:
-            raise AgentError(self._redact(f"cannot reach {self._where()}: {exc.__cause__ or exc}")) from None
+            raise CallError(self._redact(f"cannot reach {self._where()}: {exc.__cause__ or exc}")) from None
         except openai.OpenAIError as exc:
-            raise AgentError(self._redact(f"model error from {self._where()}: {exc}")) from None
+            raise CallError(self._redact(f"model error from {self._where()}: {exc}")) from None
         except ValueError as exc:  # a body that is not valid JSON
-            raise AgentError(self._redact(f"invalid response from {self._where()}: {type(exc).__name__}: {exc}")) from None
+            raise CallError(self._redact(f"invalid response from {self._where()}: {type(exc).__name__}: {exc}")) from None
         except (AttributeError, TypeError, IndexError) as exc:  # a stream that bends the protocol
-            raise AgentError(f"unexpected response from {self._where()}: {type(exc).__name__}: {exc}") from None
+            raise CallError(f"unexpected response from {self._where()}: {type(exc).__name__}: {exc}") from None
         try:
             return self._completion(response)
         except (AttributeError, TypeError, IndexError) as exc:  # a server that bends the protocol
-            raise AgentError(f"unexpected response from {self._where()}: {type(exc).__name__}: {exc}") from None
+            raise CallError(f"unexpected response from {self._where()}: {type(exc).__name__}: {exc}") from None
 
     def _completion(self, response: Any) -> Completion:
         if not response.choices:
-            raise AgentError(f"model error from {self._where()}: the response has no choices")
+            raise CallError(f"model error from {self._where()}: the response has no choices")
         message = response.choices[0].message
         calls = tuple(
             ToolCall(c.function.name, _arguments(c.function.arguments), c.id or f"call_{i}")
@@ -142,8 +139,8 @@ class OpenAIConnector:
         return Completion("".join(content), tool_calls, usage, model)
 
     async def aclose(self) -> None:
-        """Close this loop's client while its loop still runs."""
-        client = self._clients.pop(id(asyncio.get_running_loop()), None)
+        """Close the client while the run's loop still runs."""
+        client, self._client_ = self._client_, None
         if client is not None:
             await client.close()
 
@@ -151,7 +148,7 @@ class OpenAIConnector:
         return urlparse(self.base_url).netloc if self.base_url else "api.openai.com"
 
     def _redact(self, text: str) -> str:
-        return redact(text, [self.key])
+        return redact(text, [self.key, *self.spec.secrets])
 
     def __repr__(self) -> str:
         return f"OpenAIConnector({self.spec.id!r}, model={self.model!r}, base_url={self.base_url!r})"

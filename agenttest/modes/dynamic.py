@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..assertions import Observation, evaluate
-from ..config import format_timeout
-from ..errors import AgentError
+from ..errors import CallError
 from ..messages import content_text, last_user_text, resolve
-from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Context, Message, Turn
-from ..runtime import Runtime
-from ..workers import ProtocolError, ask_json
+from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Message, Status, ToolCall, Turn, Usage
+from ..tracking import Trace
+from ..workerprotocol import ProtocolError, ask_json
+from . import CaseEnv
 from .standard import agent_options
 
 
@@ -29,8 +28,8 @@ class Conversation:
     history: list[Message] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)
     reached: dict[str, tuple[int, AssertionResult]] = field(default_factory=dict)
-    usage: Any = None
-    tool_calls: list[Any] = field(default_factory=list)
+    usage: Usage = Usage()
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
     def missing(self) -> list[str]:
         return [c.id for c in self.case.checkpoints if c.required and c.id not in self.reached]
@@ -74,7 +73,7 @@ async def _checkpoints(conv: Conversation, turn: int, obs: Observation) -> list[
 
 def turn_output(reply: Any) -> Any:
     """What checkpoints see: the reply, and for a text reply the tool results of the turn after it."""
-    from ..jsontext import as_text
+    from ..texts import as_text
 
     results = [as_text(c.result) for c in reply.tool_calls if c.error is None and c.result is not None]
     if not results or not isinstance(reply.output, str) or reply.has_data:
@@ -82,10 +81,10 @@ def turn_output(reply: Any) -> Any:
     return "\n".join([reply.output, *results]) if reply.output else "\n".join(results)
 
 
-async def _ask_simulator(runtime: Runtime, case: Case, conv: Conversation, turn_number: int) -> dict[str, Any]:
+async def _ask_simulator(env: CaseEnv, case: Case, conv: Conversation, turn_number: int) -> dict[str, Any]:
     spec = case.simulator
-    use = spec.use if spec else (runtime.config.simulator or "")
-    options = spec.options if spec else {}
+    assert spec is not None  # a dynamic case has one (or --simulator gave one at load time)
+    use, options = spec.use, spec.options
     meta = dict(options.get("metadata") or {})
     persona, goal = meta.pop("persona", ""), meta.pop("goal", "")
     payload = {
@@ -102,32 +101,31 @@ async def _ask_simulator(runtime: Runtime, case: Case, conv: Conversation, turn_
         "extra": meta,
     }
     try:
-        return await ask_json(runtime, use, payload, "simulator", simulator_reply, options.get("connector"), {"persona": persona, "goal": goal, **meta})
-    except (ProtocolError, AgentError) as exc:
+        return await ask_json(env.caller, use, payload, "simulator", simulator_reply, options.get("connector"), {"persona": persona, "goal": goal, **meta})
+    except (ProtocolError, CallError) as exc:
         raise SimulatorError(f"simulator {use}: {exc}") from None
 
 
-async def _loop(case: Case, runtime: Runtime, ctx: Context, conv: Conversation) -> str:
+async def _loop(case: Case, env: CaseEnv, conv: Conversation) -> str:
     """Returns the failure reason, or "" when every required checkpoint was reached."""
-    assert runtime.agent is not None
-    connector, options = runtime.connector_for(case), agent_options(case)
+    options = agent_options(case)
     if case.messages:
         conv.history = resolve(case.messages, case.base_dir)
     else:
-        first = await _ask_simulator(runtime, case, conv, 1)
+        first = await _ask_simulator(env, case, conv, 1)
         conv.history = [{"role": "user", "content": first["message"]}]
     reasoning = ""
     for turn in range(1, case.max_turns + 1):
         start = time.perf_counter()
         user_text = last_user_text(conv.history)
         try:
-            reply = await runtime.agent.run(ctx, conv.history, connector, options)
-        except AgentError as exc:
-            raise AgentError(f"agent error at turn {turn}: {exc}") from None
+            reply = await env.reply(conv.history, options)
+        except CallError as exc:
+            raise CallError(f"agent error at turn {turn}: {exc}") from None
         conv.history += list(reply.messages)
-        conv.usage = reply.usage if conv.usage is None else conv.usage + reply.usage
+        conv.usage += reply.usage
         conv.tool_calls += reply.tool_calls
-        obs = Observation(turn_output(reply), reply.tool_calls, user_text, case, runtime)
+        obs = Observation(turn_output(reply), reply.tool_calls, user_text, case, env.caller)
         new = await _checkpoints(conv, turn, obs)
         conv.turns.append(Turn(turn, user_text, reply.output, reply.tool_calls, tuple(new), (time.perf_counter() - start) * 1000, reasoning))
         if conv.done():
@@ -135,7 +133,7 @@ async def _loop(case: Case, runtime: Runtime, ctx: Context, conv: Conversation) 
         if turn == case.max_turns:
             break
         try:
-            answer = await _ask_simulator(runtime, case, conv, turn + 1)
+            answer = await _ask_simulator(env, case, conv, turn + 1)
         except SimulatorError as exc:
             raise SimulatorError(f"simulator error at turn {turn + 1}: {exc}") from None
         if answer["goal_achieved"]:
@@ -159,28 +157,28 @@ def _checkpoint_results(conv: Conversation) -> tuple[CheckpointResult, ...]:
     return tuple(out)
 
 
-def _result(case: Case, conv: Conversation, status: str, error: str) -> CaseResult:
-    from ..model import Usage
-
+def _result(case: Case, conv: Conversation, status: Status, error: str) -> CaseResult:
     return CaseResult(
-        id=case.id, status=status, name=case.name, input=case.raw.get("input"),  # type: ignore[arg-type]
+        id=case.id, status=status, name=case.name, input=case.input,
         output=conv.turns[-1].output if conv.turns else None, error=error,
-        tool_calls=tuple(conv.tool_calls), usage=conv.usage or Usage(), turns=tuple(conv.turns),
+        tool_calls=tuple(conv.tool_calls), usage=conv.usage, turns=tuple(conv.turns),
         checkpoints=_checkpoint_results(conv), dynamic=True,
     )
 
 
-async def run(case: Case, runtime: Runtime, ctx: Context, deadline: float) -> CaseResult:
-    conv = Conversation(case)
+async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
+    conv = trace.state = Conversation(case)
     try:
-        async with asyncio.timeout(deadline):
-            reason = await _loop(case, runtime, ctx, conv)
-    except TimeoutError:
-        at = len(conv.turns) + 1
-        return _result(case, conv, "timeout", f"timeout after {format_timeout(deadline)} (during turn {at}); missing checkpoints: {', '.join(conv.missing())}")
-    except SimulatorError as exc:
-        return _result(case, conv, "error", str(exc))
-    except AgentError as exc:
-        return _result(case, conv, "error", str(exc))
+        reason = await _loop(case, env, conv)
+    except (SimulatorError, CallError) as exc:
+        return partial(case, trace, "error", str(exc))
     return _result(case, conv, "failed" if reason else "passed", reason)
 
+
+def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
+    """A conversation cut short keeps its turns; the agent's calls in an unfinished turn come from the trace."""
+    conv = trace.state if isinstance(trace.state, Conversation) else Conversation(case)
+    if status == "timeout":
+        error += f" (during turn {len(conv.turns) + 1}); missing checkpoints: {', '.join(conv.missing())}"
+    result = _result(case, conv, status, error)
+    return replace(result, tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)

@@ -5,17 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from ..assertions import Observation, evaluate_all
+from ..errors import CallError
 from ..messages import resolve
-from ..model import AssertionResult, AssertionSpec, Case, CaseResult, Context, Reply
-from ..runtime import Runtime
+from ..model import AssertionResult, AssertionSpec, Case, CaseResult, Status
+from ..tracking import Trace
+from . import CaseEnv
+
+OWN_OPTIONS = ("connector", "metadata")
 
 
 def agent_options(case: Case) -> dict[str, Any]:
     """The case's options minus what agent-test itself reads."""
-    return {k: v for k, v in case.options.items() if k not in ("connector", "metadata")}
+    return {k: v for k, v in case.options.items() if k not in OWN_OPTIONS}
 
 
-def verdict(results: tuple[AssertionResult, ...]) -> str:
+def verdict(results: tuple[AssertionResult, ...]) -> Status:
     if all(r.passed for r in results):
         return "passed"
     return "error" if any(r.error for r in results) else "failed"
@@ -26,24 +30,23 @@ def expectations(case: Case) -> tuple[AssertionSpec, ...]:
     if case.assertions:
         return case.assertions
     if case.has_expected:
-        return (AssertionSpec("equals", {"type": "equals", "value": case.expected}, case.location),)
+        return (AssertionSpec("equals", {"type": "equals", "value": case.expected}, case.location, ("expected",)),)
     return ()
 
 
-async def run(case: Case, runtime: Runtime, ctx: Context) -> CaseResult:
-    """Raises AgentError for agent failures; the runner turns it into an ``error`` result."""
-    assert runtime.agent is not None
-    messages = resolve(case.messages, case.base_dir)
-    reply: Reply = await runtime.agent.run(ctx, messages, runtime.connector_for(case), agent_options(case))
-    obs = Observation(reply.output, reply.tool_calls, case.raw.get("input"), case, runtime)
+async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
+    try:
+        messages = resolve(case.messages, case.base_dir)
+        reply = await env.reply(messages, agent_options(case))
+    except CallError as exc:
+        return partial(case, trace, "error", f"agent error: {exc}")
+    obs = Observation(reply.output, reply.tool_calls, case.input, case, env.caller)
     results = await evaluate_all(expectations(case), obs)
     return CaseResult(
-        id=case.id,
-        name=case.name,
-        status=verdict(results),  # type: ignore[arg-type]
-        input=case.raw.get("input"),
-        output=reply.output,
-        assertions=results,
-        tool_calls=reply.tool_calls,
-        usage=reply.usage,
+        id=case.id, name=case.name, status=verdict(results), input=case.input, output=reply.output,
+        assertions=results, tool_calls=reply.tool_calls, usage=reply.usage,
     )
+
+
+def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
+    return CaseResult(case.id, status, case.name, case.input, error=error, tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 from ..errors import AgentTestError
 from ..model import RunReport
+from ..secrets import Secrets
 
 Render = Callable[[RunReport], "str | Iterable[str]"]  # a whole text, or chunks (large reports stream)
 _FORMATS: dict[str, Render] = {}
@@ -27,7 +28,7 @@ def extensions() -> list[str]:
 
 
 def _builtins() -> None:
-    from . import html, junit, markdown, text  # noqa: F401
+    from . import html, jsonfile, junit, markdown  # noqa: F401
 
 
 def check_path(path: str) -> None:
@@ -40,14 +41,13 @@ def check_path(path: str) -> None:
         raise AgentTestError(f"-o {path}: folder {folder} does not exist")
 
 
-def render(report: RunReport, path: str, secrets: Sequence[str] = ()) -> Iterable[str]:
+def render(report: RunReport, path: str, secrets: Secrets | Iterable[str] = ()) -> Iterable[str]:
     """The report in the format of ``path``'s extension, as chunks of text with secrets redacted."""
-    from ..connectors import redact
-
     _builtins()
     out = _FORMATS[os.path.splitext(path)[1].lower()](report)
     chunks = [out] if isinstance(out, str) else out
-    return (redact(chunk, secrets) for chunk in chunks) if secrets else chunks
+    hide = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
+    return (hide.redact(chunk) for chunk in chunks) if hide else chunks
 
 
 def write_atomic(path: str, content: str | Iterable[str]) -> None:
@@ -71,5 +71,5 @@ def _umask() -> int:
     return mask
 
 
-def write(report: RunReport, path: str, secrets: Sequence[str] = ()) -> None:
+def write(report: RunReport, path: str, secrets: Secrets | Iterable[str] = ()) -> None:
     write_atomic(path, render(report, path, secrets))

@@ -6,9 +6,10 @@ from collections.abc import Collection
 from typing import Any, TextIO
 
 from ..config import format_duration, format_timeout
-from ..jsontext import as_text
-from ..model import Case, CaseResult, RunReport
-from .data import preview, summary_dict
+from ..model import Case, CaseResult, RunHeader, RunReport
+from ..records import preview, summary_dict
+from ..secrets import Secrets
+from ..texts import as_text, shorten
 
 RULE = "═" * 63
 THIN = "─" * 63
@@ -16,17 +17,16 @@ COLORS = {"green": "32", "red": "31", "yellow": "33", "cyan": "36", "dim": "2", 
 STATUS_COLOR = {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow", "skipped": "yellow"}
 
 
-def cut(text: str, limit: int) -> str:
+def cut(text: Any, limit: int) -> str:
     """One line of at most ``limit`` characters (characters, not bytes), ``...`` when cut."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit].rstrip() + "..."
+    return shorten(text, limit + 3, "...")
 
 
 class Console:
     def __init__(self, out: TextIO, color: bool = False, verbose: bool = False, parallel: int = 1, progress: bool = False,
-                 show_reply: bool = False, secrets: Collection[str] = ()):
+                 show_reply: bool = False, secrets: Secrets | None = None):
         self.out = out
-        self.secrets = sorted(secrets)
+        self.secrets = secrets if secrets is not None else Secrets()
         self.color = color
         self.verbose = verbose
         self.parallel = parallel
@@ -45,10 +45,7 @@ class Console:
 
     def line(self, text: str = "") -> None:
         self._blank = not text
-        if self.secrets:
-            from ..connectors import redact
-
-            text = redact(text, self.secrets)
+        text = self.secrets.redact(text)
         if self._bar is not None:
             self._bar.write(text, file=self.out)
         else:
@@ -63,27 +60,27 @@ class Console:
 
     # -- phases ------------------------------------------------------------------------------
 
-    def header(self, info: dict[str, Any], warnings: Collection[str] = ()) -> None:
+    def header(self, info: RunHeader, warnings: Collection[str] = ()) -> None:
         title = "Agent Test"
-        if info.get("dynamic"):
+        if info.dynamic:
             title += " (Dynamic Mode)"
         if self.parallel > 1:
             title += f" (Parallel: {self.parallel})"
         self.section(title, heavy=True)
-        for label in ("Agent", "Connector", "Simulator"):
-            if info.get(label.lower()):
-                self.line(f"{self.paint('ℹ', 'cyan')} {label}: {info[label.lower()]}")
-        self.line(f"{self.paint('ℹ', 'cyan')} Input: {info['input']}")
-        self.line(f"{self.paint('ℹ', 'cyan')} Timeout: {format_timeout(info['timeout'])}")
+        for label, value in (("Agent", info.agent), ("Connector", info.connector), ("Simulator", info.simulator)):
+            if value:
+                self.line(f"{self.paint('ℹ', 'cyan')} {label}: {value}")
+        self.line(f"{self.paint('ℹ', 'cyan')} Input: {info.input}")
+        self.line(f"{self.paint('ℹ', 'cyan')} Timeout: {format_timeout(info.timeout)}")
         if self.parallel > 1:
             self.line(f"{self.paint('ℹ', 'cyan')} Parallel: {self.parallel} concurrent")
-        if info.get("runs", 1) > 1:
-            self.line(f"{self.paint('ℹ', 'cyan')} Runs: {info['runs']} per case")
+        if info.runs > 1:
+            self.line(f"{self.paint('ℹ', 'cyan')} Runs: {info.runs} per case")
         for w in warnings:
             self.line(f"{self.paint('⚠', 'yellow')} {w}")
         self.line()
         self.section("Running Tests" + (f" ({self.parallel} parallel)" if self.parallel > 1 else ""))
-        self.total = info.get("total", 0)
+        self.total = info.total
         if self._progress:
             from tqdm import tqdm
 
@@ -98,7 +95,7 @@ class Console:
         """Sequential standard cases show their line at once and finish it when the result comes."""
         if self.parallel > 1 or case.dynamic or self.show_reply or self._bar is not None:
             return
-        self.out.write(f"► {self._title(case.id, run, runs)} {cut(preview(case.raw.get('input')) or case.name, 48)} ")
+        self.out.write(f"► {self._title(case.id, run, runs)} {cut(preview(case.input) or case.name, 48)} ")
         self.out.flush()
         self._pending_line = True
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from html import escape
 
 from ..config import format_duration
-from ..jsontext import as_text
+from ..texts import as_text
 from ..model import CaseResult, RunReport
 from . import register
-from .data import row_input, summary_dict
+from ..records import row_input, summary_dict
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..jsontext import as_text
+from ..texts import as_text
 from ..model import RunReport
 from . import register
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..config import format_duration
-from ..jsontext import as_text
+from ..texts import as_text
 from ..model import CaseResult, RunReport
 from . import register
-from .data import row_input, summary_dict
+from ..records import row_input, summary_dict
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "timeout": "⏱", "skipped": "⏭"}
 

@@ -55,7 +55,7 @@ def make_report(results: list[CaseResult], started_at: float, duration_ms: float
 
 def exit_code(report: RunReport) -> ExitCode:
     if report.interrupted:
-        return ExitCode.INTERRUPTED
+        return ExitCode.TERMINATED if report.terminated else ExitCode.INTERRUPTED
     if any(r.status in ("failed", "error", "timeout") for r in report.results):
         return ExitCode.FAILED
     if report.stopped_early:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from ..model import RunReport
 from . import register
-from .data import metadata_dict, result_dict, summary_dict
+from ..records import metadata_dict, result_dict, summary_dict
 
 
 def dumps(value: object, indent: int | None = None) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agenttest.jsontext import as_text, find_json
+from agenttest.texts import as_text, find_json, shorten
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -27,4 +27,11 @@ def test_not_found(text):
 
 
 def test_as_text():
-    assert as_text("x") == "x" and as_text(None) == "" and as_text({"é": [1]}) == '{"é": [1]}'
+    assert as_text("x") == "x" and as_text(None) == "" and as_text({"é": [1]}) == '{"é":[1]}'
+
+
+def test_shorten_makes_one_line_within_the_limit():
+    assert shorten("a\n  b\tc", 10) == "a b c"
+    assert shorten("x" * 20, 10) == "x" * 9 + "…" and len(shorten("x" * 20, 10)) == 10
+    assert shorten({"k": "v" * 50}, 12, "...") == '{"k":"vvv...'
+    assert shorten(None, 5) == ""

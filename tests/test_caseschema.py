@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 import json
 
-from agenttest.loading import _validator
-from agenttest.quickcheck import plainly_valid
+from agenttest.caseschema import validator as _validator
+from agenttest.caseschema import plainly_valid
 from helpers import REPO
 
 REPLACEMENTS = [None, 0, -1, 1.5, True, "", "x", "user", "text", [], {}, ["x"], [{}], [{"type": "text"}], {"x": 1}, {"content": "c"}]

@@ -1,25 +1,13 @@
-"""Results and reports as plain JSON-ready dicts (FORMATS §6): one shape shared by every file format."""
+"""Results and reports as plain JSON-ready records (FORMATS §6): one shape shared by every report format,
+the hooks that receive results (After, AfterAll) and the event stream."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
 
-from ..jsontext import as_text
-from ..model import AssertionResult, CaseResult, CheckpointResult, RunReport, ToolCall, Turn, Usage
-
-
-def _usage(u: Usage) -> dict[str, int]:
-    return {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "total_tokens": u.total_tokens}
-
-
-def tool_call_dict(c: ToolCall) -> dict[str, Any]:
-    out = {"name": c.name, "arguments": c.arguments, "result": c.result, "duration_ms": round(c.duration_ms, 1)}
-    if c.id:
-        out["id"] = c.id
-    if c.error is not None:
-        out["error"] = c.error
-    return out
+from .model import AssertionResult, CaseResult, CheckpointResult, RunReport, Turn
+from .texts import as_text
 
 
 def assertion_dict(a: AssertionResult) -> dict[str, Any]:
@@ -44,7 +32,7 @@ def turn_dict(t: Turn) -> dict[str, Any]:
         "turn": t.turn,
         "input": t.input,
         "output": t.output,
-        "tool_calls": [tool_call_dict(c) for c in t.tool_calls],
+        "tool_calls": [c.as_dict() for c in t.tool_calls],
         "checkpoints": list(t.checkpoints),
         "duration_ms": round(t.duration_ms, 1),
     }
@@ -81,8 +69,8 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
         out["error"] = r.error
     out["run"] = r.run
     out["assertions"] = [assertion_dict(a) for a in r.assertions]
-    out["tool_calls"] = [tool_call_dict(c) for c in r.tool_calls]
-    out["usage"] = _usage(r.usage)
+    out["tool_calls"] = [c.as_dict() for c in r.tool_calls]
+    out["usage"] = r.usage.as_dict()
     if r.dynamic:
         out["turns"] = [turn_dict(t) for t in r.turns]
         out["checkpoints"] = [checkpoint_dict(c) for c in r.checkpoints]
@@ -91,17 +79,23 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
         out["warnings"] = list(r.warnings)
     if r.logs:
         out["logs"] = list(r.logs)
+    if r.file:
+        out["file"] = r.file
+    for key in ("stdout", "stderr", "traceback"):
+        if getattr(r, key):
+            out[key] = getattr(r, key)
     return out
 
 
 def summary_dict(report: RunReport) -> dict[str, Any]:
+    s = report.summary
     out: dict[str, Any] = {
-        "total": len(report.results),
-        "passed": report.count("passed"),
-        "failed": report.count("failed"),
-        "skipped": report.count("skipped"),
-        "errors": report.count("error"),
-        "timeouts": report.count("timeout"),
+        "total": s.total,
+        "passed": s.passed,
+        "failed": s.failed,
+        "skipped": s.skipped,
+        "errors": s.errors,
+        "timeouts": s.timeouts,
         "duration_ms": round(report.duration_ms, 1),
         "agent_id": report.agent_id,
         "agent_path": report.agent_path,
@@ -109,10 +103,8 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
     }
     if report.simulator:
         out["simulator"] = report.simulator
-    total = sum((r.usage for r in report.results), Usage())
-    out["usage"] = _usage(total)
-    ran = out["total"] - out["skipped"]
-    out["pass_rate"] = round(100.0 * out["passed"] / ran, 1) if ran else 100.0
+    out["usage"] = s.usage.as_dict()
+    out["pass_rate"] = s.pass_rate
     if report.stability:
         runs = report.options.get("runs", 1)
         out["runs"] = runs
@@ -130,7 +122,7 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
 
 
 def metadata_dict(report: RunReport) -> dict[str, Any]:
-    from .. import __version__
+    from .version import __version__
 
     return {
         "started_at": report.started_at,
@@ -154,7 +146,7 @@ def report_dict(report: RunReport) -> dict[str, Any]:
 
 def preview(value: object) -> str:
     """The text of an input for a one-line preview: the last user message."""
-    from ..messages import last_user_text, normalize
+    from .messages import last_user_text, normalize
 
     if isinstance(value, (str, dict, list)) and value:
         try:

@@ -1,4 +1,4 @@
-"""JSON inside model text: the whole reply, a fenced block, or the first object/array in prose."""
+"""Text of model output: JSON found inside it, any value as text, and one-line shortening for display."""
 
 from __future__ import annotations
 
@@ -45,9 +45,15 @@ def _loads(text: str) -> Any:
 
 
 def as_text(value: Any) -> str:
-    """An output as text: strings as they are, anything else as compact JSON."""
+    """An output as text: strings as they are, anything else as compact JSON (as Yao's json.Marshal)."""
     if isinstance(value, str):
         return value
     if value is None:
         return ""
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def shorten(value: Any, limit: int, marker: str = "…") -> str:
+    """``value`` as one line of at most ``limit`` characters (whitespace runs become one space)."""
+    text = " ".join(as_text(value).split())
+    return text if len(text) <= limit else text[: max(0, limit - len(marker))].rstrip() + marker

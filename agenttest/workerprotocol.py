@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .jsontext import find_json
+from .texts import find_json, shorten
 
 T = TypeVar("T")
 CORRECTION = (
@@ -51,7 +51,7 @@ async def ask_json(
     try:
         return _parse(second, parse)
     except ValueError as exc:
-        raise ProtocolError(f"{exc} (after one correction); reply: {_clip(second)}", second) from None
+        raise ProtocolError(f"{exc} (after one correction); reply: {shorten(second, 200)}", second) from None
 
 
 def _parse(reply: str, parse: Callable[[Any], T]) -> T:
@@ -60,7 +60,3 @@ def _parse(reply: str, parse: Callable[[Any], T]) -> T:
         raise ValueError("the reply holds no JSON")
     return parse(value)
 
-
-def _clip(text: str, limit: int = 200) -> str:
-    text = text.replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -3,17 +3,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 import re
-import traceback
+from dataclasses import replace
 from typing import Any
 
-from .app import load_module
-from .config import format_timeout
-from .errors import AgentTestError, Location
-from .model import AssertionResult, Case, CaseResult, Context
+from .. import usercode
+from ..errors import AgentTestError, CallError, Location
+from ..model import AssertionResult, Case, CaseResult, Context, Status
+from ..texts import shorten
+from ..tracking import Trace
+from ..userfiles import load_module
+from . import CaseEnv
 
 
 class _Stop(Exception):
@@ -46,26 +48,26 @@ class Assertions:
         return self._record("False", not value, self._msg(f"expected false, got {value!r}", msg), False, value)
 
     def Equal(self, actual: Any, expected: Any, msg: str | None = None) -> bool:
-        from .assertions.static import equal
+        from ..assertions.static import equal
 
         return self._record("Equal", equal(actual, expected), self._msg(f"expected {expected!r}, got {actual!r}", msg), expected, actual)
 
     def NotEqual(self, actual: Any, expected: Any, msg: str | None = None) -> bool:
-        from .assertions.static import equal
+        from ..assertions.static import equal
 
         return self._record("NotEqual", not equal(actual, expected), self._msg(f"expected something other than {expected!r}", msg), expected, actual)
 
     def Contains(self, container: Any, item: Any, msg: str | None = None) -> bool:
         ok = item in container if container is not None else False
-        return self._record("Contains", ok, self._msg(f"{_short(container)} does not contain {item!r}", msg), item, container)
+        return self._record("Contains", ok, self._msg(f"{shorten(repr(container), 80)} does not contain {item!r}", msg), item, container)
 
     def NotContains(self, container: Any, item: Any, msg: str | None = None) -> bool:
         ok = container is None or item not in container
-        return self._record("NotContains", ok, self._msg(f"{_short(container)} contains {item!r}", msg), item, container)
+        return self._record("NotContains", ok, self._msg(f"{shorten(repr(container), 80)} contains {item!r}", msg), item, container)
 
     def Match(self, text: Any, pattern: str, msg: str | None = None) -> bool:
         ok = re.search(pattern, str(text)) is not None
-        return self._record("Match", ok, self._msg(f"{_short(text)} does not match /{pattern}/", msg), pattern, text)
+        return self._record("Match", ok, self._msg(f"{shorten(repr(text), 80)} does not match /{pattern}/", msg), pattern, text)
 
     def Len(self, value: Any, length: int, msg: str | None = None) -> bool:
         try:
@@ -87,15 +89,15 @@ class Assertions:
         return self._record("NotNil", value is not None, self._msg("expected a value, got None", msg), None, value)
 
     def Type(self, value: Any, type_name: str, msg: str | None = None) -> bool:
-        from .assertions.static import json_type
+        from ..assertions.static import json_type
 
         actual = json_type(value)
         ok = actual == type_name or (type_name == "number" and actual == "integer")
         return self._record("Type", ok, self._msg(f"expected {type_name}, got {actual}", msg), type_name, actual)
 
     def JSONPath(self, data: Any, path: str, expected: Any, msg: str | None = None) -> bool:
-        from .assertions import Observation
-        from .assertions.static import json_path
+        from ..assertions import Observation
+        from ..assertions.static import json_path
 
         r = json_path({"type": "json_path", "path": path, "value": expected}, Observation(data))
         assert isinstance(r, AssertionResult)
@@ -103,14 +105,14 @@ class Assertions:
 
     def Agent(self, response: Any, validator_id: str, options: dict[str, Any] | None = None) -> bool:
         """Judge ``response`` with a validator agent: options ``{"criteria", "metadata", "connector"}``."""
-        from .assertions.judge import agent_id, ask_validator
+        from ..assertions.judge import agent_id, ask_validator
 
         options = dict(options or {})
         metadata = dict(options.get("metadata") or {})
         criteria = options.get("criteria", metadata.pop("criteria", None))
-        runtime = self._t.ctx.runtime
-        coro = ask_validator(runtime, agent_id(validator_id), response, self._t.input, criteria, metadata, options.get("connector"))
-        result = runtime.submit(coro)
+        caller = self._t.ctx.caller
+        coro = ask_validator(caller, agent_id(validator_id), response, self._t.input, criteria, metadata, options.get("connector"))
+        result = caller.submit(coro)
         self._t.results.append(result)
         return result.passed
 
@@ -150,11 +152,6 @@ class T:
     Log, Fail, Skip = log, fail, skip
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def collect(agent: Any, name: str) -> list[Case]:
     """Every ``Test*`` function of ``<agent>/src/<name>_test.py``, in file order."""
     if agent is None:
@@ -169,31 +166,34 @@ def collect(agent: Any, name: str) -> list[Case]:
     if not found:
         raise AgentTestError(f"{path} has no Test* functions", hint="define e.g. def TestExpense(t, ctx): ...")
     return [
-        Case(id=n, messages=(), raw={"id": n}, location=Location(path, line), base_dir=os.path.dirname(path),
+        Case(id=n, messages=(), raw={"id": n}, location=Location(path, line), base_dir=os.path.dirname(path), file=path,
              name=(fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else "", script=fn)
         for line, n, fn in sorted(found)
     ]
 
 
-def _call(case: Case, t: T, ctx: Context) -> tuple[str, str]:
+def _body(case: Case, t: T, ctx: Context) -> tuple[Status, str]:
+    """Run the test function; ``t.fail``/``t.skip`` end it early. Other exceptions are the caller's."""
     try:
         case.script(t, ctx)
     except _Stop:
         pass
     except _Skip as exc:
         return "skipped", str(exc)
-    except Exception as exc:
-        frames = traceback.extract_tb(exc.__traceback__)
-        where = next((f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(frames) if f.filename == case.location.file), "")
-        return "error", f"{type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
     return ("failed" if any(not r.passed for r in t.results) else "passed"), ""
 
 
-async def run(case: Case, runtime: Any, ctx: Context, deadline: float) -> CaseResult:
-    t = T(case.id, ctx)
+async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
+    t = trace.state = T(case.id, env.ctx)
     try:
-        async with asyncio.timeout(deadline):
-            status, error = await asyncio.to_thread(_call, case, t, ctx)
-    except TimeoutError:
-        status, error = "timeout", f"timeout after {format_timeout(deadline)}"
-    return CaseResult(case.id, status, case.name, None, None, error=error, assertions=tuple(t.results), logs=tuple(t.logs))  # type: ignore[arg-type]
+        status, error = await usercode.call(_body, case, t, env.ctx, what=f"script test {case.id}")
+    except CallError as exc:
+        return replace(partial(case, trace, "error", str(exc).removeprefix(f"script test {case.id} failed: ")), traceback=exc.traceback or "")
+    return CaseResult(case.id, status, case.name, None, None, error=error, assertions=tuple(t.results), logs=tuple(t.logs),
+                      tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
+
+
+def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
+    t = trace.state if isinstance(trace.state, T) else T(case.id, Context())
+    return CaseResult(case.id, status, case.name, None, None, error=error, assertions=tuple(t.results), logs=tuple(t.logs),
+                      tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)

@@ -1,0 +1,237 @@
+"""The shape of a case: its JSON Schema, derived from the case fields below and the registered assertion
+types (so a plug-in's parameters are part of it), and a fast conservative check of that shape.
+
+``plainly_valid`` is True only when the schema certainly accepts a case: suites of thousands of plain
+cases skip jsonschema (~0.5 ms a case); anything unusual, and every invalid case, still goes through
+jsonschema, which explains the errors. ``python -m agenttest.caseschema`` prints the schema; the shipped
+copy (``schema/case.schema.json``, for editors) is checked against it by a test."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from . import assertions
+
+Schema = dict[str, Any]
+_OPTIONS: Schema = {"type": "object", "properties": {"connector": {"type": "string"}, "metadata": {"type": "object"}}}
+
+CASE_FIELDS: dict[str, Schema] = {
+    "id": {"type": "string", "minLength": 1, "description": "Unique test identifier."},
+    "name": {"type": "string"},
+    "description": {"type": "string"},
+    "input": {"$ref": "#/$defs/input"},
+    "assert": {"$ref": "#/$defs/assertions"},
+    "assertions": {"$ref": "#/$defs/assertions"},
+    "expected": {"description": "With no assertions: deep-equal to the output."},
+    "options": _OPTIONS,
+    "user": {"type": "string"},
+    "team": {"type": "string"},
+    "metadata": {"type": "object"},
+    "skip": {"type": "boolean"},
+    "skip_reason": {"type": "string"},
+    "timeout": {"$ref": "#/$defs/duration"},
+    "before": {"type": "string", "minLength": 1},
+    "after": {"type": "string", "minLength": 1},
+    "simulator": {
+        "type": "object", "required": ["use"], "additionalProperties": False,
+        "properties": {"use": {"type": "string", "minLength": 1}, "options": _OPTIONS},
+    },
+    "checkpoints": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/checkpoint"}},
+    "max_turns": {"type": "integer", "minimum": 1},
+}
+ROLES = ["user", "assistant", "system", "tool", "developer"]
+PARTS = ["text", "image", "image_url", "audio", "input_audio", "file"]
+MESSAGE_FIELDS: dict[str, Schema] = {
+    "role": {"enum": ROLES},
+    "content": {"anyOf": [{"type": "string"}, {"type": "null"}, {"type": "array", "items": {"$ref": "#/$defs/part"}}]},
+    "name": {"type": "string"},
+    "tool_calls": {"type": "array"},
+    "tool_call_id": {"type": "string"},
+}
+CHECKPOINT_FIELDS: dict[str, Schema] = {
+    "id": {"type": "string", "minLength": 1},
+    "description": {"type": "string"},
+    "assert": {"$ref": "#/$defs/assertion"},
+    "assertion": {"$ref": "#/$defs/assertion"},
+    "after": {"type": "array", "items": {"type": "string"}},
+    "required": {"type": "boolean"},
+}
+
+
+def assertion_fields() -> dict[str, Schema]:
+    """Every parameter of every registered type; a name two types describe differently accepts anything
+    here (each type's own declaration is checked by ``assertions.check``)."""
+    out: dict[str, Schema] = {}
+    for kind in assertions.types():
+        for name, schema in kind.params.items():
+            out[name] = schema if out.get(name, schema) == schema else {}
+    out["type"] = {"type": "string", "description": ", ".join(k.name for k in assertions.types())}
+    return out
+
+
+def build() -> Schema:
+    """The JSON Schema of one case."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://agenttest.dev/schema/case.schema.json",
+        "title": "agenttest case",
+        "description": "One test case of an agent-test case file (.jsonl line, .json array item or .yaml list item).",
+        "type": "object",
+        "required": ["id"],
+        "additionalProperties": False,
+        "properties": CASE_FIELDS,
+        "$defs": {
+            "duration": {"description": "\"30s\", \"2m30s\", \"1h\", \"500ms\" or a number of seconds.", "type": ["string", "number"]},
+            "input": {
+                "description": "A string, one message, or a message history.",
+                "anyOf": [{"type": "string"}, {"$ref": "#/$defs/message"}, {"type": "array", "items": {"$ref": "#/$defs/message"}}],
+            },
+            "message": {"type": "object", "required": ["content"], "properties": MESSAGE_FIELDS, "additionalProperties": False},
+            "part": {"type": "object", "required": ["type"], "properties": {"type": {"enum": PARTS}}},
+            "assertions": {"anyOf": [
+                {"type": "string"}, {"$ref": "#/$defs/assertion"},
+                {"type": "array", "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/assertion"}]}},
+            ]},
+            "assertion": {"type": "object", "additionalProperties": False, "properties": assertion_fields()},
+            "checkpoint": {"type": "object", "required": ["id"], "additionalProperties": False, "properties": CHECKPOINT_FIELDS},
+        },
+    }
+
+
+_cache: dict[str, Any] = {"version": -1}
+
+
+def schema() -> Schema:
+    """The schema for the types registered now (rebuilt when a plug-in registers one)."""
+    _refresh()
+    return _cache["schema"]
+
+
+def validator() -> Any:
+    _refresh()
+    if "validator" not in _cache:
+        from jsonschema import Draft202012Validator
+
+        _cache["validator"] = Draft202012Validator(_cache["schema"])
+    return _cache["validator"]
+
+
+def _refresh() -> None:
+    if _cache["version"] != assertions.version():
+        fields = assertion_fields()
+        _cache.clear()
+        _cache.update(version=assertions.version(), schema=build(), assertion_checks={k: _simple_check(v) for k, v in fields.items()})
+
+
+_TYPES: dict[str, Any] = {"string": lambda v: type(v) is str, "boolean": lambda v: type(v) is bool,
+                          "object": lambda v: type(v) is dict, "array": lambda v: type(v) is list,
+                          "integer": lambda v: type(v) is int, "number": lambda v: type(v) in (int, float)}
+
+
+def _simple_check(field: Schema) -> Any:
+    """A quick test for a parameter's schema; None when only jsonschema can tell (the case is not plain)."""
+    rest = set(field) - {"description"}
+    if not rest:
+        return lambda v: True
+    if rest == {"type"} and field["type"] in _TYPES:
+        return _TYPES[field["type"]]
+    if field is _OPTIONS or field == _OPTIONS:
+        return _options
+    return None
+
+
+# ---- the fast check ------------------------------------------------------------------------------
+
+CASE_KEYS = frozenset(CASE_FIELDS)
+STRINGS = ("name", "description", "user", "team", "skip_reason")
+NONEMPTY = ("before", "after")
+MESSAGE_KEYS = frozenset(MESSAGE_FIELDS)
+ROLE_SET = frozenset(ROLES)
+PART_SET = frozenset(PARTS)
+CHECKPOINT_KEYS = frozenset(CHECKPOINT_FIELDS)
+
+
+def _str(v: Any) -> bool:
+    return type(v) is str
+
+
+def _options(v: Any) -> bool:
+    return type(v) is dict and ("connector" not in v or _str(v["connector"])) and ("metadata" not in v or type(v["metadata"]) is dict)
+
+
+def _message(m: Any) -> bool:
+    if type(m) is not dict or "content" not in m or not m.keys() <= MESSAGE_KEYS:
+        return False
+    if "role" in m and not (_str(m["role"]) and m["role"] in ROLE_SET):
+        return False
+    c = m["content"]
+    if not (c is None or _str(c) or (type(c) is list and all(type(p) is dict and _str(p.get("type")) and p["type"] in PART_SET for p in c))):
+        return False
+    return (("name" not in m or _str(m["name"])) and ("tool_call_id" not in m or _str(m["tool_call_id"]))
+            and ("tool_calls" not in m or type(m["tool_calls"]) is list))
+
+
+def _assertion(a: Any) -> bool:
+    if _str(a):
+        return True
+    if type(a) is not dict:
+        return False
+    checks = _cache["assertion_checks"]
+    for key, value in a.items():
+        check = checks.get(key)
+        if check is None or not check(value):
+            return False
+    return True
+
+
+def _assertions(v: Any) -> bool:
+    return _assertion(v) or (type(v) is list and all(_assertion(a) for a in v))
+
+
+def _checkpoint(c: Any) -> bool:
+    return (type(c) is dict and c.keys() <= CHECKPOINT_KEYS and _str(c.get("id")) and c["id"] != ""
+            and ("description" not in c or _str(c["description"])) and ("required" not in c or type(c["required"]) is bool)
+            and ("after" not in c or (type(c["after"]) is list and all(_str(x) for x in c["after"])))
+            and all(k not in c or (type(c[k]) is dict and _assertion(c[k])) for k in ("assert", "assertion")))
+
+
+def plainly_valid(raw: Any) -> bool:
+    """True only if the case's structure is certainly valid under the schema."""
+    _refresh()
+    if type(raw) is not dict or not raw.keys() <= CASE_KEYS or not _str(raw.get("id")) or raw["id"] == "":
+        return False
+    if not all(k not in raw or _str(raw[k]) for k in STRINGS) or not all(k not in raw or (_str(raw[k]) and raw[k]) for k in NONEMPTY):
+        return False
+    if "input" in raw:
+        v = raw["input"]
+        if not (_str(v) or _message(v) or (type(v) is list and all(_message(m) for m in v))):
+            return False
+    for key in ("assert", "assertions"):
+        if key in raw and not _assertions(raw[key]):
+            return False
+    if "options" in raw and not _options(raw["options"]):
+        return False
+    if "metadata" in raw and type(raw["metadata"]) is not dict:
+        return False
+    if "skip" in raw and type(raw["skip"]) is not bool:
+        return False
+    if "timeout" in raw and type(raw["timeout"]) not in (str, int, float):
+        return False
+    if "max_turns" in raw and (type(raw["max_turns"]) is not int or raw["max_turns"] < 1):
+        return False
+    if "simulator" in raw:
+        s = raw["simulator"]
+        if type(s) is not dict or not s.keys() <= {"use", "options"} or not _str(s.get("use")) or not s["use"]:
+            return False
+        if "options" in s and not _options(s["options"]):
+            return False
+    if "checkpoints" in raw:
+        cps = raw["checkpoints"]
+        if type(cps) is not list or not cps or not all(_checkpoint(c) for c in cps):
+            return False
+    return True
+
+
+if __name__ == "__main__":  # python -m agenttest.caseschema > agenttest/schema/case.schema.json
+    print(json.dumps(build(), indent=2, ensure_ascii=False))

@@ -1,0 +1,69 @@
+"""Who a test runs as (FORMATS §5): ``-u/-t`` > the case's ``user``/``team`` > ``--ctx`` > defaults,
+and the ``ctx`` that tools, hooks and scripts receive."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import AgentTestError, Location, did_you_mean
+from .model import Case, Context
+
+_chat_ids = itertools.count(1)
+CTX_KEYS = {"chat_id", "locale", "authorized", "metadata", "client", "user_id", "team_id"}
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The run-wide identity: flags and the ``--ctx`` file."""
+
+    user: str | None = None
+    team: str | None = None
+    ctx: dict[str, Any] = field(default_factory=dict)
+
+    def context(self, case: Case | None = None, run: int = 1, test_mode: str = "", metadata: dict[str, Any] | None = None,
+                caller: Any = None) -> Context:
+        base = self.ctx
+        authorized = dict(base.get("authorized") or {})
+        user = self.user or (case.user if case else None) or authorized.get("user_id") or "test-user"
+        team = self.team or (case.team if case else None) or authorized.get("team_id") or "test-team"
+        meta = dict(base.get("metadata") or {})
+        if case is not None:
+            meta.update(case.metadata)
+            meta.update(case.options.get("metadata") or {})
+        meta.update(metadata or {})
+        chat_id = base.get("chat_id") or f"test-{uuid.uuid4().hex[:12]}-{next(_chat_ids)}"
+        if case is not None and base.get("chat_id"):
+            chat_id = f"{base['chat_id']}-{case.id}-{run}"
+        return Context(user, team, base.get("locale") or "en-us", chat_id, meta, authorized, dict(base.get("client") or {}), test_mode, caller)
+
+    def environment(self) -> dict[str, Any]:
+        """What the report says the run ran as."""
+        ctx = self.context()
+        return {"user_id": ctx.user_id, "team_id": ctx.team_id, "locale": ctx.locale}
+
+
+def read_ctx(path: str) -> dict[str, Any]:
+    """``--ctx FILE``: JSON with chat_id, locale, authorized, metadata, client."""
+    if not os.path.isfile(path):
+        raise AgentTestError(f"--ctx: '{path}' does not exist")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise AgentTestError(f"invalid JSON: {exc.msg}", Location(path, exc.lineno, exc.colno)) from None
+    if not isinstance(data, dict):
+        raise AgentTestError("--ctx must hold a JSON object", hint=f"keys: {', '.join(sorted(CTX_KEYS))}")
+    for key in data:
+        if key not in CTX_KEYS:
+            raise AgentTestError(f"--ctx {path}: '{key}' is not a field", hint=did_you_mean(key, CTX_KEYS) or f"keys: {', '.join(sorted(CTX_KEYS))}")
+    if "user_id" in data or "team_id" in data:
+        auth = dict(data.get("authorized") or {})
+        auth.setdefault("user_id", data.pop("user_id", None))
+        auth.setdefault("team_id", data.pop("team_id", None))
+        data["authorized"] = {k: v for k, v in auth.items() if v is not None}
+    return data

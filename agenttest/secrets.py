@@ -1,0 +1,60 @@
+"""Secrets: the values substituted from ``$ENV`` into connectors (API keys, tokens), hidden wherever
+text is shown or written — console, reports, error messages."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+MIN_LENGTH = 8  # shorter values would turn ordinary words, paths and ids into ***
+
+
+class Secrets:
+    """A growing set of secret values (connectors resolved during the run add theirs) and redaction."""
+
+    def __init__(self, values: Iterable[str] = ()):
+        self._values: set[str] = set()
+        self._short: set[str] = set()  # names of variables too short to redact, said once
+        self._lock = threading.Lock()
+        self._ordered: list[str] = []
+        for value in values:
+            self.add(value)
+
+    def add(self, value: str, name: str = "") -> None:
+        """Remember ``value`` (from the variable ``name``) as a secret to hide."""
+        if not value:
+            return
+        with self._lock:
+            if len(value) < MIN_LENGTH:
+                if name:
+                    self._short.add(name)
+                return
+            if value not in self._values:
+                self._values.add(value)
+                # longest first: a key that contains another is hidden whole
+                self._ordered = sorted(self._values, key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret replaced by ``***``."""
+        for secret in self._ordered:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+    def short_names(self) -> list[str]:
+        """Variables whose values were too short to be hidden (a warning says so once)."""
+        return sorted(self._short)
+
+    def __bool__(self) -> bool:
+        return bool(self._ordered)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(list(self._ordered))
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """Hide each of ``secrets`` in ``text`` (for callers holding plain values)."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret and len(secret) >= MIN_LENGTH:
+            text = text.replace(secret, "***")
+    return text

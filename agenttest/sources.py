@@ -1,0 +1,261 @@
+"""``-i`` sources: a case file, a literal message, a generator (``agents:ID?count=N``, ``scripts:mod.func``)
+or script tests (``scripts.<name>``). Each is an object with one small protocol; ``classify`` picks it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+from urllib.parse import parse_qsl
+
+from . import usercode
+from .agents import Agent
+from .app import App
+from .caller import Caller
+from .errors import AgentTestError, CallError, Location, Problem
+from .loading import SUFFIXES, Loaded, case_list, load_file, make_case, parse
+from .model import Case
+from .texts import find_json
+from .workerprotocol import ProtocolError, ask_json
+
+
+@dataclass(frozen=True)
+class LoadEnv:
+    """What loading may use: the default simulator, the agent under test, and a caller for generators."""
+
+    default_simulator: str | None = None
+    agent: Agent | None = None
+    caller: Caller | None = None
+
+
+class Source(Protocol):
+    text: str  # -i as written
+    path: str | None  # a file on disk: the app root is found above it
+    needs_agent: bool  # loading needs the agent under test (generators describe it; script tests live in it)
+
+    def describe(self, count: int) -> str: ...
+
+    def default_report(self) -> str | None: ...
+
+    def agent_hint(self, app: App) -> str | None: ...
+
+    async def load(self, env: LoadEnv) -> Loaded: ...
+
+
+def _count(count: int) -> str:
+    return f"{count} test case" if count == 1 else f"{count} test cases"
+
+
+def default_output(input_path: str) -> str:
+    """``output-YYYYMMDDHHMMSS.json`` beside the case file."""
+    stamp = datetime.now().strftime("%Y%m%d%H%M%S")
+    return os.path.join(os.path.dirname(input_path) or ".", f"output-{stamp}.json")
+
+
+@dataclass(frozen=True)
+class CaseFile:
+    path: str
+    needs_agent = False
+
+    @property
+    def text(self) -> str:
+        return self.path
+
+    def describe(self, count: int) -> str:
+        return f"{self.path} ({_count(count)})"
+
+    def default_report(self) -> str | None:
+        return default_output(self.path)
+
+    def agent_hint(self, app: App) -> str | None:
+        return app.agent_above(self.path)
+
+    async def load(self, env: LoadEnv) -> Loaded:
+        return await asyncio.to_thread(load_file, self.path, env.default_simulator)
+
+
+@dataclass(frozen=True)
+class Message:
+    text: str
+    path = None
+    needs_agent = False
+
+    def describe(self, count: int) -> str:
+        return f"message ({_count(count)})"
+
+    def default_report(self) -> str | None:
+        return None
+
+    def agent_hint(self, app: App) -> str | None:
+        return None
+
+    async def load(self, env: LoadEnv) -> Loaded:
+        return Loaded([make_case({"id": "message", "input": self.text}, Location("<message>"), os.getcwd())])
+
+
+@dataclass(frozen=True)
+class ScriptTests:
+    """``scripts.<name>``: the ``Test*`` functions of the agent's ``src/<name>_test.py``."""
+
+    name: str
+    path = None
+    needs_agent = True
+
+    @property
+    def text(self) -> str:
+        return f"scripts.{self.name}"
+
+    def describe(self, count: int) -> str:
+        return f"{self.text} ({_count(count)})"
+
+    def default_report(self) -> str | None:
+        return None
+
+    def agent_hint(self, app: App) -> str | None:
+        return None
+
+    async def load(self, env: LoadEnv) -> Loaded:
+        from .modes.scripttest import collect
+
+        return Loaded(collect(env.agent, self.name))
+
+
+@dataclass(frozen=True)
+class _Generator:
+    ref: str
+    params: dict[str, str] = field(default_factory=dict)
+    path = None
+    needs_agent = True
+    prefix = ""
+
+    @property
+    def text(self) -> str:
+        return f"{self.prefix}:{self.ref}"
+
+    def describe(self, count: int) -> str:
+        return f"{self.text} ({_count(count)})"
+
+    def default_report(self) -> str | None:
+        return None
+
+    def agent_hint(self, app: App) -> str | None:
+        return None
+
+    def settings(self) -> tuple[int, str, dict[str, Any]]:
+        """``count`` (default 5), ``focus`` and the other query parameters."""
+        params = dict(self.params)
+        count_text = params.pop("count", "5")
+        try:
+            count = int(count_text)
+            if count < 1:
+                raise ValueError
+        except ValueError:
+            raise AgentTestError(f"-i {self.text}: count must be a whole number ≥ 1, got {count_text!r}") from None
+        return count, params.pop("focus", ""), params
+
+    def validate(self, items: list[Any], env: LoadEnv) -> Loaded:
+        """Validate generated cases like a file; problems point into a saved copy of the generated JSON."""
+        text = json.dumps(items, ensure_ascii=False, indent=2)
+        loaded = parse(text, self.text, env.default_simulator, os.getcwd(), kind=".json")
+        if loaded.problems:
+            fd, path = tempfile.mkstemp(prefix="agent-test-generated-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+            loaded.problems = [Problem(p.message, p.location and Location(path, p.location.line, p.location.column), p.hint)
+                               for p in loaded.problems]
+            loaded.problems.append(Problem(f"the cases {self.text} generated are saved in {path}"))
+        return loaded
+
+
+def _listed(value: Any) -> list[Any]:
+    return case_list(value)[1]
+
+
+class GeneratorAgent(_Generator):
+    """``agents:ID?count=N&focus=…``: a generator agent writes the cases."""
+
+    prefix = "agents"
+
+    async def load(self, env: LoadEnv) -> Loaded:
+        assert env.caller is not None
+        count, focus, extra = self.settings()
+        info = env.agent.spec.info() if env.agent else {"id": "", "description": "", "tools": []}
+        payload = {"target_agent": info, "count": count, "focus": focus, "extra": extra}
+        try:
+            items = await ask_json(env.caller, self.ref, payload, "generator", _listed,
+                                   metadata={"target_agent": info, "count": count, "focus": focus})
+        except ProtocolError as exc:
+            raise AgentTestError(f"generator {self.text}: {exc}") from None
+        except CallError as exc:
+            raise AgentTestError(f"generator {self.text} failed: {exc}") from None
+        return self.validate(items, env)
+
+
+class GeneratorScript(_Generator):
+    """``scripts:mod.func?count=N``: a Python function returns the cases."""
+
+    prefix = "scripts"
+
+    async def load(self, env: LoadEnv) -> Loaded:
+        assert env.caller is not None
+        count, focus, extra = self.settings()
+        fn = env.caller.script(self.ref)
+        info = env.agent.spec.info() if env.agent else {"id": "", "description": "", "tools": []}
+        try:
+            returned = await usercode.call(fn, info, {"count": count, "focus": focus, **extra}, what=f"generator {self.text}")
+        except CallError as exc:
+            raise AgentTestError(str(exc)) from None
+        if isinstance(returned, str):
+            found, returned = find_json(returned)
+            if not found:
+                raise AgentTestError(f"generator {self.text} returned text with no JSON")
+        try:
+            items = _listed(returned)
+        except ValueError as exc:
+            raise AgentTestError(f"generator {self.text}: {exc}") from None
+        return self.validate(items, env)
+
+
+def classify(text: str) -> Source:
+    """What an ``-i`` value names."""
+    if text.startswith("agents:"):
+        ref, _, query = text[len("agents:"):].partition("?")
+        if not ref:
+            raise AgentTestError("-i agents: needs a generator agent ID", hint="e.g. -i \"agents:workers.test.generator?count=10\"")
+        return GeneratorAgent(ref, dict(parse_qsl(query, keep_blank_values=True)))
+    if text.startswith("scripts:"):
+        ref, _, query = text[len("scripts:"):].partition("?")
+        if "." not in ref:
+            raise AgentTestError(f"-i {text}: a script generator is scripts:<module>.<function>")
+        return GeneratorScript(ref, dict(parse_qsl(query, keep_blank_values=True)))
+    if text.startswith("scripts.") and not os.path.exists(text) and " " not in text:
+        return ScriptTests(text[len("scripts."):])
+    if os.path.exists(text) or text.lower().endswith(SUFFIXES):
+        return CaseFile(text)
+    if not text.strip():
+        raise AgentTestError("-i is empty", hint="give a case file, a message, or agents:/scripts: generator")
+    return Message(text)
+
+
+def normalized(case: Case) -> dict[str, Any]:
+    """A case as one JSON object that ``-i`` loads back: input as messages, assertions spelled out."""
+    out: dict[str, Any] = {}
+    for key, value in case.raw.items():
+        if key in ("assert", "assertions", "input", "checkpoints"):
+            continue
+        out[key] = value
+    if case.messages:
+        out["input"] = list(case.messages)
+    if case.assertions:
+        out["assertions"] = [dict(a.params, type=a.type) for a in case.assertions]
+    if case.checkpoints:
+        out["checkpoints"] = [
+            {k: v for k, v in {"id": c.id, "description": c.description or None, "assertion": dict(c.assertion.params, type=c.assertion.type),
+             "after": list(c.after) or None, "required": None if c.required else False}.items() if v is not None}
+            for c in case.checkpoints
+        ]
+    return out

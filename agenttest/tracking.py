@@ -1,0 +1,45 @@
+"""What one case has done so far — model usage by role, the tool calls of the agent under test, the
+mode's own progress — recorded as it happens, so that a case cut short by an error, a timeout or
+Ctrl-C keeps its work in the report. The runner sets the current trace for each case it runs."""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Role, ToolCall, Usage
+
+
+@dataclass
+class Trace:
+    """Mutable accounting of one run of one case."""
+
+    usage: dict[str, Usage] = field(default_factory=dict)  # by role: agent, simulator, validator, generator
+    tool_calls: list[ToolCall] = field(default_factory=list)  # of the agent under test
+    model_calls: int = 0
+    state: Any = None  # the mode's progress (a dynamic conversation, a script test's ``t``)
+
+    def add_usage(self, role: str, usage: Usage) -> None:
+        self.usage[role] = self.usage.get(role, Usage()) + usage
+        self.model_calls += 1
+
+    @property
+    def agent_usage(self) -> Usage:
+        return self.usage.get("agent", Usage())
+
+
+current_trace: contextvars.ContextVar[Trace | None] = contextvars.ContextVar("agenttest_trace", default=None)
+current_role: contextvars.ContextVar[Role] = contextvars.ContextVar("agenttest_role", default="agent")
+
+
+def record_usage(usage: Usage) -> None:
+    trace = current_trace.get()
+    if trace is not None:
+        trace.add_usage(current_role.get(), usage)
+
+
+def record_tool_call(call: ToolCall) -> None:
+    trace = current_trace.get()
+    if trace is not None and current_role.get() == "agent":
+        trace.tool_calls.append(call)
