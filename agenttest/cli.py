@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from .config import RunConfig, parse_duration
-from .errors import AgentTestError, ExitCode
+from .errors import AgentTestError, ExitCode, InternalError
 
 EPILOG = """\b
 Examples:
@@ -94,8 +94,13 @@ def main(**flags: Any) -> None:
     except BrokenPipeError:  # agent-test … | head: the reader left before the verdict; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(ExitCode.FAILED)
-    sys.exit(code)
+    except Exception as exc:  # a bug of ours before or after the run: say so, with what to report
+        import traceback
 
+        error = InternalError(f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
+        click.echo(f"Error: {error.format_message()}", err=True)
+        sys.exit(ExitCode.INTERNAL)
+    sys.exit(code)
 
 
 def entry() -> None:

@@ -179,6 +179,7 @@ class AssertionResult:
     score: float | None = None
     details: dict[str, Any] | None = None
     error: bool = False  # the assertion could not be evaluated at all (e.g. the judge was unreachable)
+    traceback: str = ""  # when evaluating it raised
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,7 @@ class CaseResult:
             return [self.error] if self.status == "skipped" and self.error else []
         lines = [self.error] if self.error else []
         lines += [a.message for a in self.assertions if not a.passed]
-        return lines
+        return list(dict.fromkeys(lines))
 
 
 @dataclass(frozen=True)

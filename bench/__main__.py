@@ -232,6 +232,12 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({model or platform.machine()}), {mem:.0f} GiB, {platform.system()} {platform.release()}, Python {platform.python_version()}"
 
 
+# every workload must produce its row; `python -m bench --smoke` (a CI step) checks that they all run
+SMOKE_WORKLOADS = ("agent-test --help", "start-up: 1 case", "standard, 0 ms", "openai SDK alone (create)", "openai SDK alone (post)",
+                   "runner's own CPU per case vs SDK post", "standard, 50 ms, --parallel 20", "standard, 200 ms, --parallel 50",
+                   "dynamic × 3 turns", "--dry-run of", "(memory)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="every workload once at a tiny size (no targets)")
@@ -254,7 +260,11 @@ def main() -> None:
         block = f"<!-- results -->\nMachine: {machine()}. Command: `python -m bench --write`.\n\n{table}\n<!-- /results -->"
         with open(path, "w") as fh:
             fh.write(head + block + tail)
-    if not args.smoke and any(r["met"] == "NO" for r in bench.rows):
+    if args.smoke:
+        missing = [w for w in SMOKE_WORKLOADS if not any(w in r["workload"] for r in bench.rows)]
+        if missing:
+            sys.exit(f"smoke: no row for {', '.join(missing)}")
+    elif any(r["met"] == "NO" for r in bench.rows):
         sys.exit(1)
 
 

@@ -19,10 +19,17 @@ from openai_server import Answer, OpenAIServer, last_user  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
-def server():
+@pytest.fixture(scope="session")
+def _shared_server():
     with OpenAIServer() as srv:
         yield srv
+
+
+@pytest.fixture
+def server(_shared_server):
+    """One loopback server for the whole session, reset before each test that uses it."""
+    _shared_server.reset()
+    return _shared_server
 
 
 class AppBuilder:

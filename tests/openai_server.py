@@ -59,6 +59,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         with owner.lock:
+            generation = owner.generation  # requests left over from an earlier test do not count
             owner.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
             owner.in_flight += 1
             owner.peak_in_flight = max(owner.peak_in_flight, owner.in_flight)
@@ -81,7 +82,8 @@ class _Handler(BaseHTTPRequestHandler):
             pass
         finally:
             with owner.lock:
-                owner.in_flight -= 1
+                if generation == owner.generation:
+                    owner.in_flight -= 1
 
     def _send(self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -170,6 +172,7 @@ class OpenAIServer:
         self.lock = threading.Lock()
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.generation = 0
         self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.owner = self
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -191,9 +194,13 @@ class OpenAIServer:
         self._server.server_close()
 
     def reset(self) -> None:
+        """Forget what earlier tests did: requests, the peak in flight, the responder."""
         with self.lock:
             self.requests.clear()
+            self.generation += 1
+            self.in_flight = 0
             self.peak_in_flight = 0
+            self.responder = echo
 
     def bodies(self) -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests]

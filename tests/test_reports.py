@@ -44,8 +44,7 @@ def test_write_is_atomic_and_leaves_no_temp_files(tmp_path):
 
     from agenttest import reporting
 
-    reporting._builtins()
-    reporting._FORMATS[".broken"] = broken
+    reporting.register(".broken")(broken)
     with pytest.raises(RuntimeError):
         write(sample(), str(tmp_path / "r.broken"))
     assert not (tmp_path / "r.broken").exists() and os.listdir(tmp_path) == ["r.json"]

@@ -7,7 +7,7 @@ from typing import Any
 from ..errors import CallError
 from ..model import AssertionResult
 from ..workerprotocol import ProtocolError, ask_json
-from . import CheckProblem, Observation, register
+from .registry import CheckProblem, Observation, register
 
 
 def agent_id(use: str) -> str:

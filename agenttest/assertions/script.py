@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from ..model import AssertionResult
-from . import CheckProblem, Observation, register
+from .registry import CheckProblem, Observation, register
 from .judge import OPTIONS
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..texts import as_text, find_json, shorten
 from ..model import AssertionResult, ToolCall
-from . import CheckProblem, Observation, register
+from .registry import CheckProblem, Observation, register
 
 JSON_TYPES = ("string", "number", "integer", "boolean", "array", "object", "null")
 

@@ -1,62 +1,20 @@
 """Connectors: how agents reach models. A connector is anything with ``async complete(request)``;
-types are registered by name (``openai``, ``mock``, and plug-ins)."""
+types are registered by name — ``openai``, ``mock`` and plug-ins, all the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
-
 from ..errors import AgentTestError, did_you_mean
-from ..model import Completion, Message
+from .base import ChatRequest, Connector, ConnectorSpec, Factory, factory, register, type_names
 
-
-@dataclass(frozen=True)
-class ConnectorSpec:
-    id: str
-    type: str
-    options: dict[str, Any] = field(repr=False, default_factory=dict)  # may hold the key: never shown
-    path: str | None = None
-    secrets: tuple[str, ...] = field(repr=False, default=())  # the $ENV values substituted into it
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    messages: Sequence[Message]
-    tools: Sequence[dict[str, Any]] = ()
-    options: dict[str, Any] = field(default_factory=dict)
-    agent_dir: str = ""  # the calling agent's folder (the mock reads its rules there)
-
-
-class Connector(Protocol):
-    """``complete`` answers one request. Optional: ``prepare(agent_dir)`` checks at load time what the
-    connector needs for an agent (the mock: its rules file); ``aclose()`` releases network clients."""
-
-    spec: ConnectorSpec
-
-    async def complete(self, request: ChatRequest) -> Completion: ...
-
-
-Factory = Callable[[ConnectorSpec], Connector]
-_REGISTRY: dict[str, Factory] = {}
-
-
-def register(type_name: str) -> Callable[[Factory], Factory]:
-    def decorate(factory: Factory) -> Factory:
-        _REGISTRY[type_name] = factory
-        return factory
-
-    return decorate
-
-
-def _builtins() -> None:
-    from . import mock, openai  # noqa: F401
+__all__ = ["ChatRequest", "Connector", "ConnectorSpec", "Factory", "create", "register"]
 
 
 def create(spec: ConnectorSpec) -> Connector:
-    _builtins()
-    factory = _REGISTRY.get(spec.type)
-    if factory is None:
-        hint = did_you_mean(spec.type, _REGISTRY) or f"known types: {', '.join(sorted(_REGISTRY))}"
+    """A connector of the spec's type (built-in types load on first use)."""
+    from . import mock, openai  # noqa: F401  the built-ins register themselves
+
+    make = factory(spec.type)
+    if make is None:
+        hint = did_you_mean(spec.type, type_names()) or f"known types: {', '.join(type_names())}"
         raise AgentTestError(f"connector {spec.id}: unknown type '{spec.type}'", hint=hint)
-    return factory(spec)
+    return make(spec)

@@ -9,7 +9,7 @@ from ..app import App
 from ..errors import AgentTestError, Location, did_you_mean
 from ..secrets import Secrets
 from ..userfiles import read_jsonc, substitute_env
-from . import ConnectorSpec
+from .base import ConnectorSpec
 
 
 def spec_for(app: App, connector_id: str, secrets: Secrets) -> ConnectorSpec:

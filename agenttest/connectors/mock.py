@@ -18,7 +18,7 @@ from ..errors import AgentTestError, CallError
 from ..texts import as_text
 from ..messages import content_text
 from ..model import Completion, ToolCall, Usage
-from . import ChatRequest, ConnectorSpec, register
+from .base import ChatRequest, ConnectorSpec, register
 
 _TEMPLATE = re.compile(r"\{\{\s*([\w.]+)\s*\}\}")
 _MATCHERS = ("user", "system", "conversation", "tool", "result")

@@ -9,7 +9,7 @@ from urllib.parse import urlparse
 from ..errors import AgentTestError, CallError
 from ..model import Completion, ToolCall, Usage
 from ..secrets import redact
-from . import ChatRequest, ConnectorSpec, register
+from .base import ChatRequest, ConnectorSpec, register
 
 _OWN = {"model", "host", "base_url", "key", "api_key", "stream", "max_retries", "timeout", "organization", "headers"}
 

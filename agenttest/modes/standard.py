@@ -42,8 +42,11 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
         return partial(case, trace, "error", f"agent error: {exc}")
     obs = Observation(reply.output, reply.tool_calls, case.input, case, env.caller)
     results = await evaluate_all(expectations(case), obs)
+    status = verdict(results)
+    errored = next((r for r in results if r.error), None) if status == "error" else None
     return CaseResult(
-        id=case.id, name=case.name, status=verdict(results), input=case.input, output=reply.output,
+        id=case.id, name=case.name, status=status, input=case.input, output=reply.output,
+        error=errored.message if errored else "", traceback=errored.traceback if errored else "",
         assertions=results, tool_calls=reply.tool_calls, usage=reply.usage,
     )
 

@@ -1,34 +1,23 @@
-"""Report files: a registry of formats by file extension, and atomic writing."""
+"""Report files: the format follows the extension (built-ins and plug-ins alike), written atomically."""
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from ..errors import AgentTestError
 from ..model import RunReport
 from ..secrets import Secrets
+from .formats import Render, register, registered, renderer
 
-Render = Callable[[RunReport], "str | Iterable[str]"]  # a whole text, or chunks (large reports stream)
-_FORMATS: dict[str, Render] = {}
-
-
-def register(extension: str) -> Callable[[Render], Render]:
-    def decorate(fn: Render) -> Render:
-        _FORMATS[extension] = fn
-        return fn
-
-    return decorate
+__all__ = ["Render", "check_path", "extensions", "register", "render", "write", "write_atomic"]
 
 
 def extensions() -> list[str]:
-    _builtins()
-    return sorted(_FORMATS)
+    from . import html, jsonfile, junit, markdown  # noqa: F401  the built-ins register themselves
 
-
-def _builtins() -> None:
-    from . import html, jsonfile, junit, markdown  # noqa: F401
+    return registered()
 
 
 def check_path(path: str) -> None:
@@ -43,8 +32,10 @@ def check_path(path: str) -> None:
 
 def render(report: RunReport, path: str, secrets: Secrets | Iterable[str] = ()) -> Iterable[str]:
     """The report in the format of ``path``'s extension, as chunks of text with secrets redacted."""
-    _builtins()
-    out = _FORMATS[os.path.splitext(path)[1].lower()](report)
+    extensions()
+    make = renderer(os.path.splitext(path)[1].lower())
+    assert make is not None, path  # checked by check_path before the run
+    out = make(report)
     chunks = [out] if isinstance(out, str) else out
     hide = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
     return (hide.redact(chunk) for chunk in chunks) if hide else chunks

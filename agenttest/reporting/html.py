@@ -7,7 +7,7 @@ from html import escape
 from ..config import format_duration
 from ..texts import as_text
 from ..model import CaseResult, RunReport
-from . import register
+from .formats import register
 from ..records import row_input, summary_dict
 
 _STYLE = """

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 
 from ..model import RunReport
-from . import register
+from .formats import register
 from ..records import metadata_dict, result_dict, summary_dict
 
 

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 from ..texts import as_text
 from ..model import RunReport
-from . import register
+from .formats import register
 
 
 @register(".xml")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..config import format_duration
 from ..texts import as_text
 from ..model import CaseResult, RunReport
-from . import register
+from .formats import register
 from ..records import row_input, summary_dict
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "timeout": "⏱", "skipped": "⏭"}

@@ -1,0 +1,208 @@
+"""The assertion registry: types, load-time parameter checks, and evaluation of a list of assertions.
+
+A type is a name, the parameters it takes (each with an optional JSON Schema), an
+``evaluate(params, observation)`` function (sync or async) returning an AssertionResult, and an
+optional ``check(params)`` run at load time that returns problems as ``(field, message, hint)``.
+The case file's JSON Schema is derived from these declarations (``caseschema.py``), so a plug-in's
+own parameters load like the built-ins'. ``negate`` and ``message`` are applied here for every type."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from ..model import AssertionResult, AssertionSpec, Case, Message, ToolCall
+from ..texts import as_text
+
+CheckProblem = tuple[str | None, str, str | None]
+Schema = dict[str, Any]
+COMMON_FIELDS: dict[str, Schema] = {
+    "type": {"type": "string", "description": "the assertion type (equals when omitted)"},
+    "message": {"type": "string", "description": "replaces the failure text"},
+    "negate": {"type": "boolean", "description": "pass when the assertion does not hold"},
+}
+
+
+class Judge(Protocol):
+    """What agent and script assertions need to call validators and load scripts (caller.Caller)."""
+
+    async def ask(
+        self, agent_id: str, messages: list[Message], test_mode: str, metadata: dict[str, Any], connector: str | None
+    ) -> str: ...
+
+    def script(self, ref: str) -> Callable[..., Any]: ...
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What an assertion looks at: the output, the tool calls, the input, and the judge (the caller) for agent and script assertions."""
+
+    output: Any
+    tool_calls: Sequence[ToolCall] = ()
+    input: Any = None  # the user's input as written (the case's input, or the turn's message)
+    case: Case | None = None
+    judge: Judge | None = None
+
+    @property
+    def text(self) -> str:
+        return as_text(self.output)
+
+
+Evaluate = Callable[[dict[str, Any], Observation], AssertionResult | Awaitable[AssertionResult]]
+Check = Callable[[dict[str, Any]], list[CheckProblem]]
+
+
+@dataclass(frozen=True)
+class AssertionType:
+    name: str
+    evaluate: Evaluate
+    params: dict[str, Schema]  # every field it accepts (type/message/negate included) → JSON Schema
+    check: Check | None = None
+    is_async: bool = False
+    description: str = ""
+
+    @property
+    def fields(self) -> frozenset[str]:
+        return frozenset(self.params)
+
+
+_REGISTRY: dict[str, AssertionType] = {}
+_version = [0]  # bumped by register: what was derived from the registry (the case schema) is rebuilt
+
+
+def register(
+    name: str, *, fields: Sequence[str] | Mapping[str, Schema] = (), check: Check | None = None, description: str = ""
+) -> Callable[[Evaluate], Evaluate]:
+    """Register an assertion type. ``fields`` are the parameters it takes beyond type/message/negate:
+    names, or names → JSON Schema (``{"threshold": {"type": "number"}}``), checked at load time."""
+    declared = dict(fields) if isinstance(fields, Mapping) else {f: {} for f in fields}
+
+    def decorate(fn: Evaluate) -> Evaluate:
+        doc = description or (fn.__doc__ or "").strip().split("\n")[0]
+        _REGISTRY[name] = AssertionType(name, fn, {**COMMON_FIELDS, **declared}, check, inspect.iscoroutinefunction(fn), doc)
+        _version[0] += 1
+        return fn
+
+    return decorate
+
+
+def types() -> list[AssertionType]:
+    """Every registered type, by name."""
+    return [_REGISTRY[n] for n in sorted(_REGISTRY)]
+
+
+def version() -> int:
+    """Changes whenever a type is registered."""
+    return _version[0]
+
+
+def get(name: str) -> AssertionType | None:
+    return _REGISTRY.get(name)
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def check(params: dict[str, Any]) -> list[CheckProblem]:
+    """Load-time problems with one assertion's parameters (unknown type, missing or bad fields)."""
+    from ..errors import did_you_mean
+
+    kind = params.get("type") or "equals"
+    spec = _REGISTRY.get(kind)
+    if spec is None:
+        hint = did_you_mean(kind, _REGISTRY) or f"known types: {', '.join(names())}"
+        return [("type", f"unknown assertion type '{kind}'", hint)]
+    problems: list[CheckProblem] = []
+    for key, value in params.items():
+        if key not in spec.params:
+            hint = did_you_mean(key, spec.fields) or f"'{kind}' takes: {', '.join(sorted(spec.fields))}"
+            problems.append((key, f"'{key}' is not a field of a '{kind}' assertion", hint))
+        elif spec.params[key] and key not in COMMON_FIELDS:
+            message = _schema_problem(spec.params[key], value)
+            if message:
+                problems.append((key, f"'{key}' {message}", None))
+    if spec.check is not None:
+        try:
+            problems += spec.check(params)
+        except (TypeError, AttributeError, KeyError, ValueError):
+            pass  # a shape already reported above
+    return problems
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "number": (int, float), "integer": (int,), "boolean": (bool,),
+    "array": (list,), "object": (dict,), "null": (type(None),),
+}
+
+
+def _schema_problem(schema: Schema, value: Any) -> str | None:
+    """Why ``value`` does not fit a declared parameter schema, or None."""
+    wanted = schema.get("type")
+    if isinstance(wanted, str):
+        ok = isinstance(value, _JSON_TYPES.get(wanted, object)) and not (wanted in ("number", "integer") and isinstance(value, bool))
+        if not ok:
+            return f"must be {'an' if wanted[0] in 'aeiou' else 'a'} {wanted}, not {type(value).__name__}"
+    if set(schema) - {"type", "description"}:
+        from jsonschema import Draft202012Validator
+
+        error = next(iter(Draft202012Validator(schema).iter_errors(value)), None)
+        if error is not None:
+            return error.message
+    return None
+
+
+async def evaluate(spec: AssertionSpec, obs: Observation) -> AssertionResult:
+    """Evaluate one assertion; an exception inside a type becomes a failed result, never a crash."""
+    kind = _REGISTRY[spec.type]
+    try:
+        result = kind.evaluate(spec.params, obs)
+        if kind.is_async:
+            result = await result  # type: ignore[misc]
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a bug in a plug-in or a user's data must not crash the run
+        result = _crashed(spec, exc)
+    return _finish(spec, result)  # type: ignore[arg-type]
+
+
+def _crashed(spec: AssertionSpec, exc: Exception) -> AssertionResult:
+    """An assertion type that raised: an error result with the traceback (the case becomes ``error``)."""
+    import traceback
+
+    message = f"internal error in '{spec.type}' assertion: {type(exc).__name__}: {exc}"
+    return AssertionResult(spec.type, False, message, error=True, traceback="".join(traceback.format_exception(exc)))
+
+
+def _finish(spec: AssertionSpec, result: AssertionResult) -> AssertionResult:
+    if spec.params.get("negate") and not result.error:
+        passed = not result.passed
+        message = "" if passed else f"not: {result.message or describe(spec)} (negated assertion held)"
+        result = replace(result, passed=passed, message=message)
+    if not result.passed and spec.params.get("message"):
+        result = replace(result, message=spec.params["message"])
+    return result
+
+
+async def evaluate_all(specs: Sequence[AssertionSpec], obs: Observation) -> tuple[AssertionResult, ...]:
+    """Every assertion is evaluated (no short-circuit); async ones (judges) run concurrently."""
+    if not any(_REGISTRY[s.type].is_async for s in specs):
+        return tuple([_evaluate_sync(s, obs) for s in specs])
+    return tuple(await asyncio.gather(*(evaluate(s, obs) for s in specs)))
+
+
+def _evaluate_sync(spec: AssertionSpec, obs: Observation) -> AssertionResult:
+    try:
+        result = _REGISTRY[spec.type].evaluate(spec.params, obs)
+    except Exception as exc:
+        result = _crashed(spec, exc)
+    return _finish(spec, result)  # type: ignore[arg-type]
+
+
+def describe(spec: AssertionSpec) -> str:
+    """A one-line description of an assertion, for messages."""
+    shown = {k: v for k, v in spec.params.items() if k not in ("type", "message", "negate")}
+    return f"{spec.type} {as_text(shown)}" if shown else spec.type
