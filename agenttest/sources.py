@@ -33,9 +33,17 @@ class LoadEnv:
 
 
 class Source(Protocol):
-    text: str  # -i as written
-    path: str | None  # a file on disk: the app root is found above it
-    needs_agent: bool  # loading needs the agent under test (generators describe it; script tests live in it)
+    @property
+    def text(self) -> str:
+        """``-i`` as written."""
+
+    @property
+    def path(self) -> str | None:
+        """A file on disk (the app root is found above it), or None."""
+
+    @property
+    def needs_agent(self) -> bool:
+        """Loading needs the agent under test (generators describe it; script tests live in it)."""
 
     def describe(self, count: int) -> str: ...
 

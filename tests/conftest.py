@@ -19,6 +19,19 @@ from openai_server import Answer, OpenAIServer, last_user  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def _assertion_registry():
+    """Assertion types a test registers are gone after it (the case schema is derived from them)."""
+    from agenttest.assertions import registry
+
+    before = dict(registry._REGISTRY)
+    yield
+    if registry._REGISTRY != before:
+        registry._REGISTRY.clear()
+        registry._REGISTRY.update(before)
+        registry._version[0] += 1
+
+
 @pytest.fixture(scope="session")
 def _shared_server():
     with OpenAIServer() as srv:

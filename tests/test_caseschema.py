@@ -98,3 +98,28 @@ def test_loading_never_crashes_on_garbage():
                 parse_text(text, "fuzz" + kind)
             except InputError as exc:
                 assert all(p.message for p in exc.problems)
+
+
+def test_shipped_schema_is_the_one_derived_from_the_registry():
+    from agenttest.caseschema import build
+
+    shipped = json.loads((REPO / "agenttest/schema/case.schema.json").read_text())
+    assert shipped == build(), "regenerate: python -m agenttest.caseschema > agenttest/schema/case.schema.json"
+
+
+def test_a_registered_type_brings_its_parameters_into_the_schema():
+    from agenttest import assertions
+    from agenttest.caseschema import schema
+    from agenttest.model import AssertionResult
+
+    @assertions.register("near_length", fields={"chars": {"type": "integer"}, "slack": {"type": "number"}})
+    def near_length(params, obs):
+        return AssertionResult("near_length", abs(len(obs.text) - params["chars"]) <= params.get("slack", 0))
+
+    props = schema()["$defs"]["assertion"]["properties"]
+    assert props["chars"] == {"type": "integer"} and props["slack"] == {"type": "number"}
+    ok = {"id": "a", "input": "x", "assert": {"type": "near_length", "chars": 3, "slack": 1.5}}
+    bad = {"id": "a", "input": "x", "assert": {"type": "near_length", "chars": "three"}}
+    assert plainly_valid(ok) and not list(_validator().iter_errors(ok))
+    assert not plainly_valid(bad) and list(_validator().iter_errors(bad))
+    assert assertions.check(bad["assert"]) == [("chars", "'chars' must be an integer, not str", None)]

@@ -24,6 +24,17 @@ def starts_with(params, obs):
     return AssertionResult("starts_with", ok, "" if ok else f"does not start with {params['value']!r}")
 
 
+@assertion("shorter_than", fields={"threshold": {"type": "integer"}})
+def shorter_than(params, obs):
+    ok = len(obs.text) < params["threshold"]
+    return AssertionResult("shorter_than", ok, "" if ok else f"{len(obs.text)} characters, not under {params['threshold']}")
+
+
+@assertion("buggy")
+def buggy(params, obs):
+    return 1 / 0
+
+
 @connector("shout")
 class Shout:
     def __init__(self, spec):
@@ -54,11 +65,20 @@ def test_entry_point_plugins(tmp_path):
     cases = app / "cases.jsonl"
     cases.write_text("\n".join(json.dumps(c) for c in [
         {"id": "yes", "input": "hello there", "assert": {"type": "starts_with", "value": "HELLO"}},
-        {"id": "no", "input": "bye", "assert": {"type": "starts_with", "value": "HELLO"}}]) + "\n")
+        {"id": "no", "input": "bye", "assert": {"type": "starts_with", "value": "HELLO"}},
+        {"id": "short", "input": "hi", "assert": {"type": "shorter_than", "threshold": 5}},
+        {"id": "long", "input": "hello there", "assert": {"type": "shorter_than", "threshold": 5}},
+        {"id": "bug", "input": "hi", "assert": {"type": "buggy"}}]) + "\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
     out = tmp_path / "r.txt"
     r = subprocess.run([sys.executable, "-m", "agenttest", "-i", str(cases), "-n", "loud", "--app", str(app), "-o", str(out)],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 1, r.stderr
-    assert out.read_text() == "yes passed\nno failed\n"
-    assert "does not start with 'HELLO'" in r.stdout
+    assert out.read_text() == "yes passed\nno failed\nshort passed\nlong failed\nbug error\n"
+    assert "does not start with 'HELLO'" in r.stdout and "11 characters, not under 5" in r.stdout
+    assert "internal error in 'buggy' assertion: ZeroDivisionError: division by zero" in r.stdout
+    bad = app / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "x", "input": "hi", "assert": {"type": "shorter_than", "threshold": "five", "treshold": 5}}) + "\n")
+    r = subprocess.run([sys.executable, "-m", "agenttest", "-i", str(bad), "-n", "loud", "--app", str(app)], capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "bad.jsonl:1:76: 'threshold' must be an integer, not a string" in r.stderr
+    assert "bad.jsonl:1:84: 'treshold' is not a field; did you mean 'threshold'?" in r.stderr

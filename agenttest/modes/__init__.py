@@ -4,36 +4,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from ..model import Case
+from . import dynamic, scripttest, standard
+from .base import CaseEnv, Mode
 
-from ..caller import Caller
-from ..model import Case, CaseResult, Context, Message, Reply, Status
-from ..tracking import Trace
+__all__ = ["CaseEnv", "Mode", "get"]
 
-
-@dataclass(frozen=True)
-class CaseEnv:
-    """What a mode needs to run one case: the caller, the agent under test with its connector, the ctx."""
-
-    caller: Caller
-    agent: str
-    connector: str | None
-    ctx: Context
-
-    async def reply(self, messages: list[Message], options: dict[str, Any] | None = None) -> Reply:
-        """The agent under test's reply to a conversation (CallError on failure)."""
-        return await self.caller.call(self.agent, messages, self.ctx, self.connector, options)
-
-
-class Mode(Protocol):
-    async def run(self, case: Case, env: CaseEnv, trace: Trace) -> CaseResult: ...
-
-    def partial(self, case: Case, trace: Trace, status: Status, error: str) -> CaseResult: ...
+_MODES: dict[str, Mode] = {"standard": standard, "dynamic": dynamic, "script": scripttest}  # type: ignore[dict-item]
 
 
 def get(case: Case) -> Mode:
-    from . import dynamic, scripttest, standard
-
-    modes: dict[str, Any] = {"standard": standard, "dynamic": dynamic, "script": scripttest}
-    return modes[case.mode]
+    """The mode that runs ``case``."""
+    return _MODES[case.mode]

@@ -12,7 +12,7 @@ from ..messages import content_text, last_user_text, resolve
 from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Message, Status, ToolCall, Turn, Usage
 from ..tracking import Trace
 from ..workerprotocol import ProtocolError, ask_json
-from . import CaseEnv
+from .base import CaseEnv
 from .standard import agent_options
 
 

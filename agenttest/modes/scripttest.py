@@ -15,7 +15,7 @@ from ..model import AssertionResult, Case, CaseResult, Context, Status
 from ..texts import shorten
 from ..tracking import Trace
 from ..userfiles import load_module
-from . import CaseEnv
+from .base import CaseEnv
 
 
 class _Stop(Exception):

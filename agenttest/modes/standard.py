@@ -9,7 +9,7 @@ from ..errors import CallError
 from ..messages import resolve
 from ..model import AssertionResult, AssertionSpec, Case, CaseResult, Status
 from ..tracking import Trace
-from . import CaseEnv
+from .base import CaseEnv
 
 OWN_OPTIONS = ("connector", "metadata")
 

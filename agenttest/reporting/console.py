@@ -18,8 +18,9 @@ STATUS_COLOR = {"passed": "green", "failed": "red", "error": "red", "timeout": "
 
 
 def cut(text: Any, limit: int) -> str:
-    """One line of at most ``limit`` characters (characters, not bytes), ``...`` when cut."""
-    return shorten(text, limit + 3, "...")
+    """One line: its first ``limit`` characters (characters, not bytes), then ``...`` when cut."""
+    line = shorten(text, 1 << 30)
+    return line if len(line) <= limit else line[:limit].rstrip() + "..."
 
 
 class Console:

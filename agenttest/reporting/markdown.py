@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..config import format_duration
-from ..texts import as_text
+from ..texts import as_text, shorten
 from ..model import CaseResult, RunReport
 from .formats import register
 from ..records import row_input, summary_dict
@@ -12,8 +12,7 @@ ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "timeout": "⏱", "s
 
 
 def _cell(text: object, limit: int = 80) -> str:
-    s = as_text(text).replace("\n", " ").replace("|", "\\|")
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+    return shorten(text, limit).replace("|", "\\|")
 
 
 def _details(r: CaseResult) -> list[str]:

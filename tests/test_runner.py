@@ -1,0 +1,202 @@
+"""The runner, module by module, on the mock connector: capture don't crash, the work of a case cut
+short is kept, print is captured per case, After runs after an interruption, deadlines cover hooks."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from agenttest import runner
+from agenttest.app import App
+from agenttest.caller import Caller
+from agenttest.catalog import Catalog
+from agenttest.hooks import resolve as resolve_hook
+from agenttest.identity import Identity
+from agenttest.loading import parse_text
+from agenttest.model import Plan
+from agenttest.runner import RunState, run_case
+
+MOCK_RULES = """
+rules:
+  - tool: slow
+    tool_calls: [{name: slow}]
+  - tool: "*"
+    reply: "done: {{ tool_result }}"
+""" + "".join(f"""  - user: "^tool:{name}"
+    tool_calls: [{{name: {name}}}]
+""" for name in ("circular", "chatty", "exits")) + """  - user: "^loop"
+    tool_calls: [{name: slow}]
+  - user: ".*"
+    reply: "echo: {{ user }}"
+"""
+
+TOOLS = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in ("circular", "chatty", "slow", "exits")]
+TOOLS_PY = """
+import sys, time
+def circular(ctx):
+    d = {}
+    d["self"] = d
+    return d
+def chatty(ctx):
+    print("hello from a tool")
+    print("a warning", file=sys.stderr)
+    return "ok"
+def slow(ctx):
+    time.sleep(0.05)
+    return "slow ok"
+def exits(ctx):
+    sys.exit(6)
+"""
+INDEX_BAD_CREATE = "def create(ctx, messages):\n    return {'messages': 5}\n"
+ENV_TEST = """
+import time
+LOG = []
+def Before(ctx, case):
+    print("before", case["id"])
+    if case["id"] == "hang-before":
+        time.sleep(30)
+    return {"data": case["id"]}
+def After(ctx, case, result, before_data):
+    LOG.append((case["id"], result["status"], before_data))
+    if case["id"] == "hang-after":
+        time.sleep(30)
+"""
+
+
+@pytest.fixture
+def bot(offline_app):
+    offline_app.agent("bot", connector="mock", tools=TOOLS,
+                      files={"mock.yml": MOCK_RULES, "src/tools.py": TOOLS_PY, "src/env_test.py": ENV_TEST})
+    offline_app.agent("badcreate", connector="mock", files={"mock.yml": MOCK_RULES, "src/index.py": INDEX_BAD_CREATE})
+    return offline_app
+
+
+def make(bot, cases: list[dict], agent: str = "bot", **plan: object) -> tuple[Plan, Caller]:
+    import json
+
+    text = "\n".join(json.dumps(c) for c in cases)
+    loaded = parse_text(text, str(bot.root / "cases.jsonl"), base_dir=str(bot.root))
+    caller = Caller(Catalog(App(str(bot.root))), Identity())
+    folder = str(bot.root / "assistants" / agent)
+    hooks = {ref: resolve_hook(folder, ref, "hook") for c in cases for ref in (c.get("before"), c.get("after")) if ref}
+    return Plan(tuple(loaded), agent, hooks=hooks, **plan), caller  # type: ignore[arg-type]
+
+
+def go(plan: Plan, caller: Caller) -> list:
+    async def main() -> list:
+        caller.loop = asyncio.get_running_loop()
+        state = RunState()
+        await runner.run(plan, caller, state)
+        await caller.catalog.aclose()
+        return state.ordered()
+
+    return asyncio.run(main())
+
+
+def test_a_create_hook_returning_the_wrong_type_is_that_cases_error(bot):
+    plan, caller = make(bot, [{"id": "a", "input": "hi"}], agent="badcreate")
+    (result,) = go(plan, caller)
+    assert result.status == "error"
+    assert "create hook returned 'messages' that is not a list" in result.error
+
+
+def test_a_tool_result_that_cannot_be_serialized_is_an_error_and_the_run_goes_on(bot):
+    cases = [{"id": "bad", "input": "tool:circular"}, {"id": "fine", "input": "hello", "assert": {"type": "contains", "value": "echo"}}]
+    plan, caller = make(bot, cases)
+    bad, fine = go(plan, caller)
+    assert bad.status == "error" and "cannot be sent to the model" in bad.error and "Circular reference" in bad.error
+    assert [c.name for c in bad.tool_calls] == ["circular"]  # the work done before the error is kept
+    assert fine.status == "passed"
+
+
+def test_sys_exit_in_a_tool_is_the_tools_error_not_the_runs_end(bot):
+    plan, caller = make(bot, [{"id": "a", "input": "tool:exits", "assert": {"type": "contains", "value": "SystemExit"}}])
+    (result,) = go(plan, caller)
+    assert result.status == "passed", result
+    assert result.tool_calls[0].error == "SystemExit: 6"
+
+
+def test_a_bug_of_ours_inside_a_case_is_an_internal_error_with_its_traceback(bot, monkeypatch):
+    from agenttest.modes import standard
+
+    def broken(case, env, trace):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(standard, "run", broken)
+    monkeypatch.setitem(__import__("agenttest.modes", fromlist=["_MODES"])._MODES, "standard", standard)
+    plan, caller = make(bot, [{"id": "a", "input": "hi"}])
+    (result,) = go(plan, caller)
+    assert result.status == "error" and result.error == "internal error: ZeroDivisionError: a bug"
+    assert "Traceback (most recent call last)" in result.traceback and "ZeroDivisionError: a bug" in result.traceback
+
+
+def test_print_in_tools_and_hooks_is_captured_per_case(bot, capsys):
+    cases = [{"id": f"c{i}", "input": "tool:chatty", "before": "env_test.Before"} for i in range(4)]
+    plan, caller = make(bot, cases, parallel=4)
+    from agenttest import usercode
+
+    with usercode.capturing():
+        results = go(plan, caller)
+    for r in results:
+        assert r.stdout == f"before {r.id}\nhello from a tool\n" and r.stderr == "a warning\n"
+    assert "hello from a tool" not in capsys.readouterr().out
+
+
+def test_a_before_hook_that_hangs_is_a_timeout_and_the_run_goes_on(bot):
+    cases = [{"id": "hang-before", "input": "hi", "before": "env_test.Before", "timeout": "0.3s"}, {"id": "next", "input": "hi"}]
+    plan, caller = make(bot, cases)
+    start = time.perf_counter()
+    hung, nxt = go(plan, caller)
+    assert time.perf_counter() - start < 5
+    assert hung.status == "timeout" and hung.error == "timeout after 0.3s"
+    assert nxt.status == "passed"
+
+
+def test_an_after_hook_that_hangs_makes_the_case_a_timeout(bot, monkeypatch):
+    monkeypatch.setattr(runner, "AFTER_GRACE", 0.2)
+    plan, caller = make(bot, [{"id": "hang-after", "input": "hi", "after": "env_test.After", "timeout": "0.2s"}])
+    (result,) = go(plan, caller)
+    assert result.status == "timeout" and "after hook env_test.After did not return within" in result.error
+
+
+def test_timeout_keeps_the_tool_calls_made_before_it(bot):
+    plan, caller = make(bot, [{"id": "loop", "input": "loop", "timeout": "0.3s"}])  # 10 rounds of 50 ms would take 0.5 s
+    (result,) = go(plan, caller)
+    assert result.status == "timeout"
+    assert len(result.tool_calls) >= 2 and all(c.name == "slow" for c in result.tool_calls)
+    assert result.usage.total_tokens > 0
+
+
+def test_a_tool_loop_cut_by_its_bound_keeps_its_calls(bot):
+    plan, caller = make(bot, [{"id": "loop", "input": "loop"}])
+    (result,) = go(plan, caller)
+    assert result.status == "error" and "tool loop exceeded 10 rounds" in result.error
+    assert len(result.tool_calls) == 10 and result.usage.total_tokens > 0
+
+
+def test_cancelled_case_still_runs_its_after_hook(bot):
+    cases = [{"id": "x", "input": "loop", "before": "env_test.Before", "after": "env_test.After"}]
+    plan, caller = make(bot, cases)
+    from agenttest.userfiles import load_module
+
+    env_test = load_module(str(bot.root / "assistants" / "bot" / "src" / "env_test.py"))
+    env_test.LOG.clear()
+
+    async def main() -> None:
+        caller.loop = asyncio.get_running_loop()
+        task = asyncio.create_task(run_case(plan.cases[0], 1, 0, plan, caller))
+        await asyncio.sleep(0.15)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert env_test.LOG == [("x", "error", "x")]
+
+
+def test_skipped_cases_are_not_run(bot):
+    plan, caller = make(bot, [{"id": "s", "input": "tool:exits", "skip": True, "skip_reason": "later"}])
+    (result,) = go(plan, caller)
+    assert result.status == "skipped" and result.error == "later" and not result.tool_calls
