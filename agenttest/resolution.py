@@ -8,9 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import hooks
-from .assertions.judge import agent_id as validator_id
-from .assertions.script import script_ref
+from . import assertions, hooks
 from .catalog import Catalog
 from .errors import AgentTestError, Location, Problem
 from .model import AssertionSpec, Case
@@ -72,12 +70,13 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
 
 
 def _assertion(spec: AssertionSpec, case: Case, catalog: Catalog, check: Any, out: Resolved) -> None:
-    if spec.type == "agent":
-        conn = (spec.params.get("options") or {}).get("connector")
-        check(validator_id(spec.params["use"]), conn, case.locate(spec.path + ("use",)))
-    elif spec.type == "script":
-        field_ = "script" if "script" in spec.params else "use"
-        out.attempt(case.locate(spec.path + (field_,)), catalog.script, script_ref(spec.params) or "")
+    """What the assertion will call — validator agents, scripts — as its type declares."""
+    for need in assertions.needs(spec.params):
+        where = case.locate(spec.path + (need.field,))
+        if need.kind == "agent":
+            check(need.ref, need.connector, where)
+        else:
+            out.attempt(where, catalog.script, need.ref)
 
 
 def _missing_attachments(case: Case) -> list[str]:

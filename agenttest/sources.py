@@ -86,36 +86,12 @@ class CaseFile:
         return await asyncio.to_thread(load_file, self.path, env.default_simulator)
 
 
-@dataclass(frozen=True)
-class Message:
-    text: str
-    path = None
-    needs_agent = False
+class _NotAFile:
+    """What sources that are not a case file share: no path, no default report, no agent implied."""
 
-    def describe(self, count: int) -> str:
-        return f"message ({_count(count)})"
-
-    def default_report(self) -> str | None:
-        return None
-
-    def agent_hint(self, app: App) -> str | None:
-        return None
-
-    async def load(self, env: LoadEnv) -> Loaded:
-        return Loaded([make_case({"id": "message", "input": self.text}, Location("<message>"), os.getcwd())])
-
-
-@dataclass(frozen=True)
-class ScriptTests:
-    """``scripts.<name>``: the ``Test*`` functions of the agent's ``src/<name>_test.py``."""
-
-    name: str
     path = None
     needs_agent = True
-
-    @property
-    def text(self) -> str:
-        return f"scripts.{self.name}"
+    text: str
 
     def describe(self, count: int) -> str:
         return f"{self.text} ({_count(count)})"
@@ -125,6 +101,29 @@ class ScriptTests:
 
     def agent_hint(self, app: App) -> str | None:
         return None
+
+
+@dataclass(frozen=True)
+class Message(_NotAFile):
+    text: str
+    needs_agent = False
+
+    def describe(self, count: int) -> str:
+        return f"message ({_count(count)})"
+
+    async def load(self, env: LoadEnv) -> Loaded:
+        return Loaded([make_case({"id": "message", "input": self.text}, Location("<message>"), os.getcwd())])
+
+
+@dataclass(frozen=True)
+class ScriptTests(_NotAFile):
+    """``scripts.<name>``: the ``Test*`` functions of the agent's ``src/<name>_test.py``."""
+
+    name: str
+
+    @property
+    def text(self) -> str:  # type: ignore[override]
+        return f"scripts.{self.name}"
 
     async def load(self, env: LoadEnv) -> Loaded:
         from .modes.scripttest import collect
@@ -133,25 +132,14 @@ class ScriptTests:
 
 
 @dataclass(frozen=True)
-class _Generator:
+class _Generator(_NotAFile):
     ref: str
     params: dict[str, str] = field(default_factory=dict)
-    path = None
-    needs_agent = True
     prefix = ""
 
     @property
-    def text(self) -> str:
+    def text(self) -> str:  # type: ignore[override]
         return f"{self.prefix}:{self.ref}"
-
-    def describe(self, count: int) -> str:
-        return f"{self.text} ({_count(count)})"
-
-    def default_report(self) -> str | None:
-        return None
-
-    def agent_hint(self, app: App) -> str | None:
-        return None
 
     def settings(self) -> tuple[int, str, dict[str, Any]]:
         """``count`` (default 5), ``focus`` and the other query parameters."""

@@ -8,6 +8,7 @@ from .registry import (
     Check,
     CheckProblem,
     Judge,
+    Need,
     Observation,
     check,
     describe,
@@ -15,10 +16,11 @@ from .registry import (
     evaluate_all,
     get,
     names,
+    needs,
     register,
     types,
     version,
 )
 
-__all__ = ["AssertionType", "Check", "CheckProblem", "Judge", "Observation", "check", "describe", "evaluate",
-           "evaluate_all", "get", "names", "register", "types", "version"]
+__all__ = ["AssertionType", "Check", "CheckProblem", "Judge", "Need", "Observation", "check", "describe", "evaluate",
+           "evaluate_all", "get", "names", "needs", "register", "types", "version"]

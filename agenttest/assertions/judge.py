@@ -7,7 +7,7 @@ from typing import Any
 from ..errors import CallError
 from ..model import AssertionResult
 from ..workerprotocol import ProtocolError, ask_json
-from .registry import CheckProblem, Observation, register
+from .registry import CheckProblem, Need, Observation, register
 
 
 def agent_id(use: str) -> str:
@@ -57,7 +57,12 @@ async def ask_validator(
 OPTIONS = {"type": "object", "properties": {"connector": {"type": "string"}, "metadata": {"type": "object"}}}
 
 
-@register("agent", fields={"use": {"type": "string"}, "value": {"description": "the criteria"}, "options": OPTIONS}, check=_check)
+def _needs(params: dict[str, Any]) -> list[Need]:
+    return [Need("agent", agent_id(params["use"]), "use", (params.get("options") or {}).get("connector"))]
+
+
+@register("agent", fields={"use": {"type": "string"}, "value": {"description": "the criteria"}, "options": OPTIONS},
+          check=_check, needs=_needs)
 async def agent(params: dict[str, Any], obs: Observation) -> AssertionResult:
     options = params.get("options") or {}
     metadata = dict(options.get("metadata") or {})

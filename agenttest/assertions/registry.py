@@ -56,6 +56,20 @@ Check = Callable[[dict[str, Any]], list[CheckProblem]]
 
 
 @dataclass(frozen=True)
+class Need:
+    """Something an assertion calls at run time, checked before the first model call: an ``agent``
+    (with the connector it runs on) or a ``script``; ``field`` is the parameter that names it."""
+
+    kind: str  # "agent" | "script"
+    ref: str
+    field: str
+    connector: str | None = None
+
+
+Needs = Callable[[dict[str, Any]], list[Need]]
+
+
+@dataclass(frozen=True)
 class AssertionType:
     name: str
     evaluate: Evaluate
@@ -63,6 +77,7 @@ class AssertionType:
     check: Check | None = None
     is_async: bool = False
     description: str = ""
+    needs: Needs | None = None
 
     @property
     def fields(self) -> frozenset[str]:
@@ -74,19 +89,27 @@ _version = [0]  # bumped by register: what was derived from the registry (the ca
 
 
 def register(
-    name: str, *, fields: Sequence[str] | Mapping[str, Schema] = (), check: Check | None = None, description: str = ""
+    name: str, *, fields: Sequence[str] | Mapping[str, Schema] = (), check: Check | None = None, description: str = "",
+    needs: Needs | None = None,
 ) -> Callable[[Evaluate], Evaluate]:
     """Register an assertion type. ``fields`` are the parameters it takes beyond type/message/negate:
-    names, or names → JSON Schema (``{"threshold": {"type": "number"}}``), checked at load time."""
+    names, or names → JSON Schema (``{"threshold": {"type": "number"}}``), checked at load time. ``needs``
+    says which agents or scripts an assertion will call, so that they are resolved before the run."""
     declared = dict(fields) if isinstance(fields, Mapping) else {f: {} for f in fields}
 
     def decorate(fn: Evaluate) -> Evaluate:
         doc = description or (fn.__doc__ or "").strip().split("\n")[0]
-        _REGISTRY[name] = AssertionType(name, fn, {**COMMON_FIELDS, **declared}, check, inspect.iscoroutinefunction(fn), doc)
+        _REGISTRY[name] = AssertionType(name, fn, {**COMMON_FIELDS, **declared}, check, inspect.iscoroutinefunction(fn), doc, needs)
         _version[0] += 1
         return fn
 
     return decorate
+
+
+def needs(params: dict[str, Any]) -> list[Need]:
+    """What an assertion (already checked) will call at run time."""
+    kind = _REGISTRY.get(params.get("type") or "equals")
+    return kind.needs(params) if kind is not None and kind.needs is not None else []
 
 
 def types() -> list[AssertionType]:

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from ..model import AssertionResult
-from .registry import CheckProblem, Observation, register
+from .registry import CheckProblem, Need, Observation, register
 from .judge import OPTIONS
 
 
@@ -46,7 +46,12 @@ def _verdict(returned: Any) -> tuple[bool, str]:
     raise ValueError(f"returned {type(returned).__name__}; return True/False or {{\"pass\": bool, \"message\": str}}")
 
 
-@register("script", fields={"script": {"type": "string"}, "use": {"type": "string"}, "value": {}, "options": OPTIONS}, check=_check)
+def _needs(params: dict[str, Any]) -> list[Need]:
+    return [Need("script", script_ref(params) or "", "script" if "script" in params else "use")]
+
+
+@register("script", fields={"script": {"type": "string"}, "use": {"type": "string"}, "value": {}, "options": OPTIONS},
+          check=_check, needs=_needs)
 async def script(params: dict[str, Any], obs: Observation) -> AssertionResult:
     ref = script_ref(params) or ""  # checked at load time
     options = params.get("options") or {}
