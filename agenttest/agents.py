@@ -7,7 +7,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -97,16 +97,40 @@ def _prompts(path: str) -> tuple[Message, ...]:
 
 
 Connect = Callable[[str], Connector]
+ToolFunction = Callable[[Context, dict[str, Any]], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool offered to the model: its schema (``{"name", "description", "parameters"}``) and how to call
+    it (``await call(ctx, arguments)``, raising CallError). ``server`` names the MCP server it comes from."""
+
+    name: str
+    schema: dict[str, Any]
+    call: ToolFunction
+    server: str | None = None
+
+
+def python_tool(schema: dict[str, Any], fn: Callable[..., Any]) -> Tool:
+    """A tool implemented by a Python function ``fn(ctx, **arguments)`` (the agent's ``src/tools.py``)."""
+    name = schema["name"]
+
+    async def call(ctx: Context, arguments: dict[str, Any]) -> Any:
+        return await usercode.call(fn, ctx, what=f"tool {name}", **arguments)
+
+    return Tool(name, schema, call)
 
 
 class Agent:
-    """A loaded agent and how to run it; ``connect`` turns a connector ID into a Connector."""
+    """A loaded agent and how to run it; ``connect`` turns a connector ID into a Connector. ``tools`` are
+    the agent's Python tools, plus any given (e.g. from MCP servers)."""
 
-    def __init__(self, spec: AgentSpec, connect: Connect):
+    def __init__(self, spec: AgentSpec, connect: Connect, tools: tuple[Tool, ...] = ()):
         self.spec = spec
         self.connect = connect
         src = os.path.join(spec.path, "src")
-        self.tools = self._tool_functions(os.path.join(src, "tools.py"))
+        self.tools = {t.name: t for t in (*self._python_tools(os.path.join(src, "tools.py")), *tools)}
+        self.schemas = tuple(t.schema for t in self.tools.values())
         index = os.path.join(src, "index.py")
         module = load_module(index) if os.path.isfile(index) else None
         self.create_hook = getattr(module, "create", None) or getattr(module, "Create", None)
@@ -116,19 +140,19 @@ class Agent:
     def id(self) -> str:
         return self.spec.id
 
-    def _tool_functions(self, path: str) -> dict[str, Any]:
+    def _python_tools(self, path: str) -> list[Tool]:
         if not self.spec.tools:
-            return {}
+            return []
         if not os.path.isfile(path):
             raise AgentTestError(f"agent {self.spec.id} declares tools but {path} does not exist")
         module = load_module(path)
-        found = {}
-        for tool in self.spec.tools:
-            fn = getattr(module, tool["name"], None)
+        found = []
+        for schema in self.spec.tools:
+            fn = getattr(module, schema["name"], None)
             if not callable(fn):
                 names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
-                raise AgentTestError(f"agent {self.spec.id}: tool '{tool['name']}' has no function in {path}", hint=did_you_mean(tool["name"], names))
-            found[tool["name"]] = fn
+                raise AgentTestError(f"agent {self.spec.id}: tool '{schema['name']}' has no function in {path}", hint=did_you_mean(schema["name"], names))
+            found.append(python_tool(schema, fn))
         return found
 
     def connector_id(self, override: str | None = None) -> str:
@@ -154,7 +178,7 @@ class Agent:
         while True:
             rounds += 1
             try:
-                completion = await model.complete(ChatRequest(conversation + new, self.spec.tools, opts, self.spec.path))
+                completion = await model.complete(ChatRequest(conversation + new, self.schemas, opts, self.spec.path))
             except AgentTestError as exc:
                 raise CallError(str(exc)) from None
             usage += completion.usage
@@ -174,19 +198,21 @@ class Agent:
         return reply
 
     async def _run_tool(self, ctx: Context, call: ToolCall) -> ToolCall:
+        """Run one tool call the model asked for; a failure is the call's error, fed back to the model."""
         start = time.perf_counter()
-        fn = self.tools.get(call.name)
+        tool = self.tools.get(call.name)
         result, error = None, None
-        if fn is None:
+        if tool is None:
             error = f"agent {self.spec.id} has no tool '{call.name}'"
         elif not isinstance(call.arguments, dict):
             error = f"invalid arguments for {call.name}: expected a JSON object, got {call.arguments!r}"
         else:
             try:
-                result = await usercode.call(fn, ctx, what=f"tool {call.name}", **call.arguments)
+                result = await tool.call(ctx, call.arguments)
             except CallError as exc:
                 error = exc.cause
-        done = ToolCall(call.name, call.arguments, call.id, result, error, (time.perf_counter() - start) * 1000)
+        server = tool.server if tool is not None else None
+        done = ToolCall(call.name, call.arguments, call.id, result, error, (time.perf_counter() - start) * 1000, server)
         record_tool_call(done)
         return done
 

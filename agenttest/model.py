@@ -123,6 +123,7 @@ class ToolCall:
     result: Any = None
     error: str | None = None
     duration_ms: float = 0.0
+    server: str | None = None  # the MCP server the tool belongs to
 
     def as_dict(self) -> dict[str, Any]:
         """The call as hooks, script tests and reports see it."""
@@ -131,6 +132,8 @@ class ToolCall:
             out["id"] = self.id
         if self.error is not None:
             out["error"] = self.error
+        if self.server is not None:
+            out["server"] = self.server
         return out
 
 
