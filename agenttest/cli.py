@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from .config import RunConfig, parse_duration
+from .config import RunConfig, parse_duration, parse_size
 from .errors import AgentTestError, ExitCode, InternalError
 
 EPILOG = """\b
@@ -79,6 +79,13 @@ class Main(click.Group):
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
     try:
         return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _size(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    try:
+        return parse_size(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -156,6 +163,8 @@ def main() -> None:
               help="Run each case N times and report stability.")
 @click.option("--fail-fast", is_flag=True, cls=Option, section="Running",
               help="Stop scheduling cases after the first that does not pass  [default: off]")
+@click.option("--max-attachment", default="20MB", show_default=True, callback=_size, metavar="SIZE", cls=Option, section="Running",
+              help="Largest file an input may attach (file:// parts): 20MB, 500KB or bytes.")
 @click.option("-o", "--output", metavar="FILE", cls=Option, section="Output",
               help="Report file; format by extension: .json .jsonl .md .html .xml  [default: output-<timestamp>.json beside a case file]")
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output", help="Show outputs and tool calls under every case  [default: off]")
@@ -171,7 +180,7 @@ def run_command(**flags: Any) -> None:
             user=flags["user"], team=flags["team"], verbose=flags["verbose"], ctx_file=flags["ctx_file"],
             simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
             parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], fail_fast=flags["fail_fast"],
-            dry_run=flags["dry_run"], app=flags["app_dir"], color=color,
+            dry_run=flags["dry_run"], app=flags["app_dir"], color=color, max_attachment=flags["max_attachment"],
         )
         from .session import Session
 

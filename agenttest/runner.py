@@ -6,13 +6,14 @@ hanging, a bug in agent-test — ends as that case's result; the run goes on."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import modes, usercode
+from . import attachments, modes, usercode
 from .caller import Caller
 from .config import format_timeout
 from .errors import CallError, HookError
@@ -61,7 +62,8 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
     start = time.perf_counter()
     ctx = caller.context(case, run)
     connector = plan.connector or case.options.get("connector")
-    env = modes.CaseEnv(caller, plan.agent, connector, ctx)
+    policy = attachments.Policy((os.path.realpath(caller.catalog.app.root),), plan.max_attachment)
+    env = modes.CaseEnv(caller, plan.agent, connector, ctx, policy)
     mode = modes.get(case)
     deadline = case.timeout or plan.timeout
     loop = asyncio.get_running_loop()

@@ -100,7 +100,7 @@ class Session:
             raise InputError(loaded.problems + resolved.problems)
         assert agent_id is not None
         plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
-                    resolved.before_all, resolved.after_all, resolved.hooks)
+                    resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment)
         warnings = [*loaded.warnings, *catalog.warnings, *resolved.warnings]
         return await self._execute(plan, source, caller, warnings)
 

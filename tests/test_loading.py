@@ -190,7 +190,7 @@ def test_missing_file_with_hint(tmp_path):
 
 
 def test_attachment_paths_resolve_against_the_case_file(tmp_path):
-    from agenttest.messages import resolve
+    from agenttest.attachments import resolve
 
     (tmp_path / "fixtures").mkdir()
     (tmp_path / "fixtures" / "r.png").write_bytes(b"\x89PNG")
