@@ -172,3 +172,40 @@ def test_a_500_after_a_tool_ran_keeps_the_tool_call_and_the_tokens(app, server, 
     assert r["status"] == "error" and "500" in r["error"]
     assert [c["name"] for c in r["tool_calls"]] == ["whoami"] and r["tool_calls"][0]["result"] == {"user": "test-user"}
     assert r["usage"]["total_tokens"] == 15  # the first answer's tokens, spent before the error
+
+
+# ---- CPU work cannot freeze the loop ---------------------------------------------------------------
+
+
+def test_a_backtracking_regex_is_cut_and_other_cases_keep_their_verdicts(offline_app, tmp_path):
+    offline_app.agent("bot", connector="mock", files={"mock.yml": """
+rules:
+  - user: "^slowpoke"
+    delay: 0.5
+    reply: "fine"
+  - user: ".*"
+    reply: "{{ user }}"
+"""})
+    cases = [
+        {"id": "evil", "input": "a" * 40 + "b", "assert": {"type": "regex", "value": "^(a|a)*$"}},
+        {"id": "other", "input": "slowpoke", "timeout": "1.5s", "assert": {"type": "contains", "value": "fine"}},
+    ]
+    path = offline_app.cases("cases.jsonl", cases)
+    out = tmp_path / "r.json"
+    start = time.perf_counter()
+    result = cli("-i", str(path), "-n", "bot", "--app", str(offline_app.root), "--parallel", "2", "-o", str(out))
+    assert time.perf_counter() - start < 15  # a bound, not a benchmark: unguarded, this search runs for hours
+    evil, other = report(out)["results"]
+    assert evil["status"] == "error" and "took longer than 2s" in evil["error"] and "catastrophic backtracking" in evil["error"]
+    assert other["status"] == "passed"  # the search did not hold the event loop past this case's deadline
+    assert result.exit_code == 1
+
+
+def test_finding_json_in_adversarial_text_is_linear():
+    from agenttest.texts import find_json
+
+    start = time.perf_counter()
+    for text in ["{" * 300_000, "[1, " * 100_000, '{"a": "' + "x" * 300_000, "{ " * 150_000 + '{"ok": 1}']:
+        find_json(text)
+    assert find_json("{ " * 1000 + '{"ok": 1}') == (True, {"ok": 1})
+    assert time.perf_counter() - start < 5  # a bound, not a benchmark: the old scan was quadratic (minutes here)
