@@ -92,3 +92,13 @@ def shorten(value: Any, limit: int, marker: str = "…") -> str:
     """``value`` as one line of at most ``limit`` characters (whitespace runs become one space)."""
     text = " ".join(as_text(value).split())
     return text if len(text) <= limit else text[: max(0, limit - len(marker))].rstrip() + marker
+
+
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)] if c not in (0x09, 0x0A)}
+_CONTROLS_ONE_LINE = {**_CONTROLS, 0x0A: "\\n"}
+
+
+def printable(text: str, newlines: bool = False) -> str:
+    """``text`` safe for a terminal: escape sequences and other control characters are shown escaped
+    (``\\x1b[2K``), never obeyed. Newlines are kept only when ``newlines``."""
+    return text.translate(_CONTROLS if newlines else _CONTROLS_ONE_LINE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 import pytest
@@ -209,3 +210,22 @@ def test_finding_json_in_adversarial_text_is_linear():
         find_json(text)
     assert find_json("{ " * 1000 + '{"ok": 1}') == (True, {"ok": 1})
     assert time.perf_counter() - start < 5  # a bound, not a benchmark: the old scan was quadratic (minutes here)
+
+
+# ---- output is data, not terminal commands ---------------------------------------------------------
+
+
+def test_escape_sequences_in_replies_ids_and_reasons_are_shown_escaped(offline_app, tmp_path):
+    offline_app.agent("bot", connector="mock", files={"mock.yml": 'default: "\\e[2K\\r\\e[32m✨ ALL TESTS PASSED ✨\\e[0m ```\\n![x](http://tracker.example/p.png) <img src=x>"\n'})
+    path = offline_app.cases("cases.jsonl", [{"id": "evil\u001b[2K", "input": "hi", "assert": {"type": "contains", "value": "nope"}}])
+    md = tmp_path / "r.md"
+    result = cli("-i", str(path), "-n", "bot", "--app", str(offline_app.root), "-v", "-o", str(md))
+    assert result.exit_code == 1
+    assert "\x1b" not in result.stdout and "\r" not in result.stdout  # not a terminal: no colour, and nothing obeyed
+    assert "[evil\\x1b[2K]" in result.stdout and "\\x1b[2K \\x1b[32m✨ ALL TESTS PASSED" in result.stdout
+    assert "FAILED" in result.stdout and "❌ 1 TEST FAILED" in result.stdout
+    text = md.read_text()
+    outside = re.sub(r"(?ms)^(`{3,})$.*?^\1$", "", text)  # the report without its fenced blocks
+    assert "![x](http" not in outside and not re.search(r"(?<!\\)<img", outside)  # the image and the tag are inert text
+    assert "\\[x\\](http://tracker.example/p.png)" in outside and "\\<img src=x\\>" in outside
+    assert "````\n" in text, "the output's ``` must not close the fence around it"
