@@ -99,7 +99,9 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
         result = CaseResult(case.id, "error", case.name, case.input, error=message, traceback=tb, run=run, index=index,
                             dynamic=case.dynamic, file=case.file)
     stdout, stderr = capture.text()
-    return replace(result, stdout=stdout, stderr=stderr) if stdout or stderr else result
+    if stdout or stderr:
+        result = replace(result, stdout=stdout, stderr=stderr)
+    return caller.catalog.secrets.scrub(result)  # keys hidden before anything shortens the text
 
 
 async def _after(case: Case, plan: Plan, ctx: Any, result: CaseResult, before_data: Any, timeout: float) -> CaseResult:

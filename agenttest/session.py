@@ -27,7 +27,7 @@ from .model import Case, Plan, RunHeader, RunReport
 from .reporting.console import Console
 from .resolution import resolve
 from .runner import RunState
-from .secrets import Secrets
+from .secrets import MIN_LENGTH, Secrets
 from .sources import LoadEnv, Message, Source, classify, normalized
 from .verdict import exit_code, make_report
 
@@ -101,7 +101,7 @@ class Session:
         assert agent_id is not None
         plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
                     resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment)
-        warnings = [*loaded.warnings, *catalog.warnings, *resolved.warnings]
+        warnings = [*loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
         return await self._execute(plan, source, caller, warnings)
 
     async def _dry_run(self, cases: list[Case]) -> ExitCode:
@@ -165,6 +165,10 @@ class Session:
             raise InternalError(message.removeprefix("internal error: "), tb)
         return exit_code(report)
 
+    def _short_secrets(self) -> list[str]:
+        return [f"$ENV.{name} is shorter than {MIN_LENGTH} characters, so it is not hidden in output (only longer values are taken for secrets)"
+                for name in self.secrets.short_names()]
+
     def _report(self, plan: Plan, source: Source, caller: Caller, state: RunState, header: RunHeader) -> RunReport:
         config = self.config
         interrupted = self.signalled is not None
@@ -176,7 +180,7 @@ class Session:
             environment=caller.identity.environment(), options=self.options(), interrupted=interrupted,
             terminated=self.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
             not_run=max(0, state.total - len(state.results)) if (state.stopped_early or interrupted) else 0,
-            warnings=tuple(state.warnings),
+            warnings=tuple(dict.fromkeys([*state.warnings, *self._short_secrets()])),
         )
 
     async def _write(self, report: RunReport) -> None:

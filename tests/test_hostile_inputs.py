@@ -229,3 +229,30 @@ def test_escape_sequences_in_replies_ids_and_reasons_are_shown_escaped(offline_a
     assert "![x](http" not in outside and not re.search(r"(?<!\\)<img", outside)  # the image and the tag are inert text
     assert "\\[x\\](http://tracker.example/p.png)" in outside and "\\<img src=x\\>" in outside
     assert "````\n" in text, "the output's ``` must not close the fence around it"
+
+
+# ---- keys never leak ------------------------------------------------------------------------------
+
+
+def test_keys_are_hidden_before_anything_cuts_the_text(app, server, tmp_path, monkeypatch):
+    """The key comes back in the model's reply at the place where the console cuts it, and from a
+    connector a create hook picks during the run; a very short value is not taken for a secret."""
+    from openai_server import Answer
+
+    monkeypatch.setenv("OTHER_KEY", "sk-other-0123456789abcdef")
+    monkeypatch.setenv("SHORT", "test")
+    server.responder = lambda req: Answer("x" * 290 + req["model"] + " key: sk-test-SECRET-0123456789 and sk-other-0123456789abcdef")
+    app.connector("other", {"type": "openai", "options": {"model": "other-test", "host": server.host, "key": "$ENV.OTHER_KEY",
+                                                          "headers": {"X-Team": "$ENV.SHORT"}}})
+    app.agent("bot", files={"src/index.py": "def create(ctx, messages):\n    return {'connector': 'other'} if 'other' in str(messages) else None\n"})
+    path = app.cases("cases.jsonl", [{"id": "a", "input": "first", "assert": {"type": "contains", "value": "nope"}},
+                                     {"id": "b", "input": "other one", "assert": {"type": "contains", "value": "nope"}}])
+    out, md = tmp_path / "r.json", tmp_path / "r.md"
+    for target in (out, md):
+        result = cli("-i", str(path), "-n", "bot", "-v", "-o", str(target))
+        assert result.exit_code == 1
+        for secret, prefix in (("sk-test-SECRET-0123456789", "sk-test-SEC"), ("sk-other-0123456789abcdef", "sk-other-01")):
+            assert prefix not in result.output and prefix not in target.read_text()
+    assert out.read_text().count("***") >= 4  # both keys, in both cases
+    assert "$ENV.SHORT is shorter than 8 characters, so it is not hidden" in result.stdout
+    assert result.stdout.count("$ENV.SHORT is shorter") == 1  # said once

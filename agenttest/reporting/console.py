@@ -43,6 +43,7 @@ class Console:
         self._progress = progress and parallel > 1
         self._pending_line = False
         self._blank = False
+        self._warned: set[str] = set()
 
     # -- primitives --------------------------------------------------------------------------
 
@@ -84,6 +85,7 @@ class Console:
             self.line(f"{self.paint('ℹ', 'cyan')} Runs: {info.runs} per case")
         for w in warnings:
             self.line(f"{self.paint('⚠', 'yellow')} {safe(w)}")
+        self._warned = set(warnings)
         self.line()
         self.section("Running Tests" + (f" ({self.parallel} parallel)" if self.parallel > 1 else ""))
         self.total = info.total
@@ -196,7 +198,8 @@ class Console:
         if report.not_run:
             self.line(f"  Not run:   {report.not_run} (stopped early)")
         for w in report.warnings:
-            self.line(f"  {self.paint('⚠', 'yellow')} {safe(w)}")
+            if w not in self._warned:  # each warning once: those of the header are not repeated
+                self.line(f"  {self.paint('⚠', 'yellow')} {safe(w)}")
         if output:
             self.line()
             self.line(f"  Output: {output}")
