@@ -154,9 +154,15 @@ class _Generator(_NotAFile):
         return count, params.pop("focus", ""), params
 
     def validate(self, items: list[Any], env: LoadEnv) -> Loaded:
-        """Validate generated cases like a file; problems point into a saved copy of the generated JSON."""
+        """Validate generated cases like a file (no more than ``count`` of them); problems point into a
+        saved copy of the generated JSON."""
+        count = self.settings()[0]
+        dropped = len(items) - count
+        items = items[:count]
         text = json.dumps(items, ensure_ascii=False, indent=2)
         loaded = parse(text, self.text, env.default_simulator, os.getcwd(), kind=".json")
+        if dropped > 0:
+            loaded.warnings.append(f"{self.text} returned {count + dropped} cases for count={count}; the last {dropped} were dropped")
         if loaded.problems:
             fd, path = tempfile.mkstemp(prefix="agent-test-generated-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -256,3 +256,23 @@ def test_keys_are_hidden_before_anything_cuts_the_text(app, server, tmp_path, mo
     assert out.read_text().count("***") >= 4  # both keys, in both cases
     assert "$ENV.SHORT is shorter than 8 characters, so it is not hidden" in result.stdout
     assert result.stdout.count("$ENV.SHORT is shorter") == 1  # said once
+
+
+def test_a_generator_that_returns_more_than_count_is_cut_to_count(bot, tmp_path):
+    bot.file("scripts/many.py", "def make(agent, params):\n    return [{'id': f'c{i}', 'input': 'hi'} for i in range(7)]\n")
+    out = tmp_path / "r.json"
+    result = run(bot, "-i", "scripts:many.make?count=3", "-o", str(out))
+    assert result.exit_code == 0
+    assert [r["id"] for r in report(out)["results"]] == ["c0", "c1", "c2"]
+    assert "scripts:many.make returned 7 cases for count=3; the last 4 were dropped" in result.stdout
+
+
+def test_long_failure_reasons_are_cut_on_the_console_and_whole_in_the_report(offline_app, tmp_path):
+    offline_app.agent("bot", connector="mock", files={"mock.yml": "default: '" + "word " * 400 + "'\n"})
+    needles = [f"missing-{i:03d}" for i in range(80)]
+    path = offline_app.cases("cases.jsonl", [{"id": "a", "input": "hi", "assert": {"type": "contains", "value": needles}}])
+    out = tmp_path / "r.json"
+    result = cli("-i", str(path), "-n", "bot", "--app", str(offline_app.root), "-o", str(out))
+    line = next(x for x in result.stdout.splitlines() if x.startswith("  └─ output does not contain"))
+    assert line.endswith("… (the whole text is in the report)") and len(line) < 600
+    assert "missing-079" in report(out)["results"][0]["assertions"][0]["message"] and "missing-079" not in line

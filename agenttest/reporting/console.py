@@ -28,6 +28,14 @@ def safe(text: Any) -> str:
     return printable(as_text(text))
 
 
+REASON_LIMIT = 500  # characters of a failure reason on the console; the report keeps all of it
+
+
+def reason(text: str) -> str:
+    line = safe(text)
+    return line if len(line) <= REASON_LIMIT else line[:REASON_LIMIT].rstrip() + "… (the whole text is in the report)"
+
+
 class Console:
     def __init__(self, out: TextIO, color: bool = False, verbose: bool = False, parallel: int = 1, progress: bool = False,
                  show_reply: bool = False, secrets: Secrets | None = None):
@@ -125,8 +133,8 @@ class Console:
             self.line()
 
     def _details(self, r: CaseResult) -> None:
-        for reason in r.reasons:
-            self.line(f"  └─ {self.paint(safe(reason), 'red' if r.status != 'skipped' else 'yellow')}")
+        for why in r.reasons:
+            self.line(f"  └─ {self.paint(reason(why), 'red' if r.status != 'skipped' else 'yellow')}")
         for w in r.warnings:
             self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
         if self.verbose or self.show_reply:
@@ -161,8 +169,8 @@ class Console:
         reached = sum(1 for c in r.checkpoints if c.reached)
         turns = len(r.turns)
         self.line(f"  {status} ({took}) - {turns} turn{'s' if turns != 1 else ''}, {reached}/{len(r.checkpoints)} checkpoints")
-        for reason in r.reasons:
-            self.line(f"  └─ {self.paint(safe(reason), 'red')}")
+        for why in r.reasons:
+            self.line(f"  └─ {self.paint(reason(why), 'red')}")
         for w in r.warnings:
             self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
         self.line()
