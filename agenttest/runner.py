@@ -134,7 +134,7 @@ async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListen
             state.after_all_done = True
             results = [result_dict(r) for r in state.ordered()]
             try:
-                await usercode.call(plan.after_all, ctx, results, state.before_all_data, what="AfterAll", timeout=max(plan.timeout, AFTER_GRACE))
+                await usercode.call(plan.after_all, ctx, results, state.before_all_data, what="AfterAll", timeout=plan.timeout)
             except CallError as exc:
                 state.warnings.append(str(exc))
 

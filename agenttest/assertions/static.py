@@ -130,7 +130,7 @@ async def regex(params: dict[str, Any], obs: Observation) -> AssertionResult:
     pattern = params.get("pattern", params.get("value"))
     text = obs.text
     try:
-        m = await asyncio.to_thread(patterns.search, pattern, text)
+        m = await asyncio.to_thread(patterns.search, str(pattern), text)
     except patterns.PatternTimeout as exc:
         return AssertionResult("regex", False, f"regex {exc}", pattern, error=True)
     if m:
