@@ -13,7 +13,7 @@ from typing import Any
 
 from . import usercode
 from .connectors import ChatRequest, Connector
-from .errors import AgentTestError, CallError, Location, did_you_mean
+from .errors import AgentTestError, CallError, Location, did_you_mean, typo_of
 from .model import Context, Message, Reply, ToolCall, Usage
 from .tracking import record_tool_call, record_usage
 from .userfiles import load_module, read_jsonc
@@ -42,17 +42,23 @@ class AgentSpec:
         return {"id": self.id, "description": self.description, "tools": [dict(t) for t in self.tools]}
 
 
-def load_spec(agent_id: str, folder: str, warnings: list[str]) -> AgentSpec:
-    """Read an agent folder; problems are usage errors with the file's location."""
+def load_spec(agent_id: str, folder: str, warnings: list[str], strict: bool = False) -> AgentSpec:
+    """Read an agent folder; problems are usage errors with the file's location. Yao's keys that agent-test
+    does not use are ignored with one warning; a misspelt key is an error; other unknown keys are ignored
+    with a warning, or errors when ``strict``."""
     pkg_path = os.path.join(folder, "package.yao")
     pkg = read_jsonc(pkg_path)
     if not isinstance(pkg, dict):
         raise AgentTestError("package.yao must be a JSON object", Location(pkg_path))
-    ignored = [k for k in pkg if k not in KNOWN_KEYS]
-    typos = [(k, did_you_mean(k, KNOWN_KEYS)) for k in ignored if k not in YAO_KEYS]
-    for key, hint in typos:
-        if hint:
-            warnings.append(f"{pkg_path}: '{key}' is not a field agent-test uses; {hint}")
+    for key in pkg:
+        if key in KNOWN_KEYS or key in YAO_KEYS:
+            continue
+        typo = typo_of(key, KNOWN_KEYS)
+        if typo or strict:
+            hint = f"did you mean '{typo}'?" if typo else "unknown keys are errors with --strict"
+            raise AgentTestError(f"'{key}' is not a field of package.yao", Location(pkg_path), hint)
+        warnings.append(f"{pkg_path}: '{key}' is not a field of package.yao; ignored")
+    ignored = [k for k in pkg if k in YAO_KEYS]
     if ignored:
         warnings.append(f"{pkg_path}: ignored (not used by agent-test): {', '.join(ignored)}")
     tools = tuple(_tool_schema(t, pkg_path) for t in pkg.get("tools") or ())

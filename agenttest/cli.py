@@ -141,6 +141,8 @@ def main() -> None:
               help="Run only cases whose id matches (a search, like pytest -k)  [default: all]")
 @click.option("--dry-run", is_flag=True, cls=Option, section="Input and selection",
               help="Load (or generate) the cases and print them as JSON lines without running  [default: off]")
+@click.option("--strict", is_flag=True, cls=Option, section="Input and selection",
+              help="Unknown keys in cases, --ctx and package.yao are errors, not ignored with a warning  [default: off]")
 @click.option("--app", "app_dir", metavar="DIR", cls=Option, section="Input and selection",
               help="App root  [default: $AGENTTEST_APP, else the nearest folder with assistants/ above the input or the current folder]")
 @click.option("-c", "--connector", metavar="ID", cls=Option, section="Running",
@@ -180,7 +182,7 @@ def run_command(**flags: Any) -> None:
             user=flags["user"], team=flags["team"], verbose=flags["verbose"], ctx_file=flags["ctx_file"],
             simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
             parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], fail_fast=flags["fail_fast"],
-            dry_run=flags["dry_run"], app=flags["app_dir"], color=color, max_attachment=flags["max_attachment"],
+            dry_run=flags["dry_run"], app=flags["app_dir"], color=color, max_attachment=flags["max_attachment"], strict=flags["strict"],
         )
         from .session import Session
 

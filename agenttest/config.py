@@ -102,3 +102,4 @@ class RunConfig:
     app: str | None = None
     color: bool = False
     max_attachment: int = 20 * 1024 * 1024  # bytes
+    strict: bool = False  # unknown keys are errors, not warnings

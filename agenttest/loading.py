@@ -15,12 +15,25 @@ from .errors import InputError, Location, Problem, closest
 from .messages import normalize
 from .model import AssertionSpec, Case, Checkpoint, SimulatorSpec
 from .positions import json_offset, line_col, yaml_mark
-from .validation import Path, assertion_list, schema_problems, semantic_problems, type_name
+from .validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml")
 MAX_DEPTH = 64  # nesting of one case: real cases use about ten levels
 MAX_YAML_VALUES = 1_000_000  # values a YAML file may expand to through its aliases
 MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class KeyPolicy:
+    """What an unknown key in a case is (FORMATS §2): a typo of a known field is an error; any other key
+    is ignored with one warning per key and file, as Yao ignores it. ``strict`` (``--strict``) makes every
+    unknown key an error; ``lenient`` (generated cases) makes every unknown key a warning."""
+
+    strict: bool = False
+    lenient: bool = False
+
+    def is_error(self, typo: str | None) -> bool:
+        return self.strict or (typo is not None and not self.lenient)
 
 
 @dataclass
@@ -70,7 +83,7 @@ class Document:
 # ---- parsing ------------------------------------------------------------------------------------
 
 
-def load_file(path: str, default_simulator: str | None = None) -> Loaded:
+def load_file(path: str, default_simulator: str | None = None, policy: KeyPolicy = KeyPolicy()) -> Loaded:
     """Read and validate a case file."""
     if not os.path.exists(path):
         return Loaded(problems=[Problem(f"input file '{path}' does not exist", None, _similar_file(path))])
@@ -87,10 +100,11 @@ def load_file(path: str, default_simulator: str | None = None) -> Loaded:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         return Loaded(problems=[Problem(f"cannot read '{path}': {exc}")])
-    return parse(text, path, default_simulator, os.path.dirname(os.path.abspath(path)))
+    return parse(text, path, default_simulator, os.path.dirname(os.path.abspath(path)), policy=policy)
 
 
-def parse(text: str, source: str, default_simulator: str | None = None, base_dir: str = ".", kind: str | None = None) -> Loaded:
+def parse(text: str, source: str, default_simulator: str | None = None, base_dir: str = ".", kind: str | None = None,
+          policy: KeyPolicy = KeyPolicy()) -> Loaded:
     """Parse case text of the kind given by ``kind`` or the source's extension."""
     kind = kind or os.path.splitext(source)[1].lower()
     loaded = Loaded()
@@ -103,7 +117,7 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
     else:
         loaded.problems.append(Problem(f"'{source}': unknown case file type '{kind}'", None, "use .jsonl, .json, .yaml or .yml"))
         return loaded
-    loaded.cases = build_cases(docs, base_dir, default_simulator, loaded.problems)
+    loaded.cases = build_cases(docs, base_dir, default_simulator, loaded, policy)
     return loaded
 
 
@@ -294,17 +308,20 @@ def _similar_file(path: str) -> str | None:
 # ---- building -----------------------------------------------------------------------------------
 
 
-def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str | None, problems: list[Problem]) -> list[Case]:
-    """Validate every document; build Cases from the valid ones; append problems (duplicate ids too)."""
+def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str | None, loaded: Loaded,
+                policy: KeyPolicy = KeyPolicy()) -> list[Case]:
+    """Validate every document; build Cases from the valid ones; add problems (duplicate ids too) and
+    warnings (unknown keys ignored) to ``loaded``."""
     cases: list[Case] = []
     first_seen: dict[str, Document] = {}
+    warned: set[tuple[str, str]] = set()
     for doc in docs:
         raw = doc.raw
         if not isinstance(raw, dict):
-            problems.append(Problem(f"a case must be a JSON object, not {type_name(raw)}", doc.locate()))
+            loaded.problems.append(Problem(f"a case must be a JSON object, not {type_name(raw)}", doc.locate()))
             continue
         if too_deep(raw, MAX_DEPTH):
-            problems.append(Problem(f"the case is nested more than {MAX_DEPTH} levels deep", doc.locate()))
+            loaded.problems.append(Problem(f"the case is nested more than {MAX_DEPTH} levels deep", doc.locate()))
             continue
         found = [] if plainly_valid(raw) else schema_problems(raw)
         try:
@@ -314,18 +331,41 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
         seen = {f.path for f in found}
         found += [f for f in extra if f.path not in seen]
         for f in found:
-            problems.append(Problem(f.message, doc.locate(f.path, f.key), f.hint))
+            if not f.unknown or policy.is_error(f.typo):
+                hint = f.hint if not (f.unknown and policy.strict and not f.typo) else "unknown keys are errors with --strict"
+                loaded.problems.append(Problem(f.message, doc.locate(f.path, f.key), hint))
+            elif (container(f.path), str(f.path[-1])) not in warned:
+                warned.add((container(f.path), str(f.path[-1])))
+                key, where = f.path[-1], container(f.path)
+                loaded.warnings.append(f"{doc.locate(f.path, True)}: '{key}' is not a field of {where}; ignored")
         case_id = raw.get("id")
         if isinstance(case_id, str):
             if case_id in first_seen:
                 prior = first_seen[case_id].locate(("id",))
-                problems.append(Problem(f"duplicate id '{case_id}' (first used at line {prior.line})", doc.locate(("id",)), "ids must be unique in a file"))
+                loaded.problems.append(Problem(f"duplicate id '{case_id}' (first used at line {prior.line})", doc.locate(("id",)), "ids must be unique in a file"))
             else:
                 first_seen[case_id] = doc
-        if all(f.unknown for f in found):  # unknown keys aside, the case is whole: build it, so that what
-            known = {k: v for k, v in raw.items() if not any(f.unknown and f.path == (k,) for f in found)}
-            cases.append(make_case(known, doc, base_dir, default_simulator))  # it names is resolved too
+        if all(f.unknown for f in found):  # unknown keys aside, the case is whole: build it without them, so
+            known = _without(raw, [f.path for f in found])  # that what it names is resolved in the same round
+            cases.append(make_case(known, doc, base_dir, default_simulator))
     return cases
+
+
+def _without(raw: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
+    """A copy of ``raw`` without the keys at ``paths`` (copying only what lies on those paths)."""
+    if not paths:
+        return raw
+    out: dict[str, Any] = dict(raw)
+    for path in paths:
+        holder: Any = out
+        for part in path[:-1]:
+            child = holder[part]
+            child = dict(child) if isinstance(child, dict) else list(child)
+            holder[part] = child
+            holder = child
+        if isinstance(holder, dict):
+            holder.pop(path[-1], None)
+    return out
 
 
 def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, default_simulator: str | None = None) -> Case:

@@ -22,7 +22,7 @@ from .catalog import Catalog
 from .config import RunConfig
 from .errors import AgentTestError, ExitCode, HookError, InputError, InternalError
 from .identity import Identity, read_ctx
-from .loading import SUFFIXES, Loaded
+from .loading import SUFFIXES, KeyPolicy, Loaded
 from .model import Case, Plan, RunHeader, RunReport
 from .reporting.console import Console
 from .resolution import resolve
@@ -59,8 +59,9 @@ class Session:
         root = find_root(config.app, source.path)
         if root is None:
             raise AgentTestError("no app root found (a folder with assistants/ or app.yao)", hint="pass --app DIR or set AGENTTEST_APP")
-        catalog = Catalog(App(root), self.secrets)
-        identity = Identity(config.user, config.team, read_ctx(config.ctx_file) if config.ctx_file else {})
+        catalog = Catalog(App(root), self.secrets, strict=config.strict)
+        ctx = read_ctx(config.ctx_file, config.strict, catalog.warnings) if config.ctx_file else {}
+        identity = Identity(config.user, config.team, ctx)
         caller = Caller(catalog, identity)
         caller.loop = asyncio.get_running_loop()
         try:
@@ -91,7 +92,7 @@ class Session:
         config = self.config
         agent_id = self._agent_id(source, catalog.app)
         agent = catalog.agent(agent_id) if agent_id and (source.needs_agent or not config.dry_run) else None
-        loaded: Loaded = await source.load(LoadEnv(config.simulator, agent, caller))
+        loaded: Loaded = await source.load(LoadEnv(config.simulator, agent, caller, KeyPolicy(strict=config.strict)))
         if config.dry_run:
             return await self._dry_run(loaded.check())
         cases = loaded.cases if loaded.problems and not config.run_filter else select(loaded.cases, config.run_filter)
