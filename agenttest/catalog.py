@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from . import prompts
 from .agents import Agent, load_spec
 from .app import App
 from .connectors import Connector, create
@@ -23,6 +24,7 @@ class Catalog:
         self.strict = strict  # unknown keys in package.yao are errors
         self.warnings: list[str] = []
         self._agents: dict[str, Agent] = {}
+        self.global_prompts = prompts.load(os.path.join(app.root, "agent", "prompts.yml"))
         self._connectors: dict[str, Connector] = {}
 
     def agent(self, agent_id: str) -> Agent:
@@ -31,7 +33,7 @@ class Catalog:
             folder = self.app.agent_folder(agent_id)
             if folder is None:
                 raise self.app.unknown_agent(agent_id)
-            spec = load_spec(self.app.agent_id_for(folder), folder, self.warnings, self.strict)
+            spec = load_spec(self.app.agent_id_for(folder), folder, self.warnings, self.strict, self.global_prompts)
             self._agents[agent_id] = Agent(spec, self.connector)
         return self._agents[agent_id]
 
