@@ -16,7 +16,7 @@ from .connectors import ChatRequest, Connector
 from .errors import AgentTestError, CallError, Location, did_you_mean, typo_of
 from .model import Context, Message, Reply, ToolCall, Usage
 from .tracking import record_tool_call, record_usage
-from .userfiles import load_module, read_jsonc
+from .userfiles import MIGRATING, load_module, read_jsonc, typescript_port
 
 KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "max_tool_rounds"}
 YAO_KEYS = {"label", "type", "public", "placeholder", "prompts", "automated", "mentionable", "readonly",
@@ -132,11 +132,21 @@ class Agent:
     def id(self) -> str:
         return self.spec.id
 
+    def unported(self) -> list[str]:
+        """Yao TypeScript hooks with no Python port: they are not run, and a run says so."""
+        src = os.path.join(self.spec.path, "src")
+        found = []
+        for ts in ("index.ts", "index.js"):
+            if os.path.isfile(os.path.join(src, ts)) and not os.path.isfile(os.path.join(src, "index.py")):
+                found.append(f"{os.path.join(src, ts)} is not run (agent-test runs Python): port its Create/Next hooks "
+                             f"to {os.path.join(src, 'index.py')} (see {MIGRATING})")
+        return found
+
     def _python_tools(self, path: str) -> list[Tool]:
         if not self.spec.tools:
             return []
         if not os.path.isfile(path):
-            raise AgentTestError(f"agent {self.spec.id} declares tools but {path} does not exist")
+            raise typescript_port(path, f"agent {self.spec.id}'s tools") or AgentTestError(f"agent {self.spec.id} declares tools but {path} does not exist")
         module = load_module(path)
         found = []
         for schema in self.spec.tools:

@@ -6,6 +6,7 @@ no larger than the limit; anything else is that case's error. Called off the eve
 from __future__ import annotations
 
 import base64
+import json
 import mimetypes
 import os
 import stat
@@ -66,6 +67,8 @@ def _data_url(full: str, data: bytes, default: str) -> str:
 
 def _part(part: dict[str, Any], base_dir: str, policy: Policy) -> dict[str, Any]:
     kind = part.get("type")
+    if kind == "data":  # Yao's structured data: sent as its JSON text
+        return {"type": "text", "text": json.dumps(part.get("data"), ensure_ascii=False)}
     source = str(part.get("source") or part.get("url") or "")
     is_file = source.startswith("file://")
     if kind == "image":
@@ -81,6 +84,6 @@ def _part(part: dict[str, Any], base_dir: str, policy: Policy) -> dict[str, Any]
         full, data = _read(source, base_dir, policy)
         return {
             "type": "file",
-            "file": {"filename": os.path.basename(full), "file_data": _data_url(full, data, "application/octet-stream")},
+            "file": {"filename": part.get("name") or os.path.basename(full), "file_data": _data_url(full, data, "application/octet-stream")},
         }
     return part

@@ -41,13 +41,14 @@ CASE_FIELDS: dict[str, Schema] = {
     "max_turns": {"type": "integer", "minimum": 1},
 }
 ROLES = ["user", "assistant", "system", "tool", "developer"]
-PARTS = ["text", "image", "image_url", "audio", "input_audio", "file"]
+PARTS = ["text", "image", "image_url", "audio", "input_audio", "file", "data"]
 MESSAGE_FIELDS: dict[str, Schema] = {
     "role": {"enum": ROLES},
-    "content": {"anyOf": [{"type": "string"}, {"type": "null"}, {"type": "array", "items": {"$ref": "#/$defs/part"}}]},
+    "content": {"anyOf": [{"type": "string"}, {"type": "null"}, {"$ref": "#/$defs/part"}, {"type": "array", "items": {"$ref": "#/$defs/part"}}]},
     "name": {"type": "string"},
     "tool_calls": {"type": "array"},
     "tool_call_id": {"type": "string"},
+    "refusal": {"type": ["string", "null"]},
 }
 CHECKPOINT_FIELDS: dict[str, Schema] = {
     "id": {"type": "string", "minLength": 1},
@@ -166,10 +167,14 @@ def _message(m: Any) -> bool:
     if "role" in m and not (_str(m["role"]) and m["role"] in ROLE_SET):
         return False
     c = m["content"]
-    if not (c is None or _str(c) or (type(c) is list and all(type(p) is dict and _str(p.get("type")) and p["type"] in PART_SET for p in c))):
+    if not (c is None or _str(c) or _part(c) or (type(c) is list and all(_part(p) for p in c))):
         return False
     return (("name" not in m or _str(m["name"])) and ("tool_call_id" not in m or _str(m["tool_call_id"]))
-            and ("tool_calls" not in m or type(m["tool_calls"]) is list))
+            and ("tool_calls" not in m or type(m["tool_calls"]) is list) and ("refusal" not in m or m["refusal"] is None or _str(m["refusal"])))
+
+
+def _part(p: Any) -> bool:
+    return type(p) is dict and _str(p.get("type")) and p["type"] in PART_SET
 
 
 def _assertion(a: Any) -> bool:

@@ -35,6 +35,7 @@ class Catalog:
                 raise self.app.unknown_agent(agent_id)
             spec = load_spec(self.app.agent_id_for(folder), folder, self.warnings, self.strict, self.global_prompts)
             self._agents[agent_id] = Agent(spec, self.connector)
+            self.warnings += self._agents[agent_id].unported()
         return self._agents[agent_id]
 
     def connector(self, connector_id: str) -> Connector:

@@ -1,7 +1,8 @@
-"""Input normalization (FORMATS §3): strings, messages and histories, and their text."""
+"""Input normalization (FORMATS §3): strings, messages and histories — in Yao's forms too — and their text."""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -9,14 +10,37 @@ from .model import Message
 
 
 def normalize(value: Any) -> tuple[Message, ...]:
-    """A string, one message or a list of messages → a history of messages (role defaults to user)."""
+    """A string, one message or a list of messages → a history of messages: role defaults to user, a
+    single part object as content becomes a list of one part, tool-call arguments given as an object
+    become the JSON string the API expects."""
     if value is None or value == "":
         return ()
     if isinstance(value, str):
         return ({"role": "user", "content": value},)
     if isinstance(value, dict):
         value = [value]
-    return tuple(m if "role" in m else {"role": "user", **m} for m in value)
+    return tuple(_message(m) for m in value)
+
+
+def _message(m: dict[str, Any]) -> Message:
+    out = m if "role" in m else {"role": "user", **m}
+    if isinstance(out.get("content"), dict):
+        out = {**out, "content": [out["content"]]}
+    calls = out.get("tool_calls")
+    if isinstance(calls, list) and any(isinstance(_arguments(c), (dict, list)) for c in calls):
+        out = {**out, "tool_calls": [_stringified(c) for c in calls]}
+    return out
+
+
+def _arguments(call: Any) -> Any:
+    return call.get("function", {}).get("arguments") if isinstance(call, dict) and isinstance(call.get("function"), dict) else None
+
+
+def _stringified(call: dict[str, Any]) -> dict[str, Any]:
+    args = _arguments(call)
+    if not isinstance(args, (dict, list)):
+        return call
+    return {**call, "function": {**call["function"], "arguments": json.dumps(args, ensure_ascii=False)}}
 
 
 def last_user_text(messages: Any) -> str:
@@ -33,17 +57,23 @@ def content_text(content: Any) -> str:
         return ""
     if isinstance(content, str):
         return content
+    if isinstance(content, dict):
+        content = [content]
     parts = []
     for part in content:
-        kind = part.get("type")
+        kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":
             parts.append(part.get("text", ""))
-        else:
+        elif kind == "data":
+            parts.append(json.dumps(part.get("data"), ensure_ascii=False, separators=(",", ":")))
+        elif kind is not None:
             parts.append(f"[{attachment_name(part)}]")
     return " ".join(p for p in parts if p)
 
 
 def attachment_name(part: dict[str, Any]) -> str:
+    if isinstance(part.get("name"), str) and part["name"]:
+        return part["name"]
     source = part.get("source") or part.get("url") or ""
     if isinstance(part.get("image_url"), dict):
         source = part["image_url"].get("url", "")

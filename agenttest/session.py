@@ -50,7 +50,7 @@ class Session:
         self.out = out
         self.secrets = Secrets()
         self.signalled: signal.Signals | None = None
-
+        self.warnings: list[str] = []  # said in the header; kept in the report
     async def run(self) -> ExitCode:
         plugins.load()  # third-party assertion types, connectors and report formats
         config = self.config
@@ -139,7 +139,8 @@ class Session:
         header = self.header(plan, source, caller)
         console = Console(self.out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(),
                           show_reply=isinstance(source, Message), secrets=self.secrets)
-        console.header(header, list(dict.fromkeys(warnings)))
+        self.warnings = list(dict.fromkeys(warnings))
+        console.header(header, self.warnings)
         state = RunState()
         task = asyncio.create_task(runner.run(plan, caller, state, lambda c, r: console.started(c, r, config.runs),
                                               lambda r: console.finished(r, config.runs)))
@@ -181,7 +182,7 @@ class Session:
             environment=caller.identity.environment(), options=self.options(), interrupted=interrupted,
             terminated=self.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
             not_run=max(0, state.total - len(state.results)) if (state.stopped_early or interrupted) else 0,
-            warnings=tuple(dict.fromkeys([*state.warnings, *self._short_secrets()])),
+            warnings=tuple(dict.fromkeys([*self.warnings, *state.warnings, *self._short_secrets()])),
         )
 
     async def _write(self, report: RunReport) -> None:

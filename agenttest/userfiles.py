@@ -114,10 +114,24 @@ def _import_line(exc: BaseException, path: str) -> int | None:
     return line
 
 
+MIGRATING = "docs/migrating-from-yao.md"
+
+
+def typescript_port(path: str, what: str) -> AgentTestError | None:
+    """For a Python file that does not exist beside a Yao TypeScript one (``env_test.ts``): the error that
+    says which file to port to which, since agent-test runs Python and never ignores TypeScript silently."""
+    stem = os.path.splitext(path)[0]
+    for ext in (".ts", ".js"):
+        if os.path.isfile(stem + ext):
+            return AgentTestError(f"{what}: {stem + ext} is {'TypeScript' if ext == '.ts' else 'JavaScript'}, and agent-test runs Python",
+                                  hint=f"port it to {path} (see {MIGRATING})")
+    return None
+
+
 def function(path: str, name: str, what: str) -> Any:
     """``name`` from the Python file at ``path``, or a load-time error with a did-you-mean hint."""
     if not os.path.isfile(path):
-        raise AgentTestError(f"{what}: {path} does not exist")
+        raise typescript_port(path, what) or AgentTestError(f"{what}: {path} does not exist")
     module = load_module(path)
     fn = getattr(module, name, None)
     if not callable(fn):

@@ -82,7 +82,7 @@ def _any_of_message(error: Any) -> str:
     if field == "'input'" or (error.absolute_path and error.absolute_path[-1] == "input"):
         return f"'input' must be a string, a message {{\"role\", \"content\"}} or a list of messages, not {type_name(error.instance)}"
     if "content" in field:
-        return f"'content' must be a string or a list of parts, not {type_name(error.instance)}"
+        return f"'content' must be a string, a part or a list of parts, not {type_name(error.instance)}"
     return f"{field} must be an assertion object, a type name, or a list of them, not {type_name(error.instance)}"
 
 

@@ -31,14 +31,18 @@ async def ask_json(
     parse: Callable[[Any], T],
     connector: str | None = None,
     metadata: dict[str, Any] | None = None,
+    no_json: Callable[[str], T] | None = None,
 ) -> T:
     """Send ``payload`` as one JSON user message; parse the reply with ``parse`` (which raises ValueError
-    saying what is wrong); on a malformed reply, ask once more with a short correction."""
+    saying what is wrong); on a malformed reply, ask once more with a short correction. A reply with no
+    JSON at all goes to ``no_json`` when given (the simulator's plain text is the user's message)."""
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": json.dumps(payload, ensure_ascii=False, default=str)}
     ]
     meta = {"test_mode": test_mode, **(metadata or {})}
     reply = await judge.ask(agent_id, messages, test_mode, meta, connector)
+    if no_json is not None and reply.strip() and not find_json(reply)[0]:
+        return no_json(reply)
     try:
         return _parse(reply, parse)
     except ValueError as exc:

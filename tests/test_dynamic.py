@@ -94,7 +94,8 @@ def test_all_checkpoints_reached_tree_and_report(world_app, server):
     p = world.sim_payloads[1]
     assert p["persona"] == "new hire" and p["goal"] == "file $50" and p["extra"] == {"dept": "sales"}
     assert p["turn_number"] == 2 and p["max_turns"] == 5 and p["checkpoints_reached"] == ["ask_type"]
-    assert [c["id"] for c in p["checkpoints_pending"]] == ["call_create", "confirm"]
+    assert p["checkpoints_pending"] == ["call_create", "confirm"]  # ids, as Yao sends them
+    assert p["checkpoint_descriptions"] == {"ask_type": "asks for the type"}
     assert p["conversation"][-1] == {"role": "assistant", "content": "What type of expense?"}
     # the agent got the whole history, tool calls and results included
     last_agent_call = [b for b in server.bodies() if b["messages"][0].get("content") not in ("SIM", "JUDGE")][-1]
@@ -173,11 +174,19 @@ def test_timeout_interrupts_the_call_in_flight(world_app, server):
 
 
 def test_simulator_malformed_json_is_an_error_at_its_turn(world_app, server):
-    result, data = run(world_app, server, World([], simulator_raw="I am just a user, no JSON"), [dynamic(input="I need to file an expense")])
+    result, data = run(world_app, server, World([], simulator_raw='{"goal_achieved": "maybe"}'), [dynamic(input="I need to file an expense")])
     r = data["results"][0]
     assert r["status"] == "error"
-    assert r["error"].startswith("simulator error at turn 2: simulator sim: the reply holds no JSON (after one correction)")
+    assert r["error"].startswith("simulator error at turn 2: simulator sim: 'goal_achieved' must be true or false, got 'maybe' (after one correction)")
     assert r["total_turns"] == 1 and r["checkpoints"][0]["reached"]
+
+
+def test_a_simulator_replying_in_plain_text_is_taken_as_the_users_message(world_app, server):
+    result, data = run(world_app, server, World([], simulator_raw="I need to file an expense"), [dynamic(max_turns=2)])
+    r = data["results"][0]
+    assert r["turns"][0]["input"] == "I need to file an expense" and r["checkpoints"][0]["reached"]
+    assert "plain text" in r["turns"][0]["simulator_reasoning"]
+    assert len(server.bodies()) == 4  # 2 simulator turns and 2 agent turns: no correction round for plain text
 
 
 def test_agent_error_names_the_turn(world_app, server):
@@ -224,9 +233,11 @@ def test_dynamic_results_in_every_format(world_app, server, tmp_path):
     assert line["total_turns"] == 3 and len(line["checkpoints"]) == 3
 
 
-def test_checkpoints_see_the_turns_tool_results_too(world_app, server):
-    cps = [{"id": "ref", "assert": {"type": "contains", "value": "EXP-1"}}]
-    # the tool returns {"id": "EXP-1"}: reached at the turn the tool ran, from its result
+def test_text_checkpoints_do_not_see_words_inside_tool_results(world_app, server):
+    cps = [{"id": "said", "required": False, "assert": {"type": "contains", "value": "EXP-1"}},
+           {"id": "ref", "assert": {"type": "tool_result", "value": {"tool": "create_expense", "result": {"id": "EXP-1"}}}}]
+    # the tool returns {"id": "EXP-1"}; the agent only says "All done.": a tool checkpoint sees the
+    # result, a text checkpoint does not (the agent never said EXP-1)
     world = World(["yes"])
     world_app.agent("bot", tools=TOOLS, files={"src/tools.py": "def create_expense(ctx):\n    return {'id': 'EXP-1'}\n"})
 
@@ -237,5 +248,56 @@ def test_checkpoints_see_the_turns_tool_results_too(world_app, server):
 
     result, data = run(world_app, server, quiet, [dynamic(input="yes", checkpoints=cps)])
     r = data["results"][0]
-    assert r["status"] == "passed" and r["checkpoints"][0]["reached_at_turn"] == 1
+    assert r["status"] == "passed" and r["checkpoints"][1]["reached_at_turn"] == 1
+    assert r["checkpoints"][0]["reached"] is False
     assert r["turns"][0]["output"] == "All done."
+
+
+def test_the_closing_message_with_goal_achieved_is_still_sent_and_checked(world_app, server):
+    world = World(["I need to file an expense", "Dinner, $50", {"message": "yes", "goal_achieved": True, "reasoning": "last one"}])
+    result, data = run(world_app, server, world, [dynamic()])
+    r = data["results"][0]
+    assert r["status"] == "passed" and r["total_turns"] == 3 and r["turns"][2]["input"] == "yes"
+    assert [c["reached_at_turn"] for c in r["checkpoints"]] == [1, 3, 3]
+
+
+def test_a_checkpoint_that_cannot_be_evaluated_is_an_error_naming_it(world_app, server):
+    world_app.file("scripts/checks.py", "def broken(output, input, value):\n    raise RuntimeError('db down')\n")
+    cps = [{"id": "checked", "assert": {"type": "script", "script": "scripts.checks.broken"}}]
+    result, data = run(world_app, server, World(["I need to file an expense"]), [dynamic(checkpoints=cps)])
+    r = data["results"][0]
+    assert r["status"] == "error" and r["error"].startswith("checkpoint checked failed: script checks.broken raised RuntimeError: db down")
+
+
+def test_workers_see_their_context_metadata(world_app, server):
+    app_code = "import json\nSEEN = []\ndef create(ctx, messages):\n    SEEN.append(dict(ctx.metadata))\n    open(ctx.metadata.get('log', '/dev/null'), 'a').write(json.dumps(ctx.metadata) + '\\n')\n"
+    log = world_app.root / "sim.log"
+    world_app.agent("sim", files={"prompts.yml": "- role: system\n  content: SIM\n", "src/index.py": app_code})
+    case = dynamic()
+    case["simulator"]["options"]["metadata"]["log"] = str(log)
+    run(world_app, server, World(["I need to file an expense", "Dinner, $50", "yes"]), [case])
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [m["turn_number"] for m in seen] == [1, 2, 3]
+    assert seen[0]["test_mode"] == "simulator" and seen[0]["persona"] == "new hire" and seen[0]["goal"] == "file $50"
+
+
+# ---- the case's own assertions (issue 20) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, status", [("NOPE-NEVER", "failed"), ("Submitted", "passed")])
+def test_a_dynamic_cases_own_assertions_run_once_at_the_end(world_app, server, tmp_path, value, status):
+    case = dynamic(assertions=[{"type": "contains", "value": value}, {"type": "tool_called", "name": "create_expense"}])
+    world = World(["I need to file an expense", "Dinner, $50", "yes"])
+    result, data = run(world_app, server, world, [case])
+    r = data["results"][0]
+    assert r["status"] == status and all(c["reached"] for c in r["checkpoints"])
+    assert [a["type"] for a in r["assertions"]] == ["contains", "tool_called"] and r["assertions"][1]["passed"]
+    if status == "failed":
+        assert result.exit_code == 1
+        assert r["error"] == "final assertion failed: output does not contain 'NOPE-NEVER': Submitted! Reference EXP-1"
+        assert "final assertion failed: output does not contain 'NOPE-NEVER'" in result.stdout
+        xml = tmp_path / "r.xml"
+        assert cli("-i", str(world_app.root / "dyn.jsonl"), "-n", "bot", "-o", str(xml)).exit_code == 1
+        assert 'message="final assertion failed: output does not contain' in xml.read_text()
+    else:
+        assert result.exit_code == 0 and "error" not in r

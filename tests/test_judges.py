@@ -243,7 +243,7 @@ def create(ctx, messages):
     server.responder = route(['{"passed": true}'])
     _, r = run_agent_case(app, tmp_path, {**JUDGE, "options": {"metadata": {"tone": "formal"}}})
     assert r["status"] == "passed"
-    assert json.loads(seen.read_text()) == {"mode": "validator", "metadata": {"test_mode": "validator", "tone": "formal"}}
+    assert json.loads(seen.read_text()) == {"mode": "validator", "metadata": {"test_mode": "validator", "criteria": "Says the expense was submitted", "tone": "formal"}}
 
 
 def test_yao_style_hyphenated_script_names(app, server, tmp_path):

@@ -41,7 +41,7 @@ async def ask_validator(
     """Run the validator protocol; every failure becomes a failed (or errored) result."""
     payload = {"output": output, "input": input, "criteria": criteria, **metadata}
     try:
-        value = await ask_json(judge, validator, payload, "validator", verdict, connector, metadata)
+        value = await ask_json(judge, validator, payload, "validator", verdict, connector, {"criteria": criteria, **metadata})
     except ProtocolError as exc:
         return AssertionResult("agent", False, f"validator {validator} reply unusable: {exc}", criteria)
     except CallError as exc:

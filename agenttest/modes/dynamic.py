@@ -1,4 +1,5 @@
-"""Dynamic mode: a simulator agent plays the user turn by turn until the ordered checkpoints are reached."""
+"""Dynamic mode (FORMATS §5): a simulator agent plays the user turn by turn until the ordered checkpoints
+are reached; the case's own assertions are then checked once against the whole conversation."""
 
 from __future__ import annotations
 
@@ -6,18 +7,24 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..assertions import Observation, evaluate
+from ..assertions import Observation, evaluate, evaluate_all
 from ..errors import CallError
 from ..messages import content_text, last_user_text
-from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Message, Status, ToolCall, Turn, Usage
+from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Message, Reply, Status, ToolCall, Turn, Usage
 from ..tracking import Trace
 from ..workerprotocol import ProtocolError, ask_json
 from .base import CaseEnv
-from .standard import agent_options
+from .standard import agent_options, verdict
+
+PLAIN_TEXT = "(the simulator replied in plain text; it was taken as the user's message)"
 
 
 class SimulatorError(Exception):
     pass
+
+
+class CheckpointError(Exception):
+    """A checkpoint could not be evaluated (its validator unreachable, its script raising)."""
 
 
 @dataclass
@@ -30,6 +37,7 @@ class Conversation:
     reached: dict[str, tuple[int, AssertionResult]] = field(default_factory=dict)
     usage: Usage = Usage()
     tool_calls: list[ToolCall] = field(default_factory=list)
+    last: Reply | None = None
 
     def missing(self) -> list[str]:
         return [c.id for c in self.case.checkpoints if c.required and c.id not in self.reached]
@@ -51,6 +59,17 @@ def simulator_reply(value: Any) -> dict[str, Any]:
     return {"message": message if isinstance(message, str) else "", "goal_achieved": achieved, "reasoning": str(value.get("reasoning", ""))}
 
 
+def plain_text_reply(text: str) -> dict[str, Any]:
+    """A simulator reply with no JSON at all is the user's message (as Yao takes it)."""
+    return {"message": text.strip(), "goal_achieved": False, "reasoning": PLAIN_TEXT}
+
+
+def reply_text(reply: Reply) -> Any:
+    """What text checkpoints see: the Next-hook data, else the reply's text — never the tool results, which
+    only the tool assertions look at (a word inside a tool's JSON is not something the agent said)."""
+    return reply.data if reply.has_data else reply.text
+
+
 async def _checkpoints(conv: Conversation, turn: int, obs: Observation) -> list[str]:
     """Checkpoints reached this turn, in declaration order, honouring ``after`` (same turn counts)."""
     pending = [c for c in conv.case.checkpoints if c.id not in conv.reached]
@@ -64,21 +83,13 @@ async def _checkpoints(conv: Conversation, turn: int, obs: Observation) -> list[
                 continue
             if cp.id not in verdicts:
                 verdicts[cp.id] = await evaluate(cp.assertion, obs)
+                if verdicts[cp.id].error:
+                    raise CheckpointError(f"checkpoint {cp.id} failed: {verdicts[cp.id].message}")
             if verdicts[cp.id].passed:
                 conv.reached[cp.id] = (turn, verdicts[cp.id])
                 new.append(cp.id)
                 changed = True
     return new
-
-
-def turn_output(reply: Any) -> Any:
-    """What checkpoints see: the reply, and for a text reply the tool results of the turn after it."""
-    from ..texts import as_text
-
-    results = [as_text(c.result) for c in reply.tool_calls if c.error is None and c.result is not None]
-    if not results or not isinstance(reply.output, str) or reply.has_data:
-        return reply.output
-    return "\n".join([reply.output, *results]) if reply.output else "\n".join(results)
 
 
 async def _ask_simulator(env: CaseEnv, case: Case, conv: Conversation, turn_number: int) -> dict[str, Any]:
@@ -97,48 +108,59 @@ async def _ask_simulator(env: CaseEnv, case: Case, conv: Conversation, turn_numb
         "turn_number": turn_number,
         "max_turns": case.max_turns,
         "checkpoints_reached": list(conv.reached),
-        "checkpoints_pending": [{"id": c.id, "description": c.description} for c in case.checkpoints if c.id not in conv.reached],
+        "checkpoints_pending": [c.id for c in case.checkpoints if c.id not in conv.reached],
+        "checkpoint_descriptions": {c.id: c.description for c in case.checkpoints if c.description},
         "extra": meta,
     }
+    context = {"persona": persona, "goal": goal, "turn_number": turn_number, **meta}
     try:
-        return await ask_json(env.caller, use, payload, "simulator", simulator_reply, options.get("connector"), {"persona": persona, "goal": goal, **meta})
+        return await ask_json(env.caller, use, payload, "simulator", simulator_reply, options.get("connector"), context,
+                              no_json=plain_text_reply)
     except (ProtocolError, CallError) as exc:
-        raise SimulatorError(f"simulator {use}: {exc}") from None
+        raise SimulatorError(f"simulator error at turn {turn_number}: simulator {use}: {exc}") from None
+
+
+async def _turn(case: Case, env: CaseEnv, conv: Conversation, turn: int, reasoning: str) -> None:
+    """One exchange: the agent answers the history; its reply is checked against pending checkpoints."""
+    start = time.perf_counter()
+    user_text = last_user_text(conv.history)
+    try:
+        reply = await env.reply(conv.history, agent_options(case))
+    except CallError as exc:
+        raise CallError(f"agent error at turn {turn}: {exc}") from None
+    conv.history += list(reply.messages)
+    conv.usage += reply.usage
+    conv.tool_calls += reply.tool_calls
+    conv.last = reply
+    obs = Observation(reply_text(reply), reply.tool_calls, user_text, case, env.caller)
+    new = await _checkpoints(conv, turn, obs)
+    conv.turns.append(Turn(turn, user_text, reply.output, reply.tool_calls, tuple(new), (time.perf_counter() - start) * 1000, reasoning))
 
 
 async def _loop(case: Case, env: CaseEnv, conv: Conversation) -> str:
     """Returns the failure reason, or "" when every required checkpoint was reached."""
-    options = agent_options(case)
     if case.messages:
         conv.history = await env.messages(case)
+        reasoning = ""
     else:
         first = await _ask_simulator(env, case, conv, 1)
         conv.history = [{"role": "user", "content": first["message"]}]
-    reasoning = ""
+        reasoning = first["reasoning"]
     for turn in range(1, case.max_turns + 1):
-        start = time.perf_counter()
-        user_text = last_user_text(conv.history)
-        try:
-            reply = await env.reply(conv.history, options)
-        except CallError as exc:
-            raise CallError(f"agent error at turn {turn}: {exc}") from None
-        conv.history += list(reply.messages)
-        conv.usage += reply.usage
-        conv.tool_calls += reply.tool_calls
-        obs = Observation(turn_output(reply), reply.tool_calls, user_text, case, env.caller)
-        new = await _checkpoints(conv, turn, obs)
-        conv.turns.append(Turn(turn, user_text, reply.output, reply.tool_calls, tuple(new), (time.perf_counter() - start) * 1000, reasoning))
+        await _turn(case, env, conv, turn, reasoning)
         if conv.done():
             return ""
         if turn == case.max_turns:
             break
-        try:
-            answer = await _ask_simulator(env, case, conv, turn + 1)
-        except SimulatorError as exc:
-            raise SimulatorError(f"simulator error at turn {turn + 1}: {exc}") from None
-        if answer["goal_achieved"]:
-            return f"simulator reported goal achieved but checkpoints missing: {', '.join(conv.missing())}"
+        answer = await _ask_simulator(env, case, conv, turn + 1)
         reasoning = answer["reasoning"]
+        if answer["goal_achieved"]:
+            if answer["message"].strip():  # the closing message is still sent and checked
+                conv.history.append({"role": "user", "content": answer["message"]})
+                await _turn(case, env, conv, turn + 1, reasoning)
+            if conv.done():
+                return ""
+            return f"simulator reported goal achieved but checkpoints missing: {', '.join(conv.missing())}"
         conv.history.append({"role": "user", "content": answer["message"]})
     return f"max turns ({case.max_turns}) exceeded; missing checkpoints: {', '.join(conv.missing())}"
 
@@ -147,32 +169,47 @@ def _checkpoint_results(conv: Conversation) -> tuple[CheckpointResult, ...]:
     out = []
     for cp in conv.case.checkpoints:
         hit = conv.reached.get(cp.id)
-        verdict = hit[1] if hit else None
+        verdict_ = hit[1] if hit else None
         tool = None
-        if verdict is not None and cp.assertion.type == "tool_called" and isinstance(verdict.actual, dict):
-            tool = verdict.actual.get("name")
+        if verdict_ is not None and cp.assertion.type == "tool_called" and isinstance(verdict_.actual, dict):
+            tool = verdict_.actual.get("name")
         message = "" if hit else ("not reached" + (f" (after {', '.join(cp.after)})" if cp.after else ""))
         out.append(CheckpointResult(cp.id, hit is not None, cp.required, hit[0] if hit else None, cp.description, message, tool,
-                                    verdict if cp.assertion.type == "agent" else None))
+                                    verdict_ if cp.assertion.type == "agent" else None))
     return tuple(out)
 
 
-def _result(case: Case, conv: Conversation, status: Status, error: str) -> CaseResult:
+def _result(case: Case, conv: Conversation, status: Status, error: str, assertions: tuple[AssertionResult, ...] = ()) -> CaseResult:
     return CaseResult(
         id=case.id, status=status, name=case.name, input=case.input,
-        output=conv.turns[-1].output if conv.turns else None, error=error,
+        output=conv.turns[-1].output if conv.turns else None, error=error, assertions=assertions,
         tool_calls=tuple(conv.tool_calls), usage=conv.usage, turns=tuple(conv.turns),
         checkpoints=_checkpoint_results(conv), dynamic=True,
     )
+
+
+async def _final(case: Case, env: CaseEnv, conv: Conversation) -> tuple[AssertionResult, ...]:
+    """The case's own assertions, once, against the last reply and every tool call of the conversation."""
+    if not case.assertions:
+        return ()
+    last = conv.last
+    output = (last.data if last.has_data else last.output) if last is not None else None
+    first_input = conv.turns[0].input if conv.turns else case.input
+    return await evaluate_all(case.assertions, Observation(output, conv.tool_calls, first_input, case, env.caller))
 
 
 async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     conv = trace.state = Conversation(case)
     try:
         reason = await _loop(case, env, conv)
-    except (SimulatorError, CallError) as exc:
+    except (SimulatorError, CallError, CheckpointError) as exc:
         return partial(case, trace, "error", str(exc))
-    return _result(case, conv, "failed" if reason else "passed", reason)
+    assertions = await _final(case, env, conv)
+    status: Status = "failed" if reason else verdict(assertions)
+    if not reason and status != "passed":
+        failed = next(a for a in assertions if not a.passed)
+        reason = ("final assertion could not be evaluated: " if status == "error" else "final assertion failed: ") + failed.message
+    return _result(case, conv, status, reason, assertions)
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:

@@ -13,7 +13,7 @@ from ..errors import AgentTestError, CallError, Location
 from ..model import AssertionResult, Case, CaseResult, Context, Status
 from ..texts import shorten
 from ..tracking import Trace
-from ..userfiles import load_module
+from ..userfiles import load_module, typescript_port
 from .base import CaseEnv
 
 
@@ -158,7 +158,8 @@ def collect(agent: Any, name: str) -> list[Case]:
     base = name if name.endswith("_test") else name + "_test"
     path = os.path.join(agent.spec.path, "src", base + ".py")
     if not os.path.isfile(path):
-        raise AgentTestError(f"-i scripts.{name}: {path} does not exist", hint="script tests live in the agent's src/<name>_test.py")
+        raise (typescript_port(path, f"-i scripts.{name}")
+               or AgentTestError(f"-i scripts.{name}: {path} does not exist", hint="script tests live in the agent's src/<name>_test.py"))
     module = load_module(path)
     found = [(fn.__code__.co_firstlineno, n, fn) for n, fn in vars(module).items()
              if n.startswith("Test") and inspect.isfunction(fn) and fn.__module__ == module.__name__]
