@@ -23,7 +23,7 @@ from .model import Context
 from .secrets import Secrets
 from .userfiles import function
 
-START_TIMEOUT = 30.0  # seconds a server gets to start and list its tools, unless its file says "timeout"
+START_TIMEOUT = 30.0  # seconds a server gets to start and list its tools (more if its "timeout" is longer)
 STOP_TIMEOUT = 10.0  # the SDK's own shutdown is bounded (stdin closed, SIGTERM, SIGKILL); this bounds ours
 STDERR_LINES = 10
 
@@ -128,7 +128,7 @@ class Connection:
         """Start (or connect to) the server and list its tools; a failure is a usage error naming it."""
         ready: asyncio.Future[list[ToolInfo]] = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._serve(ready), name=f"mcp server {self.spec.id}")
-        limit = self.spec.timeout or START_TIMEOUT
+        limit = max(self.spec.timeout or 0, START_TIMEOUT)
         try:
             done, _ = await asyncio.wait({ready}, timeout=limit)
             if not done:

@@ -107,6 +107,7 @@ if __name__ == "__main__":
         with open(os.environ["MCP_PID_FILE"], "a") as fh:
             fh.write(f"{os.getpid()}\n")
     if "--fail" in sys.argv:
-        sys.stderr.write("calc: cannot start: CALC_LICENSE is not set\n")
+        license = os.environ.get("CALC_LICENSE")
+        sys.stderr.write(f"calc: cannot start: license {license!r} was refused\n" if license else "calc: cannot start: CALC_LICENSE is not set\n")
         sys.exit(3)
     app.run()

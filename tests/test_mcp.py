@@ -274,19 +274,38 @@ def test_process_function_missing_is_a_did_you_mean(app, server):
     assert result.exit_code == 2 and "has no function 'Doubel'; did you mean 'Double'?" in result.stderr
 
 
-def test_start_failures_are_exit_2_with_the_server_and_its_stderr(app, server, tmp_path):
+def test_start_failures_are_exit_2_with_the_server_and_its_stderr(app, server, tmp_path, monkeypatch):
+    monkeypatch.setenv("CALC_LICENSE_KEY", "lic-SECRET-0123456789")
     stdio(app, "mcps/broken.mcp.yao", None, "--fail")
+    stdio(app, "mcps/licensed.mcp.yao", None, "--fail", env={"CALC_LICENSE": "$ENV.CALC_LICENSE_KEY"})
     app.file("mcps/missing.mcp.yao", json.dumps({"transport": "stdio", "command": str(tmp_path / "no-such-server")}))
     stdio(app, "mcps/calc.mcp.yao")
-    app.agent("bot", mcp={"servers": ["broken", "missing", {"server_id": "calc", "tools": ["convrt"]}]})
+    app.agent("bot", mcp={"servers": ["broken", "licensed", "missing", {"server_id": "calc", "tools": ["convrt"]}]})
     result = cli("-i", str(app.cases("c.jsonl", [{"id": "a", "input": "x"}])), "-n", "bot")
     assert result.exit_code == 2, result.output
     err = result.stderr
-    assert "mcp server 'broken' (stdio: " in err and "failed to start" in err
-    assert "stderr: calc: cannot start: CALC_LICENSE is not set" in err
+    assert "mcp server 'broken' (stdio: " in err and "mcp_server.py --fail) failed to start" in err
+    assert "broken.mcp.yao: mcp server 'broken'" in err and "\n  stderr: calc: cannot start: CALC_LICENSE is not set" in err
+    assert "stderr: calc: cannot start: license '***' was refused" in err and "lic-SECRET" not in result.output
     assert "mcp server 'missing'" in err and "No such file or directory" in err
     assert "agent bot: mcp server 'calc' has no tool 'convrt'; did you mean 'convert'?" in err
+    assert "4 problems found; nothing was run" in err
     assert "Traceback" not in result.output and not server.requests
+
+
+def test_yao_metadata_is_quiet_and_other_keys_warn(app):
+    app.file("mcps/calc.mcp.yao", json.dumps({"label": "Calc", "description": "d", "version": "1", "capabilities": {},
+                                              "transport": "stdio", "command": "python", "resources": {"info": "x"}}))
+    app.agent("bot", mcp={"servers": ["calc"]})
+    catalog = Catalog(App(str(app.root)))
+    assert catalog.agent("bot").spec.mcp[0].server == "calc"
+    assert [w.split(": ", 1)[1] for w in catalog.warnings if "calc.mcp.yao" in w] == ["ignored (not used by agent-test): resources"]
+
+
+def test_the_sdk_is_imported_only_when_a_server_starts():
+    code = "import agenttest.cli, agenttest.catalog, agenttest.mcpservers, sys; print('mcp' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert r.stdout.split() == ["False"], r.stderr
 
 
 # ---- shutdown -----------------------------------------------------------------------------------
