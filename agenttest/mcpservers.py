@@ -93,7 +93,7 @@ class Connection:
         return _http(spec.url, self._http_client(headers))
 
     def _http_client(self, headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
-        """An HTTP client for the SDK's transports that notes refusals (401, 404, …) for our messages."""
+        """An HTTP client for the SDK's transports that notes refusals (401, 404, …) for start errors."""
         import httpx2
 
         async def seen(response: Any) -> None:
@@ -103,7 +103,7 @@ class Connection:
         return httpx2.AsyncClient(headers=headers, timeout=timeout or httpx2.Timeout(30.0, read=300.0), auth=auth,
                                   event_hooks={"response": [seen]})
 
-    def _detail(self, reason: str = "") -> str:
+    def _detail(self, reason: str) -> str:
         refused = self._refused and self._refused.split()[1] not in reason  # not said twice
         return (f" (the server answered {self._refused})" if refused else "") + self.stderr_tail()
 
@@ -117,10 +117,12 @@ class Connection:
                 ready.set_result(listing)
                 await self._stopping.wait()
         except BaseException as exc:  # noqa: BLE001 — whatever the SDK raises is this server's failure
-            if not ready.done():
-                ready.set_exception(exc) if isinstance(exc, Exception) else ready.cancel()
             if not isinstance(exc, Exception):
+                if not ready.done():
+                    ready.cancel()
                 raise
+            if not ready.done():
+                ready.set_exception(exc)
         finally:
             self._client = None
 
@@ -161,12 +163,12 @@ class Connection:
         """Call a tool; its error result or a failed call raises CallError (the model is told)."""
         client = self._client
         if client is None:
-            raise CallError(f"mcp server '{self.spec.id}' is not running{self._detail()}", cause=f"mcp server '{self.spec.id}' is not running")
+            raise CallError(f"mcp server '{self.spec.id}' is not running{self.stderr_tail()}", cause=f"mcp server '{self.spec.id}' is not running")
         try:
             result = await client.call_tool(tool, arguments)
         except Exception as exc:  # timeouts, a closed connection, protocol errors: the call failed
             reason = f"mcp server '{self.spec.id}': {_reason(exc)}"
-            raise CallError(reason + self._detail(reason), cause=reason) from None
+            raise CallError(reason + self.stderr_tail(), cause=reason) from None
         return _value(result)
 
     async def stop(self, now: bool = False) -> None:

@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Any
 
+import anyio
+
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -43,9 +45,9 @@ def env(name: str) -> str:
 
 
 @app.tool()
-def nap(seconds: float) -> str:
+async def nap(seconds: float) -> str:
     """Sleep, then answer."""
-    time.sleep(seconds)
+    await anyio.sleep(seconds)
     return "awake"
 
 

@@ -311,23 +311,36 @@ def test_the_sdk_is_imported_only_when_a_server_starts():
 # ---- shutdown -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_stops_the_run_and_its_stdio_server(app, server, tmp_path, sig, code):
+def slow_model(request):
+    return Answer("late", delay=5)
+
+
+def slow_tool(request):
+    if request["messages"][-1]["role"] == "tool":
+        return Answer("awake")
+    return Answer("", tool_calls=[{"name": "calc__nap", "arguments": {"seconds": 5}}])
+
+
+@pytest.mark.parametrize("sig, code, responder", [(signal.SIGINT, 130, slow_model), (signal.SIGTERM, 143, slow_tool)],
+                         ids=["ctrl-c-while-the-model-thinks", "sigterm-while-a-tool-runs"])
+def test_a_signal_stops_the_run_and_its_stdio_server(app, server, tmp_path, sig, code, responder):
     pid_file = tmp_path / "pids"
     stdio(app, "mcps/calc.mcp.yao", pid_file)
     app.agent("bot", mcp={"servers": ["calc"]})
-    server.responder = lambda request: Answer("late", delay=5)
+    server.responder = responder
     path = app.cases("c.jsonl", [{"id": "slow", "input": "x"}])
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "agenttest", "-i", str(path), "-n", "bot", "-o", str(tmp_path / "r.json")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=app.root)
     deadline = time.time() + 20
-    while time.time() < deadline and not server.requests:  # the server is up and the case is waiting on the model
+    while time.time() < deadline and not server.requests:  # the server is up and the case is under way
         time.sleep(0.05)
+    time.sleep(0.3)
     (pid,) = pids(pid_file)
     assert alive(pid)
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=20)
     assert proc.returncode == code, stderr
     assert "Traceback" not in stderr
+    assert "INTERRUPTED after 0 of 1 tests" in stdout
     assert not alive(pid)
