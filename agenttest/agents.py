@@ -18,11 +18,19 @@ from .model import Context, Message, Reply, ToolCall, Usage
 from .tracking import record_tool_call, record_usage
 from .userfiles import MIGRATING, load_module, read_jsonc, typescript_port
 
-KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "max_tool_rounds"}
+KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "mcp", "max_tool_rounds"}
 YAO_KEYS = {"label", "type", "public", "placeholder", "prompts", "automated", "mentionable", "readonly",
-            "built_in", "sort", "tags", "avatar", "locales", "uses", "mcp", "kb", "db", "search", "workflow",
+            "built_in", "sort", "tags", "avatar", "locales", "uses", "kb", "db", "search", "workflow",
             "modes", "default_mode", "source", "prompt_presets", "disable_global_prompts", "created_at", "updated_at"}
 DEFAULT_TOOL_ROUNDS = 10
+
+
+@dataclass(frozen=True)
+class McpUse:
+    """One entry of package.yao's ``mcp.servers``: a server ID and the tools chosen from it (all when empty)."""
+
+    server: str
+    tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class AgentSpec:
     prompts: tuple[Message, ...] = ()
     max_tool_rounds: int = DEFAULT_TOOL_ROUNDS
     global_prompts: tuple[Message, ...] = ()  # the app's agent/prompts.yml, before the agent's own
+    mcp: tuple[McpUse, ...] = ()
 
     def info(self) -> dict[str, Any]:
         """What generators are told about the agent: ``{"id", "description", "tools"}``."""
@@ -75,7 +84,29 @@ def load_spec(agent_id: str, folder: str, warnings: list[str], strict: bool = Fa
         prompts=prompts.load(os.path.join(folder, "prompts.yml")),
         global_prompts=() if pkg.get("disable_global_prompts") else global_prompts,
         max_tool_rounds=int(pkg.get("max_tool_rounds", DEFAULT_TOOL_ROUNDS)),
+        mcp=_mcp_uses(pkg.get("mcp"), pkg_path),
     )
+
+
+def _mcp_uses(raw: Any, where: str) -> tuple[McpUse, ...]:
+    """``"mcp": {"servers": ["id", {"server_id": "id", "tools": ["name", …]}]}`` (Yao's shape)."""
+    if raw is None:
+        return ()
+    example = 'e.g. "mcp": {"servers": ["rates", {"server_id": "search", "tools": ["find"]}]}'
+    servers = raw.get("servers") if isinstance(raw, dict) else None
+    if not isinstance(servers, list):
+        raise AgentTestError("'mcp' must be an object with a 'servers' list", Location(where), example)
+    uses = []
+    for item in servers:
+        if isinstance(item, str) and item:
+            uses.append(McpUse(item))
+            continue
+        server = item.get("server_id") if isinstance(item, dict) else None
+        tools = item.get("tools") or [] if isinstance(item, dict) else None
+        if not isinstance(server, str) or not server or not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+            raise AgentTestError(f"'mcp.servers' entries are server IDs or {{\"server_id\", \"tools\"}} objects, not {item!r:.80}", Location(where), example)
+        uses.append(McpUse(server, tuple(tools)))
+    return tuple(uses)
 
 
 def _tool_schema(raw: Any, where: str) -> dict[str, Any]:
@@ -141,6 +172,12 @@ class Agent:
                 found.append(f"{os.path.join(src, ts)} is not run (agent-test runs Python): port its Create/Next hooks "
                              f"to {os.path.join(src, 'index.py')} (see {MIGRATING})")
         return found
+
+    def add_tools(self, tools: tuple[Tool, ...] | list[Tool]) -> None:
+        """Offer more tools (an MCP server's, once it runs); a name the agent already has keeps its tool."""
+        for tool in tools:
+            self.tools.setdefault(tool.name, tool)
+        self.schemas = tuple(t.schema for t in self.tools.values())
 
     def _python_tools(self, path: str) -> list[Tool]:
         if not self.spec.tools:

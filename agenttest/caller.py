@@ -52,7 +52,7 @@ class Caller:
                    options: dict[str, Any] | None = None) -> Reply:
         """One agent's reply to a conversation; any failure is a CallError."""
         try:
-            agent = self.catalog.agent(agent_id)
+            agent = await self.catalog.ready(agent_id)
         except AgentTestError as exc:
             raise CallError(str(exc)) from None
         return await agent.run(ctx, messages, connector, options)

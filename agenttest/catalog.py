@@ -1,10 +1,13 @@
-"""What a run has loaded from the app folder: agents and connectors by ID, each loaded once and shared.
+"""What a run has loaded from the app folder: agents, connectors and MCP servers by ID, each loaded once
+and shared.
 
 Loading problems are usage errors (``AgentTestError``) with locations; the resolver asks for everything
-a run names before the first model call, so these surface together at load time."""
+a run names before the first model call, so these surface together at load time. ``start`` then starts
+the MCP servers of the loaded agents, and ``aclose`` stops them."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -13,6 +16,8 @@ from .agents import Agent, load_spec
 from .app import App
 from .connectors import Connector, create
 from .connectors.files import spec_for
+from .errors import AgentTestError, InputError
+from .mcpservers import Servers
 from .secrets import Secrets
 from .userfiles import function, load_module
 
@@ -26,6 +31,8 @@ class Catalog:
         self._agents: dict[str, Agent] = {}
         self.global_prompts = prompts.load(os.path.join(app.root, "agent", "prompts.yml"))
         self._connectors: dict[str, Connector] = {}
+        self.servers = Servers(app, self.secrets, self.warnings)
+        self._with_servers: set[str] = set()  # agents whose MCP tools were added
 
     def agent(self, agent_id: str) -> Agent:
         """The Agent for an ID; an unknown ID is a usage error listing the known ones."""
@@ -34,9 +41,29 @@ class Catalog:
             if folder is None:
                 raise self.app.unknown_agent(agent_id)
             spec = load_spec(self.app.agent_id_for(folder), folder, self.warnings, self.strict, self.global_prompts)
+            self.servers.check(spec)
             self._agents[agent_id] = Agent(spec, self.connector)
             self.warnings += self._agents[agent_id].unported()
         return self._agents[agent_id]
+
+    async def ready(self, agent_id: str) -> Agent:
+        """The agent with the tools of its MCP servers, which are started if they do not run yet."""
+        agent = self.agent(agent_id)
+        if agent.spec.mcp and agent_id not in self._with_servers:
+            agent.add_tools(await self.servers.tools(agent.spec))
+            self._with_servers.add(agent_id)
+        return agent
+
+    async def start(self) -> None:
+        """Start the MCP servers of every agent loaded so far, before the first model call; the servers
+        that fail are reported together (exit 2)."""
+        started = await asyncio.gather(*(self.ready(a) for a in list(self._agents)), return_exceptions=True)
+        problems = [p for r in started if isinstance(r, AgentTestError) for p in r.problems]
+        if problems:
+            raise InputError(problems)
+        for r in started:
+            if isinstance(r, BaseException):
+                raise r
 
     def connector(self, connector_id: str) -> Connector:
         """The Connector for an ID (a file under connectors/, or the implicit ``openai.<model>``)."""
@@ -62,8 +89,11 @@ class Catalog:
         return function(path, name, f"script '{ref}'")
 
     async def aclose(self) -> None:
-        """Close connectors' network clients (inside the loop that used them)."""
-        for connector in list(self._connectors.values()):
-            close = getattr(connector, "aclose", None)
-            if close is not None:
-                await close()
+        """Stop the MCP servers and close connectors' network clients (inside the loop that used them)."""
+        try:
+            await self.servers.aclose()
+        finally:
+            for connector in list(self._connectors.values()):
+                close = getattr(connector, "aclose", None)
+                if close is not None:
+                    await close()

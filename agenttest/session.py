@@ -100,6 +100,7 @@ class Session:
         if loaded.problems or resolved.problems:
             raise InputError(loaded.problems + resolved.problems)
         assert agent_id is not None
+        await catalog.start()  # MCP servers: a server that cannot start is exit 2, before any case runs
         plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
                     resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment)
         warnings = [*loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]

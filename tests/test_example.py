@@ -87,3 +87,12 @@ def test_examples_folder_runs(tmp_path):
     data = report(out)
     assert data["environment"] == {"user_id": "ctx-user", "team_id": "ctx-team", "locale": "en-gb"}
     assert [x["status"] for x in data["results"]] == ["passed", "passed", "skipped"]
+
+
+def test_example_mcp_server_suite(tmp_path):
+    out = tmp_path / "r.json"
+    result = cli("-i", "assistants/expense/tests/rates.jsonl", "-n", "expense", "-o", str(out), cwd=REPO)
+    assert result.exit_code == 0, result.output
+    converted, refused = report(out)["results"]
+    assert [c["server"] for c in converted["tool_calls"] + refused["tool_calls"]] == ["rates", "rates"]
+    assert "no rate for 'CHF'" in refused["tool_calls"][0]["error"]

@@ -6,6 +6,7 @@ import asyncio
 from functools import lru_cache
 from typing import Any
 
+from ..mcpfiles import tool_name
 from ..texts import as_text, find_json, shorten
 from .. import patterns
 from ..model import AssertionResult, ToolCall
@@ -251,8 +252,12 @@ def _is_scalar_json(text: str) -> bool:
 
 
 def name_matches(wanted: str, called: str) -> bool:
-    """Exact, or the called name carries a ``server__`` / ``server.`` prefix."""
-    return called == wanted or called.endswith("__" + wanted) or called.endswith("." + wanted)
+    """Exact, or the called name carries a ``server__`` / ``server.`` prefix, or ``wanted`` names an MCP
+    tool as ``server.tool`` (the model's name for it is ``server__tool``, dots in the server as ``_``)."""
+    if called == wanted or called.endswith("__" + wanted) or called.endswith("." + wanted):
+        return True
+    server, dot, tool = wanted.rpartition(".")
+    return bool(dot and server and tool) and called == tool_name(server, tool)
 
 
 def _check_tool_called(params: dict[str, Any]) -> list[CheckProblem]:
