@@ -31,7 +31,8 @@ class Catalog:
             if folder is None:
                 raise self.app.unknown_agent(agent_id)
             spec = load_spec(self.app.agent_id_for(folder), folder, self.warnings)
-            self._agents[agent_id] = Agent(spec, self.connector)
+            agent = self._agents[agent_id] = Agent(spec, self.connector)
+            self.warnings += agent.warnings
         return self._agents[agent_id]
 
     def connector(self, connector_id: str) -> Connector:

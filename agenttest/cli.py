@@ -154,6 +154,8 @@ def main() -> None:
               help="Number of test cases run at once.")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(1, 1000), metavar="N", cls=Option, section="Running",
               help="Run each case N times and report stability.")
+@click.option("--seed", default=0, show_default=True, type=int, metavar="N", cls=Option, section="Running",
+              help="Seed of the faults given with a rate: the same seed injects the same faults.")
 @click.option("--fail-fast", is_flag=True, cls=Option, section="Running",
               help="Stop scheduling cases after the first that does not pass  [default: off]")
 @click.option("-o", "--output", metavar="FILE", cls=Option, section="Output",
@@ -171,7 +173,7 @@ def run_command(**flags: Any) -> None:
             user=flags["user"], team=flags["team"], verbose=flags["verbose"], ctx_file=flags["ctx_file"],
             simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
             parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], fail_fast=flags["fail_fast"],
-            dry_run=flags["dry_run"], app=flags["app_dir"], color=color,
+            dry_run=flags["dry_run"], app=flags["app_dir"], color=color, seed=flags["seed"],
         )
         from .session import Session
 

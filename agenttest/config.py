@@ -88,3 +88,4 @@ class RunConfig:
     dry_run: bool = False
     app: str | None = None
     color: bool = False
+    seed: int = 0  # --seed: faults with a rate

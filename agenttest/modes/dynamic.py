@@ -12,7 +12,7 @@ from ..messages import content_text, last_user_text, resolve
 from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Message, Status, ToolCall, Turn, Usage
 from ..tracking import Trace
 from ..workerprotocol import ProtocolError, ask_json
-from .base import CaseEnv
+from .base import CaseEnv, world_view
 from .standard import agent_options
 
 
@@ -106,7 +106,7 @@ async def _ask_simulator(env: CaseEnv, case: Case, conv: Conversation, turn_numb
         raise SimulatorError(f"simulator {use}: {exc}") from None
 
 
-async def _loop(case: Case, env: CaseEnv, conv: Conversation) -> str:
+async def _loop(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> str:
     """Returns the failure reason, or "" when every required checkpoint was reached."""
     options = agent_options(case)
     if case.messages:
@@ -125,7 +125,8 @@ async def _loop(case: Case, env: CaseEnv, conv: Conversation) -> str:
         conv.history += list(reply.messages)
         conv.usage += reply.usage
         conv.tool_calls += reply.tool_calls
-        obs = Observation(turn_output(reply), reply.tool_calls, user_text, case, env.caller)
+        obs = Observation(turn_output(reply), reply.tool_calls, user_text, case, env.caller,
+                          all_tool_calls=tuple(conv.tool_calls), **world_view(trace))
         new = await _checkpoints(conv, turn, obs)
         conv.turns.append(Turn(turn, user_text, reply.output, reply.tool_calls, tuple(new), (time.perf_counter() - start) * 1000, reasoning))
         if conv.done():
@@ -149,7 +150,7 @@ def _checkpoint_results(conv: Conversation) -> tuple[CheckpointResult, ...]:
         hit = conv.reached.get(cp.id)
         verdict = hit[1] if hit else None
         tool = None
-        if verdict is not None and cp.assertion.type == "tool_called" and isinstance(verdict.actual, dict):
+        if verdict is not None and cp.assertion.type in ("tool_called", "tool_args") and isinstance(verdict.actual, dict):
             tool = verdict.actual.get("name")
         message = "" if hit else ("not reached" + (f" (after {', '.join(cp.after)})" if cp.after else ""))
         out.append(CheckpointResult(cp.id, hit is not None, cp.required, hit[0] if hit else None, cp.description, message, tool,
@@ -169,7 +170,7 @@ def _result(case: Case, conv: Conversation, status: Status, error: str) -> CaseR
 async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     conv = trace.state = Conversation(case)
     try:
-        reason = await _loop(case, env, conv)
+        reason = await _loop(case, env, conv, trace)
     except (SimulatorError, CallError) as exc:
         return partial(case, trace, "error", str(exc))
     return _result(case, conv, "failed" if reason else "passed", reason)
