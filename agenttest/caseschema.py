@@ -157,6 +157,14 @@ def _simple_check(field: Schema) -> Any:
         return lambda v: True
     if rest == {"type"} and field["type"] in _TYPES:
         return _TYPES[field["type"]]
+    if rest == {"enum"} and all(type(c) is str for c in field["enum"]):
+        allowed = frozenset(field["enum"])
+        return lambda v: type(v) is str and v in allowed
+    if rest == {"type", "minimum"} and field["type"] == "integer":
+        low = field["minimum"]
+        return lambda v: type(v) is int and v >= low
+    if rest == {"type", "items"} and field["type"] == "array" and field["items"] == {"type": "string"}:
+        return lambda v: type(v) is list and all(type(x) is str for x in v)
     if field is _OPTIONS or field == _OPTIONS:
         return _options
     return None
