@@ -171,9 +171,9 @@ class Agent:
             found.append(unimplemented_tool(schema, self.spec.id))
             missing.append(schema["name"])
         if missing:
-            where = f"no function in {path}" if module else f"{path} does not exist"
-            self.warnings.append(f"agent {self.spec.id}: tool {', '.join(repr(m) for m in missing)} has {where}; "
-                                 "a call of it is an error unless the case mocks it")
+            names = ("tool " if len(missing) == 1 else "tools ") + ", ".join(repr(m) for m in missing)
+            why = f"{names} {'has' if len(missing) == 1 else 'have'} no function in {path}" if module else f"{path} does not exist: {names} cannot run"
+            self.warnings.append(f"agent {self.spec.id}: {why}; a call is an error result unless the case mocks the tool")
         return found
 
     def connector_id(self, override: str | None = None) -> str:

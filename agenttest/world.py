@@ -88,10 +88,10 @@ class ToolWorld:
         return True
 
     def record(self) -> WorldRecord | None:
-        """The world for the report: kept when the case has one or its tools changed it."""
+        """The world for the report: kept when the case has one, a hook seeded one, or its tools changed it."""
         final = snapshot(self.state)
         changes = diff(self.initial, final)
-        if self.case.world is None and not changes:
+        if self.case.world is None and not changes and not final:
             return None
         return WorldRecord(self.initial, final, changes)
 

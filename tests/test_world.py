@@ -162,7 +162,7 @@ def test_tools_py_missing_is_a_warning_and_mocks_still_answer(app, server):
     app.agent("bot", tools=TOOLS)
     result, data = run(app, [{"id": "a", "input": asking(("lookup", {})), "mocks": [{"tool": "lookup", "returns": {"found": 1}}]}])
     assert result.exit_code == 0, result.output
-    assert "tool 'create_expense', 'lookup', 'send_email' has" in result.stdout and "tools.py does not exist" in result.stdout
+    assert "tools.py does not exist: tools 'create_expense', 'lookup', 'send_email' cannot run; a call is an error result unless" in result.stdout
     assert data["results"][0]["output"] == 'done: {"found": 1}'
 
 
@@ -389,6 +389,10 @@ def test_intercept_counts_calls_per_tool_with_server_prefixes():
 
 def test_record_is_kept_for_a_case_with_a_world_or_a_change():
     assert ToolWorld(case(), {}).record() is None
+    seeded = ToolWorld(case(), {})
+    seeded.state["by_hook"] = 1
+    seeded.begin()
+    assert seeded.record().initial == {"by_hook": 1} and seeded.record().changes == ()
     declared = ToolWorld(case(world={"a": 1}), {"a": 1})
     assert declared.record().changes == () and declared.record().initial == {"a": 1}
     state: dict = {}
