@@ -171,8 +171,8 @@ class Agent:
             found.append(unimplemented_tool(schema, self.spec.id))
             missing.append(schema["name"])
         if missing:
-            names = ("tool " if len(missing) == 1 else "tools ") + ", ".join(repr(m) for m in missing)
-            why = f"{names} {'has' if len(missing) == 1 else 'have'} no function in {path}" if module else f"{path} does not exist: {names} cannot run"
+            listed = ("tool " if len(missing) == 1 else "tools ") + ", ".join(repr(m) for m in missing)
+            why = f"{listed} {'has' if len(missing) == 1 else 'have'} no function in {path}" if module else f"{path} does not exist: {listed} cannot run"
             self.warnings.append(f"agent {self.spec.id}: {why}; a call is an error result unless the case mocks the tool")
         return found
 

@@ -58,4 +58,5 @@ def state(params: dict[str, Any], obs: Observation) -> AssertionResult:
     if "unchanged" in params:
         return _unchanged(params["unchanged"], obs)
     result = json_path({**params, "type": "json_path"}, Observation(obs.world))
+    assert isinstance(result, AssertionResult)  # json_path is synchronous
     return replace(result, type="state", message=f"world {result.message}" if result.message else "")
