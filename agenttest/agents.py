@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import usercode
+from . import prompts, usercode
 from .connectors import ChatRequest, Connector
-from .errors import AgentTestError, CallError, Location, did_you_mean
+from .errors import AgentTestError, CallError, Location, did_you_mean, typo_of
 from .model import Context, Message, Reply, ToolCall, Usage
 from .tracking import record_tool_call, record_usage, tool_world
 from .userfiles import load_module, read_jsonc
@@ -36,23 +36,31 @@ class AgentSpec:
     tools: tuple[dict[str, Any], ...] = ()
     prompts: tuple[Message, ...] = ()
     max_tool_rounds: int = DEFAULT_TOOL_ROUNDS
+    global_prompts: tuple[Message, ...] = ()  # the app's agent/prompts.yml, before the agent's own
 
     def info(self) -> dict[str, Any]:
         """What generators are told about the agent: ``{"id", "description", "tools"}``."""
         return {"id": self.id, "description": self.description, "tools": [dict(t) for t in self.tools]}
 
 
-def load_spec(agent_id: str, folder: str, warnings: list[str]) -> AgentSpec:
-    """Read an agent folder; problems are usage errors with the file's location."""
+def load_spec(agent_id: str, folder: str, warnings: list[str], strict: bool = False,
+              global_prompts: tuple[Message, ...] = ()) -> AgentSpec:
+    """Read an agent folder; problems are usage errors with the file's location. Yao's keys that agent-test
+    does not use are ignored with one warning; a misspelt key is an error; other unknown keys are ignored
+    with a warning, or errors when ``strict``."""
     pkg_path = os.path.join(folder, "package.yao")
     pkg = read_jsonc(pkg_path)
     if not isinstance(pkg, dict):
         raise AgentTestError("package.yao must be a JSON object", Location(pkg_path))
-    ignored = [k for k in pkg if k not in KNOWN_KEYS]
-    typos = [(k, did_you_mean(k, KNOWN_KEYS)) for k in ignored if k not in YAO_KEYS]
-    for key, hint in typos:
-        if hint:
-            warnings.append(f"{pkg_path}: '{key}' is not a field agent-test uses; {hint}")
+    for key in pkg:
+        if key in KNOWN_KEYS or key in YAO_KEYS:
+            continue
+        typo = typo_of(key, KNOWN_KEYS)
+        if typo or strict:
+            hint = f"did you mean '{typo}'?" if typo else "unknown keys are errors with --strict"
+            raise AgentTestError(f"'{key}' is not a field of package.yao", Location(pkg_path), hint)
+        warnings.append(f"{pkg_path}: '{key}' is not a field of package.yao; ignored")
+    ignored = [k for k in pkg if k in YAO_KEYS]
     if ignored:
         warnings.append(f"{pkg_path}: ignored (not used by agent-test): {', '.join(ignored)}")
     tools = tuple(_tool_schema(t, pkg_path) for t in pkg.get("tools") or ())
@@ -64,7 +72,8 @@ def load_spec(agent_id: str, folder: str, warnings: list[str]) -> AgentSpec:
         connector=str(pkg.get("connector", "")),
         options=dict(pkg.get("options") or {}),
         tools=tools,
-        prompts=_prompts(os.path.join(folder, "prompts.yml")),
+        prompts=prompts.load(os.path.join(folder, "prompts.yml")),
+        global_prompts=() if pkg.get("disable_global_prompts") else global_prompts,
         max_tool_rounds=int(pkg.get("max_tool_rounds", DEFAULT_TOOL_ROUNDS)),
     )
 
@@ -77,23 +86,6 @@ def _tool_schema(raw: Any, where: str) -> dict[str, Any]:
     schema = {"name": raw["name"], "description": raw.get("description", "")}
     schema["parameters"] = raw.get("parameters") or {"type": "object", "properties": {}}
     return schema
-
-
-def _prompts(path: str) -> tuple[Message, ...]:
-    if not os.path.isfile(path):
-        return ()
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or []
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        loc = Location(path, mark.line + 1, mark.column + 1) if mark else Location(path)
-        raise AgentTestError(f"invalid YAML: {getattr(exc, 'problem', exc)}", loc) from None
-    if not isinstance(data, list) or not all(isinstance(m, dict) and "content" in m for m in data):
-        raise AgentTestError("prompts.yml must be a list of {role, content} messages", Location(path))
-    return tuple({"role": m.get("role", "system"), "content": m["content"]} for m in data)
 
 
 Connect = Callable[[str], Connector]
@@ -184,7 +176,7 @@ class Agent:
 
     async def run(self, ctx: Context, messages: list[Message], connector: str | None = None, options: dict[str, Any] | None = None) -> Reply:
         """Answer a conversation: hooks, model calls and the tool loop. Failures raise CallError."""
-        conversation = list(self.spec.prompts) + list(messages)
+        conversation = self._prompts(ctx) + list(messages)
         if self.create_hook is not None:
             created = await usercode.call(self.create_hook, ctx, conversation, what="create hook")
             conversation, connector = _created(created, conversation, connector)
@@ -217,6 +209,12 @@ class Agent:
         if self.next_hook is not None:
             reply = await self._next(ctx, conversation, reply)
         return reply
+
+    def _prompts(self, ctx: Context) -> list[Message]:
+        """Global prompts (unless the case's options disable them), then the agent's, variables substituted."""
+        options = getattr(ctx, "options", None) or {}
+        chosen = (() if options.get("disable_global_prompts") else self.spec.global_prompts) + self.spec.prompts
+        return prompts.render(chosen, prompts.context_variables(ctx, self.spec.id, self.spec.name)) if chosen else []
 
     async def _run_tool(self, ctx: Context, call: ToolCall) -> ToolCall:
         """Run one tool call the model asked for; a failure is the call's error, fed back to the model.

@@ -17,9 +17,10 @@ from .userfiles import function, load_module
 
 
 class Catalog:
-    def __init__(self, app: App, secrets: Secrets | None = None):
+    def __init__(self, app: App, secrets: Secrets | None = None, strict: bool = False):
         self.app = app
         self.secrets = secrets if secrets is not None else Secrets()
+        self.strict = strict  # unknown keys in package.yao are errors
         self.warnings: list[str] = []
         self._agents: dict[str, Agent] = {}
         self._connectors: dict[str, Connector] = {}
@@ -30,7 +31,7 @@ class Catalog:
             folder = self.app.agent_folder(agent_id)
             if folder is None:
                 raise self.app.unknown_agent(agent_id)
-            spec = load_spec(self.app.agent_id_for(folder), folder, self.warnings)
+            spec = load_spec(self.app.agent_id_for(folder), folder, self.warnings, self.strict)
             agent = self._agents[agent_id] = Agent(spec, self.connector)
             self.warnings += agent.warnings
         return self._agents[agent_id]
@@ -48,7 +49,7 @@ class Catalog:
         connector = self.connector(agent.connector_id(connector_id))
         prepare = getattr(connector, "prepare", None)
         if prepare is not None:
-            prepare(agent.spec.path)
+            self.warnings += prepare(agent.spec.path) or []
 
     def script(self, ref: str) -> Any:
         """``mod.func`` (or ``pkg.mod.func``) → the function in ``<root>/scripts/mod.py``."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from .config import RunConfig, parse_duration
+from .config import RunConfig, parse_duration, parse_size
 from .errors import AgentTestError, ExitCode, InternalError
 
 EPILOG = """\b
@@ -83,6 +83,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
         raise click.BadParameter(str(exc)) from None
 
 
+def _size(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _regex(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None:
         try:
@@ -134,6 +141,8 @@ def main() -> None:
               help="Run only cases whose id matches (a search, like pytest -k)  [default: all]")
 @click.option("--dry-run", is_flag=True, cls=Option, section="Input and selection",
               help="Load (or generate) the cases and print them as JSON lines without running  [default: off]")
+@click.option("--strict", is_flag=True, cls=Option, section="Input and selection",
+              help="Unknown keys in cases, --ctx and package.yao are errors, not ignored with a warning  [default: off]")
 @click.option("--app", "app_dir", metavar="DIR", cls=Option, section="Input and selection",
               help="App root  [default: $AGENTTEST_APP, else the nearest folder with assistants/ above the input or the current folder]")
 @click.option("-c", "--connector", metavar="ID", cls=Option, section="Running",
@@ -158,6 +167,8 @@ def main() -> None:
               help="Seed of the faults given with a rate: the same seed injects the same faults.")
 @click.option("--fail-fast", is_flag=True, cls=Option, section="Running",
               help="Stop scheduling cases after the first that does not pass  [default: off]")
+@click.option("--max-attachment", default="20MB", show_default=True, callback=_size, metavar="SIZE", cls=Option, section="Running",
+              help="Largest file an input may attach (file:// parts): 20MB, 500KB or bytes.")
 @click.option("-o", "--output", metavar="FILE", cls=Option, section="Output",
               help="Report file; format by extension: .json .jsonl .md .html .xml  [default: output-<timestamp>.json beside a case file]")
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output", help="Show outputs and tool calls under every case  [default: off]")
@@ -173,7 +184,8 @@ def run_command(**flags: Any) -> None:
             user=flags["user"], team=flags["team"], verbose=flags["verbose"], ctx_file=flags["ctx_file"],
             simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
             parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], fail_fast=flags["fail_fast"],
-            dry_run=flags["dry_run"], app=flags["app_dir"], color=color, seed=flags["seed"],
+            dry_run=flags["dry_run"], app=flags["app_dir"], color=color, max_attachment=flags["max_attachment"], strict=flags["strict"],
+            seed=flags["seed"],
         )
         from .session import Session
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -35,9 +36,21 @@ def parse_duration(value: Any) -> float:
                 ) from None
     else:
         raise ValueError(f"{value!r} is not a duration (use e.g. \"30s\" or a number of seconds)")
-    if seconds <= 0:
+    if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(f"{value!r} is not a positive duration")
     return seconds
+
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(b|kb|k|mb|m|gb|g)?", re.IGNORECASE)
+_SIZE_UNITS = {"b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
+
+
+def parse_size(value: str) -> int:
+    """``"20MB"``, ``"500kb"``, ``"1g"`` or a number of bytes → bytes (> 0). Raises ValueError."""
+    m = _SIZE.fullmatch(str(value).strip())
+    if not m or float(m.group(1)) <= 0:
+        raise ValueError(f"{value!r} is not a size (use e.g. \"20MB\", \"500KB\" or a number of bytes)")
+    return int(float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "b").lower()])
 
 
 def format_duration(seconds: float) -> str:
@@ -88,4 +101,6 @@ class RunConfig:
     dry_run: bool = False
     app: str | None = None
     color: bool = False
+    max_attachment: int = 20 * 1024 * 1024  # bytes
+    strict: bool = False  # unknown keys are errors, not warnings
     seed: int = 0  # --seed: faults with a rate

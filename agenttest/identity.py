@@ -11,11 +11,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import AgentTestError, Location, did_you_mean
+from .errors import AgentTestError, Location, typo_of
 from .model import Case, Context
 
 _chat_ids = itertools.count(1)
-CTX_KEYS = {"chat_id", "locale", "authorized", "metadata", "client", "user_id", "team_id"}
+CTX_KEYS = {"chat_id", "locale", "authorized", "metadata", "client", "user_id", "team_id", "referer", "theme", "accept", "route"}
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,10 @@ class Identity:
         return {"user_id": ctx.user_id, "team_id": ctx.team_id, "locale": ctx.locale}
 
 
-def read_ctx(path: str) -> dict[str, Any]:
-    """``--ctx FILE``: JSON with chat_id, locale, authorized, metadata, client."""
+def read_ctx(path: str, strict: bool = False, warnings: list[str] | None = None) -> dict[str, Any]:
+    """``--ctx FILE``: JSON with chat_id, locale, authorized, metadata, client (Yao's ``referer``, ``theme``,
+    ``accept`` and ``route`` too). A misspelt key is an error; other unknown keys are ignored with a
+    warning, or errors when ``strict``."""
     if not os.path.isfile(path):
         raise AgentTestError(f"--ctx: '{path}' does not exist")
     try:
@@ -60,9 +62,16 @@ def read_ctx(path: str) -> dict[str, Any]:
         raise AgentTestError(f"invalid JSON: {exc.msg}", Location(path, exc.lineno, exc.colno)) from None
     if not isinstance(data, dict):
         raise AgentTestError("--ctx must hold a JSON object", hint=f"keys: {', '.join(sorted(CTX_KEYS))}")
-    for key in data:
-        if key not in CTX_KEYS:
-            raise AgentTestError(f"--ctx {path}: '{key}' is not a field", hint=did_you_mean(key, CTX_KEYS) or f"keys: {', '.join(sorted(CTX_KEYS))}")
+    for key in list(data):
+        if key in CTX_KEYS:
+            continue
+        typo = typo_of(key, CTX_KEYS)
+        if typo or strict:
+            hint = f"did you mean '{typo}'?" if typo else f"keys: {', '.join(sorted(CTX_KEYS))} (unknown keys are errors with --strict)"
+            raise AgentTestError(f"--ctx {path}: '{key}' is not a field", hint=hint)
+        if warnings is not None:
+            warnings.append(f"--ctx {path}: '{key}' is not a field of a context; ignored")
+        del data[key]
     if "user_id" in data or "team_id" in data:
         auth = dict(data.get("authorized") or {})
         auth.setdefault("user_id", data.pop("user_id", None))

@@ -15,9 +15,25 @@ from .errors import InputError, Location, Problem, closest
 from .messages import normalize
 from .model import AssertionSpec, Case, Checkpoint, Fault, Mock, SimulatorSpec
 from .positions import json_offset, line_col, yaml_mark
-from .validation import Path, assertion_list, schema_problems, semantic_problems, type_name
+from .validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml")
+MAX_DEPTH = 64  # nesting of one case: real cases use about ten levels
+MAX_YAML_VALUES = 1_000_000  # values a YAML file may expand to through its aliases
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class KeyPolicy:
+    """What an unknown key in a case is (FORMATS §2): a typo of a known field is an error; any other key
+    is ignored with one warning per key and file, as Yao ignores it. ``strict`` (``--strict``) makes every
+    unknown key an error; ``lenient`` (generated cases) makes every unknown key a warning."""
+
+    strict: bool = False
+    lenient: bool = False
+
+    def is_error(self, typo: str | None) -> bool:
+        return self.strict or (typo is not None and not self.lenient)
 
 
 @dataclass
@@ -67,21 +83,28 @@ class Document:
 # ---- parsing ------------------------------------------------------------------------------------
 
 
-def load_file(path: str, default_simulator: str | None = None) -> Loaded:
+def load_file(path: str, default_simulator: str | None = None, policy: KeyPolicy = KeyPolicy()) -> Loaded:
     """Read and validate a case file."""
     if not os.path.exists(path):
         return Loaded(problems=[Problem(f"input file '{path}' does not exist", None, _similar_file(path))])
     if os.path.isdir(path):
         return Loaded(problems=[Problem(f"input '{path}' is a folder, not a case file", None, "pass a .jsonl, .json or .yaml file")])
+    if not os.path.isfile(path):
+        return Loaded(problems=[Problem(f"input '{path}' is not a regular file (a device, a pipe or a socket)", None, "pass a .jsonl, .json or .yaml file")])
+    if os.path.splitext(path)[1].lower() not in SUFFIXES:
+        return Loaded(problems=[Problem(f"'{path}': unknown case file type '{os.path.splitext(path)[1]}'", None, "use .jsonl, .json, .yaml or .yml")])
+    if os.path.getsize(path) > MAX_FILE_BYTES:
+        return Loaded(problems=[Problem(f"'{path}' is {os.path.getsize(path):,} bytes; case files are limited to {MAX_FILE_BYTES:,}", None, "split it into several files")])
     try:
         with open(path, encoding="utf-8-sig") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         return Loaded(problems=[Problem(f"cannot read '{path}': {exc}")])
-    return parse(text, path, default_simulator, os.path.dirname(os.path.abspath(path)))
+    return parse(text, path, default_simulator, os.path.dirname(os.path.abspath(path)), policy=policy)
 
 
-def parse(text: str, source: str, default_simulator: str | None = None, base_dir: str = ".", kind: str | None = None) -> Loaded:
+def parse(text: str, source: str, default_simulator: str | None = None, base_dir: str = ".", kind: str | None = None,
+          policy: KeyPolicy = KeyPolicy()) -> Loaded:
     """Parse case text of the kind given by ``kind`` or the source's extension."""
     kind = kind or os.path.splitext(source)[1].lower()
     loaded = Loaded()
@@ -94,7 +117,7 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
     else:
         loaded.problems.append(Problem(f"'{source}': unknown case file type '{kind}'", None, "use .jsonl, .json, .yaml or .yml"))
         return loaded
-    loaded.cases = build_cases(docs, base_dir, default_simulator, loaded.problems)
+    loaded.cases = build_cases(docs, base_dir, default_simulator, loaded, policy)
     return loaded
 
 
@@ -128,6 +151,9 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem]) -> Iterato
         except json.JSONDecodeError as exc:
             problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, number, exc.colno), _json_hint(exc.msg, line, exc.pos)))
             continue
+        except RecursionError:
+            problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source, number, 1)))
+            continue
         yield Document(raw, source, (), line, number - 1)
 
 
@@ -136,6 +162,12 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, exc.lineno, exc.colno), _json_hint(exc.msg, text, exc.pos)))
+        return []
+    except RecursionError:
+        problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))
+        return []
+    if too_deep(data, MAX_DEPTH + 2):
+        problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))
         return []
     base, items = _listed(data, source, problems)
     docs, pos, line = [], 0, 1
@@ -147,6 +179,63 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         docs.append(Document(raw, source, (), text[start:end], line - 1, col))
         pos = start
     return docs
+
+
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether a parsed value nests deeper than ``limit`` (iteratively: deep values must not recurse here)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
+def _yaml_trouble(node: Any, source: str) -> Problem | None:
+    """A YAML file whose aliases refer to themselves, expand past MAX_YAML_VALUES, or nest too deeply."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, int, bool]] = [(node, 1, False)]
+    while stack:
+        current, depth, done = stack.pop()
+        key = id(current)
+        if done:
+            on_path.discard(key)
+            children = _yaml_children(current)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in children)
+            if sizes[key] > MAX_YAML_VALUES:
+                return Problem(f"YAML aliases expand to more than {MAX_YAML_VALUES:,} values", _mark(current, source))
+            continue
+        if key in on_path:
+            return Problem("a YAML alias refers to a structure that contains it", _mark(current, source))
+        if depth > MAX_DEPTH + 2:
+            return Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", _mark(current, source))
+        if key in sizes:
+            continue
+        on_path.add(key)
+        stack.append((current, depth, True))
+        stack.extend((c, depth + 1, False) for c in _yaml_children(current) if isinstance(c, yaml.Node))
+    return None
+
+
+def _yaml_children(node: Any) -> list[Any]:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _mark(node: Any, source: str) -> Location:
+    return Location(source, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
 def _next_item(text: str, pos: int) -> int:
@@ -162,13 +251,20 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
 
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is None:
+            return []
+        trouble = _yaml_trouble(node, source)
+        if trouble is not None:
+            problems.append(trouble)
+            return []
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         loc = Location(source, mark.line + 1, mark.column + 1) if mark else Location(source)
         problems.append(Problem(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", loc))
         return []
-    if node is None:
+    except RecursionError:
+        problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))
         return []
     base, items = _listed(data, source, problems)
     return [Document(raw, source, base + (i,), node=node) for i, raw in enumerate(items)]
@@ -212,14 +308,20 @@ def _similar_file(path: str) -> str | None:
 # ---- building -----------------------------------------------------------------------------------
 
 
-def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str | None, problems: list[Problem]) -> list[Case]:
-    """Validate every document; build Cases from the valid ones; append problems (duplicate ids too)."""
+def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str | None, loaded: Loaded,
+                policy: KeyPolicy = KeyPolicy()) -> list[Case]:
+    """Validate every document; build Cases from the valid ones; add problems (duplicate ids too) and
+    warnings (unknown keys ignored) to ``loaded``."""
     cases: list[Case] = []
     first_seen: dict[str, Document] = {}
+    warned: set[tuple[str, str]] = set()
     for doc in docs:
         raw = doc.raw
         if not isinstance(raw, dict):
-            problems.append(Problem(f"a case must be a JSON object, not {type_name(raw)}", doc.locate()))
+            loaded.problems.append(Problem(f"a case must be a JSON object, not {type_name(raw)}", doc.locate()))
+            continue
+        if too_deep(raw, MAX_DEPTH):
+            loaded.problems.append(Problem(f"the case is nested more than {MAX_DEPTH} levels deep", doc.locate()))
             continue
         found = [] if plainly_valid(raw) else schema_problems(raw)
         try:
@@ -229,18 +331,41 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
         seen = {f.path for f in found}
         found += [f for f in extra if f.path not in seen]
         for f in found:
-            problems.append(Problem(f.message, doc.locate(f.path, f.key), f.hint))
+            if not f.unknown or policy.is_error(f.typo):
+                hint = f.hint if not (f.unknown and policy.strict and not f.typo) else "unknown keys are errors with --strict"
+                loaded.problems.append(Problem(f.message, doc.locate(f.path, f.key), hint))
+            elif (container(f.path), str(f.path[-1])) not in warned:
+                warned.add((container(f.path), str(f.path[-1])))
+                key, where = f.path[-1], container(f.path)
+                loaded.warnings.append(f"{doc.locate(f.path, True)}: '{key}' is not a field of {where}; ignored")
         case_id = raw.get("id")
         if isinstance(case_id, str):
             if case_id in first_seen:
                 prior = first_seen[case_id].locate(("id",))
-                problems.append(Problem(f"duplicate id '{case_id}' (first used at line {prior.line})", doc.locate(("id",)), "ids must be unique in a file"))
+                loaded.problems.append(Problem(f"duplicate id '{case_id}' (first used at line {prior.line})", doc.locate(("id",)), "ids must be unique in a file"))
             else:
                 first_seen[case_id] = doc
-        if all(f.unknown for f in found):  # unknown keys aside, the case is whole: build it, so that what
-            known = {k: v for k, v in raw.items() if not any(f.unknown and f.path == (k,) for f in found)}
-            cases.append(make_case(known, doc, base_dir, default_simulator))  # it names is resolved too
+        if all(f.unknown for f in found):  # unknown keys aside, the case is whole: build it without them, so
+            known = _without(raw, [f.path for f in found])  # that what it names is resolved in the same round
+            cases.append(make_case(known, doc, base_dir, default_simulator))
     return cases
+
+
+def _without(raw: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
+    """A copy of ``raw`` without the keys at ``paths`` (copying only what lies on those paths)."""
+    if not paths:
+        return raw
+    out: dict[str, Any] = dict(raw)
+    for path in paths:
+        holder: Any = out
+        for part in path[:-1]:
+            child = holder[part]
+            child = dict(child) if isinstance(child, dict) else list(child)
+            holder[part] = child
+            holder = child
+        if isinstance(holder, dict):
+            holder.pop(path[-1], None)
+    return out
 
 
 def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, default_simulator: str | None = None) -> Case:

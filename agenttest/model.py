@@ -439,4 +439,5 @@ class Plan:
     before_all: Any = None  # --before: a resolved hook function
     after_all: Any = None
     hooks: dict[str, Any] = field(default_factory=dict)  # a case's before/after ref → function
+    max_attachment: int = 20 * 1024 * 1024  # bytes
     seed: int = 0  # --seed: draws of faults with a rate

@@ -6,13 +6,14 @@ hanging, a bug in agent-test — ends as that case's result; the run goes on."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import modes, usercode
+from . import attachments, modes, usercode
 from .caller import Caller
 from .config import format_timeout
 from .errors import CallError, HookError
@@ -63,7 +64,8 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
     ctx = caller.context(case, run)
     world = trace.world = ToolWorld(case, ctx.world, plan.seed, run)
     connector = plan.connector or case.options.get("connector")
-    env = modes.CaseEnv(caller, plan.agent, connector, ctx)
+    policy = attachments.Policy((os.path.realpath(caller.catalog.app.root),), plan.max_attachment)
+    env = modes.CaseEnv(caller, plan.agent, connector, ctx, policy)
     mode = modes.get(case)
     deadline = case.timeout or plan.timeout
     loop = asyncio.get_running_loop()
@@ -101,7 +103,9 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
         result = CaseResult(case.id, "error", case.name, case.input, error=message, traceback=tb, run=run, index=index,
                             dynamic=case.dynamic, file=case.file)
     stdout, stderr = capture.text()
-    return replace(result, stdout=stdout, stderr=stderr) if stdout or stderr else result
+    if stdout or stderr:
+        result = replace(result, stdout=stdout, stderr=stderr)
+    return caller.catalog.secrets.scrub(result)  # keys hidden before anything shortens the text
 
 
 async def _after(case: Case, plan: Plan, ctx: Any, result: CaseResult, before_data: Any, timeout: float) -> CaseResult:
@@ -134,7 +138,7 @@ async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListen
             state.after_all_done = True
             results = [result_dict(r) for r in state.ordered()]
             try:
-                await usercode.call(plan.after_all, ctx, results, state.before_all_data, what="AfterAll", timeout=max(plan.timeout, AFTER_GRACE))
+                await usercode.call(plan.after_all, ctx, results, state.before_all_data, what="AfterAll", timeout=plan.timeout)
             except CallError as exc:
                 state.warnings.append(str(exc))
 

@@ -3,8 +3,10 @@ text is shown or written — console, reports, error messages."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 MIN_LENGTH = 8  # shorter values would turn ordinary words, paths and ids into ***
 
@@ -41,6 +43,11 @@ class Secrets:
                 text = text.replace(secret, "***")
         return text
 
+    def scrub(self, value: Any) -> Any:
+        """``value`` — a string, a container, a frozen dataclass such as a CaseResult — with every secret
+        replaced, before anything shortens it for display (a cut could otherwise keep part of a key)."""
+        return _scrub(value, self.redact) if self._ordered else value
+
     def short_names(self) -> list[str]:
         """Variables whose values were too short to be hidden (a warning says so once)."""
         return sorted(self._short)
@@ -58,3 +65,16 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         if secret and len(secret) >= MIN_LENGTH:
             text = text.replace(secret, "***")
     return text
+
+
+def _scrub(value: Any, redact: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _scrub(v, redact) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_scrub(v, redact) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _scrub(getattr(value, f.name), redact) for f in dataclasses.fields(value) if f.init}
+        return dataclasses.replace(value, **changes)
+    return value

@@ -22,12 +22,12 @@ from .catalog import Catalog
 from .config import RunConfig
 from .errors import AgentTestError, ExitCode, HookError, InputError, InternalError
 from .identity import Identity, read_ctx
-from .loading import SUFFIXES, Loaded
+from .loading import SUFFIXES, KeyPolicy, Loaded
 from .model import Case, Plan, RunHeader, RunReport
 from .reporting.console import Console
 from .resolution import resolve
 from .runner import RunState
-from .secrets import Secrets
+from .secrets import MIN_LENGTH, Secrets
 from .sources import LoadEnv, Message, Source, classify, normalized
 from .verdict import exit_code, make_report
 
@@ -59,8 +59,9 @@ class Session:
         root = find_root(config.app, source.path)
         if root is None:
             raise AgentTestError("no app root found (a folder with assistants/ or app.yao)", hint="pass --app DIR or set AGENTTEST_APP")
-        catalog = Catalog(App(root), self.secrets)
-        identity = Identity(config.user, config.team, read_ctx(config.ctx_file) if config.ctx_file else {})
+        catalog = Catalog(App(root), self.secrets, strict=config.strict)
+        ctx = read_ctx(config.ctx_file, config.strict, catalog.warnings) if config.ctx_file else {}
+        identity = Identity(config.user, config.team, ctx)
         caller = Caller(catalog, identity)
         caller.loop = asyncio.get_running_loop()
         try:
@@ -91,7 +92,7 @@ class Session:
         config = self.config
         agent_id = self._agent_id(source, catalog.app)
         agent = catalog.agent(agent_id) if agent_id and (source.needs_agent or not config.dry_run) else None
-        loaded: Loaded = await source.load(LoadEnv(config.simulator, agent, caller))
+        loaded: Loaded = await source.load(LoadEnv(config.simulator, agent, caller, KeyPolicy(strict=config.strict)))
         if config.dry_run:
             return await self._dry_run(loaded.check())
         cases = loaded.cases if loaded.problems and not config.run_filter else select(loaded.cases, config.run_filter)
@@ -100,8 +101,8 @@ class Session:
             raise InputError(loaded.problems + resolved.problems)
         assert agent_id is not None
         plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
-                    resolved.before_all, resolved.after_all, resolved.hooks, config.seed)
-        warnings = [*loaded.warnings, *catalog.warnings, *resolved.warnings]
+                    resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment, config.seed)
+        warnings = [*loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
         return await self._execute(plan, source, caller, warnings)
 
     async def _dry_run(self, cases: list[Case]) -> ExitCode:
@@ -165,6 +166,10 @@ class Session:
             raise InternalError(message.removeprefix("internal error: "), tb)
         return exit_code(report)
 
+    def _short_secrets(self) -> list[str]:
+        return [f"$ENV.{name} is shorter than {MIN_LENGTH} characters, so it is not hidden in output (only longer values are taken for secrets)"
+                for name in self.secrets.short_names()]
+
     def _report(self, plan: Plan, source: Source, caller: Caller, state: RunState, header: RunHeader) -> RunReport:
         config = self.config
         interrupted = self.signalled is not None
@@ -176,7 +181,7 @@ class Session:
             environment=caller.identity.environment(), options=self.options(), interrupted=interrupted,
             terminated=self.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
             not_run=max(0, state.total - len(state.results)) if (state.stopped_early or interrupted) else 0,
-            warnings=tuple(state.warnings),
+            warnings=tuple(dict.fromkeys([*state.warnings, *self._short_secrets()])),
         )
 
     async def _write(self, report: RunReport) -> None:

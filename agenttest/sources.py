@@ -17,7 +17,7 @@ from .agents import Agent
 from .app import App
 from .caller import Caller
 from .errors import AgentTestError, CallError, Location, Problem
-from .loading import SUFFIXES, Loaded, case_list, load_file, make_case, parse
+from .loading import SUFFIXES, KeyPolicy, Loaded, case_list, load_file, make_case, parse
 from .model import Case
 from .texts import find_json
 from .workerprotocol import ProtocolError, ask_json
@@ -30,6 +30,7 @@ class LoadEnv:
     default_simulator: str | None = None
     agent: Agent | None = None
     caller: Caller | None = None
+    policy: KeyPolicy = KeyPolicy()  # unknown keys (--strict)
 
 
 class Source(Protocol):
@@ -83,7 +84,7 @@ class CaseFile:
         return app.agent_above(self.path)
 
     async def load(self, env: LoadEnv) -> Loaded:
-        return await asyncio.to_thread(load_file, self.path, env.default_simulator)
+        return await asyncio.to_thread(load_file, self.path, env.default_simulator, env.policy)
 
 
 class _NotAFile:
@@ -154,9 +155,16 @@ class _Generator(_NotAFile):
         return count, params.pop("focus", ""), params
 
     def validate(self, items: list[Any], env: LoadEnv) -> Loaded:
-        """Validate generated cases like a file; problems point into a saved copy of the generated JSON."""
+        """Validate generated cases like a file (no more than ``count`` of them); problems point into a
+        saved copy of the generated JSON."""
+        count = self.settings()[0]
+        dropped = len(items) - count
+        items = items[:count]
         text = json.dumps(items, ensure_ascii=False, indent=2)
-        loaded = parse(text, self.text, env.default_simulator, os.getcwd(), kind=".json")
+        policy = KeyPolicy(strict=env.policy.strict, lenient=not env.policy.strict)  # model output: keep what is known
+        loaded = parse(text, self.text, env.default_simulator, os.getcwd(), kind=".json", policy=policy)
+        if dropped > 0:
+            loaded.warnings.append(f"{self.text} returned {count + dropped} cases for count={count}; the last {dropped} were dropped")
         if loaded.problems:
             fd, path = tempfile.mkstemp(prefix="agent-test-generated-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -27,20 +27,55 @@ def find_json(text: Any) -> tuple[bool, Any]:
         value = _loads(block.strip())
         if value is not _MISSING:
             return True, value
-    for i, ch in enumerate(text):
-        if ch in "{[":
-            try:
-                value, _ = _decoder.raw_decode(text, i)
-            except ValueError:
-                continue
+    for start, end in _spans(text):
+        value = _loads(text[start:end])
+        if value is not _MISSING:
             return True, value
     return False, None
+
+
+def _spans(text: str, depth_limit: int = 3) -> list[tuple[int, int]]:
+    """Balanced ``{…}``/``[…]`` spans in prose, outermost first, then (down to ``depth_limit`` levels) the
+    ones nested in them, each level in order: parsing them all reads each character at most
+    ``depth_limit`` times, so finding JSON in a long reply is linear, never quadratic. Brackets inside
+    JSON strings do not count; brackets never closed do not make a level."""
+    closed: list[tuple[int, int]] = []
+    stack: list[int] = []
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"' and stack:  # strings only count inside a candidate: quotes in prose do not
+            in_string = True
+        elif ch in "{[":
+            stack.append(i)
+        elif ch in "}]" and stack:
+            start = stack.pop()
+            if (text[start] == "{") == (ch == "}"):
+                closed.append((start, i + 1))
+            else:
+                stack.clear()  # mismatched: not JSON around here; start afresh
+    closed.sort()
+    levels: list[list[tuple[int, int]]] = [[] for _ in range(depth_limit)]
+    enclosing: list[int] = []  # ends of the spans that contain the current one
+    for start, end in closed:
+        while enclosing and enclosing[-1] <= start:
+            enclosing.pop()
+        if len(enclosing) < depth_limit:
+            levels[len(enclosing)].append((start, end))
+        enclosing.append(end)
+    return [span for level in levels for span in level]
 
 
 def _loads(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         return _MISSING
 
 
@@ -57,3 +92,13 @@ def shorten(value: Any, limit: int, marker: str = "…") -> str:
     """``value`` as one line of at most ``limit`` characters (whitespace runs become one space)."""
     text = " ".join(as_text(value).split())
     return text if len(text) <= limit else text[: max(0, limit - len(marker))].rstrip() + marker
+
+
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)] if c not in (0x09, 0x0A)}
+_CONTROLS_ONE_LINE = {**_CONTROLS, 0x0A: "\\n"}
+
+
+def printable(text: str, newlines: bool = False) -> str:
+    """``text`` safe for a terminal: escape sequences and other control characters are shown escaped
+    (``\\x1b[2K``), never obeyed. Newlines are kept only when ``newlines``."""
+    return text.translate(_CONTROLS if newlines else _CONTROLS_ONE_LINE)

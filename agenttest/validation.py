@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from . import assertions, caseschema
 from .assertions.static import pattern_problems
 from .config import parse_duration
-from .errors import did_you_mean
+from .errors import did_you_mean, typo_of
 
 Path = tuple[Any, ...]
 
@@ -22,7 +22,24 @@ class Finding(NamedTuple):
     message: str
     hint: str | None = None
     key: bool = False  # points at the key rather than its value
-    unknown: bool = False  # an unknown key (a typo is an error, other keys may be ignored)
+    unknown: bool = False  # an unknown key: a typo (``typo`` names the field meant) is an error, others are ignored
+    typo: str | None = None
+
+
+def container(path: Path) -> str:
+    """What holds the key at ``path``: a case, an assertion, a checkpoint, a simulator, a message."""
+    parent = [p for p in path[:-1] if isinstance(p, str)]
+    last = parent[-1] if parent else ""
+    return {"assert": "an assertion", "assertions": "an assertion", "assertion": "an assertion", "checkpoints": "a checkpoint",
+            "simulator": "a simulator", "input": "a message", "options": "the options"}.get(last, "a case")
+
+
+def unknown_key(path: Path, known: Any) -> Finding:
+    """An unknown key: a typo of a known field when it is a small edit away from one."""
+    key = str(path[-1])
+    typo = typo_of(key, list(known))
+    hint = f"did you mean '{typo}'?" if typo else None
+    return Finding(path, f"'{key}' is not a field" + ("" if typo else f" of {container(path)}"), hint, True, True, typo)
 
 
 _TYPE_NAMES = {"string": "a string", "object": "an object", "array": "a list", "number": "a number",
@@ -75,12 +92,7 @@ def _translate(error: Any) -> list[Finding]:
     kind = error.validator
     if kind == "additionalProperties":
         allowed = list(error.schema.get("properties", {}))
-        out: list[Finding] = []
-        for key in error.instance:
-            if key not in allowed:
-                hint = did_you_mean(key, allowed) or f"allowed: {', '.join(allowed)}"
-                out.append(Finding(path + (key,), f"'{key}' is not a field", hint, True, unknown=True))
-        return out
+        return [unknown_key(path + (key,), allowed) for key in error.instance if key not in allowed]
     if kind == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         where = "" if not path else f" in {_field(path)}"
@@ -149,9 +161,11 @@ def _assertion_problems(path: Path, params: Any) -> list[Finding]:
     for field, message, hint in assertions.check(params):
         if field is None:
             out.append(Finding(path, message, hint, False))
+        elif kind is not None and field in params and field not in kind.fields:
+            typo = typo_of(field, kind.fields)
+            out.append(Finding(path + (field,), message, f"did you mean '{typo}'?" if typo else hint, True, True, typo))
         else:
-            unknown = kind is not None and field in params and field not in kind.fields
-            out.append(Finding(path + (field,), message, hint, field in params, unknown))
+            out.append(Finding(path + (field,), message, hint, field in params))
     return out
 
 

@@ -61,13 +61,18 @@ def test_unknown_agent_lists_known_ones_with_did_you_mean(app):
     assert "unknown agent 'expnse'" in text and "did you mean 'expense'?" in text and "known agents: expense" in text
 
 
-def test_package_yao_comments_and_unknown_keys_warn(app):
+def test_package_yao_comments_and_unknown_keys(app):
     folder = app.agent("bot")
-    (folder / "package.yao").write_text('// comment\n{"name": "Bot", /* block */ "connector": "fake", "conector": "x", "label": "Yao key",}\n')
+    (folder / "package.yao").write_text('// comment\n{"name": "Bot", /* block */ "connector": "fake", "team_notes": "x", "label": "Yao key",}\n')
     a = Catalog(App(str(app.root)))
     assert a.agent("bot").spec.name == "Bot"
-    assert any("'conector' is not a field agent-test uses; did you mean 'connector'?" in w for w in a.warnings)
-    assert any(w.endswith("ignored (not used by agent-test): conector, label") for w in a.warnings)
+    assert any(w.endswith("'team_notes' is not a field of package.yao; ignored") for w in a.warnings)
+    assert any(w.endswith("ignored (not used by agent-test): label") for w in a.warnings)
+    with pytest.raises(AgentTestError, match="'team_notes' is not a field of package.yao; unknown keys are errors with --strict"):
+        Catalog(App(str(app.root)), strict=True).agent("bot")
+    (folder / "package.yao").write_text('{"name": "Bot", "conector": "fake"}')
+    with pytest.raises(AgentTestError, match="package.yao: 'conector' is not a field of package.yao; did you mean 'connector'?"):
+        Catalog(App(str(app.root))).agent("bot")
 
 
 def test_strip_comments_keeps_strings():

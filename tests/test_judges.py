@@ -112,25 +112,25 @@ def returns_none(output, input, value):
 '''
 
 
-@pytest.mark.parametrize("assertion, passed, message", [
-    ({"type": "script", "script": "scripts.checks.as_bool", "value": "submitted"}, True, None),
-    ({"type": "script", "script": "scripts.checks.as_bool", "value": "approved"}, False, "script checks.as_bool: returned false"),
-    ({"type": "script", "use": "scripts:checks.as_pass", "value": "submitted"}, True, None),
-    ({"type": "script", "use": "scripts:checks.as_pass", "value": "nope"}, False, "script checks.as_pass: looked for nope"),
-    ({"type": "script", "use": "scripts:checks.as_passed", "options": {"metadata": {"word": "expense"}}}, True, None),
-    ({"type": "script", "use": "scripts:checks.as_passed", "options": {"metadata": {"word": "zzz"}}}, False, "script checks.as_passed: missing word"),
-    ({"type": "script", "script": "scripts.checks.raises"}, False, "script checks.raises raised ValueError: bad data"),
-    ({"type": "script", "script": "scripts.checks.returns_none"}, False, "returned None"),
+@pytest.mark.parametrize("assertion, status, message", [
+    ({"type": "script", "script": "scripts.checks.as_bool", "value": "submitted"}, "passed", None),
+    ({"type": "script", "script": "scripts.checks.as_bool", "value": "approved"}, "failed", "script checks.as_bool: returned false"),
+    ({"type": "script", "use": "scripts:checks.as_pass", "value": "submitted"}, "passed", None),
+    ({"type": "script", "use": "scripts:checks.as_pass", "value": "nope"}, "failed", "script checks.as_pass: looked for nope"),
+    ({"type": "script", "use": "scripts:checks.as_passed", "options": {"metadata": {"word": "expense"}}}, "passed", None),
+    ({"type": "script", "use": "scripts:checks.as_passed", "options": {"metadata": {"word": "zzz"}}}, "failed", "script checks.as_passed: missing word"),
+    ({"type": "script", "script": "scripts.checks.raises"}, "error", "script checks.raises raised ValueError: bad data (checks.py:"),
+    ({"type": "script", "script": "scripts.checks.returns_none"}, "error", "returned None"),
 ])
-def test_script_return_shapes(app, server, tmp_path, assertion, passed, message):
+def test_script_return_shapes(app, server, tmp_path, assertion, status, message):
     server.responder = route([])
     app.agent("bot")
     app.file("scripts/checks.py", CHECKS)
     _, r = run_agent_case(app, tmp_path, assertion)
     a = r["assertions"][0]
-    assert a["passed"] is passed
+    assert r["status"] == status and a["passed"] is (status == "passed")
     if message:
-        assert message in a["message"]
+        assert message in a["message"] and message in r["error"] if status == "error" else message in a["message"]
 
 
 def test_missing_script_module_or_function_is_exit_2(app, tmp_path):
@@ -202,7 +202,7 @@ def test_invalid_generated_cases_are_exit_2_with_locations(generating, server):
     assert result.exit_code == 2
     err = result.stderr
     assert "agent-test-generated-" in err and ".json:7:" in err and "unknown assertion type 'contans'" in err
-    assert "'inptu' is not a field; did you mean 'input'?" in err
+    assert "missing required field 'input'" in err  # generated cases keep their known keys: 'inptu' was dropped
     saved = err.split("are saved in ")[1].split()[0]
     assert json.load(open(saved)) == bad
 

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from agenttest.errors import InputError
-from agenttest.loading import load_file, parse_text
+from agenttest.loading import KeyPolicy, load_file, parse, parse_text
 from helpers import cli
 
 
@@ -163,8 +163,34 @@ def test_bad_assertion_parameters():
     assert any("did you mean 'string'?" in p for p in found)
     assert any("'json_path' needs a 'path'" in p for p in found)
     assert any("'pth' is not a field; did you mean 'path'?" in p for p in found)
-    (found,) = problems('{"id": "a", "input": "x", "assert": {"type": "contains", "value": "y", "pattern": "z"}}')
-    assert found.startswith("cases.jsonl:1:72: 'pattern' is not a field of a 'contains' assertion")
+    text = '{"id": "a", "input": "x", "assert": {"type": "contains", "value": "y", "pattern": "z"}}'
+    loaded = parse(text, "cases.jsonl")  # a field of another type: not a typo, so ignored with a warning
+    assert not loaded.problems and loaded.cases[0].assertions[0].params == {"type": "contains", "value": "y"}
+    assert loaded.warnings == ["cases.jsonl:1:72: 'pattern' is not a field of an assertion; ignored"]
+    (found,) = [str(p) for p in parse(text, "cases.jsonl", policy=KeyPolicy(strict=True)).problems]
+    assert found == "cases.jsonl:1:72: 'pattern' is not a field of a 'contains' assertion; unknown keys are errors with --strict"
+
+
+def test_unknown_keys_typos_are_errors_others_are_ignored_with_one_warning_per_key_and_file():
+    lines = [
+        {"id": "a", "input": "x", "category": "smoke", "assert": {"type": "contains", "value": "x", "description": "yao's note"}},
+        {"id": "b", "input": "x", "category": "smoke", "simulator": {"use": "sim", "persona": "p"},
+         "checkpoints": [{"id": "c", "assert": {"type": "contains", "value": "x"}, "weight": 2}]},
+    ]
+    text = "\n".join(json.dumps(c) for c in lines)
+    loaded = parse(text, "cases.jsonl")
+    assert not loaded.problems and [c.id for c in loaded.cases] == ["a", "b"]
+    assert "category" not in loaded.cases[0].raw and "description" not in loaded.cases[0].assertions[0].params
+    assert [w.split(": ", 1)[1] for w in loaded.warnings] == [
+        "'category' is not a field of a case; ignored", "'description' is not a field of an assertion; ignored",
+        "'persona' is not a field of a simulator; ignored", "'weight' is not a field of a checkpoint; ignored"]
+    strict = parse(text, "cases.jsonl", policy=KeyPolicy(strict=True))
+    assert len(strict.problems) == 5 and all("with --strict" in str(p) for p in strict.problems)
+    typo = parse('{"id": "a", "input": "x", "asert": "contains", "categry": "x"}', "cases.jsonl")
+    assert [str(p) for p in typo.problems] == ["cases.jsonl:1:27: 'asert' is not a field; did you mean 'assert'?"]
+    assert typo.warnings == ["cases.jsonl:1:48: 'categry' is not a field of a case; ignored"]
+    lenient = parse('[{"id": "a", "input": "x", "asert": "contains"}]', "gen", kind=".json", policy=KeyPolicy(lenient=True))
+    assert not lenient.problems and lenient.warnings == ["gen:1:28: 'asert' is not a field of a case; ignored"]
 
 
 def test_all_problems_reported_together_with_locations_in_json_and_yaml():
@@ -190,7 +216,7 @@ def test_missing_file_with_hint(tmp_path):
 
 
 def test_attachment_paths_resolve_against_the_case_file(tmp_path):
-    from agenttest.messages import resolve
+    from agenttest.attachments import resolve
 
     (tmp_path / "fixtures").mkdir()
     (tmp_path / "fixtures" / "r.png").write_bytes(b"\x89PNG")

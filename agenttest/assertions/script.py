@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
+from .. import usercode
+from ..errors import CallError
 from ..model import AssertionResult
 from .registry import CheckProblem, Need, Observation, register
 from .judge import OPTIONS
@@ -60,10 +61,14 @@ async def script(params: dict[str, Any], obs: Observation) -> AssertionResult:
         return AssertionResult("script", False, "no caller to load the script", error=True)
     fn = obs.judge.script(ref)
     try:
-        returned = await asyncio.to_thread(fn, obs.output, obs.input, value)
+        returned = await usercode.call(fn, obs.output, obs.input, value, what=f"script {ref}")
+    except CallError as exc:  # the script could not give a verdict: the assertion, and the case, is an error
+        message = str(exc).replace(f"script {ref} failed: ", f"script {ref} raised ", 1)
+        return AssertionResult("script", False, message, value, error=True, traceback=exc.traceback or "")
+    try:
         passed, message = _verdict(returned)
-    except Exception as exc:
-        return AssertionResult("script", False, f"script {ref} raised {type(exc).__name__}: {exc}", value)
+    except ValueError as exc:
+        return AssertionResult("script", False, f"script {ref} {exc}", value, error=True)
     if not passed:
         message = f"script {ref}: {message or 'returned false'}"
     return AssertionResult("script", passed, message if not passed else "", value, message or None)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
+import asyncio
 from functools import lru_cache
 from typing import Any
 
 from ..texts import as_text, find_json, shorten
+from .. import patterns
 from ..model import AssertionResult, ToolCall
 from .registry import CheckProblem, Observation, register
 
@@ -41,7 +42,7 @@ def equal(a: Any, b: Any) -> bool:
 def matches(expected: Any, actual: Any) -> bool:
     """Partial deep match: dicts by the expected keys, lists element-wise by subset, ``regex:`` strings as patterns."""
     if isinstance(expected, str) and expected.startswith("regex:"):
-        return re.search(expected[6:], as_text(actual)) is not None
+        return patterns.search(expected[6:], as_text(actual)) is not None
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(k in actual and matches(v, actual[k]) for k, v in expected.items())
     if isinstance(expected, list):
@@ -53,8 +54,8 @@ def pattern_problems(value: Any) -> list[str]:
     """What is wrong with the ``regex:`` strings inside an expected value (for load-time checks)."""
     if isinstance(value, str) and value.startswith("regex:"):
         try:
-            _compile(value[6:])
-        except re.error as exc:
+            patterns.compile_pattern(value[6:])
+        except patterns.error as exc:
             return [f"pattern {value!r} does not compile: {exc}"]
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
     return [p for item in items for p in pattern_problems(item)]
@@ -120,11 +121,6 @@ def not_contains(params: dict[str, Any], obs: Observation) -> AssertionResult:
 # ---- regex ---------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=512)
-def _compile(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
-
-
 def _check_regex(params: dict[str, Any]) -> list[CheckProblem]:
     key = "pattern" if "pattern" in params else "value"
     pattern = params.get(key)
@@ -133,17 +129,21 @@ def _check_regex(params: dict[str, Any]) -> list[CheckProblem]:
     if not isinstance(pattern, str):
         return [(key if key in params else None, "'regex' needs a 'pattern' (or 'value') string", None)]
     try:
-        _compile(pattern)
-    except re.error as exc:
+        patterns.compile_pattern(pattern)
+    except patterns.error as exc:
         return [(key, f"regex {pattern!r} does not compile: {exc}", "escape special characters with \\\\")]
     return []
 
 
 @register("regex", fields={"value": VALUE, "pattern": {"type": "string"}}, check=_check_regex)
-def regex(params: dict[str, Any], obs: Observation) -> AssertionResult:
+async def regex(params: dict[str, Any], obs: Observation) -> AssertionResult:
+    """The search runs in a worker thread with a deadline: a backtracking pattern cannot freeze the run."""
     pattern = params.get("pattern", params.get("value"))
     text = obs.text
-    m = _compile(pattern).search(text)
+    try:
+        m = await asyncio.to_thread(patterns.search, str(pattern), text)
+    except patterns.PatternTimeout as exc:
+        return AssertionResult("regex", False, f"regex {exc}", pattern, error=True)
     if m:
         return _ok("regex", pattern, m.group(0))
     return _fail("regex", f"output does not match /{pattern}/: {shorten(text, 120)}", pattern, text)

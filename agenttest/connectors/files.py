@@ -1,5 +1,5 @@
-"""Connector IDs → ConnectorSpecs: ``connectors/<a>/<b>.conn.yao`` files with ``$ENV`` values, and the
-implicit ``openai.<model>`` (FORMATS §1)."""
+"""Connector IDs → ConnectorSpecs: ``connectors/<a>/<b>.conn.yao`` files with ``$ENV`` values, the
+implicit ``openai.<model>``, and Yao's role connectors ``use::NAME`` (FORMATS §1)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from .base import ConnectorSpec
 
 def spec_for(app: App, connector_id: str, secrets: Secrets) -> ConnectorSpec:
     """The spec behind a connector ID; every value substituted from ``$ENV`` joins ``secrets``."""
+    if connector_id.startswith("use::"):
+        return spec_for(app, role_connector(app, connector_id[len("use::"):]), secrets)
     path = app.connector_path(connector_id)
     if os.path.isfile(path):
         data = read_jsonc(path)
@@ -37,3 +39,27 @@ def spec_for(app: App, connector_id: str, secrets: Secrets) -> ConnectorSpec:
     hint = did_you_mean(connector_id, known)
     listing = ", ".join(known) or "none"
     raise AgentTestError(f"unknown connector '{connector_id}'", hint=(hint + " " if hint else "") + f"known connectors: {listing}; or openai.<model>")
+
+
+def role_connector(app: App, role: str) -> str:
+    """``use::NAME`` → the connector ID that ``<root>/agent/agent.yml`` gives the role: ``system.NAME``, else
+    ``system.default`` (a string, or ``{connector: ID}``)."""
+    path = os.path.join(app.root, "agent", "agent.yml")
+    example = f"system:\n  default: openai.gpt-4o-mini\n  {role}: deepseek.v3"
+    if not os.path.isfile(path):
+        raise AgentTestError(f"connector use::{role} needs {path}", hint=f"create it with e.g.\n{example}")
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except yaml.YAMLError as exc:
+        raise AgentTestError(f"invalid YAML: {getattr(exc, 'problem', exc)}", Location(path)) from None
+    system = data.get("system") if isinstance(data, dict) else None
+    chosen = (system or {}).get(role) or (system or {}).get("default") if isinstance(system, dict) else None
+    if isinstance(chosen, dict):
+        chosen = chosen.get("connector")
+    if not isinstance(chosen, str) or not chosen or chosen.startswith("use::"):
+        raise AgentTestError(f"connector use::{role}: {path} has no system.{role} or system.default connector", Location(path),
+                             f"add e.g.\n{example}")
+    return chosen

@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import AgentTestError, CallError
+from ..errors import AgentTestError, CallError, typo_of
 from ..texts import as_text
 from ..messages import content_text
 from ..model import Completion, ToolCall, Usage
@@ -35,12 +35,14 @@ class Rule:
     error: str | None
 
 
-def _rule(raw: Any, where: str) -> Rule:
+def _rule(raw: Any, where: str, warnings: list[str]) -> Rule:
     if not isinstance(raw, dict):
         raise AgentTestError(f"{where}: a rule must be a mapping")
-    unknown = set(raw) - _RULE_KEYS
-    if unknown:
-        raise AgentTestError(f"{where}: unknown rule key '{sorted(unknown)[0]}'", hint=f"keys: {', '.join(sorted(_RULE_KEYS))}")
+    for key in sorted(set(raw) - _RULE_KEYS):
+        typo = typo_of(str(key), _RULE_KEYS)
+        if typo:
+            raise AgentTestError(f"{where}: unknown rule key '{key}'", hint=f"did you mean '{typo}'?")
+        warnings.append(f"{where}: '{key}' is not a field of a mock rule; ignored")
     when = dict(raw.get("when") or {})
     when.update({k: raw[k] for k in _MATCHERS if k in raw})
     for key, pattern in when.items():
@@ -61,6 +63,7 @@ class Rules:
     def __init__(self, path: str):
         import yaml
 
+        self.warnings: list[str] = []
         try:
             with open(path, encoding="utf-8") as fh:
                 data = yaml.safe_load(fh) or {}
@@ -68,9 +71,16 @@ class Rules:
             raise AgentTestError(f"mock connector: {path} does not exist", hint="create mock.yml in the agent's folder") from None
         except yaml.YAMLError as exc:
             raise AgentTestError(f"mock connector: {path} is not valid YAML: {exc}") from None
-        self.rules = [_rule(r, f"{path}: rules[{i}]") for i, r in enumerate(data.get("rules") or [])]
+        if not isinstance(data, dict):
+            raise AgentTestError(f"mock connector: {path} must hold a mapping with 'rules' and/or 'default'")
+        for key in sorted(set(data) - {"rules", "default"}):
+            typo = typo_of(str(key), ("rules", "default"))
+            if typo:
+                raise AgentTestError(f"mock connector: {path}: '{key}' is not a field", hint=f"did you mean '{typo}'?")
+            self.warnings.append(f"{path}: '{key}' is not a field of mock.yml; ignored")
+        self.rules = [_rule(r, f"{path}: rules[{i}]", self.warnings) for i, r in enumerate(data.get("rules") or [])]
         default = data.get("default", "")
-        self.default = _rule(default if isinstance(default, dict) else {"reply": default}, f"{path}: default")
+        self.default = _rule(default if isinstance(default, dict) else {"reply": default}, f"{path}: default", self.warnings)
 
     def pick(self, messages: list[dict[str, Any]]) -> tuple[Rule, dict[str, str]]:
         last = messages[-1] if messages else {}
@@ -160,7 +170,9 @@ class MockConnector:
                 self._rules[path] = Rules(path)
             return self._rules[path]
 
-    prepare = rules_for  # load-time check: the agent's mock.yml exists and parses
+    def prepare(self, agent_dir: str) -> list[str]:
+        """Load-time check: the agent's mock.yml exists and parses; its warnings."""
+        return self.rules_for(agent_dir).warnings
 
     async def complete(self, request: ChatRequest) -> Completion:
         messages = list(request.messages)

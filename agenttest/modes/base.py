@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import os
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from .. import attachments
 from ..caller import Caller
 from ..model import Case, CaseResult, Context, Message, Reply, Status
 from ..tracking import Trace
@@ -13,16 +16,26 @@ from ..world import snapshot
 
 @dataclass(frozen=True)
 class CaseEnv:
-    """What a mode needs to run one case: the caller, the agent under test with its connector, the ctx."""
+    """What a mode needs to run one case: the caller, the agent under test with its connector, the ctx,
+    and where the case's attachments may come from."""
 
     caller: Caller
     agent: str
     connector: str | None
     ctx: Context
+    attachments: attachments.Policy = attachments.Policy()
 
     async def reply(self, messages: list[Message], options: dict[str, Any] | None = None) -> Reply:
         """The agent under test's reply to a conversation (CallError on failure)."""
         return await self.caller.call(self.agent, messages, self.ctx, self.connector, options)
+
+    async def messages(self, case: Case) -> list[Message]:
+        """The case's input with its attachments read, off the event loop. A case file's own folder is
+        allowed besides the app; generated cases (untrusted model output) get the app alone."""
+        policy = self.attachments
+        if policy.roots and os.path.isfile(case.file):
+            policy = replace(policy, roots=(*policy.roots, os.path.realpath(case.base_dir)))
+        return await asyncio.to_thread(attachments.resolve, case.messages, case.base_dir, policy)
 
 
 class Mode(Protocol):

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..assertions import Observation, evaluate
 from ..errors import CallError
-from ..messages import content_text, last_user_text, resolve
+from ..messages import content_text, last_user_text
 from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Message, Status, ToolCall, Turn, Usage
 from ..tracking import Trace
 from ..workerprotocol import ProtocolError, ask_json
@@ -110,7 +110,7 @@ async def _loop(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> s
     """Returns the failure reason, or "" when every required checkpoint was reached."""
     options = agent_options(case)
     if case.messages:
-        conv.history = resolve(case.messages, case.base_dir)
+        conv.history = await env.messages(case)
     else:
         first = await _ask_simulator(env, case, conv, 1)
         conv.history = [{"role": "user", "content": first["message"]}]

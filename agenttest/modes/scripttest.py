@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import inspect
 import os
-import re
 from dataclasses import replace
 from typing import Any
 
-from .. import usercode
+from .. import patterns, usercode
 from ..errors import AgentTestError, CallError, Location
 from ..model import AssertionResult, Case, CaseResult, Context, Status
 from ..texts import shorten
@@ -66,7 +65,7 @@ class Assertions:
         return self._record("NotContains", ok, self._msg(f"{shorten(repr(container), 80)} contains {item!r}", msg), item, container)
 
     def Match(self, text: Any, pattern: str, msg: str | None = None) -> bool:
-        ok = re.search(pattern, str(text)) is not None
+        ok = patterns.search(pattern, str(text)) is not None
         return self._record("Match", ok, self._msg(f"{shorten(repr(text), 80)} does not match /{pattern}/", msg), pattern, text)
 
     def Len(self, value: Any, length: int, msg: str | None = None) -> bool:

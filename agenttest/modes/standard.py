@@ -6,7 +6,6 @@ from typing import Any
 
 from ..assertions import Observation, evaluate_all
 from ..errors import CallError
-from ..messages import resolve
 from ..model import AssertionResult, AssertionSpec, Case, CaseResult, Status
 from ..tracking import Trace
 from .base import CaseEnv, world_view
@@ -36,7 +35,7 @@ def expectations(case: Case) -> tuple[AssertionSpec, ...]:
 
 async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     try:
-        messages = resolve(case.messages, case.base_dir)
+        messages = await env.messages(case)
         reply = await env.reply(messages, agent_options(case))
     except CallError as exc:
         return partial(case, trace, "error", f"agent error: {exc}")

@@ -9,7 +9,7 @@ from ..config import format_duration, format_timeout
 from ..model import Case, CaseResult, RunHeader, RunReport, ToolCall
 from ..records import change_text, preview, summary_dict
 from ..secrets import Secrets
-from ..texts import as_text, shorten
+from ..texts import as_text, printable, shorten
 
 RULE = "═" * 63
 THIN = "─" * 63
@@ -19,9 +19,22 @@ WORLD_LINES = 10  # changes of the world shown under a case with -v
 
 
 def cut(text: Any, limit: int) -> str:
-    """One line: its first ``limit`` characters (characters, not bytes), then ``...`` when cut."""
-    line = shorten(text, 1 << 30)
+    """One printable line: its first ``limit`` characters (characters, not bytes), then ``...`` when cut."""
+    line = printable(shorten(text, 1 << 30))
     return line if len(line) <= limit else line[:limit].rstrip() + "..."
+
+
+def safe(text: Any) -> str:
+    """Text from outside (model output, ids, reasons) as one printable line, uncut."""
+    return printable(as_text(text))
+
+
+REASON_LIMIT = 500  # characters of a failure reason on the console; the report keeps all of it
+
+
+def reason(text: str) -> str:
+    line = safe(text)
+    return line if len(line) <= REASON_LIMIT else line[:REASON_LIMIT].rstrip() + "… (the whole text is in the report)"
 
 
 class Console:
@@ -39,6 +52,7 @@ class Console:
         self._progress = progress and parallel > 1
         self._pending_line = False
         self._blank = False
+        self._warned: set[str] = set()
 
     # -- primitives --------------------------------------------------------------------------
 
@@ -71,15 +85,16 @@ class Console:
         self.section(title, heavy=True)
         for label, value in (("Agent", info.agent), ("Connector", info.connector), ("Simulator", info.simulator)):
             if value:
-                self.line(f"{self.paint('ℹ', 'cyan')} {label}: {value}")
-        self.line(f"{self.paint('ℹ', 'cyan')} Input: {info.input}")
+                self.line(f"{self.paint('ℹ', 'cyan')} {label}: {safe(value)}")
+        self.line(f"{self.paint('ℹ', 'cyan')} Input: {safe(info.input)}")
         self.line(f"{self.paint('ℹ', 'cyan')} Timeout: {format_timeout(info.timeout)}")
         if self.parallel > 1:
             self.line(f"{self.paint('ℹ', 'cyan')} Parallel: {self.parallel} concurrent")
         if info.runs > 1:
             self.line(f"{self.paint('ℹ', 'cyan')} Runs: {info.runs} per case")
         for w in warnings:
-            self.line(f"{self.paint('⚠', 'yellow')} {w}")
+            self.line(f"{self.paint('⚠', 'yellow')} {safe(w)}")
+        self._warned = set(warnings)
         self.line()
         self.section("Running Tests" + (f" ({self.parallel} parallel)" if self.parallel > 1 else ""))
         self.total = info.total
@@ -91,7 +106,7 @@ class Console:
             self._bar = tqdm(total=self.total, file=sys.stderr, unit="case", leave=False, dynamic_ncols=True)
 
     def _title(self, case_id: str, run: int, runs: int) -> str:
-        return f"[{case_id}]" + (f" (run {run}/{runs})" if runs > 1 else "")
+        return f"[{safe(case_id)}]" + (f" (run {run}/{runs})" if runs > 1 else "")
 
     def started(self, case: Case, run: int, runs: int = 1) -> None:
         """Sequential standard cases show their line at once and finish it when the result comes."""
@@ -119,25 +134,26 @@ class Console:
             self.line()
 
     def _details(self, r: CaseResult) -> None:
-        for reason in r.reasons:
-            self.line(f"  └─ {self.paint(reason, 'red' if r.status != 'skipped' else 'yellow')}")
+        for why in r.reasons:
+            self.line(f"  └─ {self.paint(reason(why), 'red' if r.status != 'skipped' else 'yellow')}")
         for w in r.warnings:
-            self.line(f"  └─ {self.paint('warning: ' + w, 'yellow')}")
+            self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
         if self.verbose or self.show_reply:
             for c in r.tool_calls:
-                result = f"error: {c.error}" if c.error else cut(as_text(c.result), 100)
-                self.line(f"  │  tool {c.name}({cut(as_text(c.arguments), 80)}) → {result}{self._marks(c)}")
+                result = f"error: {safe(c.error)}" if c.error else cut(as_text(c.result), 100)
+                self.line(f"  │  tool {safe(c.name)}({cut(as_text(c.arguments), 80)}) → {result}{self._marks(c)}")
             if self.verbose:
                 self._world(r, "  │  ")
             if r.status != "skipped":
-                self.line(f"  │  output: {as_text(r.output)}" if self.show_reply else f"  │  output: {cut(as_text(r.output), 300)}")
+                shown = printable(as_text(r.output), newlines=True) if self.show_reply else cut(as_text(r.output), 300)
+                self.line(f"  │  output: {shown}")
             for log in r.logs:
-                self.line(f"  │  log: {log}")
+                self.line(f"  │  log: {safe(log)}")
         if self.verbose:
             for a in r.assertions:
                 mark = self.paint("✓", "green") if a.passed else self.paint("✗", "red")
                 score = f" (score {a.score:g})" if a.score is not None else ""
-                self.line(f"  │  {mark} {a.type}{score}" + ("" if a.passed else f": {a.message}"))
+                self.line(f"  │  {mark} {safe(a.type)}{score}" + ("" if a.passed else f": {safe(a.message)}"))
 
     def _marks(self, c: ToolCall) -> str:
         """What answered a call instead of the tool: a mock, or an injected fault."""
@@ -151,12 +167,12 @@ class Console:
         changes = r.world.changes
         self.line(f"{indent}world: {len(changes)} change{'s' if len(changes) != 1 else ''}" if changes else f"{indent}world: unchanged")
         for c in changes[:WORLD_LINES]:
-            self.line(f"{indent}  {change_text(c)}")
+            self.line(f"{indent}  {safe(change_text(c))}")
         if len(changes) > WORLD_LINES:
             self.line(f"{indent}  … {len(changes) - WORLD_LINES} more (see the report)")
 
     def _tree(self, r: CaseResult, runs: int, status: str, took: str) -> None:
-        self.line(f"► {self._title(r.id, r.run, runs)} {r.name or ''}".rstrip())
+        self.line(f"► {self._title(r.id, r.run, runs)} {safe(r.name or '')}".rstrip())
         for i, t in enumerate(r.turns):
             last = i == len(r.turns) - 1
             branch, stem = ("└─", "   ") if last else ("├─", "│  ")
@@ -165,19 +181,19 @@ class Console:
                 cp = next((c for c in r.checkpoints if c.id == cp_id), None)
                 tool = f" (tool: {cp.tool})" if cp is not None and cp.tool else ""
                 leaf = "└─" if j == len(t.checkpoints) - 1 else "├─"
-                self.line(f"  {stem}{leaf} {self.paint('✓', 'green')} checkpoint: {cp_id}{tool}")
+                self.line(f"  {stem}{leaf} {self.paint('✓', 'green')} checkpoint: {safe(cp_id)}{safe(tool)}")
             if self.verbose:
                 for c in t.tool_calls:
-                    self.line(f"  {stem}   tool {c.name}({cut(as_text(c.arguments), 60)}){self._marks(c)}")
+                    self.line(f"  {stem}   tool {safe(c.name)}({cut(as_text(c.arguments), 60)}){self._marks(c)}")
         reached = sum(1 for c in r.checkpoints if c.reached)
         turns = len(r.turns)
         self.line(f"  {status} ({took}) - {turns} turn{'s' if turns != 1 else ''}, {reached}/{len(r.checkpoints)} checkpoints")
         if self.verbose:
             self._world(r, "  ")
-        for reason in r.reasons:
-            self.line(f"  └─ {self.paint(reason, 'red')}")
+        for why in r.reasons:
+            self.line(f"  └─ {self.paint(reason(why), 'red')}")
         for w in r.warnings:
-            self.line(f"  └─ {self.paint('warning: ' + w, 'yellow')}")
+            self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
         self.line()
 
     def summary(self, report: RunReport, output: str | None) -> None:
@@ -201,17 +217,18 @@ class Console:
             rows.append(("Tokens", f"{u['total_tokens']:,} ({u['prompt_tokens']:,} prompt + {u['completion_tokens']:,} completion)"))
         for label, value in rows:
             if value not in ("", None):
-                self.line(f"  {label + ':':<10} {value}")
+                self.line(f"  {label + ':':<10} {safe(value)}")
         if report.stability:
             self.line()
             self.line("  Stability:")
             for st in report.stability:
-                self.line(f"    {st.id}: {st.passed}/{st.runs} passed ({st.pass_rate:.0f}%) {st.classification}, avg {format_duration(st.avg_ms / 1000)} ±{format_duration(st.std_ms / 1000)}")
+                self.line(f"    {safe(st.id)}: {st.passed}/{st.runs} passed ({st.pass_rate:.0f}%) {st.classification}, avg {format_duration(st.avg_ms / 1000)} ±{format_duration(st.std_ms / 1000)}")
             self.line(f"  Overall:   {s['overall_pass_rate']}% of runs passed; {s['stable_cases']}/{len(report.stability)} cases stable")
         if report.not_run:
             self.line(f"  Not run:   {report.not_run} (stopped early)")
         for w in report.warnings:
-            self.line(f"  {self.paint('⚠', 'yellow')} {w}")
+            if w not in self._warned:  # each warning once: those of the header are not repeated
+                self.line(f"  {self.paint('⚠', 'yellow')} {safe(w)}")
         if output:
             self.line()
             self.line(f"  Output: {output}")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from ..config import format_duration
-from ..texts import as_text, shorten
+from ..texts import as_text, printable, shorten
 from ..model import CaseResult, RunReport, ToolCall
 from .formats import register
 from ..records import change_text, row_input, summary_dict
@@ -11,24 +13,49 @@ from ..records import change_text, row_input, summary_dict
 ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "timeout": "⏱", "skipped": "⏭"}
 
 
-def _cell(text: object, limit: int = 80) -> str:
-    return shorten(text, limit).replace("|", "\\|")
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|~"} | {"\n": " ", "\r": " "})
+
+
+def _text(value: object, limit: int | None = None) -> str:
+    """Quoted text (model output, ids, reasons) as inert Markdown: one line, specials escaped — a reply
+    cannot add links, images, HTML or table columns to the report."""
+    line = printable(shorten(value, limit) if limit else as_text(value))
+    return line.translate(_MARKDOWN)
+
+
+_cell = _text
+
+
+def _code(value: object) -> str:
+    """Inline code that the quoted text cannot close."""
+    text = printable(as_text(value)).replace("|", "\\|")
+    ticks = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _fence(value: object) -> list[str]:
+    """A fenced block that the quoted text cannot close: the fence outgrows any run of backticks in it."""
+    text = printable(as_text(value), newlines=True)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, text, fence]
 
 
 def _details(r: CaseResult) -> list[str]:
-    lines = [f"### {ICONS.get(r.status, '')} {r.id} — {r.status}", ""]
+    lines = [f"### {ICONS.get(r.status, '')} {_text(r.id)} — {r.status}", ""]
     if r.name:
-        lines += [f"*{r.name}*", ""]
+        lines += [f"*{_text(r.name)}*", ""]
     for reason in r.reasons:
-        lines.append(f"- {reason}")
-    lines += ["", "**Input**", "", "```", as_text(r.input), "```", "", "**Output**", "", "```", as_text(r.output), "```", ""]
+        lines.append(f"- {_text(reason)}")
+    lines += ["", "**Input**", "", *_fence(r.input), "", "**Output**", "", *_fence(r.output), ""]
     if r.tool_calls:
         lines.append("**Tool calls**")
         lines.append("")
-        lines += [f"- `{c.name}` {as_text(c.arguments)} → {as_text(c.error or c.result)}" + _mark(c) for c in r.tool_calls]
+        lines += [f"- {_code(c.name)} {_text(c.arguments)} → {_text(c.error or c.result)}" + _mark(c) for c in r.tool_calls]
         lines.append("")
     if r.world is not None:
-        lines += ["**World**", ""] + ([f"- `{change_text(c, 200)}`" for c in r.world.changes] or ["- unchanged"]) + [""]
+        lines += ["**World**", ""] + ([f"- {_code(change_text(c, 200))}" for c in r.world.changes] or ["- unchanged"]) + [""]
     lines += _turns(r)
     return lines
 
@@ -42,9 +69,9 @@ def _mark(c: ToolCall) -> str:
 def _turns(r: CaseResult) -> list[str]:
     if not r.dynamic:
         return []
-    lines = [f"- Turn {t.turn}: “{_cell(t.input, 200)}” → “{_cell(t.output, 200)}”" + (f" ✓ {', '.join(t.checkpoints)}" if t.checkpoints else "") for t in r.turns]
+    lines = [f"- Turn {t.turn}: “{_cell(t.input, 200)}” → “{_cell(t.output, 200)}”" + (f" ✓ {', '.join(_code(c) for c in t.checkpoints)}" if t.checkpoints else "") for t in r.turns]
     reached = sum(1 for c in r.checkpoints if c.reached)
-    lines.append(f"- Checkpoints {reached}/{len(r.checkpoints)}: " + ", ".join(f"{'✓' if c.reached else '✗'} {c.id}" + ("" if c.required else " (optional)") for c in r.checkpoints))
+    lines.append(f"- Checkpoints {reached}/{len(r.checkpoints)}: " + ", ".join(f"{'✓' if c.reached else '✗'} {_code(c.id)}" + ("" if c.required else " (optional)") for c in r.checkpoints))
     return lines + [""]
 
 
@@ -54,9 +81,9 @@ def to_markdown(report: RunReport) -> str:
     lines = [
         "# Agent Test Report",
         "",
-        f"- **Agent:** {report.agent_id or '—'}",
-        f"- **Connector:** {report.connector or '—'}",
-        f"- **Input:** {report.input_source}",
+        f"- **Agent:** {_text(report.agent_id or '—')}",
+        f"- **Connector:** {_text(report.connector or '—')}",
+        f"- **Input:** {_text(report.input_source)}",
         f"- **Started:** {report.started_at}",
         "",
         "| Total | Passed | Failed | Errors | Timeouts | Skipped | Pass rate | Duration |",
@@ -74,12 +101,12 @@ def to_markdown(report: RunReport) -> str:
     if report.stability:
         lines += ["", "## Stability", "", "| ID | Runs | Pass rate | Avg | Min | Max | Std dev | Class |", "|---|---:|---:|---:|---:|---:|---:|---|"]
         for st in report.stability:
-            lines.append(f"| {st.id} | {st.runs} | {st.pass_rate}% | {st.avg_ms:.0f}ms | {st.min_ms:.0f}ms | {st.max_ms:.0f}ms | {st.std_ms:.0f}ms | {st.classification} |")
+            lines.append(f"| {_cell(st.id)} | {st.runs} | {st.pass_rate}% | {st.avg_ms:.0f}ms | {st.min_ms:.0f}ms | {st.max_ms:.0f}ms | {st.std_ms:.0f}ms | {st.classification} |")
     conversations = [r for r in report.results if r.dynamic and r.status == "passed"]
     if conversations:
         lines += ["", "## Conversations", ""]
         for r in conversations:
-            lines += [f"### {ICONS['passed']} {r.id}" + (f" — {r.name}" if r.name else ""), ""] + _turns(r)
+            lines += [f"### {ICONS['passed']} {_text(r.id)}" + (f" — {_text(r.name)}" if r.name else ""), ""] + _turns(r)
         lines.pop()  # the last conversation's trailing blank line
     failures = [r for r in report.results if r.status not in ("passed", "skipped")]
     if failures:

@@ -1,0 +1,187 @@
+"""User code cannot hang or kill the run, and signals stop it cleanly (issue 12, items 1 and 6). These run
+``python -m agenttest`` as a subprocess — real signals, real threads, a real interpreter exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, report
+
+TOOL_NAMES = ("sleeper", "exiter", "threader", "interrupter")
+RULES = "rules:\n  - tool: \"*\"\n    reply: \"done: {{ tool_result }}\"\n" + "".join(
+    f"  - user: \"^call {name}\"\n    tool_calls: [{{name: {name}}}]\n" for name in TOOL_NAMES) + "default: \"echo: {{ user }}\"\n"
+TOOLS_PY = """
+import sys, threading, time
+def sleeper(ctx):
+    time.sleep(3600)
+def exiter(ctx):
+    sys.exit(6)
+def threader(ctx):
+    threading.Thread(target=time.sleep, args=(3600,)).start()  # not a daemon: it would keep the process alive
+    return "started"
+def interrupter(ctx):
+    raise KeyboardInterrupt
+"""
+ENV_TEST = """
+import os, time
+MARK = os.environ["MARK_DIR"]
+def mark(name):
+    open(os.path.join(MARK, name), "a").write("x")
+def Before(ctx, case):
+    if case["id"] == "hang-before":
+        time.sleep(3600)
+    if case["id"] == "exit-before":
+        raise SystemExit(3)
+    return {"data": case["id"]}
+def After(ctx, case, result, data):
+    mark("after-" + case["id"])
+def AfterAll(ctx, results, data):
+    mark("afterall")
+    if os.environ.get("HANG_AFTER_ALL"):
+        time.sleep(3600)
+def TestPytestFail(t, ctx):
+    import pytest
+    pytest.fail("from pytest")
+def TestSleeps(t, ctx):
+    time.sleep(3600)
+"""
+
+
+@pytest.fixture
+def app_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "app"
+    agent = root / "assistants" / "bot"
+    (agent / "src").mkdir(parents=True)
+    (root / "connectors").mkdir()
+    (root / "connectors" / "mock.conn.yao").write_text(json.dumps({"type": "mock"}))
+    tools = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in TOOL_NAMES]
+    (agent / "package.yao").write_text(json.dumps({"name": "bot", "connector": "mock", "tools": tools}))
+    (agent / "mock.yml").write_text(RULES)
+    (agent / "src" / "tools.py").write_text(textwrap.dedent(TOOLS_PY))
+    (agent / "src" / "env_test.py").write_text(textwrap.dedent(ENV_TEST))
+    (agent / "src" / "suite_test.py").write_text(textwrap.dedent(ENV_TEST))
+    (tmp_path / "marks").mkdir()
+    return root
+
+
+def agent_test(app_dir: Path, cases: list[dict] | None, *args: str, env: dict[str, str] | None = None, wait: bool = True):
+    if cases is not None:
+        path = app_dir / "cases.jsonl"
+        path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+        args = ("-i", str(path), *args)
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), "MARK_DIR": str(app_dir.parent / "marks"), **(env or {})}
+    command = [sys.executable, "-m", "agenttest", *args, "-n", "bot", "--app", str(app_dir)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
+    if not wait:
+        return proc
+    stdout, stderr = proc.communicate(timeout=60)
+    return proc.returncode, stdout, stderr
+
+
+def marks(app_dir: Path) -> set[str]:
+    return set(os.listdir(app_dir.parent / "marks"))
+
+
+def test_user_code_that_hangs_exits_or_starts_threads_stays_inside_its_case(app_dir, tmp_path):
+    cases = [
+        {"id": "sleeps", "input": "call sleeper", "timeout": "1s"},
+        {"id": "exits", "input": "call exiter", "assert": {"type": "contains", "value": "SystemExit: 6"}},
+        {"id": "interrupts", "input": "call interrupter", "assert": {"type": "contains", "value": "KeyboardInterrupt"}},
+        {"id": "threads", "input": "call threader"},
+        {"id": "hang-before", "input": "hi", "before": "env_test.Before", "timeout": "1s"},
+        {"id": "exit-before", "input": "hi", "before": "env_test.Before", "after": "env_test.After"},
+        {"id": "last", "input": "hi"},
+    ]
+    out = tmp_path / "r.json"
+    start = time.perf_counter()
+    code, stdout, stderr = agent_test(app_dir, cases, "-o", str(out))
+    assert time.perf_counter() - start < 30  # the hung threads were abandoned, not waited for
+    assert code == 1 and "Traceback" not in stderr, stderr
+    got = {r["id"]: r for r in report(out)["results"]}
+    assert got["sleeps"]["status"] == "timeout" and got["sleeps"]["tool_calls"] == []  # still running when cut
+    assert got["exits"]["status"] == "passed" and got["interrupts"]["status"] == "passed"  # the tool's error went to the model
+    assert got["threads"]["status"] == "passed"
+    assert got["hang-before"]["status"] == "timeout"
+    assert got["exit-before"]["status"] == "error" and "before hook env_test.Before failed: SystemExit: 3" in got["exit-before"]["error"]
+    assert "after-exit-before" not in marks(app_dir)  # After runs only after a Before that succeeded
+    assert got["last"]["status"] == "passed"
+
+
+def test_script_tests_and_after_all_that_misbehave(app_dir, tmp_path):
+    out = tmp_path / "r.json"
+    code, stdout, stderr = agent_test(app_dir, None, "-i", "scripts.suite", "--timeout", "1s", "--after", "env_test.AfterAll",
+                                      "-o", str(out), env={"HANG_AFTER_ALL": "1"})
+    assert code == 1 and "Traceback" not in stderr, stderr
+    got = {r["id"]: r for r in report(out)["results"]}
+    assert got["TestPytestFail"]["status"] == "error" and "Failed: from pytest" in got["TestPytestFail"]["error"]
+    assert got["TestSleeps"]["status"] == "timeout"
+    assert "afterall" in marks(app_dir)
+    assert any("AfterAll did not return within" in w for w in report(out)["metadata"]["warnings"])
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_stops_the_run_after_and_after_all_run_and_the_report_is_written(app_dir, tmp_path, sig, code):
+    cases = [{"id": "quick", "input": "hi"}] + [{"id": f"slow{i}", "input": "call sleeper", "after": "env_test.After"} for i in range(3)]
+    out = tmp_path / "r.json"
+    proc = agent_test(app_dir, cases, "-o", str(out), "--parallel", "2", "--after", "env_test.AfterAll", wait=False)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    deadline = time.time() + 30
+    while time.time() < deadline and not any("[quick]" in line for line in lines):
+        time.sleep(0.05)
+    time.sleep(0.5)  # quick has finished; two slow cases are in their sleeping tool
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    reader.join(timeout=5)
+    stdout, stderr = "".join(lines), proc.stderr.read()
+    assert proc.returncode == code, stderr
+    assert "Traceback" not in stderr and "INTERRUPTED" in stdout
+    data = report(out)
+    assert [r["id"] for r in data["results"]] == ["quick"] and data["summary"]["interrupted"] is True
+    assert {"after-slow0", "after-slow1", "afterall"} <= marks(app_dir)  # After of the cases cut short, and AfterAll
+
+
+SLOW_FORMAT = '''
+import os, time
+from agenttest.reporting import register
+
+@register(".slow")
+def slow(report):
+    open(os.environ["MARK_DIR"] + "/writing", "w").close()
+    for i in range(20):
+        time.sleep(0.1)
+        yield f"line {i}\\n"
+'''
+
+
+def test_ctrl_c_while_the_report_is_written_finishes_the_write(app_dir, tmp_path):
+    site = tmp_path / "site"
+    dist = site / "slow_format-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: slow-format\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[agenttest.plugins]\nslow = slow_format\n")
+    (site / "slow_format.py").write_text(SLOW_FORMAT)
+    out = tmp_path / "r.slow"
+    proc = agent_test(app_dir, [{"id": "a", "input": "hi"}], "-o", str(out), wait=False,
+                      env={"PYTHONPATH": os.pathsep.join([str(site), str(REPO)])})
+    deadline = time.time() + 30
+    while time.time() < deadline and "writing" not in marks(app_dir):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert "Traceback" not in stderr, stderr
+    assert out.read_text() == "".join(f"line {i}\n" for i in range(20))  # whole, never half written
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".agent-test-")]  # no temporary file left
