@@ -62,7 +62,7 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
                 ref = getattr(case, key)
                 if ref and ref not in out.hooks:
                     out.hooks[ref] = out.attempt(case.locate((key,)), hooks.resolve, agent.spec.path, ref, "hook")
-        if agent is not None and case.mode != "script":
+        if agent is not None and case.mode != "script" and not getattr(agent.spec, "mcp", ()):  # MCP tools are known only once their servers run
             out.problems += _unknown_tools(case, agent.tools)
         out.warnings += _missing_attachments(case)
     if agent is not None:
