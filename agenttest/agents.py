@@ -15,7 +15,7 @@ from . import prompts, usercode
 from .connectors import ChatRequest, Connector
 from .errors import AgentTestError, CallError, Location, did_you_mean, typo_of
 from .model import Context, Message, Reply, ToolCall, Usage
-from .tracking import record_tool_call, record_usage
+from .tracking import record_tool_call, record_usage, tool_world
 from .userfiles import MIGRATING, load_module, read_jsonc, typescript_port
 
 KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "mcp", "max_tool_rounds"}
@@ -144,6 +144,17 @@ def python_tool(schema: dict[str, Any], fn: Callable[..., Any]) -> Tool:
     return Tool(name, schema, call)
 
 
+def unimplemented_tool(schema: dict[str, Any], agent_id: str) -> Tool:
+    """A tool the agent declares but has no function for: offered to the model; a call that no mock of
+    the case answers is an error result naming it."""
+    name = schema["name"]
+
+    async def call(ctx: Context, arguments: dict[str, Any]) -> Any:
+        raise CallError(f"agent {agent_id} has no implementation of tool '{name}' (give the case a mock for it)")
+
+    return Tool(name, schema, call)
+
+
 class Agent:
     """A loaded agent and how to run it; ``connect`` turns a connector ID into a Connector. ``tools`` are
     the agent's Python tools, plus any given (e.g. from MCP servers)."""
@@ -151,6 +162,7 @@ class Agent:
     def __init__(self, spec: AgentSpec, connect: Connect, tools: tuple[Tool, ...] = ()):
         self.spec = spec
         self.connect = connect
+        self.warnings: list[str] = []
         src = os.path.join(spec.path, "src")
         self.tools = {t.name: t for t in (*self._python_tools(os.path.join(src, "tools.py")), *tools)}
         self.schemas = tuple(t.schema for t in self.tools.values())
@@ -180,18 +192,31 @@ class Agent:
         self.schemas = tuple(t.schema for t in self.tools.values())
 
     def _python_tools(self, path: str) -> list[Tool]:
+        """The declared tools with their functions; a near-miss function name is a load error (a typo), a
+        tool with no function at all is a warning: calls to it need a mock (FORMATS §11)."""
         if not self.spec.tools:
             return []
         if not os.path.isfile(path):
-            raise typescript_port(path, f"agent {self.spec.id}'s tools") or AgentTestError(f"agent {self.spec.id} declares tools but {path} does not exist")
-        module = load_module(path)
-        found = []
+            port = typescript_port(path, f"agent {self.spec.id}'s tools")
+            if port is not None:  # a Yao agent's tools.ts: say which file to port rather than mock everything
+                raise port
+        module = load_module(path) if os.path.isfile(path) else None
+        names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")] if module else []
+        found, missing = [], []
         for schema in self.spec.tools:
             fn = getattr(module, schema["name"], None)
-            if not callable(fn):
-                names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
-                raise AgentTestError(f"agent {self.spec.id}: tool '{schema['name']}' has no function in {path}", hint=did_you_mean(schema["name"], names))
-            found.append(python_tool(schema, fn))
+            if callable(fn):
+                found.append(python_tool(schema, fn))
+                continue
+            hint = did_you_mean(schema["name"], names)
+            if hint:
+                raise AgentTestError(f"agent {self.spec.id}: tool '{schema['name']}' has no function in {path}", hint=hint)
+            found.append(unimplemented_tool(schema, self.spec.id))
+            missing.append(schema["name"])
+        if missing:
+            listed = ("tool " if len(missing) == 1 else "tools ") + ", ".join(repr(m) for m in missing)
+            why = f"{listed} {'has' if len(missing) == 1 else 'have'} no function in {path}" if module else f"{path} does not exist: {listed} cannot run"
+            self.warnings.append(f"agent {self.spec.id}: {why}; a call is an error result unless the case mocks the tool")
         return found
 
     def connector_id(self, override: str | None = None) -> str:
@@ -243,21 +268,30 @@ class Agent:
         return prompts.render(chosen, prompts.context_variables(ctx, self.spec.id, self.spec.name)) if chosen else []
 
     async def _run_tool(self, ctx: Context, call: ToolCall) -> ToolCall:
-        """Run one tool call the model asked for; a failure is the call's error, fed back to the model."""
+        """Run one tool call the model asked for; a failure is the call's error, fed back to the model.
+
+        Every call, whatever the tool's source, passes here: the case's tool world may answer it instead
+        of the tool — an injected fault, else a matching mock."""
         start = time.perf_counter()
         tool = self.tools.get(call.name)
-        result, error = None, None
+        result, error, outcome = None, None, None
+        world = tool_world()
         if tool is None:
             error = f"agent {self.spec.id} has no tool '{call.name}'"
         elif not isinstance(call.arguments, dict):
             error = f"invalid arguments for {call.name}: expected a JSON object, got {call.arguments!r}"
+        elif world is not None and (outcome := world.intercept(call.name, call.arguments)) is not None:
+            if outcome.delay:
+                await asyncio.sleep(outcome.delay)
+            result, error = outcome.result, outcome.error
         else:
             try:
                 result = await tool.call(ctx, call.arguments)
             except CallError as exc:
                 error = exc.cause
         server = tool.server if tool is not None else None
-        done = ToolCall(call.name, call.arguments, call.id, result, error, (time.perf_counter() - start) * 1000, server)
+        done = ToolCall(call.name, call.arguments, call.id, result, error, (time.perf_counter() - start) * 1000, server,
+                        mocked=outcome is not None and outcome.mocked, fault=outcome.fault if outcome is not None else None)
         record_tool_call(done)
         return done
 

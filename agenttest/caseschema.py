@@ -39,6 +39,25 @@ CASE_FIELDS: dict[str, Schema] = {
     },
     "checkpoints": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/checkpoint"}},
     "max_turns": {"type": "integer", "minimum": 1},
+    "world": {"type": "object", "description": "The initial state of the case's tool world (ctx.world)."},
+    "mocks": {"type": "array", "items": {"$ref": "#/$defs/mock"}, "description": "Answers that replace tool calls."},
+    "faults": {"type": "array", "items": {"$ref": "#/$defs/fault"}, "description": "Faults injected into tool calls."},
+}
+FAULT_KINDS = ["error", "timeout", "malformed", "empty"]
+MOCK_FIELDS: dict[str, Schema] = {
+    "tool": {"type": "string", "minLength": 1, "description": "the tool's name"},
+    "match": {"type": "object", "description": "a subset of the arguments; strings starting regex: are patterns"},
+    "returns": {"description": "the result the agent sees"},
+    "error": {"type": "string", "description": "or: the error the agent sees"},
+    "delay": {"$ref": "#/$defs/duration"},
+    "times": {"type": "integer", "minimum": 1, "description": "how many calls it answers (default: all)"},
+}
+FAULT_FIELDS: dict[str, Schema] = {
+    "tool": {"type": "string", "minLength": 1, "description": "a tool's name, or * for every tool"},
+    "kind": {"enum": FAULT_KINDS},
+    "at": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}, "description": "call numbers (1 is the first call)"},
+    "rate": {"type": "number", "minimum": 0, "maximum": 1, "description": "the chance that a call fails (reproducible with --seed)"},
+    "message": {"type": "string", "description": "the error text (error, timeout) or the result (malformed)"},
 }
 ROLES = ["user", "assistant", "system", "tool", "developer"]
 PARTS = ["text", "image", "image_url", "audio", "input_audio", "file", "data"]
@@ -96,6 +115,8 @@ def build() -> Schema:
             ]},
             "assertion": {"type": "object", "additionalProperties": False, "properties": assertion_fields()},
             "checkpoint": {"type": "object", "required": ["id"], "additionalProperties": False, "properties": CHECKPOINT_FIELDS},
+            "mock": {"type": "object", "required": ["tool"], "additionalProperties": False, "properties": MOCK_FIELDS},
+            "fault": {"type": "object", "required": ["tool", "kind"], "additionalProperties": False, "properties": FAULT_FIELDS},
         },
     }
 
@@ -137,6 +158,14 @@ def _simple_check(field: Schema) -> Any:
         return lambda v: True
     if rest == {"type"} and field["type"] in _TYPES:
         return _TYPES[field["type"]]
+    if rest == {"enum"} and all(type(c) is str for c in field["enum"]):
+        allowed = frozenset(field["enum"])
+        return lambda v: type(v) is str and v in allowed
+    if rest == {"type", "minimum"} and field["type"] == "integer":
+        low = field["minimum"]
+        return lambda v: type(v) is int and v >= low
+    if rest == {"type", "items"} and field["type"] == "array" and field["items"] == {"type": "string"}:
+        return lambda v: type(v) is list and all(type(x) is str for x in v)
     if field is _OPTIONS or field == _OPTIONS:
         return _options
     return None
@@ -151,6 +180,8 @@ MESSAGE_KEYS = frozenset(MESSAGE_FIELDS)
 ROLE_SET = frozenset(ROLES)
 PART_SET = frozenset(PARTS)
 CHECKPOINT_KEYS = frozenset(CHECKPOINT_FIELDS)
+MOCK_KEYS = frozenset(MOCK_FIELDS)
+FAULT_KEYS = frozenset(FAULT_FIELDS)
 
 
 def _str(v: Any) -> bool:
@@ -201,6 +232,30 @@ def _checkpoint(c: Any) -> bool:
             and all(k not in c or (type(c[k]) is dict and _assertion(c[k])) for k in ("assert", "assertion")))
 
 
+def _count(v: Any, least: int) -> bool:
+    return type(v) is int and v >= least
+
+
+def _mock(m: Any) -> bool:
+    return (type(m) is dict and m.keys() <= MOCK_KEYS and _str(m.get("tool")) and m["tool"] != ""
+            and ("match" not in m or type(m["match"]) is dict) and ("error" not in m or _str(m["error"]))
+            and ("delay" not in m or type(m["delay"]) in (str, int, float)) and ("times" not in m or _count(m["times"], 1)))
+
+
+def _fault(f: Any) -> bool:
+    return (type(f) is dict and f.keys() <= FAULT_KEYS and _str(f.get("tool")) and f["tool"] != "" and f.get("kind") in FAULT_KINDS
+            and ("at" not in f or (type(f["at"]) is list and f["at"] != [] and all(_count(n, 1) for n in f["at"])))
+            and ("rate" not in f or (type(f["rate"]) in (int, float) and 0 <= f["rate"] <= 1))
+            and ("message" not in f or _str(f["message"])))
+
+
+def _world(raw: dict[str, Any]) -> bool:
+    """The tool-world fields, if any, certainly fit the schema."""
+    return (("world" not in raw or type(raw["world"]) is dict)
+            and ("mocks" not in raw or (type(raw["mocks"]) is list and all(_mock(m) for m in raw["mocks"])))
+            and ("faults" not in raw or (type(raw["faults"]) is list and all(_fault(f) for f in raw["faults"]))))
+
+
 def plainly_valid(raw: Any) -> bool:
     """True only if the case's structure is certainly valid under the schema."""
     _refresh()
@@ -224,6 +279,8 @@ def plainly_valid(raw: Any) -> bool:
     if "timeout" in raw and type(raw["timeout"]) not in (str, int, float):
         return False
     if "max_turns" in raw and (type(raw["max_turns"]) is not int or raw["max_turns"] < 1):
+        return False
+    if not _world(raw):
         return False
     if "simulator" in raw:
         s = raw["simulator"]

@@ -29,10 +29,10 @@ class Catalog:
         self.strict = strict  # unknown keys in package.yao are errors
         self.warnings: list[str] = []
         self._agents: dict[str, Agent] = {}
-        self.global_prompts = prompts.load(os.path.join(app.root, "agent", "prompts.yml"))
         self._connectors: dict[str, Connector] = {}
         self.servers = Servers(app, self.secrets, self.warnings)
         self._with_servers: set[str] = set()  # agents whose MCP tools were added
+        self.global_prompts = prompts.load(os.path.join(app.root, "agent", "prompts.yml"))
 
     def agent(self, agent_id: str) -> Agent:
         """The Agent for an ID; an unknown ID is a usage error listing the known ones."""
@@ -42,8 +42,8 @@ class Catalog:
                 raise self.app.unknown_agent(agent_id)
             spec = load_spec(self.app.agent_id_for(folder), folder, self.warnings, self.strict, self.global_prompts)
             self.servers.check(spec)
-            self._agents[agent_id] = Agent(spec, self.connector)
-            self.warnings += self._agents[agent_id].unported()
+            agent = self._agents[agent_id] = Agent(spec, self.connector)
+            self.warnings += agent.warnings + agent.unported()
         return self._agents[agent_id]
 
     async def ready(self, agent_id: str) -> Agent:

@@ -163,6 +163,8 @@ def main() -> None:
               help="Number of test cases run at once.")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(1, 1000), metavar="N", cls=Option, section="Running",
               help="Run each case N times and report stability.")
+@click.option("--seed", default=0, show_default=True, type=int, metavar="N", cls=Option, section="Running",
+              help="Seed of the faults given with a rate: the same seed injects the same faults.")
 @click.option("--fail-fast", is_flag=True, cls=Option, section="Running",
               help="Stop scheduling cases after the first that does not pass  [default: off]")
 @click.option("--max-attachment", default="20MB", show_default=True, callback=_size, metavar="SIZE", cls=Option, section="Running",
@@ -183,6 +185,7 @@ def run_command(**flags: Any) -> None:
             simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
             parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], fail_fast=flags["fail_fast"],
             dry_run=flags["dry_run"], app=flags["app_dir"], color=color, max_attachment=flags["max_attachment"], strict=flags["strict"],
+            seed=flags["seed"],
         )
         from .session import Session
 

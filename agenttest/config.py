@@ -103,3 +103,4 @@ class RunConfig:
     color: bool = False
     max_attachment: int = 20 * 1024 * 1024  # bytes
     strict: bool = False  # unknown keys are errors, not warnings
+    seed: int = 0  # --seed: faults with a rate

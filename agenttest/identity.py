@@ -3,6 +3,7 @@ and the ``ctx`` that tools, hooks and scripts receive."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import os
@@ -39,7 +40,8 @@ class Identity:
         chat_id = base.get("chat_id") or f"test-{uuid.uuid4().hex[:12]}-{next(_chat_ids)}"
         if case is not None and base.get("chat_id"):
             chat_id = f"{base['chat_id']}-{case.id}-{run}"
-        return Context(user, team, base.get("locale") or "en-us", chat_id, meta, authorized, dict(base.get("client") or {}), test_mode, caller)
+        world = copy.deepcopy(case.world) if case is not None and case.world is not None else {}  # fresh for every run
+        return Context(user, team, base.get("locale") or "en-us", chat_id, meta, authorized, dict(base.get("client") or {}), test_mode, caller, world)
 
     def environment(self) -> dict[str, Any]:
         """What the report says the run ran as."""

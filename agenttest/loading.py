@@ -13,7 +13,7 @@ from .caseschema import plainly_valid
 from .config import parse_duration
 from .errors import InputError, Location, Problem, closest
 from .messages import normalize
-from .model import AssertionSpec, Case, Checkpoint, SimulatorSpec
+from .model import AssertionSpec, Case, Checkpoint, Fault, Mock, SimulatorSpec
 from .positions import json_offset, line_col, yaml_mark
 from .validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
 
@@ -415,5 +415,19 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
         simulator=simulator,
         checkpoints=checkpoints,
         max_turns=raw.get("max_turns", 20),
+        world=raw.get("world"),
+        mocks=tuple(mock_of(m) for m in raw.get("mocks") or ()),
+        faults=tuple(fault_of(f) for f in raw.get("faults") or ()),
         locator=locator,
     )
+
+
+def mock_of(raw: dict[str, Any]) -> Mock:
+    """A validated ``mocks`` item → Mock."""
+    delay = parse_duration(raw["delay"]) if "delay" in raw else 0.0
+    return Mock(raw["tool"], raw.get("match"), raw.get("returns"), raw.get("error"), delay, raw.get("times"))
+
+
+def fault_of(raw: dict[str, Any]) -> Fault:
+    """A validated ``faults`` item → Fault."""
+    return Fault(raw["tool"], raw["kind"], tuple(raw.get("at") or ()), raw.get("rate"), raw.get("message"))

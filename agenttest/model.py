@@ -12,6 +12,7 @@ from .errors import Location
 Status = Literal["passed", "failed", "error", "timeout", "skipped"]
 Mode = Literal["standard", "dynamic", "script"]
 Role = Literal["agent", "simulator", "validator", "generator"]
+FaultKind = Literal["error", "timeout", "malformed", "empty"]
 Message = dict[str, Any]
 
 
@@ -38,6 +39,29 @@ class Checkpoint:
 class SimulatorSpec:
     use: str
     options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Mock:
+    """A mocked tool (FORMATS §11): answers calls of ``tool`` whose arguments match ``match`` instead of the tool."""
+
+    tool: str
+    match: dict[str, Any] | None = None  # a subset of the arguments; "regex:" strings are patterns
+    returns: Any = None
+    error: str | None = None
+    delay: float = 0.0
+    times: int | None = None  # uses; None: unlimited
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault injected into calls of ``tool`` (a name or ``*``): at the given call numbers, at a rate, or always."""
+
+    tool: str
+    kind: FaultKind
+    at: tuple[int, ...] = ()
+    rate: float | None = None
+    message: str | None = None
 
 
 class Locator(Protocol):
@@ -73,6 +97,9 @@ class Case:
     simulator: SimulatorSpec | None = None
     checkpoints: tuple[Checkpoint, ...] = ()
     max_turns: int = 20
+    world: dict[str, Any] | None = None  # the initial state of the case's tool world
+    mocks: tuple[Mock, ...] = ()
+    faults: tuple[Fault, ...] = ()
     script: Any = None  # a script test's function (script tests only)
     locator: Locator | None = field(default=None, repr=False, compare=False)
 
@@ -124,6 +151,8 @@ class ToolCall:
     error: str | None = None
     duration_ms: float = 0.0
     server: str | None = None  # the MCP server the tool belongs to
+    mocked: bool = False  # a case's mock answered instead of the tool
+    fault: FaultKind | None = None  # the fault injected instead of running the tool
 
     def as_dict(self) -> dict[str, Any]:
         """The call as hooks, script tests and reports see it."""
@@ -134,6 +163,10 @@ class ToolCall:
             out["error"] = self.error
         if self.server is not None:
             out["server"] = self.server
+        if self.mocked:
+            out["mocked"] = True
+        if self.fault is not None:
+            out["fault"] = self.fault
         return out
 
 
@@ -213,6 +246,25 @@ class CheckpointResult:
 
 
 @dataclass(frozen=True)
+class WorldChange:
+    """One difference between the initial and the final world, at a JSONPath such as ``$.expenses[1]``."""
+
+    path: str
+    op: Literal["added", "removed", "changed"]
+    before: Any = None
+    after: Any = None
+
+
+@dataclass(frozen=True)
+class WorldRecord:
+    """A case's tool world: as the agent found it, as it left it, and the difference."""
+
+    initial: Any
+    final: Any
+    changes: tuple[WorldChange, ...] = ()
+
+
+@dataclass(frozen=True)
 class CaseResult:
     id: str
     status: Status
@@ -235,6 +287,7 @@ class CaseResult:
     traceback: str = ""  # an exception's traceback (user code, or agent-test's own bug)
     stdout: str = ""  # what user code printed while this case ran
     stderr: str = ""
+    world: WorldRecord | None = None  # a case with a world, or whose tools changed it
 
     @property
     def ok(self) -> bool:
@@ -360,6 +413,7 @@ class Context:
     client: dict[str, Any] = field(default_factory=dict)
     test_mode: str = ""
     caller: Any = field(default=None, repr=False, compare=False)  # lets hooks and script tests call agents
+    world: dict[str, Any] = field(default_factory=dict)  # the case's tool world: tools read and change it in place
 
     def get(self, key: str, default: Any = None) -> Any:
         return getattr(self, key, default)
@@ -386,3 +440,4 @@ class Plan:
     after_all: Any = None
     hooks: dict[str, Any] = field(default_factory=dict)  # a case's before/after ref → function
     max_attachment: int = 20 * 1024 * 1024  # bytes
+    seed: int = 0  # --seed: draws of faults with a rate

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from .model import AssertionResult, CaseResult, CheckpointResult, RunReport, Turn
-from .texts import as_text
+from .model import AssertionResult, CaseResult, CheckpointResult, RunReport, Turn, WorldChange, WorldRecord
+from .texts import as_text, shorten
 
 
 def assertion_dict(a: AssertionResult) -> dict[str, Any]:
@@ -60,6 +60,28 @@ def checkpoint_dict(c: CheckpointResult) -> dict[str, Any]:
     return out
 
 
+def change_dict(c: WorldChange) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": c.path, "op": c.op}
+    if c.op != "added":
+        out["before"] = c.before
+    if c.op != "removed":
+        out["after"] = c.after
+    return out
+
+
+def world_dict(w: WorldRecord) -> dict[str, Any]:
+    return {"initial": w.initial, "final": w.final, "changes": [change_dict(c) for c in w.changes]}
+
+
+def change_text(c: WorldChange, limit: int = 80) -> str:
+    """One change on one line: ``+ $.expenses[1] = {…}``, ``- $.draft (was …)``, ``~ $.budget: 100 → 40``."""
+    if c.op == "added":
+        return f"+ {c.path} = {shorten(c.after, limit)}"
+    if c.op == "removed":
+        return f"- {c.path} (was {shorten(c.before, limit)})"
+    return f"~ {c.path}: {shorten(c.before, limit)} → {shorten(c.after, limit)}"
+
+
 def result_dict(r: CaseResult) -> dict[str, Any]:
     out: dict[str, Any] = {"id": r.id}
     if r.name:
@@ -75,6 +97,8 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
         out["turns"] = [turn_dict(t) for t in r.turns]
         out["checkpoints"] = [checkpoint_dict(c) for c in r.checkpoints]
         out["total_turns"] = len(r.turns)
+    if r.world is not None:
+        out["world"] = world_dict(r.world)
     if r.warnings:
         out["warnings"] = list(r.warnings)
     if r.logs:

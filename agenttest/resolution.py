@@ -5,12 +5,14 @@ reported together, each at the ``file:line:column`` where it was named."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import assertions, hooks
+from .assertions.static import name_matches
 from .catalog import Catalog
-from .errors import AgentTestError, Location, Problem
+from .errors import AgentTestError, Location, Problem, did_you_mean
 from .model import AssertionSpec, Case
 
 
@@ -60,6 +62,8 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
                 ref = getattr(case, key)
                 if ref and ref not in out.hooks:
                     out.hooks[ref] = out.attempt(case.locate((key,)), hooks.resolve, agent.spec.path, ref, "hook")
+        if agent is not None and case.mode != "script" and not getattr(agent.spec, "mcp", ()):  # MCP tools are known only once their servers run
+            out.problems += _unknown_tools(case, agent.tools)
         out.warnings += _missing_attachments(case)
     if agent is not None:
         if before:
@@ -77,6 +81,19 @@ def _assertion(spec: AssertionSpec, case: Case, catalog: Catalog, check: Any, ou
             check(need.ref, need.connector, where)
         else:
             out.attempt(where, catalog.script, need.ref)
+
+
+def _unknown_tools(case: Case, tools: Iterable[str]) -> list[Problem]:
+    """Mocks and faults that name a tool the agent under test does not have (they could never apply)."""
+    names = list(tools)
+    out = []
+    for key in ("mocks", "faults"):
+        for i, item in enumerate(getattr(case, key)):
+            if (key == "faults" and item.tool == "*") or any(name_matches(item.tool, n) for n in names):
+                continue
+            hint = did_you_mean(item.tool, names) or (f"its tools: {', '.join(names)}" if names else "it declares no tools")
+            out.append(Problem(f"{key}[{i}]: the agent has no tool '{item.tool}'", case.locate((key, i, "tool")), hint))
+    return out
 
 
 def _missing_attachments(case: Case) -> list[str]:

@@ -21,6 +21,7 @@ from .hooks import data_of
 from .model import Case, CaseResult, Plan, Status
 from .records import result_dict
 from .tracking import Trace, current_trace
+from .world import ToolWorld
 
 AFTER_GRACE = 5.0  # seconds an After hook gets when its case ran out of time or was interrupted
 
@@ -61,6 +62,7 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
     usercode.current_capture.set(capture)
     start = time.perf_counter()
     ctx = caller.context(case, run)
+    world = trace.world = ToolWorld(case, ctx.world, plan.seed, run)
     connector = plan.connector or case.options.get("connector")
     policy = attachments.Policy((os.path.realpath(caller.catalog.app.root),), plan.max_attachment)
     env = modes.CaseEnv(caller, plan.agent, connector, ctx, policy)
@@ -77,6 +79,7 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
                     hook = plan.hooks[case.before]
                     before_data = data_of(await usercode.call(hook, ctx, dict(case.raw), what=f"before hook {case.before}"))
                     before_ok = True
+                world.begin()
                 result = await mode.run(case, env, trace)
         except TimeoutError:
             result = mode.partial(case, trace, "timeout", f"timeout after {format_timeout(deadline)}")
@@ -89,7 +92,8 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
         except Exception as exc:  # a bug of ours, or a plug-in's: this case's error, not the run's end
             message, tb = internal_error(exc)
             result = replace(mode.partial(case, trace, "error", message), traceback=tb)
-        result = replace(result, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index, file=case.file)
+        result = replace(result, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index, file=case.file,
+                         world=world.record())
         if before_ok and case.after:
             result = await _after(case, plan, ctx, result, before_data, max(ends - loop.time(), AFTER_GRACE))
     except asyncio.CancelledError:

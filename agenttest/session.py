@@ -102,7 +102,7 @@ class Session:
         assert agent_id is not None
         await catalog.start()  # MCP servers: a server that cannot start is exit 2, before any case runs
         plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
-                    resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment)
+                    resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment, config.seed)
         warnings = [*loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
         return await self._execute(plan, source, caller, warnings)
 
@@ -217,6 +217,6 @@ class Session:
         return {k: v for k, v in {
             "timeout": c.timeout, "parallel": c.parallel, "runs": c.runs, "run": c.run_filter, "fail_fast": c.fail_fast,
             "connector": c.connector, "simulator": c.simulator, "before": c.before, "after": c.after,
-            "user": c.user, "team": c.team, "ctx": c.ctx_file,
+            "user": c.user, "team": c.team, "ctx": c.ctx_file, "seed": c.seed or None,
         }.items() if v not in (None, False)}
 

@@ -1,5 +1,5 @@
 """What one case has done so far — model usage by role, the tool calls of the agent under test, the
-mode's own progress — recorded as it happens, so that a case cut short by an error, a timeout or
+mode's own progress, its tool world — recorded as it happens, so that a case cut short by an error, a timeout or
 Ctrl-C keeps its work in the report. The runner sets the current trace for each case it runs."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ class Trace:
     tool_calls: list[ToolCall] = field(default_factory=list)  # of the agent under test
     model_calls: int = 0
     state: Any = None  # the mode's progress (a dynamic conversation, a script test's ``t``)
+    world: Any = None  # the case's tool world (world.ToolWorld): state, mocks, faults
 
     def add_usage(self, role: str, usage: Usage) -> None:
         self.usage[role] = self.usage.get(role, Usage()) + usage
@@ -43,3 +44,10 @@ def record_tool_call(call: ToolCall) -> None:
     trace = current_trace.get()
     if trace is not None and current_role.get() == "agent":
         trace.tool_calls.append(call)
+
+
+def tool_world() -> Any:
+    """The tool world that the current call's tools act in: the case's, for the agent under test only
+    (validators, simulators and generators call their tools for real)."""
+    trace = current_trace.get()
+    return trace.world if trace is not None and current_role.get() == "agent" else None

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from . import assertions, caseschema
+from .assertions.static import pattern_problems
 from .config import parse_duration
 from .errors import did_you_mean, typo_of
 
@@ -110,6 +111,8 @@ def _translate(error: Any) -> list[Finding]:
         return [Finding(path, f"{_field(path)} must not be an empty list", None, False)]
     if kind == "minimum":
         return [Finding(path, f"{_field(path)} must be at least {error.validator_value}", None, False)]
+    if kind == "maximum":
+        return [Finding(path, f"{_field(path)} must be at most {error.validator_value}", None, False)]
     return [Finding(path, error.message, None, False)]
 
 
@@ -134,6 +137,7 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
             parse_duration(raw["timeout"])
         except ValueError as exc:
             out.append(Finding(("timeout",), f"bad 'timeout': {exc}", None, False))
+    out += _tool_world_problems(raw)
     checkpoints = raw.get("checkpoints")
     if "simulator" in raw and not checkpoints:
         out.append(Finding(("simulator",), "a dynamic case needs 'checkpoints' as well as 'simulator'", None, True))
@@ -162,6 +166,30 @@ def _assertion_problems(path: Path, params: Any) -> list[Finding]:
             out.append(Finding(path + (field,), message, f"did you mean '{typo}'?" if typo else hint, True, True, typo))
         else:
             out.append(Finding(path + (field,), message, hint, field in params))
+    return out
+
+
+def _tool_world_problems(raw: dict[str, Any]) -> list[Finding]:
+    """Mocks and faults beyond structure (FORMATS §11): one answer each, durations, patterns, triggers."""
+    out: list[Finding] = []
+    for i, mock in enumerate(raw.get("mocks") or ()):
+        if not isinstance(mock, dict):
+            continue
+        if "returns" in mock and "error" in mock:
+            out.append(Finding(("mocks", i, "error"), "give a mock 'returns' or 'error', not both", None, True))
+        if isinstance(mock.get("delay"), (str, int, float)):
+            try:
+                parse_duration(mock["delay"])
+            except ValueError as exc:
+                out.append(Finding(("mocks", i, "delay"), f"bad 'delay': {exc}", None, False))
+        out += [Finding(("mocks", i, "match"), message, None, False) for message in pattern_problems(mock.get("match"))]
+    for i, fault in enumerate(raw.get("faults") or ()):
+        if not isinstance(fault, dict):
+            continue
+        if "at" in fault and "rate" in fault:
+            out.append(Finding(("faults", i, "rate"), "give a fault 'at' or 'rate', not both", "with neither, every call fails", True))
+        if fault.get("kind") == "empty" and "message" in fault:
+            out.append(Finding(("faults", i, "message"), "an 'empty' fault has no 'message'", "use kind 'malformed' to return a text of your own", True))
     return out
 
 

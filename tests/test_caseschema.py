@@ -13,11 +13,14 @@ REPLACEMENTS = [None, 0, -1, 1.5, True, "", "x", "user", "text", [], {}, ["x"], 
 
 
 def corpus() -> list[dict]:
+    import yaml
+
     cases = []
     for name in ("inputs.jsonl", "dynamic.jsonl"):
         for line in (REPO / "assistants/expense/tests" / name).read_text().splitlines():
             if line.strip() and not line.startswith("//"):
                 cases.append(json.loads(line))
+    cases += yaml.safe_load((REPO / "assistants/expense/tests/world.yaml").read_text())[1:4]  # worlds, mocks, faults
     return cases
 
 
@@ -61,7 +64,7 @@ def test_fast_check_implies_schema_validity():
                 accepted += 1
                 errors = list(validator.iter_errors(variant))
                 assert not errors, (variant, errors[0].message)
-    assert checked > 2000 and 0 < accepted < checked
+    assert checked > 4000 and 0 < accepted < checked
 
 
 def test_loading_never_crashes_on_garbage():

@@ -33,6 +33,19 @@ def test_dynamic_example(tmp_path):
     assert [r["status"] for r in report(out)["results"]] == ["passed", "passed"]
 
 
+def test_world_example(tmp_path):
+    out = tmp_path / "r.json"
+    result = cli("-i", "assistants/expense/tests/world.yaml", "-n", "expense", "-v", "-o", str(out), cwd=REPO)
+    assert result.exit_code == 0, result.output
+    results = {r["id"]: r for r in report(out)["results"]}
+    assert [r["status"] for r in results.values()] == ["passed"] * 6
+    assert results["mocked-service"]["tool_calls"][0]["mocked"] is True
+    assert [c.get("fault") for c in results["retries-a-timeout"]["tool_calls"]] == ["timeout", None]
+    assert results["service-down"]["world"]["changes"] == [] and "Sorry" in results["service-down"]["output"]
+    assert [c["path"] for c in results["files-into-world"]["world"]["changes"]] == ["$.expenses[1]"]
+    assert "[fault: error]" in result.stdout and "[mocked]" in result.stdout and "+ $.expenses[1] = " in result.stdout
+
+
 def test_example_generators_and_literal_message(tmp_path):
     gen = cli("-i", "agents:workers.test.generator?count=3&focus=edge-cases", "-n", "expense", "--dry-run", cwd=REPO)
     assert gen.exit_code == 0 and len(gen.stdout.splitlines()) == 3

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agenttest.model import AssertionResult, CaseResult, CheckpointResult, RunReport, ToolCall, Turn, Usage
+from agenttest.model import AssertionResult, CaseResult, CheckpointResult, RunReport, ToolCall, Turn, Usage, WorldChange, WorldRecord
 from agenttest.reporting import render
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -15,13 +15,18 @@ GOLDEN = Path(__file__).parent / "golden"
 
 def fixed_report() -> RunReport:
     call = ToolCall("create_expense", {"type": "travel", "amount": 3500}, "call_1", {"id": "EXP-001", "status": "submitted"}, None, 1.5)
+    faulted = ToolCall("create_expense", {"type": "travel", "amount": 3500}, "call_0", None, "create_expense timed out", 0.1, fault="timeout")
+    mocked = ToolCall("lookup_policy", {"type": "travel"}, "call_2", {"limit": 5000}, None, 0.2, mocked=True)
+    filed = {"id": "EXP-001", "type": "travel", "amount": 3500}
+    world = WorldRecord({"expenses": [], "budget": 9000}, {"expenses": [filed], "budget": 5500},
+                        (WorldChange("$.expenses[0]", "added", after=filed), WorldChange("$.budget", "changed", 9000, 5500)))
     results = (
         CaseResult("T001", "passed", "asks for the type", "I want to submit an expense", "What type of expense?", 1200.0,
                    assertions=(AssertionResult("contains", True, "", "type"),), usage=Usage(20, 5, 25), index=0),
         CaseResult("T002", "failed", "files it", [{"role": "user", "content": "Yes <confirm> & go"}], "Expense submitted! EXP-001", 2100.0,
                    assertions=(AssertionResult("contains", False, "output does not contain 'approved': Expense submitted! EXP-001", "approved", "Expense submitted! EXP-001"),
                                AssertionResult("tool_called", True, "", "create_expense", {"name": "create_expense", "arguments": {"type": "travel", "amount": 3500}})),
-                   tool_calls=(call,), usage=Usage(40, 9, 49), index=1),
+                   tool_calls=(faulted, mocked, call), usage=Usage(40, 9, 49), index=1, world=world),
         CaseResult("T003", "error", "", "fail", None, 300.0, error="agent error: model error 500 from 127.0.0.1:8000: boom", index=2),
         CaseResult("T004", "timeout", "", "slow", None, 30000.0, error="timeout after 30s", index=3),
         CaseResult("T005", "skipped", "", "later", None, 0.0, error="needs a vision model", index=4),

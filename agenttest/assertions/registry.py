@@ -38,17 +38,26 @@ class Judge(Protocol):
 
 @dataclass(frozen=True)
 class Observation:
-    """What an assertion looks at: the output, the tool calls, the input, and the judge (the caller) for agent and script assertions."""
+    """What an assertion looks at: the output, the tool calls, the input, the tool world, and the judge
+    (the caller) for agent and script assertions."""
 
     output: Any
-    tool_calls: Sequence[ToolCall] = ()
+    tool_calls: Sequence[ToolCall] = ()  # of this reply (a dynamic case: of this turn)
     input: Any = None  # the user's input as written (the case's input, or the turn's message)
     case: Case | None = None
     judge: Judge | None = None
+    world: Any = None  # the case's world now (JSON), None when there is none
+    initial_world: Any = None  # the world as the agent found it
+    all_tool_calls: Sequence[ToolCall] | None = None  # the case's calls so far, across turns
 
     @property
     def text(self) -> str:
         return as_text(self.output)
+
+    @property
+    def trajectory(self) -> Sequence[ToolCall]:
+        """Every tool call of the case so far (what trajectory assertions check)."""
+        return self.tool_calls if self.all_tool_calls is None else self.all_tool_calls
 
 
 Evaluate = Callable[[dict[str, Any], Observation], AssertionResult | Awaitable[AssertionResult]]

@@ -51,6 +51,17 @@ def matches(expected: Any, actual: Any) -> bool:
     return equal(expected, actual)
 
 
+def pattern_problems(value: Any) -> list[str]:
+    """What is wrong with the ``regex:`` strings inside an expected value (for load-time checks)."""
+    if isinstance(value, str) and value.startswith("regex:"):
+        try:
+            patterns.compile_pattern(value[6:])
+        except patterns.error as exc:
+            return [f"pattern {value!r} does not compile: {exc}"]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [p for item in items for p in pattern_problems(item)]
+
+
 # ---- equals -----------------------------------------------------------------------------------
 
 
@@ -143,20 +154,20 @@ async def regex(params: dict[str, Any], obs: Observation) -> AssertionResult:
 
 
 @lru_cache(maxsize=512)
-def _jsonpath(path: str) -> Any:
+def parsed_path(path: str) -> Any:
     from jsonpath_ng.ext import parse
 
     return parse(path)
 
 
-def _check_path(params: dict[str, Any], required: bool) -> list[CheckProblem]:
+def path_problems(params: dict[str, Any], required: bool) -> list[CheckProblem]:
     path = params.get("path")
     if path is None:
         return [("path", f"'{params['type']}' needs a 'path'", "e.g. \"$.status\"")] if required else []
     if not isinstance(path, str):
         return [("path", "'path' must be a string", None)]
     try:
-        _jsonpath(path)
+        parsed_path(path)
     except Exception as exc:
         return [("path", f"JSONPath {path!r} does not parse: {exc}", "e.g. \"$.items[0].name\" or \"$.items[?(@.ok == true)]\"")]
     return []
@@ -170,10 +181,10 @@ def _lookup(params: dict[str, Any], obs: Observation) -> tuple[str | None, list[
     path = params.get("path")
     if path is None:
         return None, [data]
-    return None, [m.value for m in _jsonpath(path).find(data)]
+    return None, [m.value for m in parsed_path(path).find(data)]
 
 
-@register("json_path", fields={"path": PATH, "value": VALUE}, check=lambda p: _check_path(p, True))
+@register("json_path", fields={"path": PATH, "value": VALUE}, check=lambda p: path_problems(p, True))
 def json_path(params: dict[str, Any], obs: Observation) -> AssertionResult:
     error, values = _lookup(params, obs)
     path = params["path"]
@@ -216,7 +227,7 @@ def _check_type(params: dict[str, Any]) -> list[CheckProblem]:
     if value not in JSON_TYPES:
         hint = (did_you_mean(value, JSON_TYPES) if isinstance(value, str) else None) or f"one of {', '.join(JSON_TYPES)}"
         return [("value", f"'type' assertion needs 'value' naming a JSON type, got {value!r}", hint)]
-    return _check_path(params, False)
+    return path_problems(params, False)
 
 
 @register("type", fields={"value": VALUE, "path": PATH}, check=_check_type)

@@ -11,6 +11,7 @@ from .. import attachments
 from ..caller import Caller
 from ..model import Case, CaseResult, Context, Message, Reply, Status
 from ..tracking import Trace
+from ..world import snapshot
 
 
 @dataclass(frozen=True)
@@ -41,3 +42,11 @@ class Mode(Protocol):
     async def run(self, case: Case, env: CaseEnv, trace: Trace) -> CaseResult: ...
 
     def partial(self, case: Case, trace: Trace, status: Status, error: str) -> CaseResult: ...
+
+
+def world_view(trace: Trace) -> dict[str, Any]:
+    """The case's tool world as assertions see it (Observation fields): now, and as the agent found it."""
+    world = trace.world
+    if world is None:
+        return {}
+    return {"world": snapshot(world.state), "initial_world": world.initial}

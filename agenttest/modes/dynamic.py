@@ -13,7 +13,7 @@ from ..messages import content_text, last_user_text
 from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Message, Reply, Status, ToolCall, Turn, Usage
 from ..tracking import Trace
 from ..workerprotocol import ProtocolError, ask_json
-from .base import CaseEnv
+from .base import CaseEnv, world_view
 from .standard import agent_options, verdict
 
 PLAIN_TEXT = "(the simulator replied in plain text; it was taken as the user's message)"
@@ -120,7 +120,7 @@ async def _ask_simulator(env: CaseEnv, case: Case, conv: Conversation, turn_numb
         raise SimulatorError(f"simulator error at turn {turn_number}: simulator {use}: {exc}") from None
 
 
-async def _turn(case: Case, env: CaseEnv, conv: Conversation, turn: int, reasoning: str) -> None:
+async def _turn(case: Case, env: CaseEnv, conv: Conversation, trace: Trace, turn: int, reasoning: str) -> None:
     """One exchange: the agent answers the history; its reply is checked against pending checkpoints."""
     start = time.perf_counter()
     user_text = last_user_text(conv.history)
@@ -132,12 +132,13 @@ async def _turn(case: Case, env: CaseEnv, conv: Conversation, turn: int, reasoni
     conv.usage += reply.usage
     conv.tool_calls += reply.tool_calls
     conv.last = reply
-    obs = Observation(reply_text(reply), reply.tool_calls, user_text, case, env.caller)
+    obs = Observation(reply_text(reply), reply.tool_calls, user_text, case, env.caller,
+                      all_tool_calls=tuple(conv.tool_calls), **world_view(trace))
     new = await _checkpoints(conv, turn, obs)
     conv.turns.append(Turn(turn, user_text, reply.output, reply.tool_calls, tuple(new), (time.perf_counter() - start) * 1000, reasoning))
 
 
-async def _loop(case: Case, env: CaseEnv, conv: Conversation) -> str:
+async def _loop(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> str:
     """Returns the failure reason, or "" when every required checkpoint was reached."""
     if case.messages:
         conv.history = await env.messages(case)
@@ -147,7 +148,7 @@ async def _loop(case: Case, env: CaseEnv, conv: Conversation) -> str:
         conv.history = [{"role": "user", "content": first["message"]}]
         reasoning = first["reasoning"]
     for turn in range(1, case.max_turns + 1):
-        await _turn(case, env, conv, turn, reasoning)
+        await _turn(case, env, conv, trace, turn, reasoning)
         if conv.done():
             return ""
         if turn == case.max_turns:
@@ -157,7 +158,7 @@ async def _loop(case: Case, env: CaseEnv, conv: Conversation) -> str:
         if answer["goal_achieved"]:
             if answer["message"].strip():  # the closing message is still sent and checked
                 conv.history.append({"role": "user", "content": answer["message"]})
-                await _turn(case, env, conv, turn + 1, reasoning)
+                await _turn(case, env, conv, trace, turn + 1, reasoning)
             if conv.done():
                 return ""
             return f"simulator reported goal achieved but checkpoints missing: {', '.join(conv.missing())}"
@@ -171,7 +172,7 @@ def _checkpoint_results(conv: Conversation) -> tuple[CheckpointResult, ...]:
         hit = conv.reached.get(cp.id)
         verdict_ = hit[1] if hit else None
         tool = None
-        if verdict_ is not None and cp.assertion.type == "tool_called" and isinstance(verdict_.actual, dict):
+        if verdict_ is not None and cp.assertion.type in ("tool_called", "tool_args") and isinstance(verdict_.actual, dict):
             tool = verdict_.actual.get("name")
         message = "" if hit else ("not reached" + (f" (after {', '.join(cp.after)})" if cp.after else ""))
         out.append(CheckpointResult(cp.id, hit is not None, cp.required, hit[0] if hit else None, cp.description, message, tool,
@@ -188,23 +189,25 @@ def _result(case: Case, conv: Conversation, status: Status, error: str, assertio
     )
 
 
-async def _final(case: Case, env: CaseEnv, conv: Conversation) -> tuple[AssertionResult, ...]:
-    """The case's own assertions, once, against the last reply and every tool call of the conversation."""
+async def _final(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> tuple[AssertionResult, ...]:
+    """The case's own assertions, once, against the last reply, every tool call of the conversation and
+    the final world."""
     if not case.assertions:
         return ()
     last = conv.last
     output = (last.data if last.has_data else last.output) if last is not None else None
     first_input = conv.turns[0].input if conv.turns else case.input
-    return await evaluate_all(case.assertions, Observation(output, conv.tool_calls, first_input, case, env.caller))
+    obs = Observation(output, conv.tool_calls, first_input, case, env.caller, all_tool_calls=tuple(conv.tool_calls), **world_view(trace))
+    return await evaluate_all(case.assertions, obs)
 
 
 async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     conv = trace.state = Conversation(case)
     try:
-        reason = await _loop(case, env, conv)
+        reason = await _loop(case, env, conv, trace)
     except (SimulatorError, CallError, CheckpointError) as exc:
         return partial(case, trace, "error", str(exc))
-    assertions = await _final(case, env, conv)
+    assertions = await _final(case, env, conv, trace)
     status: Status = "failed" if reason else verdict(assertions)
     if not reason and status != "passed":
         failed = next(a for a in assertions if not a.passed)

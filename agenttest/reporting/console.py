@@ -6,8 +6,8 @@ from collections.abc import Collection
 from typing import Any, TextIO
 
 from ..config import format_duration, format_timeout
-from ..model import Case, CaseResult, RunHeader, RunReport
-from ..records import preview, summary_dict
+from ..model import Case, CaseResult, RunHeader, RunReport, ToolCall
+from ..records import change_text, preview, summary_dict
 from ..secrets import Secrets
 from ..texts import as_text, printable, shorten
 
@@ -15,6 +15,7 @@ RULE = "═" * 63
 THIN = "─" * 63
 COLORS = {"green": "32", "red": "31", "yellow": "33", "cyan": "36", "dim": "2", "bold": "1"}
 STATUS_COLOR = {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow", "skipped": "yellow"}
+WORLD_LINES = 10  # changes of the world shown under a case with -v
 
 
 def cut(text: Any, limit: int) -> str:
@@ -140,7 +141,9 @@ class Console:
         if self.verbose or self.show_reply:
             for c in r.tool_calls:
                 result = f"error: {safe(c.error)}" if c.error else cut(as_text(c.result), 100)
-                self.line(f"  │  tool {safe(c.name)}({cut(as_text(c.arguments), 80)}) → {result}")
+                self.line(f"  │  tool {safe(c.name)}({cut(as_text(c.arguments), 80)}) → {result}{self._marks(c)}")
+            if self.verbose:
+                self._world(r, "  │  ")
             if r.status != "skipped":
                 shown = printable(as_text(r.output), newlines=True) if self.show_reply else cut(as_text(r.output), 300)
                 self.line(f"  │  output: {shown}")
@@ -151,6 +154,22 @@ class Console:
                 mark = self.paint("✓", "green") if a.passed else self.paint("✗", "red")
                 score = f" (score {a.score:g})" if a.score is not None else ""
                 self.line(f"  │  {mark} {safe(a.type)}{score}" + ("" if a.passed else f": {safe(a.message)}"))
+
+    def _marks(self, c: ToolCall) -> str:
+        """What answered a call instead of the tool: a mock, or an injected fault."""
+        if c.fault is not None:
+            return " " + self.paint(f"[fault: {c.fault}]", "yellow")
+        return " " + self.paint("[mocked]", "cyan") if c.mocked else ""
+
+    def _world(self, r: CaseResult, indent: str) -> None:
+        if r.world is None:
+            return
+        changes = r.world.changes
+        self.line(f"{indent}world: {len(changes)} change{'s' if len(changes) != 1 else ''}" if changes else f"{indent}world: unchanged")
+        for c in changes[:WORLD_LINES]:
+            self.line(f"{indent}  {safe(change_text(c))}")
+        if len(changes) > WORLD_LINES:
+            self.line(f"{indent}  … {len(changes) - WORLD_LINES} more (see the report)")
 
     def _tree(self, r: CaseResult, runs: int, status: str, took: str) -> None:
         self.line(f"► {self._title(r.id, r.run, runs)} {safe(r.name or '')}".rstrip())
@@ -165,10 +184,12 @@ class Console:
                 self.line(f"  {stem}{leaf} {self.paint('✓', 'green')} checkpoint: {safe(cp_id)}{safe(tool)}")
             if self.verbose:
                 for c in t.tool_calls:
-                    self.line(f"  {stem}   tool {safe(c.name)}({cut(as_text(c.arguments), 60)})")
+                    self.line(f"  {stem}   tool {safe(c.name)}({cut(as_text(c.arguments), 60)}){self._marks(c)}")
         reached = sum(1 for c in r.checkpoints if c.reached)
         turns = len(r.turns)
         self.line(f"  {status} ({took}) - {turns} turn{'s' if turns != 1 else ''}, {reached}/{len(r.checkpoints)} checkpoints")
+        if self.verbose:
+            self._world(r, "  ")
         for why in r.reasons:
             self.line(f"  └─ {self.paint(reason(why), 'red')}")
         for w in r.warnings:

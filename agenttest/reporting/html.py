@@ -6,9 +6,9 @@ from html import escape
 
 from ..config import format_duration
 from ..texts import as_text
-from ..model import CaseResult, RunReport
+from ..model import CaseResult, RunReport, ToolCall
 from .formats import register
-from ..records import row_input, summary_dict
+from ..records import change_text, row_input, summary_dict
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
@@ -18,7 +18,8 @@ h1{font-size:1.5rem}.cards{display:flex;gap:.75rem;flex-wrap:wrap;margin:1rem 0}
 th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid #e5e8ee;vertical-align:top}
 .passed{color:#137333}.failed,.error,.timeout{color:#b3261e}.skipped{color:#6b7280}
 details{margin:.25rem 0}pre{background:#f5f7fa;padding:.5rem;border-radius:6px;white-space:pre-wrap;word-break:break-word}
-.reason{color:#b3261e}.meta{color:#6b7280}
+.reason{color:#b3261e}.meta{color:#6b7280}.mark{color:#8a5a00;font-size:.85em}
+.added{color:#137333}.removed{color:#b3261e}.changed{color:#8a5a00}
 """
 
 
@@ -52,9 +53,28 @@ def _transcript(r: CaseResult) -> str:
     else:
         parts.append(f"<p><b>Input</b></p><pre>{escape(_conversation(r.input))}</pre><p><b>Output</b></p><pre>{escape(as_text(r.output))}</pre>")
     if r.tool_calls:
-        calls = "".join(f"<li><code>{escape(c.name)}</code> {escape(as_text(c.arguments))} → {escape(as_text(c.error or c.result))}</li>" for c in r.tool_calls)
+        calls = "".join(f"<li><code>{escape(c.name)}</code> {escape(as_text(c.arguments))} → {escape(as_text(c.error or c.result))}{_mark(c)}</li>"
+                        for c in r.tool_calls)
         parts.append(f"<p><b>Tool calls</b></p><ul>{calls}</ul>")
+    if r.world is not None:
+        parts.append(_world(r))
     return "".join(parts)
+
+
+def _mark(c: ToolCall) -> str:
+    if c.fault is not None:
+        return f' <span class="mark">[fault: {escape(c.fault)}]</span>'
+    return ' <span class="mark">[mocked]</span>' if c.mocked else ""
+
+
+def _world(r: CaseResult) -> str:
+    """The difference the agent made to the case's world."""
+    assert r.world is not None
+    changes = r.world.changes
+    if not changes:
+        return "<p><b>World</b> <span class=\"meta\">unchanged</span></p>"
+    items = "".join(f'<li class="{c.op}"><code>{escape(change_text(c, 200))}</code></li>' for c in changes)
+    return f"<p><b>World</b> <span class=\"meta\">{len(changes)} change{'s' if len(changes) != 1 else ''}</span></p><ul>{items}</ul>"
 
 
 @register(".html")

@@ -6,9 +6,9 @@ import re
 
 from ..config import format_duration
 from ..texts import as_text, printable, shorten
-from ..model import CaseResult, RunReport
+from ..model import CaseResult, RunReport, ToolCall
 from .formats import register
-from ..records import row_input, summary_dict
+from ..records import change_text, row_input, summary_dict
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "timeout": "⏱", "skipped": "⏭"}
 
@@ -52,10 +52,18 @@ def _details(r: CaseResult) -> list[str]:
     if r.tool_calls:
         lines.append("**Tool calls**")
         lines.append("")
-        lines += [f"- {_code(c.name)} {_text(c.arguments)} → {_text(c.error or c.result)}" for c in r.tool_calls]
+        lines += [f"- {_code(c.name)} {_text(c.arguments)} → {_text(c.error or c.result)}" + _mark(c) for c in r.tool_calls]
         lines.append("")
+    if r.world is not None:
+        lines += ["**World**", ""] + ([f"- {_code(change_text(c, 200))}" for c in r.world.changes] or ["- unchanged"]) + [""]
     lines += _turns(r)
     return lines
+
+
+def _mark(c: ToolCall) -> str:
+    if c.fault is not None:
+        return f" *(fault: {c.fault})*"
+    return " *(mocked)*" if c.mocked else ""
 
 
 def _turns(r: CaseResult) -> list[str]:

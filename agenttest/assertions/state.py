@@ -1,0 +1,62 @@
+"""The ``state`` assertion: JSONPath over the case's tool world (FORMATS §11) — a value where the agent
+left it (``path`` and ``value``, as ``json_path``), or paths it must have left alone (``unchanged``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..model import AssertionResult
+from ..texts import shorten
+from .registry import CheckProblem, Observation, register
+from .static import PATH, VALUE, equal, json_path, parsed_path, path_problems
+
+
+def _check_state(params: dict[str, Any]) -> list[CheckProblem]:
+    if ("path" in params) == ("unchanged" in params):
+        return [(None, "'state' needs 'path' (with an optional 'value') or 'unchanged', not both", "e.g. {\"type\": \"state\", \"path\": \"$.expenses[0].status\", \"value\": \"submitted\"}")]
+    if "path" in params:
+        return path_problems(params, True)
+    if "value" in params:
+        return [("value", "'value' goes with 'path', not with 'unchanged'", None)]
+    paths = params["unchanged"]
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+        return [("unchanged", "'unchanged' must be a list of JSONPaths", "e.g. [\"$.budget\", \"$.expenses[0]\"]")]
+    return [("unchanged", message, hint) for path in paths for _, message, hint in path_problems({"type": "state", "path": path}, True)]
+
+
+def _values(path: str, data: Any) -> list[Any]:
+    return [m.value for m in parsed_path(path).find(data)]
+
+
+def _shown(values: list[Any]) -> str:
+    if not values:
+        return "(absent)"
+    return shorten(values[0] if len(values) == 1 else values, 80)
+
+
+def _unchanged(paths: list[str], obs: Observation) -> AssertionResult:
+    changed = []
+    for path in paths:
+        before, after = _values(path, obs.initial_world), _values(path, obs.world)
+        if not equal(before, after):
+            changed.append((path, before, after))
+    if not changed:
+        return AssertionResult("state", True, "", paths, None)
+    text = "; ".join(f"{p}: {_shown(b)} → {_shown(a)}" for p, b, a in changed)
+    actual = {p: a[0] if len(a) == 1 else a for p, _, a in changed}
+    return AssertionResult("state", False, f"world changed at {text}", paths, actual)
+
+
+@register("state", fields={"path": PATH, "value": VALUE, "unchanged": {"type": "array", "items": {"type": "string"},
+                                                                      "description": "JSONPaths whose values must equal their initial ones"}},
+          check=_check_state)
+def state(params: dict[str, Any], obs: Observation) -> AssertionResult:
+    """The case's world holds a value at a path, or is unchanged at some paths."""
+    if obs.world is None:
+        return AssertionResult("state", False, "this case has no tool world to check", params.get("value"), None)
+    if "unchanged" in params:
+        return _unchanged(params["unchanged"], obs)
+    result = json_path({**params, "type": "json_path"}, Observation(obs.world))
+    assert isinstance(result, AssertionResult)  # json_path is synchronous
+    return replace(result, type="state", message=f"world {result.message}" if result.message else "")
