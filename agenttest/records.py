@@ -87,8 +87,12 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
     if r.name:
         out["name"] = r.name
     out.update(status=r.status, input=r.input, output=r.output, duration_ms=round(r.duration_ms, 1))
-    if r.error:
-        out["error"] = r.error
+    if r.status == "skipped":
+        if r.skip_reason:
+            out["skip_reason"] = r.skip_reason
+    elif r.status != "passed":  # every result that did not pass says why (FORMATS §6)
+        out["error"] = r.reasons[0]
+        out["assertion_errors"] = r.assertion_errors
     out["run"] = r.run
     out["assertions"] = [assertion_dict(a) for a in r.assertions]
     out["tool_calls"] = [c.as_dict() for c in r.tool_calls]

@@ -189,8 +189,9 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
         status, error = await usercode.call(_body, case, t, env.ctx, what=f"script test {case.id}")
     except CallError as exc:
         return replace(partial(case, trace, "error", str(exc).removeprefix(f"script test {case.id} failed: ")), traceback=exc.traceback or "")
-    return CaseResult(case.id, status, case.name, None, None, error=error, assertions=tuple(t.results), logs=tuple(t.logs),
-                      tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
+    skipped = status == "skipped"
+    return CaseResult(case.id, status, case.name, None, None, error="" if skipped else error, skip_reason=error if skipped else "",
+                      assertions=tuple(t.results), logs=tuple(t.logs), tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
