@@ -33,7 +33,7 @@ class AgentHandle:
         return Response(content=reply.text, output=reply.output, tool_calls=[Response(c.as_dict()) for c in reply.tool_calls],
                         usage=Response(reply.usage.as_dict()))
 
-    call = stream
+    call = Stream = Call = stream  # Yao spells it Stream
 
 
 class Response(dict):  # type: ignore[type-arg]

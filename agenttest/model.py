@@ -227,7 +227,7 @@ class Turn:
     checkpoints: tuple[str, ...] = ()
     duration_ms: float = 0.0
     simulator_reasoning: str = ""
-
+    attachments: tuple[str, ...] = ()  # names of the files the user message attached
 
 @dataclass(frozen=True)
 class CheckpointResult:

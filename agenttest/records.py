@@ -38,6 +38,8 @@ def turn_dict(t: Turn) -> dict[str, Any]:
     }
     if t.simulator_reasoning:
         out["simulator_reasoning"] = t.simulator_reasoning
+    if t.attachments:
+        out["attachments"] = list(t.attachments)
     return out
 
 
@@ -173,14 +175,15 @@ def report_dict(report: RunReport) -> dict[str, Any]:
 
 
 def preview(value: object) -> str:
-    """The text of an input for a one-line preview: the last user message."""
-    from .messages import last_user_text, normalize
+    """An input for a one-line preview: the last user message, its attachments as ``+ [name]``."""
+    from .messages import last_user_content, normalize
 
     if isinstance(value, (str, dict, list)) and value:
         try:
-            return last_user_text(normalize(value))
+            text, names = last_user_content(normalize(value))
         except (AttributeError, TypeError):
             return as_text(value)
+        return " + ".join([text, *(f"[{n}]" for n in names)] if text else [f"[{n}]" for n in names])
     return ""
 
 

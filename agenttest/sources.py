@@ -112,6 +112,10 @@ class Message(_NotAFile):
     def describe(self, count: int) -> str:
         return f"message ({_count(count)})"
 
+    def agent_hint(self, app: App) -> str | None:
+        """As Yao: run from inside an agent's folder, a message goes to that agent."""
+        return app.agent_above(os.path.join(os.getcwd(), "-"))
+
     async def load(self, env: LoadEnv) -> Loaded:
         return Loaded([make_case({"id": "message", "input": self.text}, Location("<message>"), os.getcwd())])
 

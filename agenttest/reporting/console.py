@@ -11,6 +11,7 @@ from ..records import change_text, preview, summary_dict
 from ..secrets import Secrets
 from ..texts import as_text, printable, shorten
 
+PREVIEW = 47  # characters of a case's input shown on its line, as Yao shows them
 RULE = "═" * 63
 THIN = "─" * 63
 COLORS = {"green": "32", "red": "31", "yellow": "33", "cyan": "36", "dim": "2", "bold": "1"}
@@ -48,6 +49,7 @@ class Console:
         self.show_reply = show_reply  # a literal message run: show the reply even without -v
         self.total = 0
         self.done = 0
+        self.begun = 0
         self._bar: Any = None
         self._progress = progress and parallel > 1
         self._pending_line = False
@@ -83,10 +85,9 @@ class Console:
         if self.parallel > 1:
             title += f" (Parallel: {self.parallel})"
         self.section(title, heavy=True)
-        for label, value in (("Agent", info.agent), ("Connector", info.connector), ("Simulator", info.simulator)):
+        for label, value in (("Agent", info.agent), ("Connector", info.connector), ("Input", info.input), ("Simulator", info.simulator)):
             if value:
                 self.line(f"{self.paint('ℹ', 'cyan')} {label}: {safe(value)}")
-        self.line(f"{self.paint('ℹ', 'cyan')} Input: {safe(info.input)}")
         self.line(f"{self.paint('ℹ', 'cyan')} Timeout: {format_timeout(info.timeout)}")
         if self.parallel > 1:
             self.line(f"{self.paint('ℹ', 'cyan')} Parallel: {self.parallel} concurrent")
@@ -110,9 +111,10 @@ class Console:
 
     def started(self, case: Case, run: int, runs: int = 1) -> None:
         """Sequential standard cases show their line at once and finish it when the result comes."""
+        self.begun += 1
         if self.parallel > 1 or case.dynamic or self.show_reply or self._bar is not None:
             return
-        self.out.write(f"► {self._title(case.id, run, runs)} {cut(preview(case.input) or case.name, 48)} ")
+        self.out.write(self.secrets.redact(f"► {self._title(case.id, run, runs)} {cut(preview(case.input) or case.name, PREVIEW)} "))
         self.out.flush()
         self._pending_line = True
 
@@ -123,14 +125,15 @@ class Console:
         if result.dynamic:
             self._tree(result, runs, status, took)
         else:
-            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs)} {cut(preview(result.input) or result.name, 48)} "
+            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs)} {cut(preview(result.input) or result.name, PREVIEW)} "
             self._pending_line = False
             self.line(f"{head}{status} ({took})")
             self._details(result)
         if self._bar is not None:
             self._bar.update(1)
         elif self.parallel > 1 and result.dynamic and self.done < self.total:
-            self.line(self.paint(f"[Progress: {self.done}/{self.total} completed]", "dim"))
+            running = self.begun - self.done
+            self.line(self.paint(f"[Progress: {self.done}/{self.total} completed, {running} running...]", "dim"))
             self.line()
 
     def _details(self, r: CaseResult) -> None:
@@ -176,7 +179,8 @@ class Console:
         for i, t in enumerate(r.turns):
             last = i == len(r.turns) - 1
             branch, stem = ("└─", "   ") if last else ("├─", "│  ")
-            self.line(f"  {branch} Turn {t.turn}: \"{cut(as_text(t.input), 40)}\" → \"{cut(as_text(t.output), 40)}\"")
+            attached = "".join(f" + [{safe(name)}]" for name in t.attachments)
+            self.line(f"  {branch} Turn {t.turn}: \"{cut(as_text(t.input), 40)}\"{attached} → \"{cut(as_text(t.output), 40)}\"")
             for j, cp_id in enumerate(t.checkpoints):
                 cp = next((c for c in r.checkpoints if c.id == cp_id), None)
                 tool = f" (tool: {cp.tool})" if cp is not None and cp.tool else ""
@@ -240,10 +244,27 @@ class Console:
     def _verdict(self, report: RunReport, s: dict[str, Any]) -> str:
         if report.interrupted:
             return self.paint(f"⚠ INTERRUPTED after {s['total']} of {self.total} tests", "yellow")
-        bad = s["failed"] + s["errors"] + s["timeouts"]
+        counts, cases = case_verdicts(report)
+        bad = sum(counts.values())
         if bad:
-            word = "TEST" if bad == 1 else "TESTS"
-            return self.paint(f"❌ {bad} {word} FAILED", "red")
+            parts = ", ".join(f"{n} {label}" for label, n in counts.items() if n)
+            return self.paint(f"❌ {parts} — {bad} of {cases} {'test' if cases == 1 else 'tests'} did not pass", "red")
         if report.stopped_early:
             return self.paint("⚠ STOPPED EARLY", "yellow")
         return self.paint("✨ ALL TESTS PASSED ✨", "green")
+
+
+def case_verdicts(report: RunReport) -> tuple[dict[str, int], int]:
+    """How many cases (not runs) failed, errored or timed out — a case counts once, by its worst run — and
+    how many cases there were."""
+    worst: dict[tuple[str, str], int] = {}
+    rank = {"passed": 0, "skipped": 0, "failed": 1, "timeout": 2, "error": 3}
+    for r in report.results:
+        key = (r.file, r.id)
+        worst[key] = max(worst.get(key, 0), rank[r.status])
+    counts = {"failed": 0, "timed out": 0, "error": 0}
+    labels = {1: "failed", 2: "timed out", 3: "error"}
+    for level in worst.values():
+        if level:
+            counts[labels[level]] += 1
+    return counts, len(worst)
