@@ -17,6 +17,7 @@ import click
 
 from .config import RunConfig, parse_duration, parse_size
 from .errors import AgentTestError, ExitCode, InternalError
+from .version import __version__
 
 EPILOG = """\b
 Examples:
@@ -172,7 +173,7 @@ def main() -> None:
 @click.option("-o", "--output", metavar="FILE", cls=Option, section="Output",
               help="Report file; format by extension: .json .jsonl .md .html .xml  [default: output-<timestamp>.json beside a case file]")
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output", help="Show outputs and tool calls under every case  [default: off]")
-@click.version_option(package_name="agenttest", prog_name="agent-test", cls=Option, section="Other")
+@click.version_option(__version__, "-V", "--version", prog_name="agent-test", cls=Option, section="Other")
 @click.help_option("-h", "--help", cls=Option, section="Other", help="Show this message and exit.")
 def run_command(**flags: Any) -> None:
     """Test LLM agents: run test cases against an agent and report the verdicts."""
