@@ -97,6 +97,7 @@ class Case:
     simulator: SimulatorSpec | None = None
     checkpoints: tuple[Checkpoint, ...] = ()
     max_turns: int = 20
+    tags: tuple[str, ...] = ()
     world: dict[str, Any] | None = None  # the initial state of the case's tool world
     mocks: tuple[Mock, ...] = ()
     faults: tuple[Fault, ...] = ()

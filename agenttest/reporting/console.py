@@ -40,11 +40,14 @@ def reason(text: str) -> str:
 
 class Console:
     def __init__(self, out: TextIO, color: bool = False, verbose: bool = False, parallel: int = 1, progress: bool = False,
-                 show_reply: bool = False, secrets: Secrets | None = None):
+                 show_reply: bool = False, secrets: Secrets | None = None, quiet: int = 0, grouped: bool = False):
         self.out = out
         self.secrets = secrets if secrets is not None else Secrets()
         self.color = color
-        self.verbose = verbose
+        self.verbose = verbose and not quiet
+        self.quiet = quiet  # 1: one line per case, no trees; 2: the summary only
+        self.grouped = grouped  # several case files: a line naming the file before its cases
+        self._file = ""
         self.parallel = parallel
         self.show_reply = show_reply  # a literal message run: show the reply even without -v
         self.total = 0
@@ -62,6 +65,8 @@ class Console:
         return f"\x1b[{COLORS[color]}m{text}\x1b[0m" if self.color else text
 
     def line(self, text: str = "") -> None:
+        if self.quiet >= 2:
+            return
         self._blank = not text
         text = self.secrets.redact(text)
         if self._bar is not None:
@@ -112,17 +117,30 @@ class Console:
     def started(self, case: Case, run: int, runs: int = 1) -> None:
         """Sequential standard cases show their line at once and finish it when the result comes."""
         self.begun += 1
-        if self.parallel > 1 or case.dynamic or self.show_reply or self._bar is not None:
+        if self.parallel > 1 or case.dynamic or self.show_reply or self._bar is not None or self.quiet >= 2:
             return
+        self._group(case.file)
         self.out.write(self.secrets.redact(f"► {self._title(case.id, run, runs)} {cut(preview(case.input) or case.name, PREVIEW)} "))
         self.out.flush()
         self._pending_line = True
+
+    def _group(self, file: str) -> None:
+        if self.grouped and file != self._file:
+            self._file = file
+            self.line(self.paint(safe(file), "bold"))
 
     def finished(self, result: CaseResult, runs: int = 1) -> None:
         self.done += 1
         status = self.paint(f"{result.status.upper()}", STATUS_COLOR[result.status])
         took = format_duration(result.duration_ms / 1000)
-        if result.dynamic:
+        if not self._pending_line:
+            self._group(result.file)
+        if result.dynamic and self.quiet:
+            reached = sum(1 for c in result.checkpoints if c.reached)
+            self.line(f"► {self._title(result.id, result.run, runs)} {safe(result.name or '')} {status} ({took}) - "
+                      f"{len(result.turns)} turns, {reached}/{len(result.checkpoints)} checkpoints")
+            self._reasons(result)
+        elif result.dynamic:
             self._tree(result, runs, status, took)
         else:
             head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs)} {cut(preview(result.input) or result.name, PREVIEW)} "
@@ -137,26 +155,42 @@ class Console:
             self.line()
 
     def _details(self, r: CaseResult) -> None:
-        for why in r.reasons:
-            self.line(f"  └─ {self.paint(reason(why), 'red' if r.status != 'skipped' else 'yellow')}")
-        for w in r.warnings:
-            self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
-        if self.verbose or self.show_reply:
+        """Under a case: with -v (or for a literal message) what it did first, then why it did not pass."""
+        if (self.verbose or self.show_reply) and not self.quiet:
             for c in r.tool_calls:
                 result = f"error: {safe(c.error)}" if c.error else cut(as_text(c.result), 100)
                 self.line(f"  │  tool {safe(c.name)}({cut(as_text(c.arguments), 80)}) → {result}{self._marks(c)}")
             if self.verbose:
                 self._world(r, "  │  ")
-            if r.status != "skipped":
+            if r.status != "skipped" and r.output is not None:
                 shown = printable(as_text(r.output), newlines=True) if self.show_reply else cut(as_text(r.output), 300)
                 self.line(f"  │  output: {shown}")
             for log in r.logs:
                 self.line(f"  │  log: {safe(log)}")
+            self._captured(r)
+        self._reasons(r)
         if self.verbose:
             for a in r.assertions:
                 mark = self.paint("✓", "green") if a.passed else self.paint("✗", "red")
                 score = f" (score {a.score:g})" if a.score is not None else ""
                 self.line(f"  │  {mark} {safe(a.type)}{score}" + ("" if a.passed else f": {safe(a.message)}"))
+
+    def _reasons(self, r: CaseResult) -> None:
+        for why in r.reasons:
+            self.line(f"  └─ {self.paint(reason(why), 'red' if r.status != 'skipped' else 'yellow')}")
+        if r.traceback and not self.quiet:
+            lines = r.traceback.rstrip().splitlines()
+            shown = lines if self.verbose else lines[-3:]  # the user's frame, its line, the exception (-v: all)
+            for text in shown:
+                self.line(f"     {self.paint(printable(text), 'dim')}")
+        for w in r.warnings:
+            self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
+
+    def _captured(self, r: CaseResult) -> None:
+        """What user code printed while the case ran (-v)."""
+        for name, text in (("stdout", r.stdout), ("stderr", r.stderr)):
+            for text_line in text.rstrip("\n").splitlines() if text else ():
+                self.line(f"  │  {name}: {printable(text_line)}")
 
     def _marks(self, c: ToolCall) -> str:
         """What answered a call instead of the tool: a mock, or an injected fault."""
@@ -194,16 +228,15 @@ class Console:
         self.line(f"  {status} ({took}) - {turns} turn{'s' if turns != 1 else ''}, {reached}/{len(r.checkpoints)} checkpoints")
         if self.verbose:
             self._world(r, "  ")
-        for why in r.reasons:
-            self.line(f"  └─ {self.paint(reason(why), 'red')}")
-        for w in r.warnings:
-            self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
+            self._captured(r)
+        self._reasons(r)
         self.line()
 
     def summary(self, report: RunReport, output: str | None) -> None:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+        self.quiet = min(self.quiet, 1)  # -qq shows the summary, and only it
         s = summary_dict(report)
         if not self._blank:
             self.line()
