@@ -47,8 +47,8 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
             out.attempt(where, catalog.check, agent, conn)
 
     agent = out.attempt(None, catalog.agent, agent_id) if agent_id else None
-    if agent_id and agent is not None:
-        check(agent_id, connector, None)
+    if agent_id and agent is not None:  # a problem with package.yao's own connector points at it
+        check(agent_id, connector, None if connector else agent.spec.connector_at)
     for case in cases:
         if agent is not None and case.mode != "script" and not connector and case.options.get("connector"):
             check(agent_id, case.options["connector"], case.locate(("options", "connector")))  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from .catalog import Catalog
 from .config import RunConfig
 from .errors import AgentTestError, ExitCode, HookError, InputError, InternalError
 from .identity import Identity, read_ctx
-from .loading import SUFFIXES, KeyPolicy, Loaded
+from .loading import SUFFIXES, KeyPolicy, Loaded, load_file
 from .model import Case, Plan, RunHeader, RunReport
 from .reporting.console import Console
 from .resolution import resolve
@@ -44,7 +44,8 @@ class Session:
         config = self.config
         self._check_outputs()
         found, problems = expand(list(config.inputs))
-        if problems:
+        problems += [p for f in found if f.path and not os.path.exists(f.path) for p in load_file(f.path).problems]
+        if problems:  # a missing file is said as such (with a did-you-mean), before anything asks for its agent
             raise InputError(problems)
         source = Inputs(tuple(found))
         root = find_root(config.app, source.path)
@@ -73,7 +74,7 @@ class Session:
     def _agent_id(self, source: Inputs, app: App) -> str | None:
         """-n, else the agent the inputs imply; required unless only previewing or listing files."""
         config = self.config
-        agent_id = config.agent or source.agent_hint(app)
+        agent_id = config.agent or source.agent_hint(app) or app.only_agent()
         previewing = config.dry_run or config.list_only
         if agent_id is None and (source.needs_agent or not previewing):
             if source.path is not None:
