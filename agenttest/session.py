@@ -24,7 +24,7 @@ from .identity import Identity, read_ctx
 from .loading import SUFFIXES, KeyPolicy, Loaded, load_file
 from .model import Case, Plan, RunHeader, RunReport
 from .reporting.console import Console
-from .resolution import resolve
+from .resolution import resolve, unknown_tools
 from .runner import RunState
 from .secrets import MIN_LENGTH, Secrets
 from .selection import select
@@ -103,6 +103,11 @@ class Session:
             raise InputError(loaded.problems + resolved.problems)
         assert agent_id is not None
         await catalog.start()  # MCP servers: a server that cannot start is exit 2, before any case runs
+        if getattr(catalog.agent(agent_id).spec, "mcp", ()):  # its MCP tools are known now: check mocks and faults
+            tools = catalog.agent(agent_id).tools
+            late = [p for c in cases if c.mode != "script" for p in unknown_tools(c, tools)]
+            if late:
+                raise InputError(late)
         plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
                     resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment, config.seed)
         warnings = [*([note] if note else []), *loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
