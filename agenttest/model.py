@@ -289,6 +289,8 @@ class CaseResult:
     stdout: str = ""  # what user code printed while this case ran
     stderr: str = ""
     skip_reason: str = ""
+    description: str = ""  # the case's, as written
+    tags: tuple[str, ...] = ()
     world: WorldRecord | None = None  # a case with a world, or whose tools changed it
 
     @property

@@ -88,6 +88,10 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
     out: dict[str, Any] = {"id": r.id}
     if r.name:
         out["name"] = r.name
+    if r.description:
+        out["description"] = r.description
+    if r.tags:
+        out["tags"] = list(r.tags)
     out.update(status=r.status, input=r.input, output=r.output, duration_ms=round(r.duration_ms, 1))
     if r.status == "skipped":
         if r.skip_reason:

@@ -56,6 +56,7 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
     """Run one case once, Before and After included. Never raises, except CancelledError (Ctrl-C)."""
     if case.skip:
         return CaseResult(case.id, "skipped", case.name, case.input, skip_reason=case.skip_reason, run=run, index=index,
+                          description=case.description, tags=case.tags,
                           dynamic=case.dynamic, file=case.file)
     trace, capture = Trace(), usercode.Capture()
     current_trace.set(trace)
@@ -105,6 +106,8 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
     stdout, stderr = capture.text()
     if stdout or stderr:
         result = replace(result, stdout=stdout, stderr=stderr)
+    if case.description or case.tags:
+        result = replace(result, description=case.description, tags=case.tags)
     return caller.catalog.secrets.scrub(result)  # keys hidden before anything shortens the text
 
 

@@ -150,6 +150,18 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
             out.append(Finding((), "missing required field 'input'", "standard cases need 'input'; dynamic cases need 'checkpoints'", False))
         else:
             out.append(Finding(("input",), "'input' is empty", None, False))
+    out += _without_effect(raw, bool(checkpoints))
+    return out
+
+
+def _without_effect(raw: dict[str, Any], dynamic: bool) -> list[Finding]:
+    """Fields that would do nothing in this case are refused, so that no field is silently ignored."""
+    out = []
+    if not dynamic and "max_turns" in raw:
+        out.append(Finding(("max_turns",), "'max_turns' applies only to dynamic cases (with 'simulator' and 'checkpoints'); "
+                           "this case is standard", "remove it, or add checkpoints", True))
+    if "skip_reason" in raw and raw.get("skip") is not True:
+        out.append(Finding(("skip_reason",), "'skip_reason' has no effect without \"skip\": true", "add \"skip\": true, or remove it", True))
     return out
 
 

@@ -14,7 +14,7 @@ from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Message
 from ..tracking import Trace
 from ..workerprotocol import ProtocolError, ask_json
 from .base import CaseEnv, world_view
-from .standard import agent_options, verdict
+from .standard import agent_options, expectations, verdict
 
 PLAIN_TEXT = "(the simulator replied in plain text; it was taken as the user's message)"
 
@@ -191,15 +191,16 @@ def _result(case: Case, conv: Conversation, status: Status, error: str, assertio
 
 
 async def _final(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> tuple[AssertionResult, ...]:
-    """The case's own assertions, once, against the last reply, every tool call of the conversation and
-    the final world."""
-    if not case.assertions:
+    """The case's own assertions (or its ``expected``), once, against the last reply, every tool call of
+    the conversation and the final world."""
+    specs = expectations(case)
+    if not specs:
         return ()
     last = conv.last
     output = (last.data if last.has_data else last.output) if last is not None else None
     first_input = conv.turns[0].input if conv.turns else case.input
     obs = Observation(output, conv.tool_calls, first_input, case, env.caller, all_tool_calls=tuple(conv.tool_calls), **world_view(trace))
-    return await evaluate_all(case.assertions, obs)
+    return await evaluate_all(specs, obs)
 
 
 async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
