@@ -6,8 +6,10 @@ from collections.abc import Collection
 from typing import Any, TextIO
 
 from ..config import format_duration, format_timeout
+from ..gates import failed
 from ..model import Case, CaseResult, RunHeader, RunReport, ToolCall
 from ..records import change_text, preview, summary_dict
+from . import figures
 from ..secrets import Secrets
 from ..texts import as_text, printable, shorten
 
@@ -39,8 +41,9 @@ def reason(text: str) -> str:
 
 class Console:
     def __init__(self, out: TextIO, color: bool = False, verbose: bool = False, parallel: int = 1, progress: bool = False,
-                 show_reply: bool = False, secrets: Secrets | None = None):
+                 show_reply: bool = False, secrets: Secrets | None = None, matrix: bool = False):
         self.out = out
+        self.matrix = matrix  # several connectors: each line names its connector
         self.secrets = secrets if secrets is not None else Secrets()
         self.color = color
         self.verbose = verbose
@@ -105,14 +108,15 @@ class Console:
 
             self._bar = tqdm(total=self.total, file=sys.stderr, unit="case", leave=False, dynamic_ncols=True)
 
-    def _title(self, case_id: str, run: int, runs: int) -> str:
-        return f"[{safe(case_id)}]" + (f" (run {run}/{runs})" if runs > 1 else "")
+    def _title(self, case_id: str, run: int, runs: int, connector: str = "") -> str:
+        where = f" @ {safe(connector)}" if self.matrix and connector else ""
+        return f"[{safe(case_id)}{where}]" + (f" (run {run}/{runs})" if runs > 1 else "")
 
-    def started(self, case: Case, run: int, runs: int = 1) -> None:
+    def started(self, case: Case, run: int, runs: int = 1, connector: str = "") -> None:
         """Sequential standard cases show their line at once and finish it when the result comes."""
         if self.parallel > 1 or case.dynamic or self.show_reply or self._bar is not None:
             return
-        self.out.write(f"► {self._title(case.id, run, runs)} {cut(preview(case.input) or case.name, 48)} ")
+        self.out.write(f"► {self._title(case.id, run, runs, connector)} {cut(preview(case.input) or case.name, 48)} ")
         self.out.flush()
         self._pending_line = True
 
@@ -123,7 +127,7 @@ class Console:
         if result.dynamic:
             self._tree(result, runs, status, took)
         else:
-            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs)} {cut(preview(result.input) or result.name, 48)} "
+            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs, result.connector)} {cut(preview(result.input) or result.name, 48)} "
             self._pending_line = False
             self.line(f"{head}{status} ({took})")
             self._details(result)
@@ -172,7 +176,7 @@ class Console:
             self.line(f"{indent}  … {len(changes) - WORLD_LINES} more (see the report)")
 
     def _tree(self, r: CaseResult, runs: int, status: str, took: str) -> None:
-        self.line(f"► {self._title(r.id, r.run, runs)} {safe(r.name or '')}".rstrip())
+        self.line(f"► {self._title(r.id, r.run, runs, r.connector)} {safe(r.name or '')}".rstrip())
         for i, t in enumerate(r.turns):
             last = i == len(r.turns) - 1
             branch, stem = ("└─", "   ") if last else ("├─", "│  ")
@@ -224,6 +228,7 @@ class Console:
             for st in report.stability:
                 self.line(f"    {safe(st.id)}: {st.passed}/{st.runs} passed ({st.pass_rate:.0f}%) {st.classification}, avg {format_duration(st.avg_ms / 1000)} ±{format_duration(st.std_ms / 1000)}")
             self.line(f"  Overall:   {s['overall_pass_rate']}% of runs passed; {s['stable_cases']}/{len(report.stability)} cases stable")
+        self._figures(report)
         if report.not_run:
             self.line(f"  Not run:   {report.not_run} (stopped early)")
         for w in report.warnings:
@@ -237,10 +242,36 @@ class Console:
         self.line("  " + self._verdict(report, s))
         self.line(RULE)
 
+    def _figures(self, report: RunReport) -> None:
+        """The gates, the model matrix and the costs, each when there is something to show."""
+        gates = figures.gate_table(report)
+        if gates is not None:
+            self.line()
+            self.line(f"  Gates:     {figures.gate_summary(report)}")
+            self._table(gates)
+        matrix = figures.matrix_table(report)
+        if matrix is not None:
+            self.line()
+            self.line("  Matrix (the agent under test on each connector):")
+            self._table(matrix)
+        lines = figures.cost_lines(report)
+        if lines:
+            self.line()
+            self.line(f"  Cost:      {safe(lines[0])}")
+            for more in lines[1:]:
+                self.line(f"             {safe(more)}")
+
+    def _table(self, table: figures.Table) -> None:
+        safe_table = figures.Table(table.headers, [[safe(c) for c in row] for row in table.rows], table.verdicts)
+        lines = figures.aligned(safe_table)
+        self.line(f"    {self.paint(lines[0], 'dim')}")
+        for text, verdict in zip(lines[1:], table.verdicts):
+            self.line(f"    {self.paint(text, STATUS_COLOR[verdict]) if verdict in ('failed',) else text}")
+
     def _verdict(self, report: RunReport, s: dict[str, Any]) -> str:
         if report.interrupted:
             return self.paint(f"⚠ INTERRUPTED after {s['total']} of {self.total} tests", "yellow")
-        bad = s["failed"] + s["errors"] + s["timeouts"]
+        bad = len(failed(report.gates)) if report.gates else s["failed"] + s["errors"] + s["timeouts"]
         if bad:
             word = "TEST" if bad == 1 else "TESTS"
             return self.paint(f"❌ {bad} {word} FAILED", "red")
