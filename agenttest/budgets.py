@@ -44,7 +44,7 @@ def value(name: str, raw: Any) -> float | int:
         return parse_duration(raw)
     if isinstance(raw, str):
         try:
-            raw = float(raw) if name == "cost" else int(raw.replace("_", "").replace(",", ""))
+            raw = float(raw.replace("_", ""))
         except ValueError:
             raise ValueError(f"{name} must be a number, not {raw!r}") from None
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw < 0 or raw != raw:

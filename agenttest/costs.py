@@ -60,12 +60,18 @@ def _problem(raw: Any) -> tuple[str, str | None] | None:
 
 
 Key = tuple[str, str]  # (role, connector)
+ROLES = ("agent", "simulator", "validator", "generator")
+
+
+def _order(key: Key) -> tuple[int, str]:
+    role, connector = key
+    return (ROLES.index(role) if role in ROLES else len(ROLES), connector)
 
 
 def spend_of(usage: Mapping[Key, Usage], calls: Mapping[Key, int], prices: Mapping[str, Pricing | None]) -> tuple[Spend, ...]:
     """A case run's model usage by (role, connector), priced."""
     out = []
-    for (role, connector), used in usage.items():
+    for (role, connector), used in sorted(usage.items(), key=lambda item: _order(item[0])):
         pricing = prices.get(connector)
         out.append(Spend(role, connector, used, calls.get((role, connector), 0), pricing.cost(used) if pricing is not None else None))
     return tuple(out)
@@ -101,7 +107,7 @@ def totals(results: Iterable[CaseResult], generation: Iterable[Spend] = ()) -> T
     by_role: dict[str, tuple[Usage, float | None]] = {}
     by_connector: dict[str, tuple[Usage, float | None]] = {}
     unpriced, cost = 0, None
-    spends = [s for r in results for s in r.spend] + list(generation)
+    spends = sorted([s for r in results for s in r.spend] + list(generation), key=lambda s: _order((s.role, s.connector)))
     for s in spends:
         for table, key in ((by_role, s.role), (by_connector, s.connector)):
             usage, sofar = table.get(key, (Usage(), None))
@@ -118,4 +124,5 @@ def money(usd: float | None) -> str:
         return "—"
     if usd >= 1 or usd <= 0:
         return f"${usd:,.2f}"
-    return f"${usd:.{max(2, 2 - math.floor(math.log10(usd)))}f}"
+    text = f"{usd:.{max(2, 2 - math.floor(math.log10(usd)))}f}".rstrip("0")
+    return "$" + (text + "0" if len(text.partition(".")[2]) < 2 else text)
