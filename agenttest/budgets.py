@@ -80,7 +80,8 @@ def parse(text: str) -> Budget:
 
 def of_case(raw: Mapping[str, Any]) -> Budget:
     """A case's ``budget`` object (already validated) → Budget."""
-    return Budget(**{name: value(name, raw[name]) for name in LIMITS if name in raw})
+    limits: dict[str, Any] = {name: value(name, raw[name]) for name in LIMITS if name in raw}
+    return Budget(**limits)
 
 
 def spent(trace: Trace, prices: Mapping[str, Pricing | None], turns: int, duration: float | None = None) -> Spent:

@@ -216,3 +216,24 @@ def test_a_budget_assertion_needs_a_limit(bot):
     path = bot.cases("cases.jsonl", [{"id": "c", "input": "say:ok", "assert": [{"type": "budget"}]}])
     result = cli("-i", str(path), "-n", "bot")
     assert result.exit_code == 2 and "a 'budget' assertion needs a limit" in result.output
+
+
+# ---- the module ------------------------------------------------------------------------------------
+
+from agenttest import budgets  # noqa: E402
+from agenttest.model import Budget  # noqa: E402
+
+
+def test_parse_and_merge():
+    assert budgets.parse("tokens=20000, cost=0.05,duration=2m,turns=3,tool_calls=0") == Budget(20000, 0.05, 0, 3, 120.0)
+    assert Budget(tokens=5).over(Budget(tokens=1, cost=0.1)) == Budget(tokens=5, cost=0.1)
+    assert Budget(tokens=5).over(None) == Budget(tokens=5)
+
+
+def test_overruns_and_messages():
+    spent = budgets.Spent(tokens=25130, cost=0.0612, tool_calls=4, turns=3, duration=31.5)
+    assert budgets.overruns(Budget(tokens=20000), spent) == ["tokens 25,130 > 20,000"]
+    assert budgets.message(budgets.overruns(Budget(cost=0.05, duration=30), spent)) == "budget exceeded: cost $0.0612 > $0.05; duration 31.5s > 30.0s"
+    assert budgets.overruns(Budget(tokens=25130, tool_calls=4, turns=3), spent) == []  # a limit may be reached, not passed
+    assert budgets.overruns(Budget(cost=0.01), budgets.Spent(cost=None)) == []
+    assert budgets.unmeasured(Budget(cost=0.01), budgets.Spent(cost=None)) and budgets.unmeasured(Budget(tokens=1), budgets.Spent(cost=None)) is None

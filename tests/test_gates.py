@@ -236,3 +236,39 @@ def test_case_runs_in_a_json_report_schema(bot, tmp_path):
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [x["run"] for x in lines[:-1]] == [1, 2]
     assert lines[-1]["summary"]["gates"][0]["verdict"] == "failed"
+
+
+# ---- the module ------------------------------------------------------------------------------------
+
+from agenttest import gates as gatemod  # noqa: E402
+from agenttest.model import CaseResult, Gate  # noqa: E402
+
+
+@pytest.mark.parametrize("passed, failed, planned, rate, outcome", [
+    (0, 0, 10, 1.0, None), (9, 0, 10, 1.0, None), (10, 0, 10, 1.0, True), (3, 1, 10, 1.0, False),  # pass^k: one failure settles
+    (0, 2, 10, 0.8, None), (0, 3, 10, 0.8, False), (7, 2, 10, 0.8, None), (8, 0, 10, 0.8, True), (8, 2, 10, 0.8, True),
+    (0, 0, 5, 0.0, True),  # a gate of 0 passes before anything runs
+    (1, 0, 3, 1 / 3, True), (0, 2, 3, 1 / 3, None), (0, 3, 3, 1 / 3, False),  # 1/3 × 3 is one pass, not two (float care)
+])
+def test_settled(passed, failed, planned, rate, outcome):
+    assert gatemod.settled(passed, failed, planned, rate) is outcome
+
+
+def test_compute_counts_skips_errors_and_not_run():
+    def r(cid, status, run, ms=10.0):
+        return CaseResult(cid, status, run=run, duration_ms=ms, file="f.jsonl", connector="c")
+
+    results = [r("a", "passed", 1, 10), r("a", "error", 2, 30), r("a", "timeout", 3, 20), r("s", "skipped", 1)]
+    planned = {("f.jsonl", "a", "c"): gatemod.Policy(3, 1 / 3), ("f.jsonl", "s", "c"): gatemod.Policy(1, 1.0),
+               ("f.jsonl", "n", "c"): gatemod.Policy(2, 1.0)}
+    a, s, n = gatemod.compute(results, planned, {("f.jsonl", "n", "c"): 0})
+    assert (a.runs, a.passed, a.verdict, a.median_ms, a.mean_ms, a.min_ms, a.max_ms) == (3, 1, "passed", 20.0, 20.0, 10.0, 30.0)
+    assert a.pass_at_k and not a.pass_hat_k and a.flaky
+    assert (s.runs, s.skipped, s.verdict) == (0, 1, "skipped") and n.verdict == "not run"
+    assert gatemod.failed([a, s, n]) == [] and gatemod.shown([a, s, n])
+    assert not gatemod.shown([Gate("x", planned=1)]) and gatemod.shown([Gate("x")], ["m1", "m2"])
+
+
+def test_pass_hat_k_of_an_80_percent_agent_is_33_percent():
+    """The worked example of docs/gates.md: independent runs at 80% pass all five 0.8^5 = 32.8% of the time."""
+    assert round(0.8 ** 5, 3) == 0.328 and round(1 - 0.2 ** 5, 5) == 0.99968

@@ -183,3 +183,27 @@ def test_bad_pricing_is_exit_2_at_the_connector_file(app, server, pricing, messa
     result = cli("-i", str(path), "-n", "bot")
     assert result.exit_code == 2, result.output
     assert "priced.conn.yao" in result.output and message in result.output
+
+
+# ---- the module ------------------------------------------------------------------------------------
+
+from agenttest.costs import Pricing, money, pricing_of, totals  # noqa: E402
+from agenttest.model import CaseResult, Spend, Usage  # noqa: E402
+
+
+def test_pricing_cost_with_cached_tokens():
+    p = pricing_of({"pricing": {"input": 2.5, "output": 10, "cached_input": 1.25}}, "c")
+    assert p == Pricing(2.5, 10.0, 1.25)
+    # 1,000,000 prompt tokens of which 400,000 cached, 100,000 completion: 0.6 × 2.5 + 0.4 × 1.25 + 0.1 × 10
+    assert p.cost(Usage(1_000_000, 100_000, 1_100_000, 400_000)) == pytest.approx(3.0)
+    assert Pricing(2.5, 10).cost(Usage(1_000_000, 0, 1_000_000, 400_000)) == pytest.approx(2.5)  # cached priced as input
+    assert pricing_of({}, "c") is None
+
+
+def test_money_and_totals():
+    assert [money(x) for x in (None, 0, 0.000105, 0.0123, 0.5, 1234.5)] == ["—", "$0.00", "$0.000105", "$0.0123", "$0.50", "$1,234.50"]
+    r = CaseResult("a", "passed", spend=(Spend("agent", "x", Usage(10, 5, 15), 1, 0.5), Spend("simulator", "y", Usage(1, 1, 2), 1, None)))
+    t = totals([r, r], (Spend("generator", "x", Usage(3, 3, 6), 1, 0.25),))
+    assert t.cost == pytest.approx(1.25) and t.unpriced_tokens == 4
+    assert list(t.by_role) == ["agent", "simulator", "generator"] and t.by_role["agent"] == (Usage(20, 10, 30), pytest.approx(1.0))
+    assert t.by_connector["x"][1] == pytest.approx(1.25) and t.by_connector["y"][1] is None

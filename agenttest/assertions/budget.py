@@ -10,8 +10,8 @@ from .. import budgets
 from ..model import AssertionResult
 from .registry import CheckProblem, Observation, register
 
-COUNT = {"type": "integer", "minimum": 0}
-FIELDS = {
+COUNT: dict[str, Any] = {"type": "integer", "minimum": 0}
+FIELDS: dict[str, dict[str, Any]] = {
     "tokens": {**COUNT, "description": "the agent under test's tokens at most"},
     "cost": {"type": "number", "minimum": 0, "description": "the agent under test's cost in USD at most (needs the connector's pricing)"},
     "tool_calls": {**COUNT, "description": "tool calls at most"},

@@ -222,13 +222,7 @@ class Console:
         for label, value in rows:
             if value not in ("", None):
                 self.line(f"  {label + ':':<10} {safe(value)}")
-        if report.stability:
-            self.line()
-            self.line("  Stability:")
-            for st in report.stability:
-                self.line(f"    {safe(st.id)}: {st.passed}/{st.runs} passed ({st.pass_rate:.0f}%) {st.classification}, avg {format_duration(st.avg_ms / 1000)} ±{format_duration(st.std_ms / 1000)}")
-            self.line(f"  Overall:   {s['overall_pass_rate']}% of runs passed; {s['stable_cases']}/{len(report.stability)} cases stable")
-        self._figures(report)
+        self._figures(report, s)
         if report.not_run:
             self.line(f"  Not run:   {report.not_run} (stopped early)")
         for w in report.warnings:
@@ -242,13 +236,16 @@ class Console:
         self.line("  " + self._verdict(report, s))
         self.line(RULE)
 
-    def _figures(self, report: RunReport) -> None:
-        """The gates, the model matrix and the costs, each when there is something to show."""
+    def _figures(self, report: RunReport, s: dict[str, Any]) -> None:
+        """The gates (with Yao's stability class and figures), the model matrix and the costs, each when
+        there is something to show."""
         gates = figures.gate_table(report)
         if gates is not None:
             self.line()
             self.line(f"  Gates:     {figures.gate_summary(report)}")
             self._table(gates)
+        if report.stability:
+            self.line(f"  Overall:   {s['overall_pass_rate']}% of runs passed; {s['stable_cases']}/{len(report.stability)} cases stable")
         matrix = figures.matrix_table(report)
         if matrix is not None:
             self.line()

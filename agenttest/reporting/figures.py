@@ -41,12 +41,13 @@ def gate_table(report: RunReport) -> Table | None:
         return None
     headers = ["case", *(["connector"] if report.matrix else []), "runs", "passed", "pass rate", "gate", "pass^k", "pass@k",
                "class", "median", "mean ± sd", "verdict"]
-    rows, verdicts = [], []
+    rows: list[list[str]] = []
+    verdicts: list[str] = []
     for g in report.gates:
         ran = f"{g.runs}/{g.planned}" if g.runs != g.planned else str(g.runs)
         cls = classify(100 * g.pass_rate) if g.runs else "—"
         row = [g.id, *([g.connector] if report.matrix else []), ran, str(g.passed), percent(g.pass_rate) if g.runs else "—",
-               f"≥ {percent(g.min_pass_rate)}", MARK[g.pass_hat_k], MARK[g.pass_at_k], cls,
+               f"≥ {percent(g.min_pass_rate)}", MARK[g.pass_hat_k] if g.runs else "—", MARK[g.pass_at_k] if g.runs else "—", cls,
                ms(g.median_ms) if g.runs else "—", f"{ms(g.mean_ms)} ± {ms(g.std_ms)}" if g.runs else "—", verdict_text(g)]
         rows.append(row)
         verdicts.append(g.verdict)
@@ -54,9 +55,9 @@ def gate_table(report: RunReport) -> Table | None:
 
 
 def gate_summary(report: RunReport) -> str:
-    """``gates: 3/4 passed; early stop saved 12 of 40 runs``."""
-    passed = sum(1 for g in report.gates if g.verdict == "passed")
-    text = f"{passed}/{len(report.gates)} passed"
+    """``3/5 passed, 1 failed, 1 not run; early stop saved 12 of 40 runs (30%)``."""
+    counts = {v: sum(1 for g in report.gates if g.verdict == v) for v in ("passed", "failed", "skipped", "not run")}
+    text = f"{counts['passed']}/{len(report.gates)} passed" + "".join(f", {n} {v}" for v, n in counts.items() if v != "passed" and n)
     saved = runs_saved(report.gates)
     if saved:
         planned = sum(g.planned for g in report.gates)

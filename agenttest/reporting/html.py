@@ -89,11 +89,13 @@ def _world(r: CaseResult) -> str:
 
 def _table(table: figures.Table) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
-    rows = "".join(
-        f'<tr class="{verdict if verdict == "failed" else ""}">' + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
-        for row, verdict in zip(table.rows, table.verdicts)
-    )
+    rows = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in table.rows)
     return f"<table><tr>{head}</tr>{rows}</table>"
+
+
+def _cell(text: str) -> str:
+    """A table cell; a failed verdict is red (and nothing else is)."""
+    return f'<td class="failed">{escape(text)}</td>' if text.startswith(("FAILED", "NOT RUN")) else f"<td>{escape(text)}</td>"
 
 
 def _state(report: RunReport) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..costs import money
 from ..gates import key_of
 from ..model import CaseResult, Gate, RunReport
 from ..texts import as_text
@@ -76,9 +75,11 @@ def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate
 
 def _properties(case: ET.Element, gate: Gate) -> None:
     props = ET.SubElement(case, "properties")
-    values = {"runs": gate.runs, "planned": gate.planned, "passed": gate.passed, "pass_rate": round(gate.pass_rate, 4),
+    values: dict[str, object] = {"runs": gate.runs, "planned": gate.planned, "passed": gate.passed, "pass_rate": round(gate.pass_rate, 4),
               "min_pass_rate": gate.min_pass_rate, "flaky": gate.flaky, "pass_hat_k": gate.pass_hat_k, "pass_at_k": gate.pass_at_k,
-              "connector": gate.connector, "saved": gate.saved, "cost": money(gate.total_cost)}
+              "connector": gate.connector, "saved": gate.saved}
+    if gate.total_cost is not None:
+        values["cost_usd"] = f"{gate.total_cost:.10f}".rstrip("0").rstrip(".")
     for key, value in values.items():
         text = str(value).lower() if isinstance(value, bool) else str(value)
         ET.SubElement(props, "property", name=key, value=text)
