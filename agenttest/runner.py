@@ -192,13 +192,16 @@ class Unit:
 
 
 def units(plan: Plan, caller: Caller) -> list[Unit]:
-    """Case by case, connector by connector, run by run (the report's order)."""
+    """Case by case, connector by connector, run by run (the report's order). With --early-stop they start
+    round by round — every case's run 1, then every run 2, … — so that a case's next run starts, as a
+    rule, after its last one finished and the verdict it may have settled is known."""
     out = []
     for case in plan.cases:
         for connector in plan.connectors:
             key = (case.file, case.id, connector_label(plan, caller, case, connector))
             out += [Unit(case, connector, run, 0, key) for run in range(1, plan.runs_of(case) + 1)]
-    return [replace(u, index=i) for i, u in enumerate(out)]
+    ordered = [replace(u, index=i) for i, u in enumerate(out)]
+    return sorted(ordered, key=lambda u: (u.run, u.index)) if plan.early_stop else ordered
 
 
 async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None, on_result: Listener | None) -> None:
