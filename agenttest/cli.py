@@ -25,7 +25,7 @@ Examples:
   agent-test -i "agents:workers.test.generator?count=10" -n expense --dry-run
   agent-test -i assistants/expense/tests/dynamic.jsonl --parallel 4 -o report.html
 
-Exit codes: 0 all passed, 1 a case failed/errored/timed out, 2 bad usage or input, 3 internal error,
+Exit codes: 0 all passed, 1 a case failed/errored/timed out (with --runs: missed its gate), 2 bad usage or input, 3 internal error,
 130 interrupted, 143 terminated.
 Docs: docs/README.md"""
 
