@@ -17,6 +17,7 @@ import click
 
 from .config import RunConfig, parse_duration, parse_size
 from .errors import AgentTestError, ExitCode, InternalError
+from .version import __version__
 
 EPILOG = """\b
 Examples:
@@ -152,12 +153,18 @@ def main() -> None:
 
 
 @main.command("run", cls=RunCommand, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("-i", "--input", "input_", required=True, metavar="SOURCE", cls=Option, section="Input and selection",
-              help="Input: a case file (.jsonl/.json/.yaml), a literal message, agents:ID?count=N, scripts:mod.func, or scripts.NAME (script tests).")
+@click.option("-i", "--input", "inputs", required=True, multiple=True, metavar="SOURCE", cls=Option, section="Input and selection",
+              help="Input, repeatable: a case file (.jsonl/.json/.yaml), a folder or glob of them, a literal message, agents:ID?count=N, scripts:mod.func, or scripts.NAME (script tests).")
 @click.option("-n", "--name", "agent", metavar="AGENT", cls=Option, section="Input and selection",
               help="Agent under test, e.g. assistants.expense  [default: nearest package.yao above the case file]")
 @click.option("--run", "run_filter", metavar="REGEX", callback=_regex, cls=Option, section="Input and selection",
-              help="Run only cases whose id matches (a search, like pytest -k)  [default: all]")
+              help="Run only cases whose id matches the regex (a search)  [default: all]")
+@click.option("-k", "keyword", metavar="EXPR", cls=Option, section="Input and selection",
+              help="Run only cases matching a pytest-style expression over id, name and tags, e.g. 'expense and not slow'")
+@click.option("--lf", "--last-failed", "last_failed", is_flag=True, cls=Option, section="Input and selection",
+              help="Run only the cases that did not pass last time with these inputs (all if none failed)")
+@click.option("--list", "list_only", is_flag=True, cls=Option, section="Input and selection",
+              help="Print the selected cases (id, mode, tags, file:line) and exit without running")
 @click.option("--dry-run", is_flag=True, cls=Option, section="Input and selection",
               help="Load (or generate) the cases and print them as JSON lines without running  [default: off]")
 @click.option("--strict", is_flag=True, cls=Option, section="Input and selection",
@@ -191,14 +198,16 @@ def main() -> None:
               help="Limits per case run, e.g. tokens=20000,cost=0.05,tool_calls=10,turns=8,duration=2m (a case's 'budget' wins)  [default: none]")
 @click.option("--seed", default=0, show_default=True, type=int, metavar="N", cls=Option, section="Running",
               help="Seed of the faults given with a rate: the same seed injects the same faults.")
-@click.option("--fail-fast", is_flag=True, cls=Option, section="Running",
+@click.option("-x", "--fail-fast", "fail_fast", is_flag=True, cls=Option, section="Running",
               help="Stop scheduling cases after the first that does not pass  [default: off]")
 @click.option("--max-attachment", default="20MB", show_default=True, callback=_size, metavar="SIZE", cls=Option, section="Running",
               help="Largest file an input may attach (file:// parts): 20MB, 500KB or bytes.")
-@click.option("-o", "--output", metavar="FILE", cls=Option, section="Output",
-              help="Report file; format by extension: .json .jsonl .md .html .xml  [default: output-<timestamp>.json beside a case file]")
-@click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output", help="Show outputs and tool calls under every case  [default: off]")
-@click.version_option(package_name="agenttest", prog_name="agent-test", cls=Option, section="Other")
+@click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",
+              help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: output-<timestamp>.json beside a case file]")
+@click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output",
+              help="Show outputs, tool calls, what user code printed and whole tracebacks under every case  [default: off]")
+@click.option("-q", "--quiet", count=True, cls=Option, section="Output", help="-q: one line per case, no trees; -qq: the summary only")
+@click.version_option(__version__, "-V", "--version", prog_name="agent-test", cls=Option, section="Other")
 @click.help_option("-h", "--help", cls=Option, section="Other", help="Show this message and exit.")
 def run_command(**flags: Any) -> None:
     """Test LLM agents: run test cases against an agent and report the verdicts."""
@@ -206,10 +215,11 @@ def run_command(**flags: Any) -> None:
 
     def work() -> int:
         config = RunConfig(
-            input=flags["input_"], agent=flags["agent"], output=flags["output"],
+            inputs=tuple(flags["inputs"]), agent=flags["agent"], outputs=tuple(flags["outputs"]),
             user=flags["user"], team=flags["team"], verbose=flags["verbose"], ctx_file=flags["ctx_file"],
             simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
-            parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], fail_fast=flags["fail_fast"],
+            parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], keyword=flags["keyword"],
+            last_failed=flags["last_failed"], list_only=flags["list_only"], quiet=flags["quiet"], fail_fast=flags["fail_fast"],
             dry_run=flags["dry_run"], app=flags["app_dir"], color=color, max_attachment=flags["max_attachment"], strict=flags["strict"],
             seed=flags["seed"], min_pass_rate=flags["min_pass_rate"], early_stop=flags["early_stop"], budget=flags["budget"],
             **_matrix(flags["connector"]),

@@ -75,7 +75,7 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller,
 
 async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller, scheduled: str | None) -> CaseResult:
     if case.skip:
-        return CaseResult(case.id, "skipped", case.name, case.input, error=case.skip_reason, run=run, index=index,
+        return CaseResult(case.id, "skipped", case.name, case.input, skip_reason=case.skip_reason, run=run, index=index,
                           dynamic=case.dynamic, file=case.file)
     trace, capture = Trace(), usercode.Capture()
     current_trace.set(trace)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import signal
 import sys
 import time
@@ -15,7 +14,7 @@ from typing import Any, TextIO
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from . import budgets, gates, plugins, reporting, runner, usercode
+from . import budgets, gates, lastfailed, outputfiles, plugins, reporting, runner, usercode
 from .app import App, find_root
 from .caller import Caller
 from .catalog import Catalog
@@ -29,21 +28,10 @@ from .resolution import resolve
 from .runner import RunState
 from .costs import spend_of
 from .secrets import MIN_LENGTH, Secrets
-from .sources import LoadEnv, Message, Source, classify, normalized
+from .selection import select
+from .sources import Inputs, LoadEnv, expand, normalized
 from .tracking import Trace, current_trace
 from .verdict import exit_code, make_report
-
-
-def select(cases: list[Case], pattern: str | None) -> list[Case]:
-    """``--run REGEX`` on case ids (unanchored search); matching nothing is a usage error."""
-    if not pattern:
-        return cases
-    rx = re.compile(pattern)
-    chosen = [c for c in cases if rx.search(c.id)]
-    if not chosen:
-        ids = ", ".join(c.id for c in cases[:10]) + (" …" if len(cases) > 10 else "")
-        raise AgentTestError(f"--run {pattern!r} matches no case", hint=f"ids: {ids}")
-    return chosen
 
 
 class Session:
@@ -57,8 +45,11 @@ class Session:
     async def run(self) -> ExitCode:
         plugins.load()  # third-party assertion types, connectors and report formats
         config = self.config
-        self._check_output()
-        source = classify(config.input)
+        self._check_outputs()
+        found, problems = expand(list(config.inputs))
+        if problems:
+            raise InputError(problems)
+        source = Inputs(tuple(found))
         root = find_root(config.app, source.path)
         if root is None:
             raise AgentTestError("no app root found (a folder with assistants/ or app.yao)", hint="pass --app DIR or set AGENTTEST_APP")
@@ -72,40 +63,50 @@ class Session:
         finally:
             await catalog.aclose()
 
-    def _check_output(self) -> None:
-        output = self.config.output
-        if output and self.config.dry_run:
-            if os.path.splitext(output)[1].lower() not in SUFFIXES:
-                raise AgentTestError(f"-o {output}: --dry-run writes cases as {', '.join(SUFFIXES)}")
-        elif output:
-            reporting.check_path(output)
+    def _check_outputs(self) -> None:
+        """Every -o is checked (and its folder made) before anything runs."""
+        for output in self.config.outputs:
+            if self.config.dry_run:
+                if os.path.splitext(output)[1].lower() not in SUFFIXES:
+                    raise AgentTestError(f"-o {output}: --dry-run writes cases as {', '.join(SUFFIXES)}")
+                outputfiles.prepare(output)
+            else:
+                reporting.check_path(output)
 
-    def _agent_id(self, source: Source, app: App) -> str | None:
-        """-n, else the agent the source implies; required unless only previewing a file or message."""
+    def _agent_id(self, source: Inputs, app: App) -> str | None:
+        """-n, else the agent the inputs imply; required unless only previewing or listing files."""
         config = self.config
         agent_id = config.agent or source.agent_hint(app)
-        if agent_id is None and (source.needs_agent or not config.dry_run):
+        previewing = config.dry_run or config.list_only
+        if agent_id is None and (source.needs_agent or not previewing):
             if source.path is not None:
                 raise AgentTestError(f"no agent for {source.path}: no package.yao above it", hint="pass -n AGENT")
-            if source.needs_agent or not config.dry_run:
-                raise AgentTestError(f"-n AGENT is required with -i {config.input!r}", hint=f"known agents: {', '.join(app.agent_ids())}")
+            shown = " ".join(f"-i {t!r}" for t in config.inputs)
+            raise AgentTestError(f"-n AGENT is required with {shown}", hint=f"known agents: {', '.join(app.agent_ids())}")
         return agent_id
 
-    async def _run(self, source: Source, catalog: Catalog, caller: Caller) -> ExitCode:
+    async def _run(self, source: Inputs, catalog: Catalog, caller: Caller) -> ExitCode:
         config = self.config
         agent_id = self._agent_id(source, catalog.app)
-        agent = catalog.agent(agent_id) if agent_id and (source.needs_agent or not config.dry_run) else None
-        token = current_trace.set(self.generation)
+        previewing = config.dry_run or config.list_only
+        agent = catalog.agent(agent_id) if agent_id and (source.needs_agent or not previewing) else None
+        token = current_trace.set(self.generation)  # what a generator agent spends is counted apart
         try:
             loaded: Loaded = await source.load(LoadEnv(config.simulator, agent, caller, KeyPolicy(strict=config.strict)))
         finally:
             current_trace.reset(token)
         if config.dry_run:
             return await self._dry_run(loaded.check())
-        cases = loaded.cases if loaded.problems and not config.run_filter else select(loaded.cases, config.run_filter)
+        cases, note = loaded.cases, ""
+        if not loaded.problems:
+            remembered = lastfailed.load(catalog.app.root, config.inputs) if config.last_failed else None
+            cases, note = select(cases, config.run_filter, config.keyword, remembered)
+        if config.list_only:
+            loaded.check()
+            return self._list(cases)
         first = config.matrix[0] if config.matrix else config.connector
         resolved = resolve(cases, catalog, agent_id, first, config.before, config.after)
-        for other in config.matrix[1:]:
+        for other in config.matrix[1:]:  # a model matrix: every connector is checked before the first call
             resolved.attempt(None, catalog.check, agent_id, other)
         if loaded.problems or resolved.problems:
             raise InputError(loaded.problems + resolved.problems)
@@ -118,15 +119,24 @@ class Session:
         if unpriced:
             raise InputError(unpriced)
         await catalog.start()  # MCP servers: a server that cannot start is exit 2, before any case runs
-        warnings = [*loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
-        return await self._execute(plan, source, caller, warnings)
+        warnings = [*([note] if note else []), *loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
+        code = await self._execute(plan, source, caller, warnings)
+        return code
+
+    def _list(self, cases: list[Case]) -> ExitCode:
+        """``--list``: the selected cases, one a line — id, mode, tags, file:line — and nothing runs."""
+        for case in cases:
+            tags = f" [{', '.join(case.tags)}]" if case.tags else ""
+            self.out.write(f"{case.id}  {case.mode}{tags}  {case.location}\n")
+        self.out.write(f"{len(cases)} {'case' if len(cases) == 1 else 'cases'} selected\n")
+        return ExitCode.OK
 
     async def _dry_run(self, cases: list[Case]) -> ExitCode:
         rows = [normalized(c) for c in cases]
         for row in rows:
             self.out.write(json.dumps(row, ensure_ascii=False) + "\n")
-        if self.config.output:
-            ext = os.path.splitext(self.config.output)[1].lower()
+        for output in self.config.outputs:
+            ext = os.path.splitext(output)[1].lower()
             if ext == ".jsonl":
                 text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
             elif ext == ".json":
@@ -135,10 +145,10 @@ class Session:
                 import yaml
 
                 text = yaml.safe_dump(rows, allow_unicode=True, sort_keys=False)
-            await asyncio.to_thread(reporting.write_atomic, self.config.output, text)
+            await asyncio.to_thread(outputfiles.write_atomic, output, text)
         return ExitCode.OK
 
-    def header(self, plan: Plan, source: Source, caller: Caller) -> RunHeader:
+    def header(self, plan: Plan, source: Inputs, caller: Caller) -> RunHeader:
         """What the console header and the report say about the run."""
         config = self.config
         per_case = not config.connector and any(c.options.get("connector") for c in plan.cases)
@@ -152,11 +162,12 @@ class Session:
         return RunHeader(config.agent or plan.agent, connector, ", ".join(simulators), source.describe(len(plan.cases)),
                          config.timeout, plan.total, config.runs, config.parallel, any(c.dynamic for c in plan.cases))
 
-    async def _execute(self, plan: Plan, source: Source, caller: Caller, warnings: list[str]) -> ExitCode:
+    async def _execute(self, plan: Plan, source: Inputs, caller: Caller, warnings: list[str]) -> ExitCode:
         config = self.config
         header = self.header(plan, source, caller)
         console = Console(self.out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(),
-                          show_reply=isinstance(source, Message), secrets=self.secrets, matrix=bool(plan.matrix))
+                          show_reply=source.message is not None, secrets=self.secrets, quiet=config.quiet,
+                          grouped=len(source.files) > 1, matrix=bool(plan.matrix))
         self.warnings = list(dict.fromkeys(warnings))
         console.header(header, self.warnings)
         state = RunState()
@@ -175,10 +186,13 @@ class Session:
                 raise
             except Exception as exc:  # a bug of ours outside any case: exit 3, after writing what ran
                 failure = exc
-            report = self._report(plan, source, caller, state, header)
-            if report.output_file:
-                await self._write(report)
-            console.summary(report, report.output_file or None)
+            outputs = list(config.outputs)
+            if not outputs and source.report_folder() is not None:
+                outputs = [outputfiles.default_report(source.report_folder() or ".")]
+            report = self._report(plan, source, caller, state, header, outputs)
+            written = [await self._write(report, path) for path in outputs]
+            lastfailed.save(caller.catalog.app.root, config.inputs, report.results)
+            console.summary(report, ", ".join(written) or None)
         if failure is not None:
             from .runner import internal_error
 
@@ -190,25 +204,30 @@ class Session:
         return [f"$ENV.{name} is shorter than {MIN_LENGTH} characters, so it is not hidden in output (only longer values are taken for secrets)"
                 for name in self.secrets.short_names()]
 
-    def _report(self, plan: Plan, source: Source, caller: Caller, state: RunState, header: RunHeader) -> RunReport:
+    def _report(self, plan: Plan, source: Inputs, caller: Caller, state: RunState, header: RunHeader, outputs: list[str]) -> RunReport:
         config = self.config
         interrupted = self.signalled is not None
-        output = config.output or source.default_report() or ""
+        output = outputs[0] if outputs else ""
         saved = sum(state.saved.values())
         return make_report(
             state.ordered(), state.started_at, (time.perf_counter() - state.started) * 1000, config.runs,
             policies=gates.policies(plan, lambda c, conn: runner.connector_label(plan, caller, c, conn)), saved=state.saved,
             matrix=plan.matrix, generation=spend_of(self.generation.by_connector, self.generation.calls, caller.catalog.prices),
             agent_id=header.agent, agent_path=caller.catalog.agent(plan.agent).spec.path, connector=header.connector,
-            simulator=header.simulator, input_source=source.path or config.input, output_file=output,
+            simulator=header.simulator, input_source=", ".join(source.files) or ", ".join(config.inputs), output_file=output,
             environment=caller.identity.environment(), options=self.options(), interrupted=interrupted,
             terminated=self.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
             not_run=max(0, state.total - len(state.results) - saved) if (state.stopped_early or interrupted) else 0,
             warnings=tuple(dict.fromkeys([*self.warnings, *state.warnings, *self._short_secrets()])),
         )
 
-    async def _write(self, report: RunReport) -> None:
-        await asyncio.to_thread(reporting.write, report, report.output_file, self.secrets)
+    async def _write(self, report: RunReport, path: str) -> str:
+        """Write one report; if that fails after the run, it is kept in a temporary file (said on stderr)."""
+        rescued = await asyncio.to_thread(reporting.write, report, path, self.secrets)
+        if rescued is None:
+            return path
+        sys.stderr.write(f"warning: could not write the report to {path}; it is saved in {rescued}\n")
+        return rescued
 
     @contextmanager
     def _signals(self, task: asyncio.Task[Any]) -> Iterator[None]:
@@ -236,7 +255,8 @@ class Session:
     def options(self) -> dict[str, Any]:
         c = self.config
         return {k: v for k, v in {
-            "timeout": c.timeout, "parallel": c.parallel, "runs": c.runs, "run": c.run_filter, "fail_fast": c.fail_fast,
+            "timeout": c.timeout, "parallel": c.parallel, "runs": c.runs, "run": c.run_filter, "k": c.keyword,
+            "last_failed": c.last_failed, "fail_fast": c.fail_fast,
             "connector": c.connector, "simulator": c.simulator, "before": c.before, "after": c.after,
             "user": c.user, "team": c.team, "ctx": c.ctx_file, "seed": c.seed or None,
             "connectors": list(c.matrix) or None, "min_pass_rate": c.min_pass_rate if c.min_pass_rate != 1.0 else None,

@@ -44,7 +44,7 @@ def test_stopped_early_not_run_warnings_and_expected_vs_actual(bot):
     assert "<b>Stopped early</b> (--fail-fast)" in page and "<b>Not run:</b> 1" in page
     assert "## Warnings" in md and re.search(r"- good: after hook env\\_test\.After.*cleanup broke", md)
     assert "<h2>Warnings</h2>" in page and "cleanup broke" in page.split("<h2>Warnings</h2>")[1]
-    assert "**Expected vs actual**" in md and "  - expected: `ok`" in md and "  - actual: `nope`" in md
+    assert "**Expected vs actual**" in md and "  - expected: ok\n  - actual: nope" in md
     assert '<span class="meta">expected</span> <code>ok</code> <span class="meta">actual</span> <code>nope</code>' in page
 
 

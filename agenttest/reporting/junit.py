@@ -68,7 +68,7 @@ def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate
                                 f"({gate.passed} of {gate.runs} runs passed)", type="GateFailed")
         failure.text = _clean("\n".join(f"run {r.run}: {'; '.join(r.reasons) or r.status}" for r in runs if not r.ok))
     elif status in ("skipped", "not run"):
-        ET.SubElement(case, "skipped", message=(first.error if first is not None and first.error else status))
+        ET.SubElement(case, "skipped", message=(first.skip_reason if first is not None and first.skip_reason else status))
     out = ET.SubElement(case, "system-out")
     out.text = _clean("\n".join(_transcript(r, len(runs) > 1) for r in runs))
 
@@ -90,9 +90,9 @@ def _outcome(case: ET.Element, r: CaseResult) -> None:
     if r.status == "failed":
         ET.SubElement(case, "failure", message=(r.reasons[0] if r.reasons else "failed"), type="AssertionFailed").text = _clean(reasons)
     elif r.status in ("error", "timeout"):
-        ET.SubElement(case, "error", message=r.error or r.status, type=r.status).text = _clean(reasons)
+        ET.SubElement(case, "error", message=r.reasons[0] if r.reasons else r.status, type=r.status).text = _clean(reasons)
     elif r.status == "skipped":
-        ET.SubElement(case, "skipped", message=r.error or "skipped")
+        ET.SubElement(case, "skipped", message=r.skip_reason or "skipped")
 
 
 def _transcript(r: CaseResult, numbered: bool) -> str:

@@ -80,8 +80,8 @@ def _details(r: CaseResult, report: RunReport) -> list[str]:
 
 
 def _expected_actual(a: AssertionResult) -> list[str]:
-    return [f"- {_code(a.type)}: {_text(a.message, 300)}", f"  - expected: {_code(shorten(a.expected, 300))}",
-            f"  - actual: {_code(shorten(a.actual, 300))}"]
+    return [f"- {_code(a.type)}: {_text(a.message, 300)}", f"  - expected: {_text(a.expected, 300)}",
+            f"  - actual: {_text(a.actual, 300)}"]
 
 
 def _table(table: figures.Table) -> list[str]:
