@@ -199,7 +199,7 @@ def main() -> None:
 @click.option("--seed", default=0, show_default=True, type=int, metavar="N", cls=Option, section="Running",
               help="Seed of the faults given with a rate: the same seed injects the same faults.")
 @click.option("-x", "--fail-fast", "fail_fast", is_flag=True, cls=Option, section="Running",
-              help="Stop scheduling cases after the first that does not pass  [default: off]")
+              help="Stop scheduling cases after the first that does not pass (with --runs: whose gate failed)  [default: off]")
 @click.option("--max-attachment", default="20MB", show_default=True, callback=_size, metavar="SIZE", cls=Option, section="Running",
               help="Largest file an input may attach (file:// parts): 20MB, 500KB or bytes.")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",

@@ -99,6 +99,10 @@ def test_matrix_in_every_report_format(two, tmp_path):
     assert suite is not None
     names = [c.get("name") for c in suite.findall("testcase")]
     assert names == ["greet [fake-a]", "greet [fake-b]"] and suite.get("failures") == "1"
+    props = {p.get("name"): p.get("value") for p in suite.find("properties") or ()}
+    assert props == {"cost_usd": "0.00006"}
+    costs = [{p.get("name"): p.get("value") for p in c.iter("property")}["cost_usd"] for c in suite.findall("testcase")]
+    assert costs == ["0.00002", "0.00004"]
 
 
 def test_a_matrix_with_an_unknown_connector_is_exit_2(two):

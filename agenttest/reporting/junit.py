@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..gates import key_of
+from ..costs import totals
+from ..gates import key_of, runs_saved
 from ..model import CaseResult, Gate, RunReport
 from ..texts import as_text
 from .figures import percent
@@ -45,6 +46,7 @@ def to_junit(report: RunReport) -> str:
         time=f"{report.duration_ms / 1000:.3f}",
         timestamp=report.started_at,
     )
+    _suite_properties(suite, report)
     for runs, gate, status in groups:
         _testcase(suite, report, runs, gate, status)
     ET.indent(suites)
@@ -58,8 +60,8 @@ def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate
         name += f" [{gate.connector}]"
     took = sum(r.duration_ms for r in runs) / 1000
     case = ET.SubElement(suite, "testcase", classname=report.agent_id or "agent-test", name=name, time=f"{took:.3f}")
-    if gate is not None and (gate.planned > 1 or report.matrix or gate.min_pass_rate < 1):
-        _properties(case, gate)
+    if gate is not None:
+        _properties(case, gate, full=gate.planned > 1 or bool(report.matrix) or gate.min_pass_rate < 1)
     single = len(runs) == 1 and (gate is None or gate.planned == 1)
     if single and first is not None:
         _outcome(case, first)
@@ -73,16 +75,36 @@ def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate
     out.text = _clean("\n".join(_transcript(r, len(runs) > 1) for r in runs))
 
 
-def _properties(case: ET.Element, gate: Gate) -> None:
-    props = ET.SubElement(case, "properties")
-    values: dict[str, object] = {"runs": gate.runs, "planned": gate.planned, "passed": gate.passed, "pass_rate": round(gate.pass_rate, 4),
-              "min_pass_rate": gate.min_pass_rate, "flaky": gate.flaky, "pass_hat_k": gate.pass_hat_k, "pass_at_k": gate.pass_at_k,
-              "connector": gate.connector, "saved": gate.saved}
+def _suite_properties(suite: ET.Element, report: RunReport) -> None:
+    """The run's cost and the runs --early-stop saved, when there are any."""
+    cost = totals(report.results, report.generation).cost
+    values = {"cost_usd": _usd(cost) if cost is not None else None, "runs_saved": runs_saved(report.gates) or None}
+    if any(v is not None for v in values.values()):
+        props = ET.SubElement(suite, "properties")
+        for key, value in values.items():
+            if value is not None:
+                ET.SubElement(props, "property", name=key, value=str(value))
+
+
+def _properties(case: ET.Element, gate: Gate, full: bool) -> None:
+    """The gate's figures (with several runs, a lower gate or a matrix) and its cost (when priced)."""
+    values: dict[str, object] = {}
+    if full:
+        values = {"runs": gate.runs, "planned": gate.planned, "passed": gate.passed, "pass_rate": round(gate.pass_rate, 4),
+                  "min_pass_rate": gate.min_pass_rate, "flaky": gate.flaky, "pass_hat_k": gate.pass_hat_k, "pass_at_k": gate.pass_at_k,
+                  "connector": gate.connector, "saved": gate.saved}
     if gate.total_cost is not None:
-        values["cost_usd"] = f"{gate.total_cost:.10f}".rstrip("0").rstrip(".")
+        values["cost_usd"] = _usd(gate.total_cost)
+    if not values:
+        return
+    props = ET.SubElement(case, "properties")
     for key, value in values.items():
         text = str(value).lower() if isinstance(value, bool) else str(value)
         ET.SubElement(props, "property", name=key, value=text)
+
+
+def _usd(cost: float) -> str:
+    return f"{cost:.10f}".rstrip("0").rstrip(".")
 
 
 def _outcome(case: ET.Element, r: CaseResult) -> None:
