@@ -231,6 +231,25 @@ def run_command(**flags: Any) -> None:
     finish(work)
 
 
+@main.command("init")
+@click.argument("folder", default=".", metavar="[DIR]")
+def init_command(folder: str) -> None:
+    """Make a working app in DIR: an agent with a tool, worker agents, cases, hooks and a script test."""
+
+    def work() -> int:
+        from .scaffold import init
+
+        written = init(folder)
+        click.echo(f"Made an agent-test app in {folder} ({len(written)} files). Try it (offline):")
+        where = "" if folder in (".", "") else f"cd {folder} && "
+        click.echo(f"  {where}agent-test -i tests")
+        click.echo("  agent-test -i scripts.support.support")
+        click.echo("See its README.md.")
+        return 0
+
+    finish(work)
+
+
 def _matrix(connectors: tuple[str, ...]) -> dict[str, Any]:
     """One -c overrides the connector; several make a model matrix."""
     return {"matrix": connectors} if len(connectors) > 1 else {"connector": connectors[0] if connectors else None}

@@ -21,10 +21,10 @@ from .catalog import Catalog
 from .config import RunConfig
 from .errors import AgentTestError, ExitCode, HookError, InputError, InternalError
 from .identity import Identity, read_ctx
-from .loading import SUFFIXES, KeyPolicy, Loaded
+from .loading import SUFFIXES, KeyPolicy, Loaded, load_file
 from .model import Case, Plan, RunHeader, RunReport
 from .reporting.console import Console
-from .resolution import resolve
+from .resolution import resolve, unknown_tools
 from .runner import RunState
 from .costs import spend_of
 from .secrets import MIN_LENGTH, Secrets
@@ -47,7 +47,8 @@ class Session:
         config = self.config
         self._check_outputs()
         found, problems = expand(list(config.inputs))
-        if problems:
+        problems += [p for f in found if f.path and not os.path.exists(f.path) for p in load_file(f.path).problems]
+        if problems:  # a missing file is said as such (with a did-you-mean), before anything asks for its agent
             raise InputError(problems)
         source = Inputs(tuple(found))
         root = find_root(config.app, source.path)
@@ -76,7 +77,7 @@ class Session:
     def _agent_id(self, source: Inputs, app: App) -> str | None:
         """-n, else the agent the inputs imply; required unless only previewing or listing files."""
         config = self.config
-        agent_id = config.agent or source.agent_hint(app)
+        agent_id = config.agent or source.agent_hint(app) or app.only_agent()
         previewing = config.dry_run or config.list_only
         if agent_id is None and (source.needs_agent or not previewing):
             if source.path is not None:
@@ -119,6 +120,11 @@ class Session:
         if unpriced:
             raise InputError(unpriced)
         await catalog.start()  # MCP servers: a server that cannot start is exit 2, before any case runs
+        if getattr(catalog.agent(agent_id).spec, "mcp", ()):  # its MCP tools are known now: check mocks and faults
+            tools = catalog.agent(agent_id).tools
+            late = [p for c in cases if c.mode != "script" for p in unknown_tools(c, tools)]
+            if late:
+                raise InputError(late)
         warnings = [*([note] if note else []), *loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
         code = await self._execute(plan, source, caller, warnings)
         return code
