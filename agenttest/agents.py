@@ -249,7 +249,8 @@ class Agent:
             created = await usercode.call(self.create_hook, ctx, conversation, what="create hook")
             conversation, connector = _created(created, conversation, connector)
         try:
-            model = self.connect(self.connector_id(connector))
+            connector = self.connector_id(connector)
+            model = self.connect(connector)
         except AgentTestError as exc:
             raise CallError(str(exc)) from None
         opts = {**self.spec.options, **(options or {})}
@@ -263,7 +264,7 @@ class Agent:
             except AgentTestError as exc:
                 raise CallError(str(exc)) from None
             usage += completion.usage
-            record_usage(completion.usage)
+            record_usage(completion.usage, connector)
             if not completion.tool_calls:
                 new.append({"role": "assistant", "content": completion.content})
                 break

@@ -43,6 +43,17 @@ CASE_FIELDS: dict[str, Schema] = {
     "world": {"type": "object", "description": "The initial state of the case's tool world (ctx.world)."},
     "mocks": {"type": "array", "items": {"$ref": "#/$defs/mock"}, "description": "Answers that replace tool calls."},
     "faults": {"type": "array", "items": {"$ref": "#/$defs/fault"}, "description": "Faults injected into tool calls."},
+    "runs": {"type": "integer", "minimum": 1, "description": "Repetitions of this case (else --runs)."},
+    "min_pass_rate": {"type": "number", "minimum": 0, "maximum": 1,
+                      "description": "The case's gate: the share of its runs that must pass (else --min-pass-rate, default 1)."},
+    "budget": {"$ref": "#/$defs/budget"},
+}
+BUDGET_FIELDS: dict[str, Schema] = {
+    "tokens": {"type": "integer", "minimum": 0, "description": "the agent under test's tokens in one run"},
+    "cost": {"type": "number", "minimum": 0, "description": "the agent under test's cost in USD in one run (needs the connector's pricing)"},
+    "tool_calls": {"type": "integer", "minimum": 0},
+    "turns": {"type": "integer", "minimum": 0},
+    "duration": {"$ref": "#/$defs/duration"},
 }
 FAULT_KINDS = ["error", "timeout", "malformed", "empty"]
 MOCK_FIELDS: dict[str, Schema] = {
@@ -118,6 +129,8 @@ def build() -> Schema:
             "checkpoint": {"type": "object", "required": ["id"], "additionalProperties": False, "properties": CHECKPOINT_FIELDS},
             "mock": {"type": "object", "required": ["tool"], "additionalProperties": False, "properties": MOCK_FIELDS},
             "fault": {"type": "object", "required": ["tool", "kind"], "additionalProperties": False, "properties": FAULT_FIELDS},
+            "budget": {"type": "object", "minProperties": 1, "additionalProperties": False, "properties": BUDGET_FIELDS,
+                       "description": "Limits on one run of the case; exceeding one fails it."},
         },
     }
 
@@ -157,7 +170,7 @@ def _simple_check(field: Schema) -> Any:
     rest = set(field) - {"description"}
     if not rest:
         return lambda v: True
-    if rest == {"type"} and field["type"] in _TYPES:
+    if rest == {"type"} and isinstance(field["type"], str) and field["type"] in _TYPES:
         return _TYPES[field["type"]]
     if rest == {"enum"} and all(type(c) is str for c in field["enum"]):
         allowed = frozenset(field["enum"])
@@ -250,6 +263,21 @@ def _fault(f: Any) -> bool:
             and ("message" not in f or _str(f["message"])))
 
 
+def _number(v: Any, low: float, high: float) -> bool:
+    return type(v) in (int, float) and low <= v <= high
+
+
+def _gate(raw: dict[str, Any]) -> bool:
+    """The repetition, gate and budget fields, if any, certainly fit the schema."""
+    budget = raw.get("budget", {"turns": 1})
+    return (("runs" not in raw or _count(raw["runs"], 1))
+            and ("min_pass_rate" not in raw or _number(raw["min_pass_rate"], 0, 1))
+            and type(budget) is dict and bool(budget) and budget.keys() <= BUDGET_FIELDS.keys()
+            and all(_count(budget[k], 0) for k in ("tokens", "tool_calls", "turns") if k in budget)
+            and ("cost" not in budget or _number(budget["cost"], 0, float("inf")))
+            and ("duration" not in budget or type(budget["duration"]) in (str, int, float)))
+
+
 def _world(raw: dict[str, Any]) -> bool:
     """The tool-world fields, if any, certainly fit the schema."""
     return (("world" not in raw or type(raw["world"]) is dict)
@@ -283,7 +311,7 @@ def plainly_valid(raw: Any) -> bool:
         return False
     if "tags" in raw and not (type(raw["tags"]) is list and all(_str(t) for t in raw["tags"])):
         return False
-    if not _world(raw):
+    if not _world(raw) or not _gate(raw):
         return False
     if "simulator" in raw:
         s = raw["simulator"]

@@ -11,7 +11,7 @@ import asyncio
 import os
 from typing import Any
 
-from . import prompts
+from . import costs, prompts
 from .agents import Agent, load_spec
 from .app import App
 from .connectors import Connector, create
@@ -30,6 +30,7 @@ class Catalog:
         self.warnings: list[str] = []
         self._agents: dict[str, Agent] = {}
         self._connectors: dict[str, Connector] = {}
+        self.prices: dict[str, costs.Pricing | None] = {}  # connector ID → its pricing (costs.py)
         self.servers = Servers(app, self.secrets, self.warnings)
         self._with_servers: set[str] = set()  # agents whose MCP tools were added
         self.global_prompts = prompts.load(os.path.join(app.root, "agent", "prompts.yml"))
@@ -68,7 +69,9 @@ class Catalog:
     def connector(self, connector_id: str) -> Connector:
         """The Connector for an ID (a file under connectors/, or the implicit ``openai.<model>``)."""
         if connector_id not in self._connectors:
-            self._connectors[connector_id] = create(spec_for(self.app, connector_id, self.secrets))
+            spec = spec_for(self.app, connector_id, self.secrets)
+            self.prices[connector_id] = costs.pricing_of(spec.options, connector_id, spec.path)  # bad pricing: a load error
+            self._connectors[connector_id] = create(spec)
         return self._connectors[connector_id]
 
     def check(self, agent_id: str, connector_id: str | None) -> None:

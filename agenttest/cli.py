@@ -26,7 +26,7 @@ Examples:
   agent-test -i "agents:workers.test.generator?count=10" -n expense --dry-run
   agent-test -i assistants/expense/tests/dynamic.jsonl --parallel 4 -o report.html
 
-Exit codes: 0 all passed, 1 a case failed/errored/timed out, 2 bad usage or input, 3 internal error,
+Exit codes: 0 all passed, 1 a case failed/errored/timed out (with --runs: missed its gate), 2 bad usage or input, 3 internal error,
 130 interrupted, 143 terminated.
 Docs: docs/README.md"""
 
@@ -100,6 +100,25 @@ def _regex(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     return value
 
 
+def _connectors(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """``-c a -c b`` and ``-c a,b``: the connectors in order, each once."""
+    names = [name.strip() for item in value for name in item.split(",")]
+    if any(not name for name in names):
+        raise click.BadParameter("an empty connector ID (write -c a,b or -c a -c b)")
+    return tuple(dict.fromkeys(names))
+
+
+def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None
+    from .budgets import parse
+
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _ref(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None and not re.fullmatch(r"[\w.]+\.\w+", value):
         raise click.BadParameter(f"{value!r} must be <module>.<Function>, e.g. env_test.BeforeAll")
@@ -152,8 +171,9 @@ def main() -> None:
               help="Unknown keys in cases, --ctx and package.yao are errors, not ignored with a warning  [default: off]")
 @click.option("--app", "app_dir", metavar="DIR", cls=Option, section="Input and selection",
               help="App root  [default: $AGENTTEST_APP, else the nearest folder with assistants/ above the input or the current folder]")
-@click.option("-c", "--connector", metavar="ID", cls=Option, section="Running",
-              help="Override the connector of the agent under test, e.g. openai.gpt-4o-mini  [default: from the case, else package.yao]")
+@click.option("-c", "--connector", metavar="ID", multiple=True, callback=_connectors, cls=Option, section="Running",
+              help="Connector of the agent under test, e.g. openai.gpt-4o-mini; several (-c a -c b or -c a,b) run every case on each, "
+                   "side by side  [default: from the case, else package.yao]")
 @click.option("-u", "--user", metavar="ID", cls=Option, section="Running", help="Test user ID  [default: the case's user, else --ctx, else test-user]")
 @click.option("-t", "--team", metavar="ID", cls=Option, section="Running", help="Test team ID  [default: the case's team, else --ctx, else test-team]")
 @click.option("--ctx", "ctx_file", metavar="FILE", cls=Option, section="Running",
@@ -169,11 +189,17 @@ def main() -> None:
 @click.option("--parallel", default=1, show_default=True, type=click.IntRange(1, 1000), metavar="N", cls=Option, section="Running",
               help="Number of test cases run at once.")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(1, 1000), metavar="N", cls=Option, section="Running",
-              help="Run each case N times and report stability.")
+              help="Run each case N times (a case's 'runs' wins) and gate it on its pass rate.")
+@click.option("--min-pass-rate", default=1.0, show_default=True, type=click.FloatRange(0, 1), metavar="RATE", cls=Option, section="Running",
+              help="A case passes when this share of its runs passed (a case's 'min_pass_rate' wins); 1.0 is pass^k.")
+@click.option("--early-stop", is_flag=True, cls=Option, section="Running",
+              help="Stop a case's runs once no remaining run can change its verdict  [default: off]")
+@click.option("--budget", metavar="LIMITS", callback=_budget, cls=Option, section="Running",
+              help="Limits per case run, e.g. tokens=20000,cost=0.05,tool_calls=10,turns=8,duration=2m (a case's 'budget' wins)  [default: none]")
 @click.option("--seed", default=0, show_default=True, type=int, metavar="N", cls=Option, section="Running",
               help="Seed of the faults given with a rate: the same seed injects the same faults.")
 @click.option("-x", "--fail-fast", "fail_fast", is_flag=True, cls=Option, section="Running",
-              help="Stop scheduling cases after the first that does not pass  [default: off]")
+              help="Stop scheduling cases after the first that does not pass (with --runs: whose gate failed)  [default: off]")
 @click.option("--max-attachment", default="20MB", show_default=True, callback=_size, metavar="SIZE", cls=Option, section="Running",
               help="Largest file an input may attach (file:// parts): 20MB, 500KB or bytes.")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",
@@ -189,13 +215,14 @@ def run_command(**flags: Any) -> None:
 
     def work() -> int:
         config = RunConfig(
-            inputs=tuple(flags["inputs"]), agent=flags["agent"], outputs=tuple(flags["outputs"]), connector=flags["connector"],
+            inputs=tuple(flags["inputs"]), agent=flags["agent"], outputs=tuple(flags["outputs"]),
             user=flags["user"], team=flags["team"], verbose=flags["verbose"], ctx_file=flags["ctx_file"],
             simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
             parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], keyword=flags["keyword"],
             last_failed=flags["last_failed"], list_only=flags["list_only"], quiet=flags["quiet"], fail_fast=flags["fail_fast"],
             dry_run=flags["dry_run"], app=flags["app_dir"], color=color, max_attachment=flags["max_attachment"], strict=flags["strict"],
-            seed=flags["seed"],
+            seed=flags["seed"], min_pass_rate=flags["min_pass_rate"], early_stop=flags["early_stop"], budget=flags["budget"],
+            **_matrix(flags["connector"]),
         )
         from .session import Session
 
@@ -221,6 +248,11 @@ def init_command(folder: str) -> None:
         return 0
 
     finish(work)
+
+
+def _matrix(connectors: tuple[str, ...]) -> dict[str, Any]:
+    """One -c overrides the connector; several make a model matrix."""
+    return {"matrix": connectors} if len(connectors) > 1 else {"connector": connectors[0] if connectors else None}
 
 
 def entry() -> None:

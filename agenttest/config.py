@@ -108,3 +108,7 @@ class RunConfig:
     max_attachment: int = 20 * 1024 * 1024  # bytes
     strict: bool = False  # unknown keys are errors, not warnings
     seed: int = 0  # --seed: faults with a rate
+    matrix: tuple[str, ...] = ()  # -c a,b: run everything on each connector (a single -c is ``connector``)
+    min_pass_rate: float = 1.0  # --min-pass-rate: the gate of cases that set none
+    early_stop: bool = False  # --early-stop
+    budget: Any = None  # --budget: a model.Budget (config sits below model)

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import budgets
 from .caseschema import plainly_valid
 from .config import parse_duration
 from .errors import InputError, Location, Problem, closest
@@ -433,6 +434,9 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
         world=raw.get("world"),
         mocks=tuple(mock_of(m) for m in raw.get("mocks") or ()),
         faults=tuple(fault_of(f) for f in raw.get("faults") or ()),
+        runs=raw.get("runs"),
+        min_pass_rate=float(raw["min_pass_rate"]) if "min_pass_rate" in raw else None,
+        budget=budgets.of_case(raw["budget"]) if raw.get("budget") else None,
         locator=locator,
     )
 

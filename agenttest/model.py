@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
@@ -101,6 +101,9 @@ class Case:
     world: dict[str, Any] | None = None  # the initial state of the case's tool world
     mocks: tuple[Mock, ...] = ()
     faults: tuple[Fault, ...] = ()
+    runs: int | None = None  # repetitions of this case (else --runs)
+    min_pass_rate: float | None = None  # its gate (else --min-pass-rate)
+    budget: Budget | None = None
     script: Any = None  # a script test's function (script tests only)
     locator: Locator | None = field(default=None, repr=False, compare=False)
 
@@ -129,16 +132,54 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0  # of the prompt tokens, those the endpoint served from its cache (priced apart)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            self.cached_tokens + other.cached_tokens,
         )
 
     def as_dict(self) -> dict[str, int]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "total_tokens": self.total_tokens}
+        out = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "total_tokens": self.total_tokens}
+        if self.cached_tokens:
+            out["cached_tokens"] = self.cached_tokens
+        return out
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits on what one run of a case may spend (FORMATS §8); None: no limit on that figure."""
+
+    tokens: int | None = None  # the agent under test's tokens
+    cost: float | None = None  # USD, the agent under test's calls
+    tool_calls: int | None = None
+    turns: int | None = None
+    duration: float | None = None  # seconds
+
+    def over(self, base: Budget | None) -> Budget:
+        """This budget's limits, the ones it leaves open taken from ``base`` (the case over --budget)."""
+        if base is None:
+            return self
+        return Budget(*(mine if mine is not None else theirs for mine, theirs in zip(astuple_shallow(self), astuple_shallow(base))))
+
+
+def astuple_shallow(value: Any) -> tuple[Any, ...]:
+    """A dataclass's field values in order, not copied (``dataclasses.astuple`` deep-copies)."""
+    return tuple(getattr(value, f.name) for f in fields(value))
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What one role's model calls through one connector cost within a case run."""
+
+    role: str  # agent, simulator, validator, generator
+    connector: str
+    usage: Usage = Usage()
+    calls: int = 0
+    cost: float | None = None  # USD; None when the connector has no pricing
 
 
 @dataclass(frozen=True)
@@ -292,6 +333,8 @@ class CaseResult:
     description: str = ""  # the case's, as written
     tags: tuple[str, ...] = ()
     world: WorldRecord | None = None  # a case with a world, or whose tools changed it
+    connector: str = ""  # the connector of the agent under test in a model matrix (-c a,b)
+    spend: tuple[Spend, ...] = ()  # tokens and cost by role and connector
 
     @property
     def ok(self) -> bool:
@@ -325,6 +368,57 @@ class Stability:
     max_ms: float
     std_ms: float
     classification: str
+    connector: str = ""  # in a model matrix
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The verdict of one case (on one connector of a matrix) over its runs (FORMATS §8): passed when
+    ``pass_rate >= min_pass_rate``. Skipped runs count nowhere; errors and timeouts count as not passed."""
+
+    id: str
+    connector: str = ""
+    file: str = ""
+    planned: int = 1  # runs scheduled
+    runs: int = 0  # runs that ran and were not skipped
+    passed: int = 0
+    min_pass_rate: float = 1.0
+    skipped: int = 0
+    saved: int = 0  # runs --early-stop did not start because the verdict was settled
+    mean_ms: float = 0.0
+    median_ms: float = 0.0
+    min_ms: float = 0.0
+    max_ms: float = 0.0
+    std_ms: float = 0.0
+    tokens: int = 0  # the agent under test's, over the runs
+    cost: float | None = None  # the agent under test's, USD; None when nothing was priced
+    total_cost: float | None = None  # every role's (simulator and validators too)
+
+    @property
+    def pass_rate(self) -> float:
+        """Passed runs over runs that ran (0–1); 0 when none ran."""
+        return self.passed / self.runs if self.runs else 0.0
+
+    @property
+    def verdict(self) -> Literal["passed", "failed", "skipped", "not run"]:
+        if not self.runs:
+            return "skipped" if self.skipped else "not run"
+        return "passed" if self.pass_rate >= self.min_pass_rate - 1e-9 else "failed"
+
+    @property
+    def pass_hat_k(self) -> bool:
+        """pass^k: every run passed."""
+        return self.runs > 0 and self.passed == self.runs
+
+    @property
+    def pass_at_k(self) -> bool:
+        """pass@k: at least one run passed."""
+        return self.passed > 0
+
+    @property
+    def flaky(self) -> bool:
+        """Some runs passed and some did not."""
+        return 0 < self.passed < self.runs
 
 
 @dataclass(frozen=True)
@@ -362,6 +456,9 @@ class RunReport:
     not_run: int = 0
     warnings: tuple[str, ...] = ()
     terminated: bool = False  # stopped by SIGTERM (CI cancel, docker stop) rather than Ctrl-C
+    gates: tuple[Gate, ...] = ()  # one per case (× connector): the verdicts that decide the exit code
+    matrix: tuple[str, ...] = ()  # the connectors of a model matrix (-c a,b), in order
+    generation: tuple[Spend, ...] = ()  # what generating the cases cost (-i agents:…)
 
     def count(self, status: str) -> int:
         return self.summary.counts.get(status, 0)
@@ -453,3 +550,23 @@ class Plan:
     hooks: dict[str, Any] = field(default_factory=dict)  # a case's before/after ref → function
     max_attachment: int = 20 * 1024 * 1024  # bytes
     seed: int = 0  # --seed: draws of faults with a rate
+    matrix: tuple[str, ...] = ()  # -c a,b: every case runs on each of these connectors
+    min_pass_rate: float = 1.0  # the gate of cases that set none
+    early_stop: bool = False  # stop a case's runs once its gate is settled
+    budget: Budget | None = None  # --budget: limits of cases that set none
+
+    def runs_of(self, case: Case) -> int:
+        return case.runs if case.runs is not None else self.runs
+
+    def gate_of(self, case: Case) -> float:
+        return case.min_pass_rate if case.min_pass_rate is not None else self.min_pass_rate
+
+    @property
+    def connectors(self) -> tuple[str | None, ...]:
+        """The connectors every case runs on: the matrix, else the one override (or None: the case's own)."""
+        return self.matrix or (self.connector,)
+
+    @property
+    def total(self) -> int:
+        """Scheduled results: cases × runs × connectors."""
+        return sum(self.runs_of(c) for c in self.cases) * len(self.connectors)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from .model import AssertionResult, CaseResult, CheckpointResult, RunReport, Turn, WorldChange, WorldRecord
+from . import costs, gates
+from .model import AssertionResult, CaseResult, CheckpointResult, Gate, RunReport, Spend, Turn, Usage, WorldChange, WorldRecord
 from .texts import as_text, shorten
 
 
@@ -115,9 +116,61 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
         out["logs"] = list(r.logs)
     if r.file:
         out["file"] = r.file
+    if r.connector:
+        out["connector"] = r.connector
+    if r.spend:
+        out["spend"] = [spend_dict(s) for s in r.spend]
+        cost = costs.total(r.spend)
+        if cost is not None:
+            out["cost"] = round(cost, 8)
     for key in ("stdout", "stderr", "traceback"):
         if getattr(r, key):
             out[key] = getattr(r, key)
+    return out
+
+
+def spend_dict(s: Spend) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": s.role, "connector": s.connector, "calls": s.calls, "usage": s.usage.as_dict()}
+    if s.cost is not None:
+        out["cost"] = round(s.cost, 8)
+    return out
+
+
+def gate_dict(g: Gate) -> dict[str, Any]:
+    """One case's (× connector's) gate and the figures behind it."""
+    out: dict[str, Any] = {"id": g.id, "connector": g.connector}
+    if g.file:
+        out["file"] = g.file
+    out.update(verdict=g.verdict, runs=g.runs, planned=g.planned, passed=g.passed, pass_rate=round(g.pass_rate, 4),
+               min_pass_rate=g.min_pass_rate, pass_hat_k=g.pass_hat_k, pass_at_k=g.pass_at_k, flaky=g.flaky,
+               classification=gates.classify(100 * g.pass_rate) if g.runs else None)
+    if g.saved:
+        out["saved"] = g.saved
+    if g.skipped:
+        out["skipped"] = g.skipped
+    out["duration"] = {"median_ms": g.median_ms, "mean_ms": g.mean_ms, "min_ms": g.min_ms, "max_ms": g.max_ms, "std_ms": g.std_ms}
+    out["tokens"] = g.tokens
+    if g.cost is not None:
+        out["cost"] = round(g.cost, 8)
+    if g.total_cost is not None:
+        out["total_cost"] = round(g.total_cost, 8)
+    return out
+
+
+def _spent(usage: Usage, cost: float | None) -> dict[str, Any]:
+    return {"usage": usage.as_dict(), **({"cost": round(cost, 8)} if cost is not None else {})}
+
+
+def cost_dict(report: RunReport) -> dict[str, Any] | None:
+    """Tokens and cost by role and by connector, and in total; None when no model was called."""
+    t = costs.totals(report.results, report.generation)
+    if not t.any:
+        return None
+    out: dict[str, Any] = {"total": round(t.cost, 8) if t.cost is not None else None,
+                           "by_role": {role: _spent(*v) for role, v in t.by_role.items()},
+                           "by_connector": {conn: _spent(*v) for conn, v in t.by_connector.items()}}
+    if t.unpriced_tokens:
+        out["unpriced_tokens"] = t.unpriced_tokens
     return out
 
 
@@ -142,10 +195,23 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
     if report.stability:
         runs = report.options.get("runs", 1)
         out["runs"] = runs
-        out["stability"] = [asdict(s) for s in report.stability]
+        out["stability"] = [{k: v for k, v in asdict(s).items() if k != "connector" or report.matrix} for s in report.stability]
         out["stable_cases"] = sum(1 for s in report.stability if s.classification == "stable")
         total_runs = sum(s.runs for s in report.stability)
         out["overall_pass_rate"] = round(100.0 * sum(s.passed for s in report.stability) / total_runs, 1) if total_runs else 100.0
+    if gates.shown(report.gates, report.matrix):
+        out["cases"] = len(report.gates)
+        out["gates_passed"] = sum(1 for g in report.gates if g.verdict == "passed")
+        out["gates_failed"] = len(gates.failed(report.gates))
+        out["gates"] = [gate_dict(g) for g in report.gates]
+    if report.matrix:
+        out["matrix"] = list(report.matrix)
+    saved = gates.runs_saved(report.gates)
+    if saved:
+        out["runs_saved"] = saved
+    spent = cost_dict(report)
+    if spent is not None:
+        out["costs"] = spent
     if report.interrupted:
         out["interrupted"] = True
     if report.stopped_early:

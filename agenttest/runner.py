@@ -1,4 +1,5 @@
-"""Scheduling: one semaphore for --parallel, per-case deadlines, --runs, --fail-fast, hooks, cancellation.
+"""Scheduling: one semaphore for --parallel, per-case deadlines, runs × connectors (the model matrix),
+--early-stop and --fail-fast on gates, budgets, hooks, cancellation.
 
 Capture, don't crash: whatever happens while one case runs — the agent failing, user code raising or
 hanging, a bug in agent-test — ends as that case's result; the run goes on."""
@@ -13,12 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import attachments, modes, usercode
+from . import attachments, budgets, gates, modes, usercode
 from .caller import Caller
 from .config import format_timeout
-from .errors import CallError, HookError
+from .costs import spend_of
+from .errors import AgentTestError, CallError, HookError
 from .hooks import data_of
-from .model import Case, CaseResult, Plan, Status
+from .model import AssertionResult, Budget, Case, CaseResult, Plan, Status
 from .records import result_dict
 from .tracking import Trace, current_trace
 from .world import ToolWorld
@@ -38,13 +40,24 @@ class RunState:
     warnings: list[str] = field(default_factory=list)
     before_all_data: Any = None
     after_all_done: bool = False
+    tallies: dict[gates.Key, gates.Tally] = field(default_factory=dict)  # each case × connector's runs so far
+    saved: dict[gates.Key, int] = field(default_factory=dict)  # runs --early-stop did not start
 
     def ordered(self) -> list[CaseResult]:
         return [self.results[i] for i in sorted(self.results)]
 
 
 Listener = Callable[[CaseResult], None]
-StartListener = Callable[[Case, int], None]
+StartListener = Callable[[Case, int, str], None]  # the case, its run number, its connector in a matrix ("" otherwise)
+
+
+def connector_label(plan: Plan, caller: Caller, case: Case, scheduled: str | None) -> str:
+    """The connector a case's results carry: the matrix's, else -c, the case's or the agent's own."""
+    chosen = scheduled or case.options.get("connector")
+    try:
+        return caller.catalog.agent(plan.agent).connector_id(chosen)
+    except AgentTestError:
+        return chosen or ""
 
 
 def internal_error(exc: BaseException) -> tuple[str, str]:
@@ -52,8 +65,15 @@ def internal_error(exc: BaseException) -> tuple[str, str]:
     return f"internal error: {type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc))
 
 
-async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller) -> CaseResult:
-    """Run one case once, Before and After included. Never raises, except CancelledError (Ctrl-C)."""
+async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller, connector: str | None = None) -> CaseResult:
+    """Run one case once (on ``connector``, else -c, the case's or the agent's), Before and After included.
+    Never raises, except CancelledError (Ctrl-C)."""
+    label = connector_label(plan, caller, case, connector or plan.connector)
+    result = await _run_case(case, run, index, plan, caller, connector or plan.connector)
+    return replace(result, connector=label)
+
+
+async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller, scheduled: str | None) -> CaseResult:
     if case.skip:
         return CaseResult(case.id, "skipped", case.name, case.input, skip_reason=case.skip_reason, run=run, index=index,
                           description=case.description, tags=case.tags,
@@ -64,9 +84,10 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
     start = time.perf_counter()
     ctx = caller.context(case, run)
     world = trace.world = ToolWorld(case, ctx.world, plan.seed, run)
-    connector = plan.connector or case.options.get("connector")
+    connector = scheduled or case.options.get("connector")
     policy = attachments.Policy((os.path.realpath(caller.catalog.app.root),), plan.max_attachment)
-    env = modes.CaseEnv(caller, plan.agent, connector, ctx, policy)
+    budget = case.budget.over(plan.budget) if case.budget is not None else plan.budget
+    env = modes.CaseEnv(caller, plan.agent, connector, ctx, policy, budget)
     mode = modes.get(case)
     deadline = case.timeout or plan.timeout
     loop = asyncio.get_running_loop()
@@ -94,7 +115,9 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
             message, tb = internal_error(exc)
             result = replace(mode.partial(case, trace, "error", message), traceback=tb)
         result = replace(result, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index, file=case.file,
-                         world=world.record())
+                         world=world.record(), spend=spend_of(trace.by_connector, trace.calls, caller.catalog.prices))
+        if budget is not None:
+            result = over_budget(result, budget, trace, caller)
         if before_ok and case.after:
             result = await _after(case, plan, ctx, result, before_data, max(ends - loop.time(), AFTER_GRACE))
     except asyncio.CancelledError:
@@ -111,6 +134,20 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
     return caller.catalog.secrets.scrub(result)  # keys hidden before anything shortens the text
 
 
+def over_budget(result: CaseResult, budget: Budget, trace: Trace, caller: Caller) -> CaseResult:
+    """A passed or failed run that spent more than its budget fails with the overrun as a failed ``budget``
+    assertion (a dynamic case already stopped at the turn that exceeded it)."""
+    if result.status not in ("passed", "failed") or result.error.startswith(budgets.PREFIX):
+        return result
+    spent = budgets.spent(trace, caller.catalog.prices, len(result.turns) or 1, result.duration_ms / 1000)
+    exceeded = budgets.overruns(budget, spent)
+    if not exceeded:
+        return result
+    verdict = AssertionResult("budget", False, budgets.message(exceeded), budgets.limits(budget), spent.as_dict())
+    status: Status = "failed"
+    return replace(result, status=status, error=result.error or verdict.message, assertions=(*result.assertions, verdict))
+
+
 async def _after(case: Case, plan: Plan, ctx: Any, result: CaseResult, before_data: Any, timeout: float) -> CaseResult:
     """Run the case's After hook; its failure is a warning on the result, its hanging a timeout."""
     hook = plan.hooks[case.after]  # type: ignore[index]
@@ -125,8 +162,8 @@ async def _after(case: Case, plan: Plan, ctx: Any, result: CaseResult, before_da
 
 
 async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None = None, on_result: Listener | None = None) -> None:
-    """Run every selected case (× runs), global hooks around them. Results land in ``state``."""
-    state.total = len(plan.cases) * plan.runs
+    """Run every selected case (× connectors × runs), global hooks around them. Results land in ``state``."""
+    state.total = plan.total
     ctx = caller.context()
     if plan.before_all is not None:
         try:
@@ -146,37 +183,66 @@ async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListen
                 state.warnings.append(str(exc))
 
 
+@dataclass(frozen=True)
+class Unit:
+    """One scheduled run: a case on a connector, run number ``run``; ``index`` orders the report."""
+
+    case: Case
+    connector: str | None
+    run: int
+    index: int
+    key: gates.Key
+
+
+def units(plan: Plan, caller: Caller) -> list[Unit]:
+    """Case by case, connector by connector, run by run (the report's order). With --early-stop they start
+    round by round — every case's run 1, then every run 2, … — so that a case's next run starts, as a
+    rule, after its last one finished and the verdict it may have settled is known."""
+    out = []
+    for case in plan.cases:
+        for connector in plan.connectors:
+            key = (case.file, case.id, connector_label(plan, caller, case, connector))
+            out += [Unit(case, connector, run, 0, key) for run in range(1, plan.runs_of(case) + 1)]
+    ordered = [replace(u, index=i) for i, u in enumerate(out)]
+    return sorted(ordered, key=lambda u: (u.run, u.index)) if plan.early_stop else ordered
+
+
 async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None, on_result: Listener | None) -> None:
+    """Start units as the semaphore allows. --early-stop skips the runs of a case whose gate is settled
+    (runs already in flight finish and count); --fail-fast stops everything once a gate has failed."""
     sem = asyncio.Semaphore(plan.parallel)
     tasks: set[asyncio.Task[None]] = set()
+    policies = gates.policies(plan, lambda c, conn: connector_label(plan, caller, c, conn))
+    state.tallies = {k: gates.Tally(p) for k, p in policies.items()}
 
-    async def one(case: Case, run_no: int, index: int) -> None:
+    async def one(unit: Unit) -> None:
         try:
-            result = await run_case(case, run_no, index, plan, caller)
-            state.results[index] = result
+            result = await run_case(unit.case, unit.run, unit.index, plan, caller, unit.connector)
+            state.results[unit.index] = result
+            tally = state.tallies[unit.key]
+            tally.add(result)
             if on_result is not None:
                 on_result(result)
-            if plan.fail_fast and not result.ok:
+            if plan.fail_fast and tally.outcome is False:
                 state.stopped_early = True
         finally:
             sem.release()
 
     try:
-        index = 0
-        for case in plan.cases:
-            for run_no in range(1, plan.runs + 1):
-                await sem.acquire()
-                if state.stopped_early:
-                    sem.release()
-                    break
-                if on_start is not None:
-                    on_start(case, run_no)
-                task = asyncio.create_task(one(case, run_no, index))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
-                index += 1
+        for unit in units(plan, caller):
+            await sem.acquire()
             if state.stopped_early:
+                sem.release()
                 break
+            if plan.early_stop and state.tallies[unit.key].outcome is not None:
+                state.saved[unit.key] = state.saved.get(unit.key, 0) + 1
+                sem.release()
+                continue
+            if on_start is not None:
+                on_start(unit.case, unit.run, unit.connector or "")
+            task = asyncio.create_task(one(unit))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
         if tasks:
             await asyncio.gather(*list(tasks))
     except asyncio.CancelledError:

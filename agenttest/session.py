@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from . import lastfailed, outputfiles, plugins, reporting, runner, usercode
+from . import budgets, gates, lastfailed, outputfiles, plugins, reporting, runner, usercode
 from .app import App, find_root
 from .caller import Caller
 from .catalog import Catalog
@@ -26,9 +26,11 @@ from .model import Case, Plan, RunHeader, RunReport
 from .reporting.console import Console
 from .resolution import resolve, unknown_tools
 from .runner import RunState
+from .costs import spend_of
 from .secrets import MIN_LENGTH, Secrets
 from .selection import select
 from .sources import Inputs, LoadEnv, expand, normalized
+from .tracking import Trace, current_trace
 from .verdict import exit_code, make_report
 
 
@@ -39,6 +41,7 @@ class Session:
         self.secrets = Secrets()
         self.signalled: signal.Signals | None = None
         self.warnings: list[str] = []  # said in the header; kept in the report
+        self.generation = Trace()  # what generating the cases (-i agents:…) spent
     async def run(self) -> ExitCode:
         plugins.load()  # third-party assertion types, connectors and report formats
         config = self.config
@@ -88,7 +91,11 @@ class Session:
         agent_id = self._agent_id(source, catalog.app)
         previewing = config.dry_run or config.list_only
         agent = catalog.agent(agent_id) if agent_id and (source.needs_agent or not previewing) else None
-        loaded: Loaded = await source.load(LoadEnv(config.simulator, agent, caller, KeyPolicy(strict=config.strict)))
+        token = current_trace.set(self.generation)  # what a generator agent spends is counted apart
+        try:
+            loaded: Loaded = await source.load(LoadEnv(config.simulator, agent, caller, KeyPolicy(strict=config.strict)))
+        finally:
+            current_trace.reset(token)
         if config.dry_run:
             return await self._dry_run(loaded.check())
         cases, note = loaded.cases, ""
@@ -98,18 +105,26 @@ class Session:
         if config.list_only:
             loaded.check()
             return self._list(cases)
-        resolved = resolve(cases, catalog, agent_id, config.connector, config.before, config.after)
+        first = config.matrix[0] if config.matrix else config.connector
+        resolved = resolve(cases, catalog, agent_id, first, config.before, config.after)
+        for other in config.matrix[1:]:  # a model matrix: every connector is checked before the first call
+            resolved.attempt(None, catalog.check, agent_id, other)
         if loaded.problems or resolved.problems:
             raise InputError(loaded.problems + resolved.problems)
         assert agent_id is not None
+        plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
+                    resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment, config.seed,
+                    config.matrix, config.min_pass_rate, config.early_stop, config.budget)
+        unpriced = budgets.problems(cases, lambda c: c.budget.over(plan.budget) if c.budget else plan.budget,
+                                    lambda c: [runner.connector_label(plan, caller, c, conn) for conn in plan.connectors], catalog.prices)
+        if unpriced:
+            raise InputError(unpriced)
         await catalog.start()  # MCP servers: a server that cannot start is exit 2, before any case runs
         if getattr(catalog.agent(agent_id).spec, "mcp", ()):  # its MCP tools are known now: check mocks and faults
             tools = catalog.agent(agent_id).tools
             late = [p for c in cases if c.mode != "script" for p in unknown_tools(c, tools)]
             if late:
                 raise InputError(late)
-        plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
-                    resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment, config.seed)
         warnings = [*([note] if note else []), *loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
         code = await self._execute(plan, source, caller, warnings)
         return code
@@ -147,21 +162,24 @@ class Session:
             connector = "per case" if per_case else caller.catalog.agent(plan.agent).connector_id(config.connector)
         except AgentTestError:
             connector = ""
+        if plan.matrix:
+            connector = ", ".join(plan.matrix)
         simulators = sorted({c.simulator.use for c in plan.cases if c.dynamic and c.simulator})
         return RunHeader(config.agent or plan.agent, connector, ", ".join(simulators), source.describe(len(plan.cases)),
-                         config.timeout, len(plan.cases) * config.runs, config.runs, config.parallel, any(c.dynamic for c in plan.cases))
+                         config.timeout, plan.total, config.runs, config.parallel, any(c.dynamic for c in plan.cases))
 
     async def _execute(self, plan: Plan, source: Inputs, caller: Caller, warnings: list[str]) -> ExitCode:
         config = self.config
         header = self.header(plan, source, caller)
         console = Console(self.out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(),
                           show_reply=source.message is not None, secrets=self.secrets, quiet=config.quiet,
-                          grouped=len(source.files) > 1)
+                          grouped=len(source.files) > 1, matrix=bool(plan.matrix))
         self.warnings = list(dict.fromkeys(warnings))
         console.header(header, self.warnings)
         state = RunState()
-        task = asyncio.create_task(runner.run(plan, caller, state, lambda c, r: console.started(c, r, config.runs),
-                                              lambda r: console.finished(r, config.runs)))
+        runs = {(c.file, c.id): plan.runs_of(c) for c in plan.cases}
+        task = asyncio.create_task(runner.run(plan, caller, state, lambda c, r, conn: console.started(c, r, plan.runs_of(c), conn),
+                                              lambda r: console.finished(r, runs.get((r.file, r.id), config.runs))))
         failure: BaseException | None = None
         with self._signals(task):
             try:
@@ -196,13 +214,16 @@ class Session:
         config = self.config
         interrupted = self.signalled is not None
         output = outputs[0] if outputs else ""
+        saved = sum(state.saved.values())
         return make_report(
             state.ordered(), state.started_at, (time.perf_counter() - state.started) * 1000, config.runs,
+            policies=gates.policies(plan, lambda c, conn: runner.connector_label(plan, caller, c, conn)), saved=state.saved,
+            matrix=plan.matrix, generation=spend_of(self.generation.by_connector, self.generation.calls, caller.catalog.prices),
             agent_id=header.agent, agent_path=caller.catalog.agent(plan.agent).spec.path, connector=header.connector,
             simulator=header.simulator, input_source=", ".join(source.files) or ", ".join(config.inputs), output_file=output,
             environment=caller.identity.environment(), options=self.options(), interrupted=interrupted,
             terminated=self.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
-            not_run=max(0, state.total - len(state.results)) if (state.stopped_early or interrupted) else 0,
+            not_run=max(0, state.total - len(state.results) - saved) if (state.stopped_early or interrupted) else 0,
             warnings=tuple(dict.fromkeys([*self.warnings, *state.warnings, *self._short_secrets()])),
         )
 
@@ -244,5 +265,7 @@ class Session:
             "last_failed": c.last_failed, "fail_fast": c.fail_fast,
             "connector": c.connector, "simulator": c.simulator, "before": c.before, "after": c.after,
             "user": c.user, "team": c.team, "ctx": c.ctx_file, "seed": c.seed or None,
+            "connectors": list(c.matrix) or None, "min_pass_rate": c.min_pass_rate if c.min_pass_rate != 1.0 else None,
+            "early_stop": c.early_stop, "budget": budgets.limits(c.budget) if c.budget is not None else None,
         }.items() if v not in (None, False)}
 

@@ -5,6 +5,7 @@ Ctrl-C keeps its work in the report. The runner sets the current trace for each 
 from __future__ import annotations
 
 import contextvars
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,10 +21,16 @@ class Trace:
     model_calls: int = 0
     state: Any = None  # the mode's progress (a dynamic conversation, a script test's ``t``)
     world: Any = None  # the case's tool world (world.ToolWorld): state, mocks, faults
+    by_connector: dict[tuple[str, str], Usage] = field(default_factory=dict)  # (role, connector) → usage, for costs
+    calls: dict[tuple[str, str], int] = field(default_factory=dict)  # (role, connector) → model calls
+    started: float = field(default_factory=time.perf_counter)
 
-    def add_usage(self, role: str, usage: Usage) -> None:
+    def add_usage(self, role: str, usage: Usage, connector: str = "") -> None:
         self.usage[role] = self.usage.get(role, Usage()) + usage
         self.model_calls += 1
+        key = (role, connector)
+        self.by_connector[key] = self.by_connector.get(key, Usage()) + usage
+        self.calls[key] = self.calls.get(key, 0) + 1
 
     @property
     def agent_usage(self) -> Usage:
@@ -34,10 +41,11 @@ current_trace: contextvars.ContextVar[Trace | None] = contextvars.ContextVar("ag
 current_role: contextvars.ContextVar[Role] = contextvars.ContextVar("agenttest_role", default="agent")
 
 
-def record_usage(usage: Usage) -> None:
+def record_usage(usage: Usage, connector: str = "") -> None:
+    """Count one model call's usage for the current case, under the current role and the connector that answered."""
     trace = current_trace.get()
     if trace is not None:
-        trace.add_usage(current_role.get(), usage)
+        trace.add_usage(current_role.get(), usage, connector)
 
 
 def record_tool_call(call: ToolCall) -> None:

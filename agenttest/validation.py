@@ -107,6 +107,9 @@ def _translate(error: Any) -> list[Finding]:
         return [Finding(path, f"{_field(path)} cannot be {error.instance!r}", hint, False)]
     if kind == "minLength":
         return [Finding(path, f"{_field(path)} must not be empty", None, False)]
+    if kind == "minProperties":
+        return [Finding(path, f"{_field(path)} must not be empty", "give one or more limits: tokens, cost, tool_calls, turns, duration"
+                        if path and path[-1] == "budget" else None, False)]
     if kind == "minItems":
         return [Finding(path, f"{_field(path)} must not be an empty list", None, False)]
     if kind == "minimum":
@@ -138,6 +141,12 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
         except ValueError as exc:
             out.append(Finding(("timeout",), f"bad 'timeout': {exc}", None, False))
     out += _tool_world_problems(raw)
+    budget = raw.get("budget")
+    if isinstance(budget, dict) and isinstance(budget.get("duration"), (str, int, float)):
+        try:
+            parse_duration(budget["duration"])
+        except ValueError as exc:
+            out.append(Finding(("budget", "duration"), f"bad 'duration': {exc}", None, False))
     checkpoints = raw.get("checkpoints")
     if "simulator" in raw and not checkpoints:
         out.append(Finding(("simulator",), "a dynamic case needs 'checkpoints' as well as 'simulator'", None, True))

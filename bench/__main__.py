@@ -21,7 +21,7 @@ from dataclasses import dataclass
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from workloads import dynamic_cases, make_app, standard_cases, write_cases  # noqa: E402
+from workloads import dynamic_cases, expected_runs_with_early_stop, flaky_cases, make_app, standard_cases, write_cases  # noqa: E402
 
 
 class Server:
@@ -48,6 +48,10 @@ class Server:
     @property
     def peak_in_flight(self) -> int:
         return int(self.call("/stats")["peak_in_flight"])
+
+    @property
+    def requests(self) -> int:
+        return int(self.call("/stats")["requests"])
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -191,6 +195,27 @@ class Bench:
         ideal = 5 * latency * max(1, n / parallel) + self.startup  # 3 agent + 2 simulator calls in sequence
         self.row(f"{n} dynamic × 3 turns, 50 ms, --parallel {parallel} (median of {self.repeats()})", m, n, ideal, peak, "≤ 1.50 s", m.wall <= 1.5)
 
+    def early_stop(self) -> None:
+        """--early-stop on N cases × 10 runs whose agent fails 3 runs in 10: with the default gate (pass^10)
+        a case's verdict is settled at its first failure, so most requests need not be made."""
+        n, runs, latency = self.size(200), 10, 0.02
+        parallel = min(20, n)  # more slots than cases would start every run of a case at once: nothing to save
+        path = self.cases("flaky", flaky_cases(n))
+        planned = n * runs
+        full, peak = self.agent_test(path, latency, parallel, "--runs", str(runs))
+        made_full = self.server.requests
+        self.row(f"{n} cases × --runs {runs}, 30% failures, 20 ms, --parallel {parallel}", full, planned, None, peak, "", None)
+        early, peak = self.agent_test(path, latency, parallel, "--runs", str(runs), "--early-stop")
+        made = self.server.requests
+        self.row("  the same with --early-stop", early, planned, None, peak, "", None)
+        ideal = expected_runs_with_early_stop(n, runs)  # at --parallel 1: exactly the runs up to each first failure
+        saved = planned - made
+        self.rows.append({"workload": "--early-stop: requests saved", "wall": f"{early.wall / full.wall:.2f} of the time",
+                          "ideal": f"{(planned - ideal) / planned:.2f} saved", "ratio": f"{saved / planned:.2f} saved",
+                          "cpu/case": "—", "peak in-flight": "—", "peak RSS": "—",
+                          "target": f"{made} of {planned} requests made (full run: {made_full})", "met": "—"})
+        print("  ".join(f"{k}={v}" for k, v in self.rows[-1].items()), flush=True)
+
     def dry_run(self) -> None:
         n = self.size(10000)
         path = self.cases("dry", standard_cases(n))
@@ -211,6 +236,7 @@ class Bench:
         self.standard(400, 0.2, 50, "≤ 1.2 × ideal", lambda wall, ideal: wall <= 1.2 * ideal)
         self.standard(400, 0.2, 50, "", None, jitter=0.0)
         self.dynamic()
+        self.early_stop()
         self.dry_run()
         self.scale()
 
@@ -235,7 +261,7 @@ def machine() -> str:
 # every workload must produce its row; `python -m bench --smoke` (a CI step) checks that they all run
 SMOKE_WORKLOADS = ("agent-test --help", "start-up: 1 case", "standard, 0 ms", "openai SDK alone (create)", "openai SDK alone (post)",
                    "runner's own CPU per case vs SDK post", "standard, 50 ms, --parallel 20", "standard, 200 ms, --parallel 50",
-                   "dynamic × 3 turns", "--dry-run of", "(memory)")
+                   "dynamic × 3 turns", "--early-stop: requests saved", "--dry-run of", "(memory)")
 
 
 def main() -> None:

@@ -3,7 +3,8 @@
 It answers ``POST /v1/chat/completions`` after a configurable latency (``asyncio.sleep``, so a
 thousand requests in flight cost no threads), with keep-alive and ``TCP_NODELAY`` (without it Nagle
 and delayed ACK add ~40 ms to every keep-alive request). ``GET /stats`` returns the request count and
-the peak number in flight; ``POST /config {"latency": s}`` sets the latency and resets the counters.
+the peak number in flight; ``POST /config {"latency": s}`` sets the latency and resets the counters
+(the flaky cases' too).
 Replies follow bench/workloads.py: the agent under test answers by turn, the simulator with JSON.
 
 Run: ``python bench/server.py PORT`` (prints ``ready`` when listening)."""
@@ -25,6 +26,7 @@ class State:
     requests = 0
     in_flight = 0
     peak = 0
+    seen: dict[str, int] = {}  # flaky cases: requests so far per message
 
 
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -55,6 +57,7 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 payload = {"requests": State.requests, "peak_in_flight": State.peak}
             elif path == "/config":
                 State.latency, State.requests, State.peak = float(body.get("latency", 0)), 0, 0
+                State.seen = {}
                 State.jitter = float(body.get("jitter", 0))
                 payload = {"ok": True}
             else:
@@ -69,7 +72,7 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
 
 
 def completion(body: dict) -> dict:
-    content = reply_for(body.get("messages", []))
+    content = reply_for(body.get("messages", []), State.seen)
     return {
         "id": "chatcmpl-bench", "object": "chat.completion", "created": 0, "model": body.get("model", "bench"),
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],

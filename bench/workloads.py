@@ -47,6 +47,25 @@ def dynamic_cases(n: int) -> list[dict[str, Any]]:
              "max_turns": 5} for i in range(n)]
 
 
+FLAKY = "Flaky request #"
+
+
+def flaky_cases(n: int) -> list[dict[str, Any]]:
+    """Cases whose agent fails 3 runs in every 10 (see ``flaky_passes``)."""
+    return [{"id": f"flaky-{i:05d}", "input": f"{FLAKY}{i}", "assertions": [{"type": "contains", "value": NEEDLE}]} for i in range(n)]
+
+
+def flaky_passes(case: int, run: int) -> bool:
+    """The ``run``-th request (from 0) of flaky case ``case`` fails when (7 × case + 3 × run) mod 10 < 3: exactly
+    3 of any 10 consecutive runs fail (3 and 10 are coprime), at positions that differ from case to case."""
+    return (7 * case + 3 * run) % 10 >= 3
+
+
+def expected_runs_with_early_stop(n: int, runs: int) -> int:
+    """Runs a pass^k gate needs before its verdict is settled (the first failure), over ``n`` flaky cases."""
+    return sum(next((k + 1 for k in range(runs) if not flaky_passes(i, k)), runs) for i in range(n))
+
+
 def write_cases(path: str, cases: list[dict[str, Any]]) -> None:
     with open(path, "w") as fh:
         for c in cases:
@@ -56,12 +75,17 @@ def write_cases(path: str, cases: list[dict[str, Any]]) -> None:
 SIM_REPLY = json.dumps({"message": "go on", "goal_achieved": False, "reasoning": "bench"})
 
 
-def reply_for(messages: list[dict[str, Any]]) -> str:
+def reply_for(messages: list[dict[str, Any]], seen: dict[str, int] | None = None) -> str:
     """The agent answers 'alpha' on turn 1, 'middle' on 2, 'omega' on 3 (a confirmation: 'submitted');
-    the simulator (system prompt SIM) answers its JSON."""
+    the simulator (system prompt SIM) answers its JSON; a flaky case passes by ``flaky_passes``, counting
+    its requests in ``seen``."""
     if messages and messages[0].get("content") == "SIM":
         return SIM_REPLY
     last = next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), "")
+    if last.startswith(FLAKY) and seen is not None:
+        run = seen.get(last, 0)
+        seen[last] = run + 1
+        return f"Expense {NEEDLE}!" if flaky_passes(int(last[len(FLAKY):]), run) else "Sorry, try again."
     if "confirm" in last:
         return f"Expense {NEEDLE}! Reference EXP-001."
     turns = sum(1 for m in messages if m.get("role") == "user")

@@ -24,6 +24,7 @@ class Answer:
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     usage: tuple[int, int] = (10, 5)
+    cached: int = 0  # of the prompt tokens, served from the cache (usage.prompt_tokens_details.cached_tokens)
     raw: str | None = None  # a raw body, sent as is (for malformed responses)
 
 
@@ -137,9 +138,12 @@ def _args(call: dict[str, Any]) -> str:
     return args if isinstance(args, str) else json.dumps(args)
 
 
-def _usage(answer: Answer) -> dict[str, int]:
+def _usage(answer: Answer) -> dict[str, Any]:
     p, c = answer.usage
-    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+    out: dict[str, Any] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+    if answer.cached:
+        out["prompt_tokens_details"] = {"cached_tokens": answer.cached}
+    return out
 
 
 def _completion(body: dict[str, Any], answer: Answer) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import pytest
 
 from agenttest import assertions, caseschema
 from agenttest.assertions import Observation
+from agenttest.budgets import Spent
 from agenttest.model import AssertionSpec, ToolCall
 from helpers import cli, report
 
@@ -60,7 +61,8 @@ def run(app, case: dict[str, Any], *args: str) -> tuple[int, dict[str, Any] | No
     if out.exists():
         out.unlink()
     result = cli("-i", str(path), "-o", str(out), "--app", str(app.root), *args)
-    data = report(out)["results"][0] if out.exists() else None
+    whole = report(out) if out.exists() else None
+    data = {**whole["results"][0], "_gates": whole["summary"].get("gates"), "_exit": result.exit_code} if whole else None
     return result.exit_code, data, result.stderr
 
 
@@ -95,6 +97,11 @@ EFFECTS: dict[str, dict[str, Probe | str]] = {
     "tags": {m: (["smoke"], lambda a, b: a.get("tags") == ["smoke"] and "tags" not in b) for m in MODES},
     "world": {m: ({"orders": 1}, lambda a, b: tool_result(a)["world"] == {"orders": 1} and tool_result(b)["world"] == {}) for m in MODES},
     "mocks": {m: ([{"tool": "peek", "returns": "mocked!"}], lambda a, b: a["tool_calls"][0].get("mocked") and not b["tool_calls"][0].get("mocked")) for m in MODES},
+    "runs": {m: (3, lambda a, b: a["_gates"][0]["runs"] == 3 and b["_gates"] is None) for m in MODES},
+    "min_pass_rate": {m: (0.0, lambda a, b: a["_gates"][0]["verdict"] == "passed" and a["_exit"] == 0
+                          and b["status"] == "failed" and b["_exit"] == 1) for m in MODES},  # on a failing case
+    "budget": {m: ({"tool_calls": 0}, lambda a, b: a["status"] == "failed" and "budget exceeded: tool_calls 1 > 0" in a["error"]
+                   and b["status"] == "passed") for m in MODES},
     "faults": {m: ([{"tool": "peek", "kind": "empty"}], lambda a, b: a["tool_calls"][0].get("fault") == "empty" and not b["tool_calls"][0].get("fault")) for m in MODES},
 }
 MARKED = {"before", "after"}  # their effect is the hook having run, seen in the marks file
@@ -118,6 +125,8 @@ def test_a_case_field_has_an_effect_or_is_refused(probe_app, tmp_path, field, mo
     value, changed = probe
     if field == "timeout":
         case = {**case, "input": "slow"}
+    if field == "min_pass_rate":  # a case that fails: a gate of 0 lets it through
+        case = {**case, "assert": {"type": "contains", "value": "nope"}}
     if field == "max_turns":  # a checkpoint never reached: the conversation runs to its limit
         case = {**case, "checkpoints": [{"id": "never", "assert": {"type": "contains", "value": "nope"}}]}
     if field == "checkpoints" and mode == "standard":  # checkpoints (with a simulator) make a standard case dynamic
@@ -152,7 +161,8 @@ class Judge:
 
 
 CALLS = (ToolCall("lookup", {"id": 1, "q": "a"}, result={"ok": True}), ToolCall("lookup", {"id": 2}), ToolCall("save", {"id": 2}))
-OBS = Observation('{"a": 1, "b": [1, 2]} hello', CALLS, "hi", None, Judge(), world={"n": 2, "m": 1}, initial_world={"n": 1, "m": 1})
+OBS = Observation('{"a": 1, "b": [1, 2]} hello', CALLS, "hi", None, Judge(), world={"n": 2, "m": 1}, initial_world={"n": 1, "m": 1},
+                  spent=Spent(tokens=100, cost=0.5, tool_calls=3, turns=2, duration=5.0))
 
 # (type, parameter) → two parameter sets that differ only in that parameter, and must give different results
 PARAMS: dict[tuple[str, str], tuple[dict, dict]] = {
@@ -180,6 +190,11 @@ PARAMS: dict[tuple[str, str], tuple[dict, dict]] = {
     ("state", "path"): ({"path": "$.n", "value": 2}, {"path": "$.m", "value": 2}),
     ("state", "value"): ({"path": "$.n", "value": 2}, {"path": "$.n", "value": 3}),
     ("state", "unchanged"): ({"unchanged": ["$.m"]}, {"unchanged": ["$.n"]}),
+    ("budget", "tokens"): ({"tokens": 200}, {"tokens": 50}),
+    ("budget", "cost"): ({"cost": 1}, {"cost": 0.25}),
+    ("budget", "tool_calls"): ({"tool_calls": 3}, {"tool_calls": 2}),
+    ("budget", "turns"): ({"turns": 2}, {"turns": 1}),
+    ("budget", "duration"): ({"duration": "10s"}, {"duration": 2}),
     ("agent", "use"): ({"use": "agents:strict", "value": "no"}, {"use": "agents:other", "value": "no"}),
     ("agent", "value"): ({"use": "agents:v", "value": "yes please"}, {"use": "agents:v", "value": "no"}),
     ("agent", "options"): ({"use": "agents:v", "value": "no", "options": {"connector": "lenient"}}, {"use": "agents:v", "value": "no"}),

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agenttest.model import AssertionResult, CaseResult, CheckpointResult, RunReport, ToolCall, Turn, Usage, WorldChange, WorldRecord
+from agenttest.gates import Policy
+from agenttest.model import AssertionResult, CaseResult, CheckpointResult, RunReport, Spend, ToolCall, Turn, Usage, WorldChange, WorldRecord
 from agenttest.reporting import render
+from agenttest.verdict import make_report
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -42,16 +44,45 @@ def fixed_report() -> RunReport:
                      {"timeout": 300.0, "parallel": 1, "runs": 1})
 
 
+def gated_report() -> RunReport:
+    """Two cases × two connectors × two runs: gates, an early stop, a matrix, costs, warnings, a fail-fast stop."""
+    def run(cid: str, conn: str, k: int, index: int, passed: bool = True, **extra) -> CaseResult:
+        price = 20 / 1e6 if conn == "fake-a" else 40 / 1e6
+        spend = (Spend("agent", conn, Usage(10, 5, 15), 1, price), Spend("validator", "judge", Usage(30, 3, 33), 1, None))
+        check = AssertionResult("contains", passed, "" if passed else "output does not contain 'ok': nope", "ok", "ok" if passed else "nope")
+        return CaseResult(cid, "passed" if passed else "failed", "", f"say {cid}", "ok" if passed else "nope", 100.0 * (k + index),
+                          assertions=(check,), usage=Usage(10, 5, 15), run=k, index=index, connector=conn, spend=spend, **extra)
+
+    results = [
+        run("greet", "fake-a", 1, 0), run("greet", "fake-a", 2, 1),
+        run("greet", "fake-b", 1, 2), run("greet", "fake-b", 2, 3, passed=False, warnings=("after hook env_test.After: ValueError: boom",)),
+        run("ask", "fake-a", 1, 4, passed=False),
+        run("ask", "fake-b", 1, 6), run("ask", "fake-b", 2, 7),
+    ]
+    policies = {("", cid, conn): Policy(2, 1.0) for cid in ("greet", "ask") for conn in ("fake-a", "fake-b")}
+    policies[("", "later", "fake-a")] = policies[("", "later", "fake-b")] = Policy(2, 0.5)
+    return make_report(results, 1795953600.0, 900.0, 2, policies=policies, saved={("", "ask", "fake-a"): 1},
+                       agent_id="bot", agent_path="/app/assistants/bot", connector="fake-a, fake-b", input_source="tests/cases.jsonl",
+                       output_file="report", environment={"user_id": "test-user", "team_id": "test-team", "locale": "en-us"},
+                       options={"runs": 2, "connectors": ["fake-a", "fake-b"], "early_stop": True, "fail_fast": True},
+                       matrix=("fake-a", "fake-b"), stopped_early=True, not_run=4, warnings=("$ENV.SHORT is shorter than 8 characters",))
+
+
+REPORTS = {"report": fixed_report, "gated": gated_report}
+
+
 @pytest.mark.parametrize("ext", [".json", ".jsonl", ".md", ".html", ".xml"])
-def test_golden(ext):
-    text = "".join(render(fixed_report(), "report" + ext))
-    path = GOLDEN / f"report{ext}"
+@pytest.mark.parametrize("name", list(REPORTS))
+def test_golden(name, ext):
+    text = "".join(render(REPORTS[name](), "report" + ext))
+    path = GOLDEN / f"{name}{ext}"
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(text)
     assert text == path.read_text()
 
 
-def test_golden_json_matches_the_report_schema():
+@pytest.mark.parametrize("name", list(REPORTS))
+def test_golden_json_matches_the_report_schema(name):
     from helpers import report
 
-    report(GOLDEN / "report.json")
+    report(GOLDEN / f"{name}.json")

@@ -1,9 +1,9 @@
 """Assertion types (FORMATS §4): the registry and its built-ins — ``static`` (equals, contains, regex,
 json_path, type, tool_called, tool_result), ``trajectory`` (tool_sequence, tool_args, tool_count),
-``state`` (the tool world), ``judge`` (a validator agent) and ``script`` (user Python). Built-ins register
-exactly as plug-ins do."""
+``state`` (the tool world), ``budget`` (what the agent spent), ``judge`` (a validator agent) and ``script``
+(user Python). Built-ins register exactly as plug-ins do."""
 
-from . import judge, script, state, static, trajectory  # noqa: F401  the built-ins
+from . import budget, judge, script, state, static, trajectory  # noqa: F401  the built-ins
 from .registry import (
     AssertionType,
     Check,

@@ -49,6 +49,7 @@ class Observation:
     world: Any = None  # the case's world now (JSON), None when there is none
     initial_world: Any = None  # the world as the agent found it
     all_tool_calls: Sequence[ToolCall] | None = None  # the case's calls so far, across turns
+    spent: Any = None  # budgets.Spent: what the agent under test has spent so far (the budget assertion)
 
     @property
     def text(self) -> str:

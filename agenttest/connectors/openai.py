@@ -11,7 +11,8 @@ from ..model import Completion, ToolCall, Usage
 from ..secrets import redact
 from .base import ChatRequest, ConnectorSpec, register
 
-_OWN = {"model", "host", "base_url", "key", "api_key", "stream", "max_retries", "timeout", "organization", "headers"}
+_OWN = {"model", "host", "base_url", "key", "api_key", "stream", "max_retries", "timeout", "organization", "headers",
+        "pricing"}  # pricing gives costs (agenttest/costs.py); it is never sent
 
 
 def normalize_base_url(url: str) -> str:
@@ -177,7 +178,9 @@ def _arguments(text: Any) -> Any:
 def _usage(u: Any) -> Usage:
     if u is None:
         return Usage()
-    return Usage(u.prompt_tokens or 0, u.completion_tokens or 0, u.total_tokens or 0)
+    details = getattr(u, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or 0 if details is not None else 0
+    return Usage(u.prompt_tokens or 0, u.completion_tokens or 0, u.total_tokens or 0, cached)
 
 
 register("openai")(OpenAIConnector)

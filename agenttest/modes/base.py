@@ -7,9 +7,9 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from .. import attachments
+from .. import attachments, budgets
 from ..caller import Caller
-from ..model import Case, CaseResult, Context, Message, Reply, Status
+from ..model import Budget, Case, CaseResult, Context, Message, Reply, Status
 from ..tracking import Trace
 from ..world import snapshot
 
@@ -24,6 +24,11 @@ class CaseEnv:
     connector: str | None
     ctx: Context
     attachments: attachments.Policy = attachments.Policy()
+    budget: Budget | None = None  # the case's limits (over --budget's)
+
+    def spent(self, trace: Trace, turns: int) -> budgets.Spent:
+        """What the agent under test has spent so far in this case run."""
+        return budgets.spent(trace, self.caller.catalog.prices, turns)
 
     async def reply(self, messages: list[Message], options: dict[str, Any] | None = None) -> Reply:
         """The agent under test's reply to a conversation (CallError on failure)."""

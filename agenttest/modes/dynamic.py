@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .. import budgets
 from ..assertions import Observation, evaluate, evaluate_all
 from ..errors import CallError
 from ..messages import content_text, last_user_content
@@ -133,7 +134,7 @@ async def _turn(case: Case, env: CaseEnv, conv: Conversation, trace: Trace, turn
     conv.tool_calls += reply.tool_calls
     conv.last = reply
     obs = Observation(reply_text(reply), reply.tool_calls, user_text, case, env.caller,
-                      all_tool_calls=tuple(conv.tool_calls), **world_view(trace))
+                      all_tool_calls=tuple(conv.tool_calls), spent=env.spent(trace, turn), **world_view(trace))
     new = await _checkpoints(conv, turn, obs)
     conv.turns.append(Turn(turn, user_text, reply.output, reply.tool_calls, tuple(new), (time.perf_counter() - start) * 1000, reasoning,
                            tuple(attached)))
@@ -150,6 +151,8 @@ async def _loop(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> s
         reasoning = first["reasoning"]
     for turn in range(1, case.max_turns + 1):
         await _turn(case, env, conv, trace, turn, reasoning)
+        if overrun := _over_budget(env, trace, turn):
+            return overrun
         if conv.done():
             return ""
         if turn == case.max_turns:
@@ -160,11 +163,21 @@ async def _loop(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> s
             if answer["message"].strip():  # the closing message is still sent and checked
                 conv.history.append({"role": "user", "content": answer["message"]})
                 await _turn(case, env, conv, trace, turn + 1, reasoning)
+                if overrun := _over_budget(env, trace, turn + 1):
+                    return overrun
             if conv.done():
                 return ""
             return f"simulator reported goal achieved but checkpoints missing: {', '.join(conv.missing())}"
         conv.history.append({"role": "user", "content": answer["message"]})
     return f"max turns ({case.max_turns}) exceeded; missing checkpoints: {', '.join(conv.missing())}"
+
+
+def _over_budget(env: CaseEnv, trace: Trace, turn: int) -> str:
+    """The conversation stops at the turn that exceeds the case's budget (FORMATS §8)."""
+    if env.budget is None:
+        return ""
+    exceeded = budgets.overruns(env.budget, env.spent(trace, turn))
+    return f"{budgets.message(exceeded)} (at turn {turn})" if exceeded else ""
 
 
 def _checkpoint_results(conv: Conversation) -> tuple[CheckpointResult, ...]:
@@ -199,7 +212,8 @@ async def _final(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> 
     last = conv.last
     output = (last.data if last.has_data else last.output) if last is not None else None
     first_input = conv.turns[0].input if conv.turns else case.input
-    obs = Observation(output, conv.tool_calls, first_input, case, env.caller, all_tool_calls=tuple(conv.tool_calls), **world_view(trace))
+    obs = Observation(output, conv.tool_calls, first_input, case, env.caller, all_tool_calls=tuple(conv.tool_calls),
+                      spent=env.spent(trace, len(conv.turns)), **world_view(trace))
     return await evaluate_all(specs, obs)
 
 

@@ -39,7 +39,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
         reply = await env.reply(messages, agent_options(case))
     except CallError as exc:
         return partial(case, trace, "error", f"agent error: {exc}")
-    obs = Observation(reply.output, reply.tool_calls, case.input, case, env.caller, **world_view(trace))
+    obs = Observation(reply.output, reply.tool_calls, case.input, case, env.caller, spent=env.spent(trace, 1), **world_view(trace))
     results = await evaluate_all(expectations(case), obs)
     status = verdict(results)
     errored = next((r for r in results if r.error), None) if status == "error" else None

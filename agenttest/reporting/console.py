@@ -6,8 +6,10 @@ from collections.abc import Collection
 from typing import Any, TextIO
 
 from ..config import format_duration, format_timeout
+from ..gates import failed
 from ..model import Case, CaseResult, RunHeader, RunReport, ToolCall
 from ..records import change_text, preview, summary_dict
+from . import figures
 from ..secrets import Secrets
 from ..texts import as_text, printable, shorten
 
@@ -40,8 +42,10 @@ def reason(text: str) -> str:
 
 class Console:
     def __init__(self, out: TextIO, color: bool = False, verbose: bool = False, parallel: int = 1, progress: bool = False,
-                 show_reply: bool = False, secrets: Secrets | None = None, quiet: int = 0, grouped: bool = False):
+                 show_reply: bool = False, secrets: Secrets | None = None, quiet: int = 0, grouped: bool = False,
+                 matrix: bool = False):
         self.out = out
+        self.matrix = matrix  # several connectors: each line names its connector
         self.secrets = secrets if secrets is not None else Secrets()
         self.color = color
         self.verbose = verbose and not quiet
@@ -111,16 +115,17 @@ class Console:
 
             self._bar = tqdm(total=self.total, file=sys.stderr, unit="case", leave=False, dynamic_ncols=True)
 
-    def _title(self, case_id: str, run: int, runs: int) -> str:
-        return f"[{safe(case_id)}]" + (f" (run {run}/{runs})" if runs > 1 else "")
+    def _title(self, case_id: str, run: int, runs: int, connector: str = "") -> str:
+        where = f" @ {safe(connector)}" if self.matrix and connector else ""
+        return f"[{safe(case_id)}{where}]" + (f" (run {run}/{runs})" if runs > 1 else "")
 
-    def started(self, case: Case, run: int, runs: int = 1) -> None:
+    def started(self, case: Case, run: int, runs: int = 1, connector: str = "") -> None:
         """Sequential standard cases show their line at once and finish it when the result comes."""
         self.begun += 1
         if self.parallel > 1 or case.dynamic or self.show_reply or self._bar is not None or self.quiet >= 2:
             return
         self._group(case.file)
-        self.out.write(self.secrets.redact(f"► {self._title(case.id, run, runs)} {cut(preview(case.input) or case.name, PREVIEW)} "))
+        self.out.write(self.secrets.redact(f"► {self._title(case.id, run, runs, connector)} {cut(preview(case.input) or case.name, PREVIEW)} "))
         self.out.flush()
         self._pending_line = True
 
@@ -137,13 +142,13 @@ class Console:
             self._group(result.file)
         if result.dynamic and self.quiet:
             reached = sum(1 for c in result.checkpoints if c.reached)
-            self.line(f"► {self._title(result.id, result.run, runs)} {safe(result.name or '')} {status} ({took}) - "
+            self.line(f"► {self._title(result.id, result.run, runs, result.connector)} {safe(result.name or '')} {status} ({took}) - "
                       f"{len(result.turns)} turns, {reached}/{len(result.checkpoints)} checkpoints")
             self._reasons(result)
         elif result.dynamic:
             self._tree(result, runs, status, took)
         else:
-            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs)} {cut(preview(result.input) or result.name, PREVIEW)} "
+            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs, result.connector)} {cut(preview(result.input) or result.name, PREVIEW)} "
             self._pending_line = False
             self.line(f"{head}{status} ({took})")
             self._details(result)
@@ -209,7 +214,7 @@ class Console:
             self.line(f"{indent}  … {len(changes) - WORLD_LINES} more (see the report)")
 
     def _tree(self, r: CaseResult, runs: int, status: str, took: str) -> None:
-        self.line(f"► {self._title(r.id, r.run, runs)} {safe(r.name or '')}".rstrip())
+        self.line(f"► {self._title(r.id, r.run, runs, r.connector)} {safe(r.name or '')}".rstrip())
         for i, t in enumerate(r.turns):
             last = i == len(r.turns) - 1
             branch, stem = ("└─", "   ") if last else ("├─", "│  ")
@@ -255,12 +260,7 @@ class Console:
         for label, value in rows:
             if value not in ("", None):
                 self.line(f"  {label + ':':<10} {safe(value)}")
-        if report.stability:
-            self.line()
-            self.line("  Stability:")
-            for st in report.stability:
-                self.line(f"    {safe(st.id)}: {st.passed}/{st.runs} passed ({st.pass_rate:.0f}%) {st.classification}, avg {format_duration(st.avg_ms / 1000)} ±{format_duration(st.std_ms / 1000)}")
-            self.line(f"  Overall:   {s['overall_pass_rate']}% of runs passed; {s['stable_cases']}/{len(report.stability)} cases stable")
+        self._figures(report, s)
         if report.not_run:
             self.line(f"  Not run:   {report.not_run} (stopped early)")
         for w in report.warnings:
@@ -273,6 +273,35 @@ class Console:
         self.line(RULE)
         self.line("  " + self._verdict(report, s))
         self.line(RULE)
+
+    def _figures(self, report: RunReport, s: dict[str, Any]) -> None:
+        """The gates (with Yao's stability class and figures), the model matrix and the costs, each when
+        there is something to show."""
+        gates = figures.gate_table(report)
+        if gates is not None:
+            self.line()
+            self.line(f"  Gates:     {figures.gate_summary(report)}")
+            self._table(gates)
+        if report.stability:
+            self.line(f"  Overall:   {s['overall_pass_rate']}% of runs passed; {s['stable_cases']}/{len(report.stability)} cases stable")
+        matrix = figures.matrix_table(report)
+        if matrix is not None:
+            self.line()
+            self.line("  Matrix (the agent under test on each connector):")
+            self._table(matrix)
+        lines = figures.cost_lines(report)
+        if lines:
+            self.line()
+            self.line(f"  Cost:      {safe(lines[0])}")
+            for more in lines[1:]:
+                self.line(f"             {safe(more)}")
+
+    def _table(self, table: figures.Table) -> None:
+        safe_table = figures.Table(table.headers, [[safe(c) for c in row] for row in table.rows], table.verdicts)
+        lines = figures.aligned(safe_table)
+        self.line(f"    {self.paint(lines[0], 'dim')}")
+        for text, verdict in zip(lines[1:], table.verdicts):
+            self.line(f"    {self.paint(text, STATUS_COLOR[verdict]) if verdict in ('failed',) else text}")
 
     def _verdict(self, report: RunReport, s: dict[str, Any]) -> str:
         if report.interrupted:
@@ -288,16 +317,17 @@ class Console:
 
 
 def case_verdicts(report: RunReport) -> tuple[dict[str, int], int]:
-    """How many cases (not runs) failed, errored or timed out — a case counts once, by its worst run — and
-    how many cases there were."""
-    worst: dict[tuple[str, str], int] = {}
+    """How many cases (not runs; in a model matrix, case × connector) did not pass — by their gate, each
+    counted once under its worst run — and how many cases ran."""
+    worst: dict[tuple[str, str, str], int] = {}
     rank = {"passed": 0, "skipped": 0, "failed": 1, "timeout": 2, "error": 3}
     for r in report.results:
-        key = (r.file, r.id)
+        key = (r.file, r.id, r.connector)
         worst[key] = max(worst.get(key, 0), rank[r.status])
+    gated = {(g.file, g.id, g.connector) for g in failed(report.gates)} if report.gates else None
     counts = {"failed": 0, "timed out": 0, "error": 0}
     labels = {1: "failed", 2: "timed out", 3: "error"}
-    for level in worst.values():
-        if level:
+    for key, level in worst.items():
+        if level and (gated is None or key in gated):  # a case within its gate passed, whatever some runs did
             counts[labels[level]] += 1
     return counts, len(worst)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from html import escape
 
 from ..config import format_duration
-from ..texts import as_text
-from ..model import CaseResult, RunReport, ToolCall
+from ..texts import as_text, shorten
+from ..model import AssertionResult, CaseResult, RunReport, ToolCall
+from . import figures
 from .formats import register
 from ..records import change_text, row_input, summary_dict
 
@@ -20,6 +21,8 @@ th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid #e5e8ee;vertic
 details{margin:.25rem 0}pre{background:#f5f7fa;padding:.5rem;border-radius:6px;white-space:pre-wrap;word-break:break-word}
 .reason{color:#b3261e}.meta{color:#6b7280}.mark{color:#8a5a00;font-size:.85em}
 .added{color:#137333}.removed{color:#b3261e}.changed{color:#8a5a00}
+.banner{border:1px solid #e8c77a;background:#fff8e6;border-radius:8px;padding:.5rem .8rem;margin:1rem 0}
+h2{font-size:1.15rem;margin-top:1.8rem}.warn{color:#8a5a00}
 """
 
 
@@ -39,7 +42,7 @@ def _transcript(r: CaseResult) -> str:
     if r.assertions:
         items = "".join(
             f'<li class="{"passed" if a.passed else "failed"}">{"✓" if a.passed else "✗"} <code>{escape(a.type)}</code> '
-            f"{escape(a.message or as_text(a.expected))}</li>"
+            f"{escape(a.message or as_text(a.expected))}{_expected_actual(a)}</li>"
             for a in r.assertions
         )
         parts.append(f"<p><b>Assertions</b></p><ul>{items}</ul>")
@@ -61,6 +64,13 @@ def _transcript(r: CaseResult) -> str:
     return "".join(parts)
 
 
+def _expected_actual(a: AssertionResult) -> str:
+    if a.passed or (a.expected is None and a.actual is None):
+        return ""
+    return (f'<br><span class="meta">expected</span> <code>{escape(shorten(a.expected, 300))}</code> '
+            f'<span class="meta">actual</span> <code>{escape(shorten(a.actual, 300))}</code>')
+
+
 def _mark(c: ToolCall) -> str:
     if c.fault is not None:
         return f' <span class="mark">[fault: {escape(c.fault)}]</span>'
@@ -77,11 +87,70 @@ def _world(r: CaseResult) -> str:
     return f"<p><b>World</b> <span class=\"meta\">{len(changes)} change{'s' if len(changes) != 1 else ''}</span></p><ul>{items}</ul>"
 
 
+def _table(table: figures.Table) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
+    rows = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in table.rows)
+    return f"<table><tr>{head}</tr>{rows}</table>"
+
+
+def _cell(text: str) -> str:
+    """A table cell; a failed verdict is red (and nothing else is)."""
+    return f'<td class="failed">{escape(text)}</td>' if text.startswith(("FAILED", "NOT RUN")) else f"<td>{escape(text)}</td>"
+
+
+def _state(report: RunReport) -> str:
+    """Interrupted, stopped early, not run: a banner above the results."""
+    said = []
+    if report.interrupted:
+        said.append(f"<b>Interrupted</b> ({'SIGTERM' if report.terminated else 'Ctrl-C'}): the report holds the results that finished.")
+    elif report.stopped_early:
+        said.append("<b>Stopped early</b> (--fail-fast): no case was started after the first failure.")
+    if report.not_run:
+        said.append(f"<b>Not run:</b> {report.not_run}")
+    return f'<div class="banner">{" ".join(said)}</div>' if said else ""
+
+
+def _figures(report: RunReport) -> str:
+    """Gates, the model matrix, Yao's stability figures, costs and warnings."""
+    parts = []
+    gates = figures.gate_table(report)
+    if gates is not None:
+        parts.append(f"<h2>Gates</h2><p class=\"meta\">Gates {escape(figures.gate_summary(report))}.</p>{_table(gates)}")
+    matrix = figures.matrix_table(report)
+    if matrix is not None:
+        parts.append("<h2>Matrix</h2><p class=\"meta\">The agent under test on each connector: verdict, pass rate, tokens, cost, "
+                     f"median latency.</p>{_table(matrix)}")
+    if report.stability:
+        head = "<tr><th>ID</th>" + ("<th>Connector</th>" if report.matrix else "") + "<th>Runs</th><th>Pass rate</th><th>Avg</th>"
+        head += "<th>Min</th><th>Max</th><th>Std dev</th><th>Class</th></tr>"
+        rows = "".join(
+            f"<tr><td>{escape(st.id)}</td>" + (f"<td>{escape(st.connector)}</td>" if report.matrix else "")
+            + f"<td>{st.runs}</td><td>{st.pass_rate}%</td><td>{st.avg_ms:.0f}ms</td><td>{st.min_ms:.0f}ms</td>"
+            f"<td>{st.max_ms:.0f}ms</td><td>{st.std_ms:.0f}ms</td><td>{escape(st.classification)}</td></tr>"
+            for st in report.stability
+        )
+        parts.append(f"<h2>Stability</h2><table>{head}{rows}</table>")
+    costs = figures.cost_lines(report)
+    if costs:
+        parts.append("<h2>Costs</h2><ul>" + "".join(f"<li>{escape(c)}</li>" for c in costs) + "</ul>")
+    warnings = [escape(w) for w in report.warnings]
+    warnings += [f"{escape(r.id)}{_where(r, report)}: {escape(w)}" for r in report.results for w in r.warnings]
+    if warnings:
+        parts.append("<h2>Warnings</h2><ul>" + "".join(f'<li class="warn">{w}</li>' for w in warnings) + "</ul>")
+    return "".join(parts)
+
+
+def _where(r: CaseResult, report: RunReport) -> str:
+    """`` @ connector`` in a matrix and `` (run k)`` with repeated runs."""
+    repeated = any(x.run > 1 for x in report.results) or any(g.planned > 1 for g in report.gates)
+    return (f" @ {escape(r.connector)}" if report.matrix else "") + (f" (run {r.run})" if repeated else "")
+
+
 @register(".html")
 def to_html(report: RunReport) -> str:
     s = summary_dict(report)
     cards = "".join(
-        f'<div class="card"><span class="meta">{label}</span><b class="{cls}">{value}</b></div>'
+        f'<div class="card"><span class="meta">{label}</span><b class="{cls if value else ""}">{value}</b></div>'
         for label, value, cls in [
             ("Total", s["total"], ""), ("Passed", s["passed"], "passed"), ("Failed", s["failed"], "failed"),
             ("Errors", s["errors"], "error"), ("Timeouts", s["timeouts"], "timeout"), ("Skipped", s["skipped"], "skipped"),
@@ -97,6 +166,8 @@ def to_html(report: RunReport) -> str:
             reached = sum(1 for c in r.checkpoints if c.reached)
             meta = f'<br><span class="meta">{len(r.turns)} turns · {reached}/{len(r.checkpoints)} checkpoints</span>'
         title = f'<br><span class="meta">{escape(r.name)}</span>' if r.name else ""
+        where = _where(r, report)
+        title += f'<br><span class="meta">{where.strip()}</span>' if where else ""
         rows.append(
             f'<tr><td>{escape(r.id)}{title}</td><td>{escape(row_input(r)[:120])}</td><td class="{r.status}">{r.status.upper()}</td>'
             f"<td>{format_duration(r.duration_ms / 1000)}{meta}</td><td>{detail}</td></tr>"
@@ -106,7 +177,7 @@ def to_html(report: RunReport) -> str:
         f"<title>Agent Test — {escape(report.agent_id)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>Agent Test Report</h1><p class=\"meta\">Agent <b>{escape(report.agent_id or '—')}</b> · connector "
         f"<b>{escape(report.connector or '—')}</b> · input {escape(report.input_source)} · started {escape(report.started_at)}</p>"
-        f"<div class=\"cards\">{cards}</div><table><tr><th>ID</th><th>Input</th><th>Status</th><th>Duration</th><th></th></tr>"
+        f"<div class=\"cards\">{cards}</div>{_state(report)}<table><tr><th>ID</th><th>Input</th><th>Status</th><th>Duration</th><th></th></tr>"
         + "".join(rows)
-        + "</table></body></html>\n"
+        + "</table>" + _figures(report) + "</body></html>\n"
     )

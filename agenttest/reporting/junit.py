@@ -1,46 +1,128 @@
-"""JUnit XML: one testcase per case (and run), with failure/error/skipped elements and durations."""
+"""JUnit XML: one testcase per case (per connector in a model matrix), its verdict the case's gate over its
+runs, with the pass rate and ``flaky`` as properties; failure/error/skipped elements and durations."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from ..costs import totals
+from ..gates import key_of, runs_saved
+from ..model import CaseResult, Gate, RunReport
 from ..texts import as_text
-from ..model import RunReport
+from .figures import percent
 from .formats import register
+
+
+def _groups(report: RunReport) -> list[tuple[list[CaseResult], Gate | None]]:
+    """Each case's (× connector's) results with its gate; a report without gates: each result alone."""
+    if not report.gates:
+        return [([r], None) for r in report.results]
+    by_key: dict[tuple[str, str, str], list[CaseResult]] = {}
+    for r in report.results:
+        by_key.setdefault(key_of(r), []).append(r)
+    return [(by_key.get((g.file, g.id, g.connector), []), g) for g in report.gates]
+
+
+def _status(runs: list[CaseResult], gate: Gate | None) -> str:
+    """failed / error / skipped / passed / not run, as JUnit counts them."""
+    if gate is None or (len(runs) == 1 and gate.planned == 1):
+        status = runs[0].status if runs else "not run"
+        return "error" if status == "timeout" else status
+    return gate.verdict
 
 
 @register(".xml")
 def to_junit(report: RunReport) -> str:
+    groups = [(runs, gate, _status(runs, gate)) for runs, gate in _groups(report)]
     suites = ET.Element("testsuites", name="agent-test")
     suite = ET.SubElement(
         suites,
         "testsuite",
         name=report.agent_id or "agent-test",
-        tests=str(len(report.results)),
-        failures=str(report.count("failed")),
-        errors=str(report.count("error") + report.count("timeout")),
-        skipped=str(report.count("skipped")),
+        tests=str(len(groups)),
+        failures=str(sum(1 for *_, s in groups if s == "failed")),
+        errors=str(sum(1 for *_, s in groups if s == "error")),
+        skipped=str(sum(1 for *_, s in groups if s in ("skipped", "not run"))),
         time=f"{report.duration_ms / 1000:.3f}",
         timestamp=report.started_at,
     )
-    multi = any(r.run > 1 for r in report.results)
-    for r in report.results:
-        name = f"{r.id} (run {r.run})" if multi else r.id
-        case = ET.SubElement(suite, "testcase", classname=report.agent_id or "agent-test", name=name, time=f"{r.duration_ms / 1000:.3f}")
-        reasons = "\n".join(r.reasons)
-        if r.status == "failed":
-            ET.SubElement(case, "failure", message=(r.reasons[0] if r.reasons else "failed"), type="AssertionFailed").text = reasons
-        elif r.status in ("error", "timeout"):
-            ET.SubElement(case, "error", message=r.reasons[0], type=r.status).text = reasons
-        elif r.status == "skipped":
-            ET.SubElement(case, "skipped", message=r.skip_reason or "skipped")
-        out = ET.SubElement(case, "system-out")
-        text = f"input: {as_text(r.input)}\noutput: {as_text(r.output)}"
-        for t in r.turns:
-            text += f"\nturn {t.turn}: {as_text(t.input)} -> {as_text(t.output)}" + (f" [{', '.join(t.checkpoints)}]" if t.checkpoints else "")
-        out.text = _clean(text)
+    _suite_properties(suite, report)
+    for runs, gate, status in groups:
+        _testcase(suite, report, runs, gate, status)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + _clean(ET.tostring(suites, encoding="unicode")) + "\n"
+
+
+def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate: Gate | None, status: str) -> None:
+    first = runs[0] if runs else None
+    name = gate.id if gate is not None else first.id if first is not None else ""
+    if gate is not None and report.matrix:
+        name += f" [{gate.connector}]"
+    took = sum(r.duration_ms for r in runs) / 1000
+    case = ET.SubElement(suite, "testcase", classname=report.agent_id or "agent-test", name=name, time=f"{took:.3f}")
+    if gate is not None:
+        _properties(case, gate, full=gate.planned > 1 or bool(report.matrix) or gate.min_pass_rate < 1)
+    single = len(runs) == 1 and (gate is None or gate.planned == 1)
+    if single and first is not None:
+        _outcome(case, first)
+    elif gate is not None and status == "failed":
+        failure = ET.SubElement(case, "failure", message=f"pass rate {percent(gate.pass_rate)} < {percent(gate.min_pass_rate)} "
+                                f"({gate.passed} of {gate.runs} runs passed)", type="GateFailed")
+        failure.text = _clean("\n".join(f"run {r.run}: {'; '.join(r.reasons) or r.status}" for r in runs if not r.ok))
+    elif status in ("skipped", "not run"):
+        ET.SubElement(case, "skipped", message=(first.skip_reason if first is not None and first.skip_reason else status))
+    out = ET.SubElement(case, "system-out")
+    out.text = _clean("\n".join(_transcript(r, len(runs) > 1) for r in runs))
+
+
+def _suite_properties(suite: ET.Element, report: RunReport) -> None:
+    """The run's cost and the runs --early-stop saved, when there are any."""
+    cost = totals(report.results, report.generation).cost
+    values = {"cost_usd": _usd(cost) if cost is not None else None, "runs_saved": runs_saved(report.gates) or None}
+    if any(v is not None for v in values.values()):
+        props = ET.SubElement(suite, "properties")
+        for key, value in values.items():
+            if value is not None:
+                ET.SubElement(props, "property", name=key, value=str(value))
+
+
+def _properties(case: ET.Element, gate: Gate, full: bool) -> None:
+    """The gate's figures (with several runs, a lower gate or a matrix) and its cost (when priced)."""
+    values: dict[str, object] = {}
+    if full:
+        values = {"runs": gate.runs, "planned": gate.planned, "passed": gate.passed, "pass_rate": round(gate.pass_rate, 4),
+                  "min_pass_rate": gate.min_pass_rate, "flaky": gate.flaky, "pass_hat_k": gate.pass_hat_k, "pass_at_k": gate.pass_at_k,
+                  "connector": gate.connector, "saved": gate.saved}
+    if gate.total_cost is not None:
+        values["cost_usd"] = _usd(gate.total_cost)
+    if not values:
+        return
+    props = ET.SubElement(case, "properties")
+    for key, value in values.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        ET.SubElement(props, "property", name=key, value=text)
+
+
+def _usd(cost: float) -> str:
+    return f"{cost:.10f}".rstrip("0").rstrip(".")
+
+
+def _outcome(case: ET.Element, r: CaseResult) -> None:
+    reasons = "\n".join(r.reasons)
+    if r.status == "failed":
+        ET.SubElement(case, "failure", message=(r.reasons[0] if r.reasons else "failed"), type="AssertionFailed").text = _clean(reasons)
+    elif r.status in ("error", "timeout"):
+        ET.SubElement(case, "error", message=r.reasons[0] if r.reasons else r.status, type=r.status).text = _clean(reasons)
+    elif r.status == "skipped":
+        ET.SubElement(case, "skipped", message=r.skip_reason or "skipped")
+
+
+def _transcript(r: CaseResult, numbered: bool) -> str:
+    head = f"run {r.run}: {r.status}\n" if numbered else ""
+    text = f"{head}input: {as_text(r.input)}\noutput: {as_text(r.output)}"
+    for t in r.turns:
+        text += f"\nturn {t.turn}: {as_text(t.input)} -> {as_text(t.output)}" + (f" [{', '.join(t.checkpoints)}]" if t.checkpoints else "")
+    return text
 
 
 def _clean(text: str) -> str:

@@ -6,7 +6,8 @@ import re
 
 from ..config import format_duration
 from ..texts import as_text, printable, shorten
-from ..model import CaseResult, RunReport, ToolCall
+from ..model import AssertionResult, CaseResult, RunReport, ToolCall
+from . import figures
 from .formats import register
 from ..records import change_text, row_input, summary_dict
 
@@ -42,12 +43,30 @@ def _fence(value: object) -> list[str]:
     return [fence, text, fence]
 
 
-def _details(r: CaseResult) -> list[str]:
-    lines = [f"### {ICONS.get(r.status, '')} {_text(r.id)} — {r.status}", ""]
+def _title(r: CaseResult, report: RunReport) -> str:
+    """A result's id with its connector (a matrix) and run number (repeated runs)."""
+    where = f" @ {_text(r.connector)}" if report.matrix else ""
+    run = f" (run {r.run})" if _repeated(report) else ""
+    return f"{_text(r.id)}{where}{run}"
+
+
+def _repeated(report: RunReport) -> bool:
+    return any(r.run > 1 for r in report.results) or any(g.planned > 1 for g in report.gates)
+
+
+def _details(r: CaseResult, report: RunReport) -> list[str]:
+    lines = [f"### {ICONS.get(r.status, '')} {_title(r, report)} — {r.status}", ""]
     if r.name:
         lines += [f"*{_text(r.name)}*", ""]
     for reason in r.reasons:
         lines.append(f"- {_text(reason)}")
+    failed = [a for a in r.assertions if not a.passed and (a.expected is not None or a.actual is not None)]
+    if failed:
+        lines += ["", "**Expected vs actual**", ""]
+        for a in failed:
+            lines += _expected_actual(a)
+    if r.warnings:
+        lines += ["", *[f"- ⚠ {_text(w)}" for w in r.warnings]]
     lines += ["", "**Input**", "", *_fence(r.input), "", "**Output**", "", *_fence(r.output), ""]
     if r.tool_calls:
         lines.append("**Tool calls**")
@@ -57,6 +76,51 @@ def _details(r: CaseResult) -> list[str]:
     if r.world is not None:
         lines += ["**World**", ""] + ([f"- {_code(change_text(c, 200))}" for c in r.world.changes] or ["- unchanged"]) + [""]
     lines += _turns(r)
+    return lines
+
+
+def _expected_actual(a: AssertionResult) -> list[str]:
+    return [f"- {_code(a.type)}: {_text(a.message, 300)}", f"  - expected: {_text(a.expected, 300)}",
+            f"  - actual: {_text(a.actual, 300)}"]
+
+
+def _table(table: figures.Table) -> list[str]:
+    aligns = ["---" if i == 0 or not table.rows or not table.rows[0][i][:1].isdigit() else "---:" for i in range(len(table.headers))]
+    return ["| " + " | ".join(_cell(h) for h in table.headers) + " |", "|" + "|".join(aligns) + "|",
+            *["| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows]]
+
+
+def _state(report: RunReport, s: dict) -> list[str]:
+    """Interrupted, stopped early, not run: said before anything else."""
+    lines = []
+    if report.interrupted:
+        lines.append(f"> ⚠ **Interrupted** ({'SIGTERM' if report.terminated else 'Ctrl-C'}): the report holds the results that finished.")
+    elif report.stopped_early:
+        lines.append("> ⚠ **Stopped early** (--fail-fast): no case was started after the first failure.")
+    if report.not_run:
+        lines.append(f"> **Not run:** {report.not_run}")
+    return lines + [""] if lines else []
+
+
+def _warnings(report: RunReport) -> list[str]:
+    """The run's warnings, then those on results (a failed After hook)."""
+    lines = [f"- {_text(w)}" for w in report.warnings]
+    lines += [f"- {_title(r, report)}: {_text(w)}" for r in report.results for w in r.warnings]
+    return ["", "## Warnings", "", *lines] if lines else []
+
+
+def _figures(report: RunReport) -> list[str]:
+    lines: list[str] = []
+    gates = figures.gate_table(report)
+    if gates is not None:
+        lines += ["", "## Gates", "", f"Gates {_text(figures.gate_summary(report))}.", "", *_table(gates)]
+    matrix = figures.matrix_table(report)
+    if matrix is not None:
+        lines += ["", "## Matrix", "", "The agent under test on each connector: verdict, pass rate, tokens, cost, median latency.", "",
+                  *_table(matrix)]
+    costs = figures.cost_lines(report)
+    if costs:
+        lines += ["", "## Costs", "", *[f"- {_text(c)}" for c in costs]]
     return lines
 
 
@@ -90,27 +154,43 @@ def to_markdown(report: RunReport) -> str:
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
         f"| {s['total']} | {s['passed']} | {s['failed']} | {s['errors']} | {s['timeouts']} | {s['skipped']} | {s['pass_rate']}% | {format_duration(report.duration_ms / 1000)} |",
         "",
+        *_state(report, s),
         "## Cases",
         "",
-        "| | ID | Input | Status | Duration | Reason |",
-        "|---|---|---|---|---:|---|",
     ]
-    for r in report.results:
-        reason = r.reasons[0] if r.reasons else ""
-        lines.append(f"| {ICONS.get(r.status, '')} | {_cell(r.id, 40)} | {_cell(row_input(r), 50)} | {r.status} | {format_duration(r.duration_ms / 1000)} | {_cell(reason)} |")
+    lines += _cases(report)
+    lines += _figures(report)
     if report.stability:
-        lines += ["", "## Stability", "", "| ID | Runs | Pass rate | Avg | Min | Max | Std dev | Class |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+        conn = bool(report.matrix)
+        lines += ["", "## Stability", "", "| ID |" + (" Connector |" if conn else "") + " Runs | Pass rate | Avg | Min | Max | Std dev | Class |",
+                  "|---|" + ("---|" if conn else "") + "---:|---:|---:|---:|---:|---:|---|"]
         for st in report.stability:
-            lines.append(f"| {_cell(st.id)} | {st.runs} | {st.pass_rate}% | {st.avg_ms:.0f}ms | {st.min_ms:.0f}ms | {st.max_ms:.0f}ms | {st.std_ms:.0f}ms | {st.classification} |")
+            lines.append(f"| {_cell(st.id)} |" + (f" {_cell(st.connector)} |" if conn else "")
+                         + f" {st.runs} | {st.pass_rate}% | {st.avg_ms:.0f}ms | {st.min_ms:.0f}ms | {st.max_ms:.0f}ms | {st.std_ms:.0f}ms | {st.classification} |")
     conversations = [r for r in report.results if r.dynamic and r.status == "passed"]
     if conversations:
         lines += ["", "## Conversations", ""]
         for r in conversations:
             lines += [f"### {ICONS['passed']} {_text(r.id)}" + (f" — {_text(r.name)}" if r.name else ""), ""] + _turns(r)
         lines.pop()  # the last conversation's trailing blank line
+    lines += _warnings(report)
     failures = [r for r in report.results if r.status not in ("passed", "skipped")]
     if failures:
         lines += ["", "## Failures", ""]
         for r in failures:
-            lines += _details(r)
+            lines += _details(r, report)
     return "\n".join(lines) + "\n"
+
+
+def _cases(report: RunReport) -> list[str]:
+    """One row per result: the run number with repeated runs, the connector in a matrix."""
+    run, conn = _repeated(report), bool(report.matrix)
+    head = "| | ID |" + (" Connector |" if conn else "") + (" Run |" if run else "") + " Input | Status | Duration | Reason |"
+    rule = "|---|---|" + ("---|" if conn else "") + ("---:|" if run else "") + "---|---|---:|---|"
+    lines = [head, rule]
+    for r in report.results:
+        reason = r.reasons[0] if r.reasons else ""
+        lines.append(f"| {ICONS.get(r.status, '')} | {_cell(r.id, 40)} |" + (f" {_cell(r.connector)} |" if conn else "")
+                     + (f" {r.run} |" if run else "")
+                     + f" {_cell(row_input(r), 50)} | {r.status} | {format_duration(r.duration_ms / 1000)} | {_cell(reason)} |")
+    return lines

@@ -1,0 +1,120 @@
+"""The tables every report shows beside the results, as rows of text cells: the gates (pass rates, pass^k,
+pass@k, durations, Yao's class), the model matrix (case × connector) and the costs. Each format lays them
+out its own way (aligned columns, Markdown, HTML)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import format_duration
+from ..costs import money, totals
+from ..gates import classify, runs_saved, shown
+from ..model import Gate, RunReport
+
+MARK = {True: "✓", False: "✗"}
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    verdicts: list[str]  # each row's verdict (passed, failed, …), for colour
+
+
+def percent(rate: float) -> str:
+    return f"{100 * rate:.0f}%" if abs(100 * rate - round(100 * rate)) < 1e-9 else f"{100 * rate:.1f}%"
+
+
+def ms(value: float) -> str:
+    return format_duration(value / 1000)
+
+
+def verdict_text(g: Gate) -> str:
+    word = g.verdict.upper()
+    notes = [n for n, on in (("flaky", g.flaky and g.verdict == "passed"), (f"stopped early, {g.saved} saved", g.saved > 0)) if on]
+    return word + (f" ({', '.join(notes)})" if notes else "")
+
+
+def gate_table(report: RunReport) -> Table | None:
+    """One row per case (× connector): runs, pass rate against its gate, pass^k, pass@k, class, durations, verdict."""
+    if not shown(report.gates, report.matrix):
+        return None
+    headers = ["case", *(["connector"] if report.matrix else []), "runs", "passed", "pass rate", "gate", "pass^k", "pass@k",
+               "class", "median", "mean ± sd", "verdict"]
+    rows: list[list[str]] = []
+    verdicts: list[str] = []
+    for g in report.gates:
+        ran = f"{g.runs}/{g.planned}" if g.runs != g.planned else str(g.runs)
+        cls = classify(100 * g.pass_rate) if g.runs else "—"
+        row = [g.id, *([g.connector] if report.matrix else []), ran, str(g.passed), percent(g.pass_rate) if g.runs else "—",
+               f"≥ {percent(g.min_pass_rate)}", MARK[g.pass_hat_k] if g.runs else "—", MARK[g.pass_at_k] if g.runs else "—", cls,
+               ms(g.median_ms) if g.runs else "—", f"{ms(g.mean_ms)} ± {ms(g.std_ms)}" if g.runs else "—", verdict_text(g)]
+        rows.append(row)
+        verdicts.append(g.verdict)
+    return Table(headers, rows, verdicts)
+
+
+def gate_summary(report: RunReport) -> str:
+    """``3/5 passed, 1 failed, 1 not run; early stop saved 12 of 40 runs (30%)``."""
+    counts = {v: sum(1 for g in report.gates if g.verdict == v) for v in ("passed", "failed", "skipped", "not run")}
+    text = f"{counts['passed']}/{len(report.gates)} passed" + "".join(f", {n} {v}" for v, n in counts.items() if v != "passed" and n)
+    saved = runs_saved(report.gates)
+    if saved:
+        planned = sum(g.planned for g in report.gates)
+        text += f"; early stop saved {saved} of {planned} runs ({percent(saved / planned)})"
+    return text
+
+
+def matrix_table(report: RunReport) -> Table | None:
+    """Case × connector side by side: verdict, pass rate, tokens and cost of the agent under test, median latency."""
+    if not report.matrix:
+        return None
+    cells: dict[tuple[str, str, str], Gate] = {(g.file, g.id, g.connector): g for g in report.gates}
+    cases = list(dict.fromkeys((g.file, g.id) for g in report.gates))
+    rows, verdicts = [], []
+    for file, case_id in cases:
+        row = [case_id]
+        worst = "passed"
+        for conn in report.matrix:
+            g = cells.get((file, case_id, conn))
+            row.append(matrix_cell(g))
+            if g is not None and g.verdict == "failed":
+                worst = "failed"
+        rows.append(row)
+        verdicts.append(worst)
+    totals_row = ["total"] + [matrix_total([g for g in report.gates if g.connector == conn]) for conn in report.matrix]
+    rows.append(totals_row)
+    verdicts.append("")
+    return Table(["case", *report.matrix], rows, verdicts)
+
+
+def matrix_cell(g: Gate | None) -> str:
+    if g is None or not g.runs:
+        return g.verdict.upper() if g is not None else "—"
+    return f"{g.verdict.upper()} {percent(g.pass_rate)} · {g.tokens:,} tok · {money(g.cost)} · {ms(g.median_ms)}"
+
+
+def matrix_total(gates: list[Gate]) -> str:
+    passed = sum(1 for g in gates if g.verdict == "passed")
+    tokens = sum(g.tokens for g in gates)
+    priced = [g.cost for g in gates if g.cost is not None]
+    return f"{passed}/{len(gates)} passed · {tokens:,} tok · {money(sum(priced) if priced else None)}"
+
+
+def cost_lines(report: RunReport) -> list[str]:
+    """``$0.0123 in total: agent $0.01 (2,000 tokens), simulator …`` and the same by connector."""
+    t = totals(report.results, report.generation)
+    if t.cost is None:  # no connector has pricing: the token counts are shown elsewhere
+        return []
+    by_role = ", ".join(f"{role} {money(cost)} ({usage.total_tokens:,} tokens)" for role, (usage, cost) in t.by_role.items())
+    by_conn = ", ".join(f"{conn} {money(cost)} ({usage.total_tokens:,} tokens)" for conn, (usage, cost) in t.by_connector.items())
+    lines = [f"{money(t.cost)} in total — by role: {by_role}", f"by connector: {by_conn}"]
+    if t.unpriced_tokens:
+        lines.append(f"{t.unpriced_tokens:,} tokens went through connectors with no pricing (not in the cost)")
+    return lines
+
+
+def aligned(table: Table) -> list[str]:
+    """A table as lines of space-aligned columns (for the console)."""
+    widths = [max(len(r[i]) for r in [table.headers, *table.rows]) for i in range(len(table.headers))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [table.headers, *table.rows]]
