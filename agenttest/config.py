@@ -104,3 +104,8 @@ class RunConfig:
     max_attachment: int = 20 * 1024 * 1024  # bytes
     strict: bool = False  # unknown keys are errors, not warnings
     seed: int = 0  # --seed: faults with a rate
+    record: str | None = None  # --record DIR: cassettes of every model call
+    replay: str | None = None  # --replay DIR: answer model calls from cassettes
+    replay_roles: tuple[str, ...] | None = None  # --replay-roles: replay only these roles (None: all)
+    shard: tuple[int, int] | None = None  # --shard K/N
+    baseline: str | None = None  # --baseline REPORT: compare with it and gate on regressions

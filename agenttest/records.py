@@ -105,6 +105,8 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
         out["logs"] = list(r.logs)
     if r.file:
         out["file"] = r.file
+        if r.line:
+            out["line"] = r.line
     for key in ("stdout", "stderr", "traceback"):
         if getattr(r, key):
             out[key] = getattr(r, key)

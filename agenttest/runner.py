@@ -56,8 +56,8 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
     """Run one case once, Before and After included. Never raises, except CancelledError (Ctrl-C)."""
     if case.skip:
         return CaseResult(case.id, "skipped", case.name, case.input, error=case.skip_reason, run=run, index=index,
-                          dynamic=case.dynamic, file=case.file)
-    trace, capture = Trace(), usercode.Capture()
+                          dynamic=case.dynamic, file=case.file, line=case.location.line or 0)
+    trace, capture = Trace(case=case, run=run), usercode.Capture()
     current_trace.set(trace)
     usercode.current_capture.set(capture)
     start = time.perf_counter()
@@ -93,7 +93,7 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
             message, tb = internal_error(exc)
             result = replace(mode.partial(case, trace, "error", message), traceback=tb)
         result = replace(result, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index, file=case.file,
-                         world=world.record())
+                         line=case.location.line or 0, world=world.record())
         if before_ok and case.after:
             result = await _after(case, plan, ctx, result, before_data, max(ends - loop.time(), AFTER_GRACE))
     except asyncio.CancelledError:
@@ -101,7 +101,9 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
     except Exception as exc:  # after everything above: still this case's error
         message, tb = internal_error(exc)
         result = CaseResult(case.id, "error", case.name, case.input, error=message, traceback=tb, run=run, index=index,
-                            dynamic=case.dynamic, file=case.file)
+                            dynamic=case.dynamic, file=case.file, line=case.location.line or 0)
+    if trace.miss:  # --replay had no recording for a call: whatever the mode made of it, the case is that error
+        result = replace(result, status="error", error=trace.miss)
     stdout, stderr = capture.text()
     if stdout or stderr:
         result = replace(result, stdout=stdout, stderr=stderr)

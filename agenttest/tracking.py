@@ -8,7 +8,7 @@ import contextvars
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Role, ToolCall, Usage
+from .model import Case, Role, ToolCall, Usage
 
 
 @dataclass
@@ -20,6 +20,10 @@ class Trace:
     model_calls: int = 0
     state: Any = None  # the mode's progress (a dynamic conversation, a script test's ``t``)
     world: Any = None  # the case's tool world (world.ToolWorld): state, mocks, faults
+    case: Case | None = None  # which case and run this is (cassettes file calls under it)
+    run: int = 1
+    turn: int = 1  # the conversation's turn now (dynamic mode advances it)
+    miss: str = ""  # the first call that --replay had no recording for: the case's error
 
     def add_usage(self, role: str, usage: Usage) -> None:
         self.usage[role] = self.usage.get(role, Usage()) + usage
