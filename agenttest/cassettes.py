@@ -65,6 +65,13 @@ def completion_of(response: dict[str, Any]) -> Completion:
                       str(response.get("model", "")))
 
 
+def user_left(turn: int) -> Completion:
+    """A frozen simulator past the end of its recording: the recorded user has nothing more to say, so the
+    conversation ends there, and the case's verdict is what the agent reached by then."""
+    reasoning = f"the recorded user has no turn {turn}: the conversation ends here (--replay-roles simulator)"
+    return Completion(json.dumps({"message": "", "goal_achieved": True, "reasoning": reasoning}))
+
+
 def _safe(part: str) -> str:
     """A path part that is a plain file name on every system; an altered one keeps a short hash of the original."""
     clean = re.sub(r"[^A-Za-z0-9._-]+", "_", part).strip("._") or "_"
@@ -160,6 +167,10 @@ class Tape:
         used.add(found)
         return self.entries[found]
 
+    def last_turn(self, run: int, role: str) -> int:
+        """The last turn this role was recorded at in this run (0: never)."""
+        return max((self.entries[i].turn for i in self.group(run) if self.entries[i].role == role), default=0)
+
     def explain(self, run: int, role: str, key: str, request: dict[str, Any]) -> str:
         """Why nothing was replayed: the first difference from the nearest recorded request."""
         where = self.path or self.name
@@ -231,6 +242,8 @@ class Cassettes:
             if found is not None and not (self.record and "error" in found.response):  # re-recording retries failures
                 self._keep(tape, call, entry, found.response)
                 return completion_of(found.response)
+            if found is None and self.roles is not None and role == "simulator" and tape.last_turn(run, role) < turn:
+                return user_left(turn)
             if not self.record:
                 miss = f"replay miss: {role} at turn {turn}: {tape.explain(run, role, entry.key, normal)}"
                 if trace is not None and not trace.miss:
