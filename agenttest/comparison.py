@@ -199,7 +199,7 @@ def _one(key: Any, base: list[CaseResult] | None, new: list[CaseResult] | None, 
                         v.runs() if new else "", reason=v.reason)
     a, b = verdict(base, rates[0]), verdict(new, rates[1])
     changes = _assertions(base, new) + _checkpoints(base, new) + _behaviour(base, new)
-    if a.reason != b.reason and (a.status in BAD or b.status in BAD):
+    if a.reason != b.reason and a.status in BAD and b.status in BAD:  # failing either way, for another reason
         changes.append(Change("reason", a.reason or "—", b.reason or "—"))
     return CaseDiff(case_id, file, _kind(a, b, changes), a.status, b.status, a.runs(), b.runs(), tuple(changes), b.reason or a.reason)
 
