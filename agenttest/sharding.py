@@ -1,6 +1,7 @@
-"""``--shard K/N``: a deterministic 1/N of the selected cases, by a hash of where each case came from and
-its id — the same on every machine and Python version (SHA-256, not ``hash()``), so N CI machines given
-1/N … N/N run every case exactly once."""
+"""``--shard K/N``: a deterministic 1/N of the selected cases. Each case is placed by a hash of where it
+came from and its id — the same on every machine and Python version (SHA-256, not ``hash()``) — and the
+cases, in hash order, are dealt to the shards in turn, so that N CI machines given 1/N … N/N run every case
+exactly once and shards differ in size by one case at most."""
 
 from __future__ import annotations
 
@@ -33,13 +34,21 @@ def source_key(file: str, root: str) -> str:
     return rel.replace(os.sep, "/")
 
 
-def shard_of(case: Case, root: str, count: int) -> int:
-    """The shard (1…count) a case belongs to."""
-    digest = hashlib.sha256(f"{source_key(case.file, root)}\n{case.id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") % count + 1
+def placement(case: Case, root: str) -> bytes:
+    """Where a case falls in the dealing order: SHA-256 of its source and id."""
+    return hashlib.sha256(f"{source_key(case.file, root)}\n{case.id}".encode()).digest()
+
+
+def shards(cases: list[Case], count: int, root: str) -> list[int]:
+    """The shard (1…count) of each case, in the cases' order."""
+    order = sorted(range(len(cases)), key=lambda i: (placement(cases[i], root), i))
+    out = [0] * len(cases)
+    for turn, i in enumerate(order):
+        out[i] = turn % count + 1
+    return out
 
 
 def take(cases: list[Case], shard: tuple[int, int], root: str) -> list[Case]:
     """The cases of shard K of N, in their order."""
     k, n = shard
-    return [c for c in cases if shard_of(c, root, n) == k]
+    return [c for c, s in zip(cases, shards(cases, n, root)) if s == k]

@@ -191,6 +191,26 @@ class Bench:
         ideal = 5 * latency * max(1, n / parallel) + self.startup  # 3 agent + 2 simulator calls in sequence
         self.row(f"{n} dynamic × 3 turns, 50 ms, --parallel {parallel} (median of {self.repeats()})", m, n, ideal, peak, "≤ 1.50 s", m.wall <= 1.5)
 
+    def replay(self) -> None:
+        """A recorded run replayed from its cassettes (no server, no SDK call) against the same run live."""
+        n, latency, parallel = self.size(1000), 0.05, 20
+        path = self.cases(f"rec{n}", standard_cases(n))
+        tapes = os.path.join(self.tmp, "cassettes")
+        ideal = n * latency / parallel + self.startup
+        live, peak = self.median(lambda: self.agent_test(path, latency, parallel))
+        self.row(f"{n} standard, 50 ms, --parallel {parallel}, live (median of {self.repeats()})", live, n, ideal, peak, "", None)
+        recording, peak = self.median(lambda: self.agent_test(path, latency, parallel, "--record", tapes))
+        self.row(f"  the same, live with --record (median of {self.repeats()})", recording, n, ideal, peak, "", None)
+        self.server.configure(latency)
+        replayed = min((run(cli() + ["-i", path, "-n", "bot", "--parallel", str(parallel), "--replay", tapes,
+                                     "-o", os.path.join(self.tmp, "report.json")], self.tmp) for _ in range(self.repeats())),
+                       key=lambda m: m.wall)
+        requests = int(self.server.call("/stats").get("requests", 0))
+        self.row(f"  replay of the recorded {n} (ideal: the live run; best of {self.repeats()})", replayed, n, live.wall,
+                 self.server.peak_in_flight, "≤ 0.50 × live", replayed.wall <= 0.5 * live.wall)
+        if requests:
+            raise SystemExit(f"the replay sent {requests} requests to the server")
+
     def dry_run(self) -> None:
         n = self.size(10000)
         path = self.cases("dry", standard_cases(n))
@@ -211,6 +231,7 @@ class Bench:
         self.standard(400, 0.2, 50, "≤ 1.2 × ideal", lambda wall, ideal: wall <= 1.2 * ideal)
         self.standard(400, 0.2, 50, "", None, jitter=0.0)
         self.dynamic()
+        self.replay()
         self.dry_run()
         self.scale()
 
@@ -235,7 +256,7 @@ def machine() -> str:
 # every workload must produce its row; `python -m bench --smoke` (a CI step) checks that they all run
 SMOKE_WORKLOADS = ("agent-test --help", "start-up: 1 case", "standard, 0 ms", "openai SDK alone (create)", "openai SDK alone (post)",
                    "runner's own CPU per case vs SDK post", "standard, 50 ms, --parallel 20", "standard, 200 ms, --parallel 50",
-                   "dynamic × 3 turns", "--dry-run of", "(memory)")
+                   "dynamic × 3 turns", "replay of the recorded", "--dry-run of", "(memory)")
 
 
 def main() -> None:

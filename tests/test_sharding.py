@@ -9,7 +9,7 @@ import pytest
 
 from agenttest.errors import Location
 from agenttest.model import Case
-from agenttest.sharding import parse, shard_of, source_key
+from agenttest.sharding import parse, shards, source_key
 from helpers import Answer, cli, last_user, report
 
 CASES = [{"id": f"c{i:02d}", "input": f"message {i}", "assert": {"type": "contains", "value": "yes"}} for i in range(1, 16)]
@@ -43,14 +43,15 @@ def totals(data):
     return {k: s[k] for k in ("total", "passed", "failed", "skipped", "errors", "timeouts", "pass_rate")}
 
 
-def test_source_key_and_shard_are_the_same_on_every_machine(tmp_path):
+def test_source_key_and_shards_are_the_same_on_every_machine(tmp_path):
     root = tmp_path / "app"
     (root / "tests").mkdir(parents=True)
     (root / "tests" / "cases.jsonl").write_text("{}\n")
-    case = Case("T001", (), {}, Location("x"), str(root), file=str(root / "tests" / "cases.jsonl"))
-    assert source_key(case.file, str(root)) == "tests/cases.jsonl"
-    # SHA-256 of "tests/cases.jsonl\nT001": fixed values, whatever the machine, path or Python version
-    assert [shard_of(case, str(root), n) for n in (1, 2, 3, 7)] == [1, 2, 3, 4]
+    cases = [Case(f"T{i:03d}", (), {}, Location("x"), str(root), file=str(root / "tests" / "cases.jsonl")) for i in range(1, 8)]
+    assert source_key(cases[0].file, str(root)) == "tests/cases.jsonl"
+    # dealt in the order of SHA-256("tests/cases.jsonl\nT001") …: fixed, whatever the machine, path or Python version
+    assert shards(cases, 3, str(root)) == [2, 1, 3, 1, 1, 3, 2]
+    assert shards(cases, 1, str(root)) == [1] * 7
     assert source_key("agents:gen?count=2", str(root)) == "agents:gen?count=2"
 
 
@@ -72,7 +73,7 @@ def test_shards_partition_the_cases_and_merge_equals_the_unsharded_run(suite, tm
         assert f"shard {k}/3 of 15" in result.output
         parts.append(path)
     shard_keys = [keys(report(p)) for p in parts]
-    assert all(shard_keys), "a shard of 15 cases should not be empty"
+    assert [len(k) for k in shard_keys] == [10, 10, 10]  # 15 cases × 2 runs, dealt evenly
     flat = [k for part in shard_keys for k in part]
     assert len(flat) == len(set(flat)) and sorted(flat) == sorted(keys(everything))  # disjoint, and together all
     merged = tmp_path / "merged.json"
