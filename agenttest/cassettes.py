@@ -8,7 +8,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .connectors import ChatRequest, Connector, ConnectorSpec
@@ -31,9 +31,9 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def normalize(spec: ConnectorSpec, request: ChatRequest) -> dict[str, Any]:
-    """What a call asks, whatever the endpoint: model, messages, tools and parameters (no key, no
-    header, no host, no agent folder)."""
+def normalize(spec: ConnectorSpec, request: ChatRequest) -> str:
+    """What a call asks, whatever the endpoint, as canonical JSON: model, messages, tools and parameters
+    (no key, no header, no host, no agent folder)."""
     options = {**spec.options, **request.options}
     parameters = {k: v for k, v in options.items() if k not in _TRANSPORT}
     out: dict[str, Any] = {"model": str(options.get("model") or spec.type), "messages": list(request.messages)}
@@ -41,7 +41,12 @@ def normalize(spec: ConnectorSpec, request: ChatRequest) -> dict[str, Any]:
         out["tools"] = list(request.tools)
     if parameters:
         out["parameters"] = parameters
-    return json.loads(canonical(out))
+    return canonical(out)
+
+
+def key_of(role: str, request_text: str) -> str:
+    """What a replay looks a call up by (with its occurrence): the role and the canonical request."""
+    return hashlib.sha256(f"{role}\n{request_text}".encode()).hexdigest()
 
 
 def response_of(completion: Completion) -> dict[str, Any]:
@@ -96,10 +101,10 @@ class Entry:
     response: dict[str, Any]
     run: int = 1
     line: int = 0  # in the file it was read from
-    key: str = field(init=False)
+    key: str = ""
 
     def __post_init__(self) -> None:
-        self.key = hashlib.sha256(canonical([self.role, self.request]).encode()).hexdigest()
+        self.key = self.key or key_of(self.role, canonical(self.request))
 
     def text(self) -> str:
         """The line: who and when first (a reader scans those), then what was asked and answered, keys sorted."""
@@ -234,11 +239,15 @@ class Cassettes:
         trace, role = current_trace.get(), current_role.get()
         tape = self.tape(self.name(trace))
         run, turn = (trace.run, trace.turn) if trace is not None else (1, 1)
-        normal = json.loads(self.secrets.redact(canonical(normalize(inner.spec, request))))
-        entry = Entry(role, turn, normal, {}, run)
+        text = normalize(inner.spec, request)
+        text = self.secrets.redact(text) if self.secrets else text
+        normal = json.loads(text)
+        entry = Entry(role, turn, normal, {}, run, key=key_of(role, text))
         call = tape.next_call(run)
         if self.replaying(role):
-            found = tape.take(run, role, entry.key, turn, normal, by_turn=self.roles is not None)
+            # a frozen role (--replay-roles) whose request changed with the live agent's replies is answered by
+            # its recording at the same turn; the agent itself is never answered by position
+            found = tape.take(run, role, entry.key, turn, normal, by_turn=self.roles is not None and role != "agent")
             if found is not None and not (self.record and "error" in found.response):  # re-recording retries failures
                 self._keep(tape, call, entry, found.response)
                 return completion_of(found.response)

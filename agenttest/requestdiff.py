@@ -12,6 +12,7 @@ from .texts import as_text
 
 FIELDS_FIRST = ("role", "content", "tool_calls", "tool_call_id", "name")
 WINDOW = 40  # characters shown on each side of a difference
+LIKENESS = 2000  # characters of two messages compared for likeness
 
 
 class Recorded(Protocol):
@@ -38,7 +39,8 @@ def _score(recorded: dict[str, Any], now: dict[str, Any]) -> tuple[Any, ...]:
     same = _prefix(rm, nm)
     alike = 0.0
     if same < min(len(rm), len(nm)):
-        alike = difflib.SequenceMatcher(None, _text(rm[same]), _text(nm[same]), autojunk=False).ratio()
+        # cut: ratio() is quadratic in the worst case, and a tool result may be long
+        alike = difflib.SequenceMatcher(None, _text(rm[same])[:LIKENESS], _text(nm[same])[:LIKENESS], autojunk=False).ratio()
     return (same, alike, len(rm) == len(nm), recorded.get("model") == now.get("model"),
             recorded.get("tools") == now.get("tools"), recorded.get("parameters") == now.get("parameters"))
 
