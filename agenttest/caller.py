@@ -24,19 +24,26 @@ class AgentHandle:
     agent_id: str
     ctx: Context
 
-    def stream(self, messages: Any, options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Call the agent with a message history; returns ``{content, tool_calls, output, usage}``."""
+    def stream(self, messages: Any, options: dict[str, Any] | None = None) -> Response:
+        """Call the agent with a message history; returns its ``content``, ``tool_calls``, ``output`` and
+        ``usage`` — as keys (``reply["content"]``) or, as in Yao, attributes (``reply.content``)."""
         from .messages import normalize
 
         reply = self.caller.submit(self.caller.call(self.agent_id, list(normalize(messages)), self.ctx, options=options))
-        return {
-            "content": reply.text,
-            "output": reply.output,
-            "tool_calls": [c.as_dict() for c in reply.tool_calls],
-            "usage": reply.usage.as_dict(),
-        }
+        return Response(content=reply.text, output=reply.output, tool_calls=[Response(c.as_dict()) for c in reply.tool_calls],
+                        usage=Response(reply.usage.as_dict()))
 
-    call = stream
+    call = Stream = Call = stream  # Yao spells it Stream
+
+
+class Response(dict):  # type: ignore[type-arg]
+    """A dict whose keys read as attributes too: ``reply.content``, ``reply.tool_calls[0].name``."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 class Caller:

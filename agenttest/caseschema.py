@@ -39,6 +39,7 @@ CASE_FIELDS: dict[str, Schema] = {
     },
     "checkpoints": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/checkpoint"}},
     "max_turns": {"type": "integer", "minimum": 1},
+    "tags": {"type": "array", "items": {"type": "string"}, "description": "for -k selection and report grouping"},
     "world": {"type": "object", "description": "The initial state of the case's tool world (ctx.world)."},
     "mocks": {"type": "array", "items": {"$ref": "#/$defs/mock"}, "description": "Answers that replace tool calls."},
     "faults": {"type": "array", "items": {"$ref": "#/$defs/fault"}, "description": "Faults injected into tool calls."},
@@ -279,6 +280,8 @@ def plainly_valid(raw: Any) -> bool:
     if "timeout" in raw and type(raw["timeout"]) not in (str, int, float):
         return False
     if "max_turns" in raw and (type(raw["max_turns"]) is not int or raw["max_turns"] < 1):
+        return False
+    if "tags" in raw and not (type(raw["tags"]) is list and all(_str(t) for t in raw["tags"])):
         return False
     if not _world(raw):
         return False

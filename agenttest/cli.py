@@ -18,6 +18,7 @@ import click
 
 from .config import RunConfig, parse_duration, parse_size
 from .errors import AgentTestError, ExitCode, InternalError
+from .version import __version__
 
 EPILOG = """\b
 Examples:
@@ -156,12 +157,18 @@ def main() -> None:
 
 
 @main.command("run", cls=RunCommand, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("-i", "--input", "input_", required=True, metavar="SOURCE", cls=Option, section="Input and selection",
-              help="Input: a case file (.jsonl/.json/.yaml), a literal message, agents:ID?count=N, scripts:mod.func, or scripts.NAME (script tests).")
+@click.option("-i", "--input", "inputs", required=True, multiple=True, metavar="SOURCE", cls=Option, section="Input and selection",
+              help="Input, repeatable: a case file (.jsonl/.json/.yaml), a folder or glob of them, a literal message, agents:ID?count=N, scripts:mod.func, or scripts.NAME (script tests).")
 @click.option("-n", "--name", "agent", metavar="AGENT", cls=Option, section="Input and selection",
               help="Agent under test, e.g. assistants.expense  [default: nearest package.yao above the case file]")
 @click.option("--run", "run_filter", metavar="REGEX", callback=_regex, cls=Option, section="Input and selection",
-              help="Run only cases whose id matches (a search, like pytest -k)  [default: all]")
+              help="Run only cases whose id matches the regex (a search)  [default: all]")
+@click.option("-k", "keyword", metavar="EXPR", cls=Option, section="Input and selection",
+              help="Run only cases matching a pytest-style expression over id, name and tags, e.g. 'expense and not slow'")
+@click.option("--lf", "--last-failed", "last_failed", is_flag=True, cls=Option, section="Input and selection",
+              help="Run only the cases that did not pass last time with these inputs (all if none failed)")
+@click.option("--list", "list_only", is_flag=True, cls=Option, section="Input and selection",
+              help="Print the selected cases (id, mode, tags, file:line) and exit without running")
 @click.option("--dry-run", is_flag=True, cls=Option, section="Input and selection",
               help="Load (or generate) the cases and print them as JSON lines without running  [default: off]")
 @click.option("--strict", is_flag=True, cls=Option, section="Input and selection",
@@ -188,7 +195,7 @@ def main() -> None:
               help="Run each case N times and report stability.")
 @click.option("--seed", default=0, show_default=True, type=int, metavar="N", cls=Option, section="Running",
               help="Seed of the faults given with a rate: the same seed injects the same faults.")
-@click.option("--fail-fast", is_flag=True, cls=Option, section="Running",
+@click.option("-x", "--fail-fast", "fail_fast", is_flag=True, cls=Option, section="Running",
               help="Stop scheduling cases after the first that does not pass  [default: off]")
 @click.option("--max-attachment", default="20MB", show_default=True, callback=_size, metavar="SIZE", cls=Option, section="Running",
               help="Largest file an input may attach (file:// parts): 20MB, 500KB or bytes.")
@@ -202,10 +209,12 @@ def main() -> None:
               help="With --replay: replay only these roles (agent, simulator, validator, generator), e.g. simulator,validator; the others run live  [default: all]")
 @click.option("--baseline", metavar="REPORT", cls=Option, section="Output",
               help="Compare with an earlier JSON report after the summary; exit 1 only when a case regressed or a new case does not pass  [default: off]")
-@click.option("-o", "--output", metavar="FILE", cls=Option, section="Output",
-              help="Report file; format by extension: .json .jsonl .md .html .xml  [default: output-<timestamp>.json beside a case file]")
-@click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output", help="Show outputs and tool calls under every case  [default: off]")
-@click.version_option(package_name="agenttest", prog_name="agent-test", cls=Option, section="Other")
+@click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",
+              help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: output-<timestamp>.json beside a case file]")
+@click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output",
+              help="Show outputs, tool calls, what user code printed and whole tracebacks under every case  [default: off]")
+@click.option("-q", "--quiet", count=True, cls=Option, section="Output", help="-q: one line per case, no trees; -qq: the summary only")
+@click.version_option(__version__, "-V", "--version", prog_name="agent-test", cls=Option, section="Other")
 @click.help_option("-h", "--help", cls=Option, section="Other", help="Show this message and exit.")
 def run_command(**flags: Any) -> None:
     """Test LLM agents: run test cases against an agent and report the verdicts."""
@@ -213,10 +222,11 @@ def run_command(**flags: Any) -> None:
 
     def work() -> int:
         config = RunConfig(
-            input=flags["input_"], agent=flags["agent"], output=flags["output"], connector=flags["connector"],
+            inputs=tuple(flags["inputs"]), agent=flags["agent"], outputs=tuple(flags["outputs"]), connector=flags["connector"],
             user=flags["user"], team=flags["team"], verbose=flags["verbose"], ctx_file=flags["ctx_file"],
             simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
-            parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], fail_fast=flags["fail_fast"],
+            parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], keyword=flags["keyword"],
+            last_failed=flags["last_failed"], list_only=flags["list_only"], quiet=flags["quiet"], fail_fast=flags["fail_fast"],
             dry_run=flags["dry_run"], app=flags["app_dir"], color=color, max_attachment=flags["max_attachment"], strict=flags["strict"],
             seed=flags["seed"], record=flags["record"], replay=flags["replay"], replay_roles=flags["replay_roles"],
             shard=flags["shard"], baseline=flags["baseline"],
@@ -239,8 +249,9 @@ def diff_command(base: str, new: str, output: str | None, fail_on_regression: bo
 
     def work() -> int:
         from .comparison import compare
+        from .outputfiles import write_atomic
         from .reportfiles import read
-        from .reporting import diffs, write_atomic
+        from .reporting import diffs
 
         if output:
             diffs.check_path(output)
@@ -248,7 +259,6 @@ def diff_command(base: str, new: str, output: str | None, fail_on_regression: bo
         for line in diffs.console_lines(comparison, color):
             click.echo(line)
         if output:
-            os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
             write_atomic(output, diffs.render(comparison, output))
             click.echo(f"  Output: {output}")
         return ExitCode.FAILED if fail_on_regression and comparison.regressions else ExitCode.OK
@@ -274,11 +284,15 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...]) -> None:
         for path in outputs:
             reporting.check_path(path)
         merged = merge([(path, read(path)) for path in reports])
+        written = []
         for path in outputs:
-            reporting.write(replace(merged, output_file=path), path)
+            rescued = reporting.write(replace(merged, output_file=path), path)
+            if rescued is not None:
+                click.echo(f"warning: could not write the report to {path}; it is saved in {rescued}", err=True)
+            written.append(rescued or path)
         console = Console(sys.stdout, color)
         console.total = len(merged.results)
-        console.summary(merged, ", ".join(outputs) or None)
+        console.summary(merged, ", ".join(written) or None)
         return exit_code(merged)
 
     finish(work)

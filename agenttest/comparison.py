@@ -82,10 +82,10 @@ class Verdict:
 def verdict(runs: list[CaseResult], min_pass_rate: float = 1.0) -> Verdict:
     ran = [r for r in runs if r.status != "skipped"]
     if not ran:
-        return Verdict("skipped", 0, 0, runs[0].error if runs else "")
+        return Verdict("skipped", 0, 0, runs[0].skip_reason if runs else "")
     passed = sum(1 for r in ran if r.status == "passed")
     first_bad = next((r for r in ran if r.status != "passed"), None)
-    reason = (first_bad.reasons[0] if first_bad.reasons else first_bad.status) if first_bad is not None else ""
+    reason = first_bad.reasons[0] if first_bad is not None else ""
     if passed / len(ran) >= min_pass_rate:
         return Verdict("passed", passed, len(ran), reason)
     assert first_bad is not None

@@ -82,9 +82,9 @@ def format_timeout(seconds: float) -> str:
 class RunConfig:
     """Everything a run needs to know from the command line."""
 
-    input: str
+    inputs: tuple[str, ...]
     agent: str | None = None
-    output: str | None = None
+    outputs: tuple[str, ...] = ()
     connector: str | None = None
     user: str | None = None
     team: str | None = None
@@ -97,6 +97,10 @@ class RunConfig:
     parallel: int = 1
     runs: int = 1
     run_filter: str | None = None  # --run: a regex over case ids
+    keyword: str | None = None  # -k: an expression over ids, names and tags
+    last_failed: bool = False  # --lf
+    list_only: bool = False  # --list
+    quiet: int = 0  # -q: one line per case; -qq: the summary only
     fail_fast: bool = False
     dry_run: bool = False
     app: str | None = None

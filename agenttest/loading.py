@@ -117,8 +117,22 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
     else:
         loaded.problems.append(Problem(f"'{source}': unknown case file type '{kind}'", None, "use .jsonl, .json, .yaml or .yml"))
         return loaded
+    if not docs and not loaded.problems:  # never a silent green: a file with no cases is not a passing suite
+        loaded.problems.append(Problem(f"{source} holds no test cases: {_emptiness(text, kind)}", Location(source),
+                                       "add cases, or point -i at the file that has them"))
     loaded.cases = build_cases(docs, base_dir, default_simulator, loaded, policy)
     return loaded
+
+
+def _emptiness(text: str, kind: str) -> str:
+    """What kind of empty a case file is, for the message."""
+    if not text.strip():
+        return "the file is empty"
+    if kind == ".jsonl":
+        return "it has only blank lines and // comments"
+    if kind in (".yaml", ".yml") and all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
+        return "it has only comments"
+    return "its list of cases is empty"
 
 
 def parse_text(text: str, source: str, default_simulator: str | None = None, base_dir: str = ".", kind: str | None = None) -> list[Case]:
@@ -415,6 +429,7 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
         simulator=simulator,
         checkpoints=checkpoints,
         max_turns=raw.get("max_turns", 20),
+        tags=tuple(raw.get("tags") or ()),
         world=raw.get("world"),
         mocks=tuple(mock_of(m) for m in raw.get("mocks") or ()),
         faults=tuple(fault_of(f) for f in raw.get("faults") or ()),

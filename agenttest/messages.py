@@ -51,6 +51,25 @@ def last_user_text(messages: Any) -> str:
     return ""
 
 
+def last_user_content(messages: Any) -> tuple[str, list[str]]:
+    """The last user message as (its text, the names of its attachments)."""
+    for m in reversed(list(messages)):
+        if m.get("role") == "user":
+            return split_content(m.get("content"))
+    return "", []
+
+
+def split_content(content: Any) -> tuple[str, list[str]]:
+    """A message's content as (its text, the names of its attachments)."""
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return content_text(content), []
+    names = [attachment_name(p) for p in content if isinstance(p, dict) and p.get("type") not in ("text", "data")]
+    text = content_text([p for p in content if isinstance(p, dict) and p.get("type") in ("text", "data")])
+    return text, names
+
+
 def content_text(content: Any) -> str:
     """The text of a message's content; attachments appear as ``[name]``."""
     if content is None:

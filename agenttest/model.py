@@ -97,6 +97,7 @@ class Case:
     simulator: SimulatorSpec | None = None
     checkpoints: tuple[Checkpoint, ...] = ()
     max_turns: int = 20
+    tags: tuple[str, ...] = ()
     world: dict[str, Any] | None = None  # the initial state of the case's tool world
     mocks: tuple[Mock, ...] = ()
     faults: tuple[Fault, ...] = ()
@@ -227,7 +228,7 @@ class Turn:
     checkpoints: tuple[str, ...] = ()
     duration_ms: float = 0.0
     simulator_reasoning: str = ""
-
+    attachments: tuple[str, ...] = ()  # names of the files the user message attached
 
 @dataclass(frozen=True)
 class CheckpointResult:
@@ -288,6 +289,7 @@ class CaseResult:
     traceback: str = ""  # an exception's traceback (user code, or agent-test's own bug)
     stdout: str = ""  # what user code printed while this case ran
     stderr: str = ""
+    skip_reason: str = ""
     world: WorldRecord | None = None  # a case with a world, or whose tools changed it
 
     @property
@@ -296,12 +298,19 @@ class CaseResult:
 
     @property
     def reasons(self) -> list[str]:
-        """Why it did not pass, one line each."""
-        if self.status in ("passed", "skipped"):
-            return [self.error] if self.status == "skipped" and self.error else []
+        """Why it did not pass, one line each (for a skipped case, why it was skipped)."""
+        if self.status == "skipped":
+            return [self.skip_reason] if self.skip_reason else []
+        if self.status == "passed":
+            return []
         lines = [self.error] if self.error else []
-        lines += [a.message for a in self.assertions if not a.passed]
-        return list(dict.fromkeys(lines))
+        lines += self.assertion_errors
+        return list(dict.fromkeys(lines)) or [self.status]
+
+    @property
+    def assertion_errors(self) -> list[str]:
+        """The message of every assertion that did not hold."""
+        return [a.message for a in self.assertions if not a.passed]
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ def turn_dict(t: Turn) -> dict[str, Any]:
     }
     if t.simulator_reasoning:
         out["simulator_reasoning"] = t.simulator_reasoning
+    if t.attachments:
+        out["attachments"] = list(t.attachments)
     return out
 
 
@@ -87,8 +89,12 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
     if r.name:
         out["name"] = r.name
     out.update(status=r.status, input=r.input, output=r.output, duration_ms=round(r.duration_ms, 1))
-    if r.error:
-        out["error"] = r.error
+    if r.status == "skipped":
+        if r.skip_reason:
+            out["skip_reason"] = r.skip_reason
+    elif r.status != "passed":  # every result that did not pass says why (FORMATS §6)
+        out["error"] = r.reasons[0]
+        out["assertion_errors"] = r.assertion_errors
     out["run"] = r.run
     out["assertions"] = [assertion_dict(a) for a in r.assertions]
     out["tool_calls"] = [c.as_dict() for c in r.tool_calls]
@@ -171,14 +177,15 @@ def report_dict(report: RunReport) -> dict[str, Any]:
 
 
 def preview(value: object) -> str:
-    """The text of an input for a one-line preview: the last user message."""
-    from .messages import last_user_text, normalize
+    """An input for a one-line preview: the last user message, its attachments as ``+ [name]``."""
+    from .messages import last_user_content, normalize
 
     if isinstance(value, (str, dict, list)) and value:
         try:
-            return last_user_text(normalize(value))
+            text, names = last_user_content(normalize(value))
         except (AttributeError, TypeError):
             return as_text(value)
+        return " + ".join([text, *(f"[{n}]" for n in names)] if text else [f"[{n}]" for n in names])
     return ""
 
 

@@ -79,7 +79,8 @@ def result_of(d: Any, index: int) -> CaseResult:
         raise _Bad(f"'status' must be one of {', '.join(STATUSES)}, not {d.get('status')!r}", [*where, "status"])
     return CaseResult(
         id=case_id, status=d["status"], name=str(d.get("name", "")), input=d.get("input"), output=d.get("output"),
-        duration_ms=float(d.get("duration_ms") or 0), error=str(d.get("error", "")),
+        duration_ms=float(d.get("duration_ms") or 0), error=str(d.get("error", "")) if d["status"] != "skipped" else "",
+        skip_reason=str(d.get("skip_reason") or (d.get("error", "") if d["status"] == "skipped" else "")),
         assertions=tuple(_assertion(a) for a in d.get("assertions") or () if isinstance(a, dict)),
         tool_calls=tuple(_tool_call(c) for c in d.get("tool_calls") or () if isinstance(c, dict)),
         usage=_usage(d.get("usage")), turns=tuple(_turn(t) for t in d.get("turns") or () if isinstance(t, dict)),
@@ -113,7 +114,8 @@ def _usage(d: Any) -> Usage:
 def _turn(d: dict[str, Any]) -> Turn:
     return Turn(int(d.get("turn") or 0), d.get("input"), d.get("output"),
                 tuple(_tool_call(c) for c in d.get("tool_calls") or () if isinstance(c, dict)),
-                tuple(str(c) for c in d.get("checkpoints") or ()), float(d.get("duration_ms") or 0), str(d.get("simulator_reasoning", "")))
+                tuple(str(c) for c in d.get("checkpoints") or ()), float(d.get("duration_ms") or 0), str(d.get("simulator_reasoning", "")),
+                tuple(str(a) for a in d.get("attachments") or ()))
 
 
 def _checkpoint(d: dict[str, Any]) -> CheckpointResult:

@@ -55,7 +55,7 @@ def internal_error(exc: BaseException) -> tuple[str, str]:
 async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller) -> CaseResult:
     """Run one case once, Before and After included. Never raises, except CancelledError (Ctrl-C)."""
     if case.skip:
-        return CaseResult(case.id, "skipped", case.name, case.input, error=case.skip_reason, run=run, index=index,
+        return CaseResult(case.id, "skipped", case.name, case.input, skip_reason=case.skip_reason, run=run, index=index,
                           dynamic=case.dynamic, file=case.file, line=case.location.line or 0)
     trace, capture = Trace(case=case, run=run), usercode.Capture()
     current_trace.set(trace)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import signal
 import sys
 import time
@@ -15,7 +14,7 @@ from typing import Any, TextIO
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from . import plugins, reporting, runner, sharding, usercode
+from . import lastfailed, outputfiles, plugins, reporting, runner, sharding, usercode
 from .app import App, find_root
 from .caller import Caller
 from .cassettes import Cassettes
@@ -32,20 +31,9 @@ from .reportfiles import read as read_report
 from .resolution import resolve
 from .runner import RunState
 from .secrets import MIN_LENGTH, Secrets
-from .sources import LoadEnv, Message, Source, classify, normalized
+from .selection import select
+from .sources import Inputs, LoadEnv, expand, normalized
 from .verdict import exit_code, make_report
-
-
-def select(cases: list[Case], pattern: str | None) -> list[Case]:
-    """``--run REGEX`` on case ids (unanchored search); matching nothing is a usage error."""
-    if not pattern:
-        return cases
-    rx = re.compile(pattern)
-    chosen = [c for c in cases if rx.search(c.id)]
-    if not chosen:
-        ids = ", ".join(c.id for c in cases[:10]) + (" …" if len(cases) > 10 else "")
-        raise AgentTestError(f"--run {pattern!r} matches no case", hint=f"ids: {ids}")
-    return chosen
 
 
 class Session:
@@ -60,9 +48,12 @@ class Session:
     async def run(self) -> ExitCode:
         plugins.load()  # third-party assertion types, connectors and report formats
         config = self.config
-        self._check_output()
+        self._check_outputs()
         self.baseline = read_report(config.baseline) if config.baseline else None
-        source = classify(config.input)
+        found, problems = expand(list(config.inputs))
+        if problems:
+            raise InputError(problems)
+        source = Inputs(tuple(found))
         root = find_root(config.app, source.path)
         if root is None:
             raise AgentTestError("no app root found (a folder with assistants/ or app.yao)", hint="pass --app DIR or set AGENTTEST_APP")
@@ -96,40 +87,50 @@ class Session:
         for path, text in cassettes.files().items():
             try:
                 await asyncio.to_thread(os.makedirs, os.path.dirname(path), exist_ok=True)
-                await asyncio.to_thread(reporting.write_atomic, path, text)
+                await asyncio.to_thread(outputfiles.write_atomic, path, text)
             except OSError as exc:
                 raise AgentTestError(f"--record: cannot write {path}: {exc}") from None
 
-    def _check_output(self) -> None:
-        output = self.config.output
-        if output and self.config.dry_run:
-            if os.path.splitext(output)[1].lower() not in SUFFIXES:
-                raise AgentTestError(f"-o {output}: --dry-run writes cases as {', '.join(SUFFIXES)}")
-        elif output:
-            reporting.check_path(output)
+    def _check_outputs(self) -> None:
+        """Every -o is checked (and its folder made) before anything runs."""
+        for output in self.config.outputs:
+            if self.config.dry_run:
+                if os.path.splitext(output)[1].lower() not in SUFFIXES:
+                    raise AgentTestError(f"-o {output}: --dry-run writes cases as {', '.join(SUFFIXES)}")
+                outputfiles.prepare(output)
+            else:
+                reporting.check_path(output)
 
-    def _agent_id(self, source: Source, app: App) -> str | None:
-        """-n, else the agent the source implies; required unless only previewing a file or message."""
+    def _agent_id(self, source: Inputs, app: App) -> str | None:
+        """-n, else the agent the inputs imply; required unless only previewing or listing files."""
         config = self.config
         agent_id = config.agent or source.agent_hint(app)
-        if agent_id is None and (source.needs_agent or not config.dry_run):
+        previewing = config.dry_run or config.list_only
+        if agent_id is None and (source.needs_agent or not previewing):
             if source.path is not None:
                 raise AgentTestError(f"no agent for {source.path}: no package.yao above it", hint="pass -n AGENT")
-            if source.needs_agent or not config.dry_run:
-                raise AgentTestError(f"-n AGENT is required with -i {config.input!r}", hint=f"known agents: {', '.join(app.agent_ids())}")
+            shown = " ".join(f"-i {t!r}" for t in config.inputs)
+            raise AgentTestError(f"-n AGENT is required with {shown}", hint=f"known agents: {', '.join(app.agent_ids())}")
         return agent_id
 
-    async def _run(self, source: Source, catalog: Catalog, caller: Caller) -> ExitCode:
+    async def _run(self, source: Inputs, catalog: Catalog, caller: Caller) -> ExitCode:
         config = self.config
         agent_id = self._agent_id(source, catalog.app)
-        agent = catalog.agent(agent_id) if agent_id and (source.needs_agent or not config.dry_run) else None
+        previewing = config.dry_run or config.list_only
+        agent = catalog.agent(agent_id) if agent_id and (source.needs_agent or not previewing) else None
         loaded: Loaded = await source.load(LoadEnv(config.simulator, agent, caller, KeyPolicy(strict=config.strict)))
         if config.dry_run:
             return await self._dry_run(loaded.check())
-        cases = loaded.cases if loaded.problems and not config.run_filter else select(loaded.cases, config.run_filter)
+        cases, note = loaded.cases, ""
+        if not loaded.problems:
+            remembered = lastfailed.load(catalog.app.root, config.inputs) if config.last_failed else None
+            cases, note = select(cases, config.run_filter, config.keyword, remembered)
         self.selected = len(cases)
         if config.shard is not None:
             cases = sharding.take(cases, config.shard, catalog.app.root)
+        if config.list_only:
+            loaded.check()
+            return self._list(cases)
         resolved = resolve(cases, catalog, agent_id, config.connector, config.before, config.after)
         tapes = catalog.cassettes.preload(cases) if catalog.cassettes is not None and config.replay else []
         if loaded.problems or resolved.problems or tapes:
@@ -138,15 +139,24 @@ class Session:
         await catalog.start()  # MCP servers: a server that cannot start is exit 2, before any case runs
         plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
                     resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment, config.seed)
-        warnings = [*loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
-        return await self._execute(plan, source, caller, warnings)
+        warnings = [*([note] if note else []), *loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
+        code = await self._execute(plan, source, caller, warnings)
+        return code
+
+    def _list(self, cases: list[Case]) -> ExitCode:
+        """``--list``: the selected cases, one a line — id, mode, tags, file:line — and nothing runs."""
+        for case in cases:
+            tags = f" [{', '.join(case.tags)}]" if case.tags else ""
+            self.out.write(f"{case.id}  {case.mode}{tags}  {case.location}\n")
+        self.out.write(f"{len(cases)} {'case' if len(cases) == 1 else 'cases'} selected\n")
+        return ExitCode.OK
 
     async def _dry_run(self, cases: list[Case]) -> ExitCode:
         rows = [normalized(c) for c in cases]
         for row in rows:
             self.out.write(json.dumps(row, ensure_ascii=False) + "\n")
-        if self.config.output:
-            ext = os.path.splitext(self.config.output)[1].lower()
+        for output in self.config.outputs:
+            ext = os.path.splitext(output)[1].lower()
             if ext == ".jsonl":
                 text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
             elif ext == ".json":
@@ -155,10 +165,10 @@ class Session:
                 import yaml
 
                 text = yaml.safe_dump(rows, allow_unicode=True, sort_keys=False)
-            await asyncio.to_thread(reporting.write_atomic, self.config.output, text)
+            await asyncio.to_thread(outputfiles.write_atomic, output, text)
         return ExitCode.OK
 
-    def header(self, plan: Plan, source: Source, caller: Caller) -> RunHeader:
+    def header(self, plan: Plan, source: Inputs, caller: Caller) -> RunHeader:
         """What the console header and the report say about the run."""
         config = self.config
         per_case = not config.connector and any(c.options.get("connector") for c in plan.cases)
@@ -173,11 +183,12 @@ class Session:
         return RunHeader(config.agent or plan.agent, connector, ", ".join(simulators), described,
                          config.timeout, len(plan.cases) * config.runs, config.runs, config.parallel, any(c.dynamic for c in plan.cases))
 
-    async def _execute(self, plan: Plan, source: Source, caller: Caller, warnings: list[str]) -> ExitCode:
+    async def _execute(self, plan: Plan, source: Inputs, caller: Caller, warnings: list[str]) -> ExitCode:
         config = self.config
         header = self.header(plan, source, caller)
         console = Console(self.out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(),
-                          show_reply=isinstance(source, Message), secrets=self.secrets)
+                          show_reply=source.message is not None, secrets=self.secrets, quiet=config.quiet,
+                          grouped=len(source.files) > 1)
         self.warnings = list(dict.fromkeys(warnings))
         console.header(header, self.warnings)
         state = RunState()
@@ -195,10 +206,13 @@ class Session:
                 raise
             except Exception as exc:  # a bug of ours outside any case: exit 3, after writing what ran
                 failure = exc
-            report = self._report(plan, source, caller, state, header)
-            if report.output_file:
-                await self._write(report)
-            console.summary(report, report.output_file or None)
+            outputs = list(config.outputs)
+            if not outputs and source.report_folder() is not None:
+                outputs = [outputfiles.default_report(source.report_folder() or ".")]
+            report = self._report(plan, source, caller, state, header, outputs)
+            written = [await self._write(report, path) for path in outputs]
+            lastfailed.save(caller.catalog.app.root, config.inputs, report.results)
+            console.summary(report, ", ".join(written) or None)
             comparison = self._compare(report, console)
         if failure is not None:
             from .runner import internal_error
@@ -222,22 +236,27 @@ class Session:
         return [f"$ENV.{name} is shorter than {MIN_LENGTH} characters, so it is not hidden in output (only longer values are taken for secrets)"
                 for name in self.secrets.short_names()]
 
-    def _report(self, plan: Plan, source: Source, caller: Caller, state: RunState, header: RunHeader) -> RunReport:
+    def _report(self, plan: Plan, source: Inputs, caller: Caller, state: RunState, header: RunHeader, outputs: list[str]) -> RunReport:
         config = self.config
         interrupted = self.signalled is not None
-        output = config.output or source.default_report() or ""
+        output = outputs[0] if outputs else ""
         return make_report(
             state.ordered(), state.started_at, (time.perf_counter() - state.started) * 1000, config.runs,
             agent_id=header.agent, agent_path=caller.catalog.agent(plan.agent).spec.path, connector=header.connector,
-            simulator=header.simulator, input_source=source.path or config.input, output_file=output,
+            simulator=header.simulator, input_source=", ".join(source.files) or ", ".join(config.inputs), output_file=output,
             environment=caller.identity.environment(), options=self.options(), interrupted=interrupted,
             terminated=self.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
             not_run=max(0, state.total - len(state.results)) if (state.stopped_early or interrupted) else 0,
             warnings=tuple(dict.fromkeys([*self.warnings, *state.warnings, *self._short_secrets()])),
         )
 
-    async def _write(self, report: RunReport) -> None:
-        await asyncio.to_thread(reporting.write, report, report.output_file, self.secrets)
+    async def _write(self, report: RunReport, path: str) -> str:
+        """Write one report; if that fails after the run, it is kept in a temporary file (said on stderr)."""
+        rescued = await asyncio.to_thread(reporting.write, report, path, self.secrets)
+        if rescued is None:
+            return path
+        sys.stderr.write(f"warning: could not write the report to {path}; it is saved in {rescued}\n")
+        return rescued
 
     @contextmanager
     def _signals(self, task: asyncio.Task[Any]) -> Iterator[None]:
@@ -265,7 +284,8 @@ class Session:
     def options(self) -> dict[str, Any]:
         c = self.config
         return {k: v for k, v in {
-            "timeout": c.timeout, "parallel": c.parallel, "runs": c.runs, "run": c.run_filter, "fail_fast": c.fail_fast,
+            "timeout": c.timeout, "parallel": c.parallel, "runs": c.runs, "run": c.run_filter, "k": c.keyword,
+            "last_failed": c.last_failed, "fail_fast": c.fail_fast,
             "connector": c.connector, "simulator": c.simulator, "before": c.before, "after": c.after,
             "user": c.user, "team": c.team, "ctx": c.ctx_file, "seed": c.seed or None,
             "shard": f"{c.shard[0]}/{c.shard[1]}" if c.shard else None, "record": c.record, "replay": c.replay,

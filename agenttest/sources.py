@@ -4,11 +4,11 @@ or script tests (``scripts.<name>``). Each is an object with one small protocol;
 from __future__ import annotations
 
 import asyncio
+import glob
 import json
 import os
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
@@ -48,7 +48,8 @@ class Source(Protocol):
 
     def describe(self, count: int) -> str: ...
 
-    def default_report(self) -> str | None: ...
+    def report_folder(self) -> str | None:
+        """Where the default report (``output-<timestamp>.json``) goes, or None for no default report."""
 
     def agent_hint(self, app: App) -> str | None: ...
 
@@ -57,12 +58,6 @@ class Source(Protocol):
 
 def _count(count: int) -> str:
     return f"{count} test case" if count == 1 else f"{count} test cases"
-
-
-def default_output(input_path: str) -> str:
-    """``output-YYYYMMDDHHMMSS.json`` beside the case file."""
-    stamp = datetime.now().strftime("%Y%m%d%H%M%S")
-    return os.path.join(os.path.dirname(input_path) or ".", f"output-{stamp}.json")
 
 
 @dataclass(frozen=True)
@@ -77,8 +72,8 @@ class CaseFile:
     def describe(self, count: int) -> str:
         return f"{self.path} ({_count(count)})"
 
-    def default_report(self) -> str | None:
-        return default_output(self.path)
+    def report_folder(self) -> str | None:
+        return os.path.dirname(self.path) or "."
 
     def agent_hint(self, app: App) -> str | None:
         return app.agent_above(self.path)
@@ -97,7 +92,7 @@ class _NotAFile:
     def describe(self, count: int) -> str:
         return f"{self.text} ({_count(count)})"
 
-    def default_report(self) -> str | None:
+    def report_folder(self) -> str | None:
         return None
 
     def agent_hint(self, app: App) -> str | None:
@@ -111,6 +106,10 @@ class Message(_NotAFile):
 
     def describe(self, count: int) -> str:
         return f"message ({_count(count)})"
+
+    def agent_hint(self, app: App) -> str | None:
+        """As Yao: run from inside an agent's folder, a message goes to that agent."""
+        return app.agent_above(os.path.join(os.getcwd(), "-"))
 
     async def load(self, env: LoadEnv) -> Loaded:
         return Loaded([make_case({"id": "message", "input": self.text}, Location("<message>"), os.getcwd())])
@@ -179,6 +178,8 @@ class _Generator(_NotAFile):
         """Validate generated cases like a file (no more than ``count`` of them); problems point into a
         saved copy of the generated JSON."""
         count = self.settings()[0]
+        if not items:  # never a silent green
+            return Loaded(problems=[Problem(f"{self.text} generated no test cases", None, "check the generator's prompt or code")])
         dropped = len(items) - count
         items = items[:count]
         text = json.dumps(items, ensure_ascii=False, indent=2)
@@ -259,11 +260,116 @@ def classify(text: str) -> Source:
         return GeneratorScript(ref, dict(parse_qsl(query, keep_blank_values=True)))
     if text.startswith("scripts.") and not os.path.exists(text) and " " not in text:
         return ScriptTests(text[len("scripts."):])
-    if os.path.exists(text) or text.lower().endswith(SUFFIXES):
-        return CaseFile(text)
     if not text.strip():
-        raise AgentTestError("-i is empty", hint="give a case file, a message, or agents:/scripts: generator")
+        raise AgentTestError("-i is empty", hint="give a case file or folder, a message, or agents:/scripts: generator")
+    if looks_like_a_path(text):
+        return CaseFile(text)
     return Message(text)
+
+
+def looks_like_a_path(text: str) -> bool:
+    """FORMATS §6: a value of ``-i`` is a path when it exists or looks like one — no whitespace, and a path
+    separator or a case-file suffix; anything else is a message ("Export my bookings to bookings.json")."""
+    if os.path.exists(text):
+        return True
+    return not any(ch.isspace() for ch in text) and ("/" in text or os.sep in text or text.lower().endswith(SUFFIXES))
+
+
+def expand(texts: list[str]) -> tuple[list[Source], list[Problem]]:
+    """Every ``-i``: folders become their case files (recursively; reports ``output-*`` skipped), globs the
+    case files they match; a folder or glob with no case file is a problem."""
+    sources: list[Source] = []
+    problems: list[Problem] = []
+    for text in texts:
+        source = classify(text)
+        if not isinstance(source, CaseFile):
+            sources.append(source)
+        elif os.path.isdir(text):
+            found = _case_files(text)
+            sources += [CaseFile(p) for p in found]
+            if not found:
+                problems.append(Problem(f"folder '{text}' holds no case files ({', '.join(SUFFIXES)})"))
+        elif any(ch in text for ch in "*?[") and not os.path.exists(text):
+            found = sorted(p for p in glob.glob(text, recursive=True) if _is_case_file(p))
+            sources += [CaseFile(p) for p in found]
+            if not found:
+                problems.append(Problem(f"'{text}' matches no case files ({', '.join(SUFFIXES)})"))
+        else:
+            sources.append(source)
+    unique = {(type(s).__name__, s.text): s for s in reversed(sources)}  # the same file named twice runs once
+    return [s for s in sources if unique.get((type(s).__name__, s.text)) is s], problems
+
+
+NOT_CASE_FILES = frozenset({"mock.yml", "prompts.yml", "agent.yml", "package.json", "tsconfig.json", "app.yao"})
+NOT_CASE_FOLDERS = frozenset({"src", "prompts", "locales", "mcps", "connectors", "assets", "node_modules", "cassettes"})
+
+
+def _is_case_file(path: str) -> bool:
+    """A case file a folder or glob may hold: not a report (``output-*``), not an agent's mock.yml or prompts."""
+    name = os.path.basename(path)
+    return (os.path.isfile(path) and name.lower().endswith(SUFFIXES) and not name.startswith(("output-", "."))
+            and name not in NOT_CASE_FILES)
+
+
+def _case_files(folder: str) -> list[str]:
+    found = []
+    for parent, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")) and d not in NOT_CASE_FOLDERS)
+        found += [os.path.join(parent, f) for f in sorted(files) if _is_case_file(os.path.join(parent, f))]
+    return found
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Every ``-i`` of a run, expanded (folders and globs into their case files), loaded together."""
+
+    sources: tuple[Source, ...]
+
+    @property
+    def path(self) -> str | None:
+        """The first file: the app root is found above it."""
+        return next((s.path for s in self.sources if s.path), None)
+
+    @property
+    def needs_agent(self) -> bool:
+        return any(s.needs_agent for s in self.sources)
+
+    @property
+    def message(self) -> Message | None:
+        """The literal message, when that is the whole input (its reply is shown on the console)."""
+        only = self.sources[0] if len(self.sources) == 1 else None
+        return only if isinstance(only, Message) else None
+
+    @property
+    def files(self) -> list[str]:
+        return [s.path for s in self.sources if s.path]
+
+    def describe(self, count: int) -> str:
+        if len(self.sources) == 1:
+            return self.sources[0].describe(count)
+        shown = ", ".join(s.text for s in self.sources[:3]) + (", …" if len(self.sources) > 3 else "")
+        return f"{len(self.sources)} inputs: {shown} ({_count(count)})"
+
+    def report_folder(self) -> str | None:
+        """Beside the case file; with several, in the folder they share; none for messages and generators."""
+        if len(self.sources) == 1:
+            return self.sources[0].report_folder()
+        folders = [os.path.dirname(os.path.abspath(f)) for f in self.files]
+        return os.path.commonpath(folders) if folders else None
+
+    def agent_hint(self, app: App) -> str | None:
+        """The agent the inputs imply; inputs that imply different agents need ``-n``."""
+        hints = {h: s.text for s in self.sources if (h := s.agent_hint(app))}
+        if len(hints) > 1:
+            listed = ", ".join(f"{text} → {agent}" for agent, text in hints.items())
+            raise AgentTestError(f"the inputs belong to different agents ({listed})", hint="pass -n AGENT, or run them separately")
+        return next(iter(hints), None)
+
+    async def load(self, env: LoadEnv) -> Loaded:
+        loaded = Loaded()
+        for source in self.sources:
+            loaded.extend(await source.load(env))
+        return loaded
 
 
 def normalized(case: Case) -> dict[str, Any]:

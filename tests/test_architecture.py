@@ -17,7 +17,7 @@ PACKAGE = REPO / "agenttest"
 LAYERS: dict[str, int] = {
     "version": 0, "errors": 0, "texts": 0, "config": 0, "schema": 0, "patterns": 0,
     "model": 1, "secrets": 1,
-    "positions": 2, "userfiles": 2, "messages": 2, "attachments": 2, "prompts": 2, "tracking": 2, "usercode": 2, "plugins": 2, "records": 2,
+    "selection": 2, "lastfailed": 2, "outputfiles": 0, "positions": 2, "userfiles": 2, "messages": 2, "attachments": 2, "prompts": 2, "tracking": 2, "usercode": 2, "plugins": 2, "records": 2,
     "verdict": 2, "workerprotocol": 2, "app": 2, "mcpfiles": 2, "requestdiff": 2, "sharding": 2, "reportfiles": 2,
     "connectors": 3, "assertions": 3, "world": 3, "comparison": 3, "merging": 3,
     "caseschema": 4, "validation": 4, "loading": 4, "agents": 4, "hooks": 4, "mcpservers": 4, "cassettes": 4,

@@ -58,7 +58,7 @@ def test_mixed_verdicts_console_json_and_exit_code(bot, server):
     assert "► [error] fail:500 ERROR (" in text and "model error 500" in text
     assert "► [timeout] slow:6:late TIMEOUT (" in text and "timeout after 0.5s" in text
     assert "► [skip] say:x SKIPPED" in text and "not today" in text
-    assert "❌ 3 TESTS FAILED" in text
+    assert "❌ 1 failed, 1 timed out, 1 error — 3 of 5 tests did not pass" in text
     assert "\x1b[" not in text  # not a terminal: no colour
     data = report(out)
     assert set(data) == {"summary", "environment", "results", "metadata"}

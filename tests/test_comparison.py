@@ -175,3 +175,16 @@ def test_baseline_that_is_not_a_report_is_exit_2_before_the_run(app, server, tmp
     path = app.cases("cases.jsonl", CASES)
     result_ = cli("-i", str(path), "-n", "bot", "--baseline", str(tmp_path / "missing.json"))
     assert result_.exit_code == 2 and "missing.json: no such report file" in result_.output and not server.requests
+
+
+def test_ids_repeated_across_files_are_told_apart_by_file(tmp_path):
+    def twice(status_b):
+        return [result("c01", "passed"), {**result("c01", status_b, assertions=[BAD] if status_b == "failed" else [OK]), "file": "tests/more.jsonl"}]
+
+    base, new = tmp_path / "a.json", tmp_path / "b.json"
+    base.write_text(json.dumps(document(twice("passed"))))
+    new.write_text(json.dumps(document(twice("failed"))))
+    out = tmp_path / "d.json"
+    assert cli("diff", str(base), str(new), "-o", str(out), "--fail-on-regression").exit_code == 1
+    cases = json.loads(out.read_text())["cases"]
+    assert [(c["file"], c["kind"]) for c in cases] == [("tests/more.jsonl", "regressed"), ("tests/cases.jsonl", "unchanged")]

@@ -94,3 +94,24 @@ def test_progress_bar_on_a_terminal_with_parallel(tmp_path):
                              "-o", str(tmp_path / "r.json")], env)
     assert "%|" in shown and "/11" in shown  # tqdm's bar on stderr
     assert shown.count("► [") == 11
+
+
+def test_lines_as_the_design_draws_them(offline_app, tmp_path):
+    """A 47-character preview, attachments shown as + [name], the header in the design's order, and a
+    final banner that counts cases and names what went wrong."""
+    from helpers import cli
+
+    offline_app.agent("bot", connector="mock", files={"mock.yml": "default: 'echo: {{ user }}'\n", "tests/r.jpg": "jpg"})
+    long = "The rapid development of cloud computing has reshaped how teams ship"
+    cases = [{"id": "T1", "input": long},
+             {"id": "T2", "input": [{"role": "user", "content": [{"type": "text", "text": "Submit receipt"}, {"type": "image", "source": "file://./r.jpg"}]}]},
+             {"id": "T3", "input": "x", "assert": {"type": "contains", "value": "nope"}},
+             {"id": "T4", "input": "x", "skip": True}]
+    path = offline_app.cases("assistants/bot/tests/c.jsonl", cases)
+    result = cli("-i", str(path), "--app", str(offline_app.root))
+    out = result.stdout
+    assert "► [T1] The rapid development of cloud computing has re... PASSED" in out  # 47 characters, as Yao
+    assert "► [T2] Submit receipt + [r.jpg] PASSED" in out
+    header = [line.split(":")[0] for line in out.splitlines() if line.startswith("ℹ")]
+    assert header == ["ℹ Agent", "ℹ Connector", "ℹ Input", "ℹ Timeout"]
+    assert "❌ 1 failed — 1 of 4 tests did not pass" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -216,7 +217,8 @@ def test_simulator_flag_and_parallel_trees(world_app, server):
     out = world_app.root / "r.json"
     result = cli("-i", str(path), "-n", "bot", "--simulator", "sim", "--parallel", "3", "-o", str(out))
     assert result.exit_code == 0, result.output
-    assert result.stdout.count("3/3 checkpoints") == 4 and "[Progress: 1/4 completed]" in result.stdout
+    assert result.stdout.count("3/3 checkpoints") == 4
+    assert re.search(r"\[Progress: 1/4 completed, [23] running\.\.\.\]", result.stdout)  # 3 began; the 4th may have
     assert [r["id"] for r in report(out)["results"]] == ["T0", "T1", "T2", "T3"]
 
 

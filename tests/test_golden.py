@@ -29,7 +29,7 @@ def fixed_report() -> RunReport:
                    tool_calls=(faulted, mocked, call), usage=Usage(40, 9, 49), index=1, world=world),
         CaseResult("T003", "error", "", "fail", None, 300.0, error="agent error: model error 500 from 127.0.0.1:8000: boom", index=2),
         CaseResult("T004", "timeout", "", "slow", None, 30000.0, error="timeout after 30s", index=3),
-        CaseResult("T005", "skipped", "", "later", None, 0.0, error="needs a vision model", index=4),
+        CaseResult("T005", "skipped", "", "later", None, 0.0, skip_reason="needs a vision model", index=4),
         CaseResult("D001", "passed", "Expense coverage", None, "Submitted!", 6800.0, dynamic=True, tool_calls=(call,), index=5,
                    turns=(Turn(1, "Help me file an expense", "What type?", (), ("ask_type",), 1000.0),
                           Turn(2, "Dinner, $250", "Submitted!", (call,), ("call_create",), 2000.0)),

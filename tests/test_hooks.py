@@ -176,8 +176,29 @@ def TestSkipped(t, ctx):
     t.skip("not today")
 
 def TestFailNow(t, ctx):
-    t.fail("stop here")
+    t.fail("marked failed")  # as Yao: fail and go on
+    t.error("and an error")
+    t.fatal("stop here")
     raise AssertionError("unreachable")
+
+def TestYaoAsserts(t, ctx):
+    reply = ctx.agent("bot").stream("say:hi there")
+    t.assert_.Equal(reply.content, "hi there")  # attributes, as in Yao
+    t.assert_.Len(reply.tool_calls, 0)
+    t.assert_.GreaterOrEqual(2, 2)
+    t.assert_.LessOrEqual(1, 2)
+    t.assert_.NotMatch("abc", "z+")
+    t.assert_.Error(ValueError("x"))
+    t.assert_.NoError(None)
+    t.assert_.Panic(lambda: 1 / 0)
+    t.assert_.NoPanic(lambda: 1)
+    t.assert_.GreaterOrEqual(1, 2)
+    t.assert_.LessOrEqual("a", 1)
+    t.assert_.NotMatch("abc", "b")
+    t.assert_.Error(None)
+    t.assert_.NoError("boom")
+    t.assert_.Panic(lambda: 1)
+    t.assert_.NoPanic(lambda: {}["k"])
 
 def TestCrashes(t, ctx):
     {}["missing"]
@@ -206,7 +227,8 @@ def test_script_tests_pass_fail_skip_and_error(scripted_app):
     assert result.exit_code == 1, result.output
     data = report(out)
     statuses = {r["id"]: r["status"] for r in data["results"]}
-    assert statuses == {"TestPasses": "passed", "TestFails": "failed", "TestSkipped": "skipped", "TestFailNow": "failed", "TestCrashes": "error"}
+    assert statuses == {"TestPasses": "passed", "TestFails": "failed", "TestSkipped": "skipped", "TestFailNow": "failed",
+                        "TestYaoAsserts": "failed", "TestCrashes": "error"}
     passes = data["results"][0]
     assert len(passes["assertions"]) == 15 and all(a["passed"] for a in passes["assertions"])
     assert passes["logs"] == ["got Expense submitted EXP-7"]
@@ -214,8 +236,15 @@ def test_script_tests_pass_fail_skip_and_error(scripted_app):
     assert [a["passed"] for a in fails["assertions"]] == [False, False, False]
     assert fails["assertions"][0]["message"] == "numbers differ: expected 2, got 1"
     assert "validator: checked" == fails["assertions"][2]["message"]
-    assert data["results"][3]["assertions"][0]["message"] == "stop here"
-    assert "KeyError: 'missing' (flow_test.py:" in data["results"][4]["error"]
+    assert [a["message"] for a in data["results"][3]["assertions"]] == ["marked failed", "and an error", "stop here"]
+    yao = data["results"][4]
+    assert [a["passed"] for a in yao["assertions"]] == [True] * 9 + [False] * 7
+    assert yao["assertion_errors"] == [
+        "expected 1 >= 2", "expected 'a' <= 1", "'abc' matches /b/", "expected an error, got None",
+        "expected no error, got 'boom'", "expected the function to raise, but it returned",
+        "expected the function not to raise, but got KeyError: 'k'"]
+    assert data["results"][2]["skip_reason"] == "not today"
+    assert "KeyError: 'missing' (flow_test.py:" in data["results"][5]["error"]
     assert "► [TestPasses] passes PASSED" in result.stdout and "log: got Expense submitted EXP-7" in result.stdout
 
 

@@ -223,7 +223,7 @@ def test_escape_sequences_in_replies_ids_and_reasons_are_shown_escaped(offline_a
     assert result.exit_code == 1
     assert "\x1b" not in result.stdout and "\r" not in result.stdout  # not a terminal: no colour, and nothing obeyed
     assert "[evil\\x1b[2K]" in result.stdout and "\\x1b[2K \\x1b[32m✨ ALL TESTS PASSED" in result.stdout
-    assert "FAILED" in result.stdout and "❌ 1 TEST FAILED" in result.stdout
+    assert "FAILED" in result.stdout and "❌ 1 failed — 1 of 1 test did not pass" in result.stdout
     text = md.read_text()
     outside = re.sub(r"(?ms)^(`{3,})$.*?^\1$", "", text)  # the report without its fenced blocks
     assert "![x](http" not in outside and not re.search(r"(?<!\\)<img", outside)  # the image and the tag are inert text

@@ -60,5 +60,8 @@ def test_check_path_rejects_unknown_formats_and_missing_folders(tmp_path):
 
     with pytest.raises(AgentTestError, match="unknown report format '.pdf'"):
         check_path(str(tmp_path / "r.pdf"))
-    with pytest.raises(AgentTestError, match="does not exist"):
-        check_path(str(tmp_path / "nope" / "r.json"))
+    check_path(str(tmp_path / "new" / "folder" / "r.json"))  # a missing folder is created
+    assert (tmp_path / "new" / "folder").is_dir()
+    (tmp_path / "plain").write_text("a file, not a folder")
+    with pytest.raises(AgentTestError, match="cannot write there"):
+        check_path(str(tmp_path / "plain" / "r.json"))

@@ -199,4 +199,4 @@ def test_cancelled_case_still_runs_its_after_hook(bot):
 def test_skipped_cases_are_not_run(bot):
     plan, caller = make(bot, [{"id": "s", "input": "tool:exits", "skip": True, "skip_reason": "later"}])
     (result,) = go(plan, caller)
-    assert result.status == "skipped" and result.error == "later" and not result.tool_calls
+    assert result.status == "skipped" and result.skip_reason == "later" and result.error == "" and not result.tool_calls

@@ -50,7 +50,7 @@ def test_session_runs_cases_and_writes_the_report(mockapp, tmp_path):
     path = mockapp.cases("cases.jsonl", [{"id": "a", "input": "hi", "assert": {"type": "contains", "value": "echo: hi"}},
                                          {"id": "b", "input": "files please", "assert": {"type": "tool_called", "name": "lookup"}}])
     out = tmp_path / "r.json"
-    code, text = run_session(tmp_path, input=str(path), agent="bot", output=str(out), app=str(mockapp.root))
+    code, text = run_session(tmp_path, inputs=(str(path),), agent="bot", outputs=(str(out),), app=str(mockapp.root))
     assert code == ExitCode.OK, text
     data = report(out)
     assert [r["status"] for r in data["results"]] == ["passed", "passed"]
@@ -96,7 +96,7 @@ def test_a_bug_outside_any_case_raises_internal_error_from_the_session(mockapp, 
     monkeypatch.setattr(console.Console, "finished", lambda self, r, runs=1: 1 / 0)
     path = mockapp.cases("cases.jsonl", [{"id": "a", "input": "hi"}])
     with pytest.raises(InternalError) as info:
-        run_session(tmp_path, input=str(path), agent="bot", output=str(tmp_path / "r.json"), app=str(mockapp.root))
+        run_session(tmp_path, inputs=(str(path),), agent="bot", outputs=(str(tmp_path / "r.json"),), app=str(mockapp.root))
     assert info.value.exit_code == 3 and "ZeroDivisionError" in info.value.traceback
 
 
@@ -109,7 +109,7 @@ def test_every_load_time_problem_comes_at_once_with_its_place(mockapp, tmp_path)
     path = mockapp.cases("cases.jsonl", cases)
     lines = path.read_text().splitlines()
     with pytest.raises(InputError) as info:
-        run_session(tmp_path, input=str(path), agent="bot", app=str(mockapp.root))
+        run_session(tmp_path, inputs=(str(path),), agent="bot", app=str(mockapp.root))
     problems = [str(p) for p in info.value.problems]
     col = [line.index(word) + 1 for line, word in zip(lines, ['"asert"', '"agents:nobody"', '"env_test.Befor"'])]
     assert len(problems) == 3
@@ -121,5 +121,5 @@ def test_every_load_time_problem_comes_at_once_with_its_place(mockapp, tmp_path)
 
 def test_dry_run_needs_no_agent_and_runs_nothing(mockapp, tmp_path):
     path = mockapp.cases("loose.jsonl", [{"id": "a", "input": "hi"}])
-    code, text = run_session(tmp_path, input=str(path), dry_run=True, app=str(mockapp.root))
+    code, text = run_session(tmp_path, inputs=(str(path),), dry_run=True, app=str(mockapp.root))
     assert code == ExitCode.OK and json.loads(text) == {"id": "a", "input": [{"role": "user", "content": "hi"}]}

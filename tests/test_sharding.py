@@ -25,13 +25,16 @@ def verdict(req):
 def suite(app, server):
     app.agent("bot")
     app.cases("tests/cases.jsonl", CASES)
+    app.cases("tests/more.jsonl", [{"id": "c01", "input": "the same id in another file 1", "assert": {"type": "contains", "value": "yes"}},
+                                   {"id": "m02", "input": "message 3", "assert": {"type": "contains", "value": "yes"}}])
     server.responder = verdict
     return app
 
 
 def run(app, name, *args):
+    """The suite: both files of tests/ (the folder given as -i)."""
     out = app.root / name
-    return cli("-i", str(app.root / "tests" / "cases.jsonl"), "-n", "bot", "-o", str(out), *args, cwd=app.root), out
+    return cli("-i", str(app.root / "tests"), "-n", "bot", "-o", str(out), *args, cwd=app.root), out
 
 
 def keys(data):
@@ -70,10 +73,10 @@ def test_shards_partition_the_cases_and_merge_equals_the_unsharded_run(suite, tm
     for k in (1, 2, 3):
         result, path = run(suite, f"s{k}.json", "--runs", "2", "--shard", f"{k}/3")
         assert result.exit_code in (0, 1), result.output
-        assert f"shard {k}/3 of 15" in result.output
+        assert f"shard {k}/3 of 17" in result.output
         parts.append(path)
     shard_keys = [keys(report(p)) for p in parts]
-    assert [len(k) for k in shard_keys] == [10, 10, 10]  # 15 cases × 2 runs, dealt evenly
+    assert sorted(len(k) for k in shard_keys) == [10, 12, 12]  # 17 cases × 2 runs, dealt evenly
     flat = [k for part in shard_keys for k in part]
     assert len(flat) == len(set(flat)) and sorted(flat) == sorted(keys(everything))  # disjoint, and together all
     merged = tmp_path / "merged.json"

@@ -67,8 +67,7 @@ def test_case_file_source(env, tmp_path):
     source = CaseFile(str(path))
     assert not source.needs_agent and source.path == str(path)
     assert source.describe(1) == f"{path} (1 test case)" and source.describe(3).endswith("(3 test cases)")
-    assert os.path.dirname(source.default_report()) == str(path.parent)
-    assert os.path.basename(source.default_report()).startswith("output-")
+    assert source.report_folder() == str(path.parent)
     assert source.agent_hint(catalog.app) == "bot"
     assert CaseFile(str(tmp_path / "x.jsonl")).agent_hint(catalog.app) is None
     loaded = load(source, catalog)
@@ -78,7 +77,7 @@ def test_case_file_source(env, tmp_path):
 def test_message_source(env):
     _, catalog = env
     source = Message("Hello there")
-    assert source.describe(1) == "message (1 test case)" and source.default_report() is None and not source.needs_agent
+    assert source.describe(1) == "message (1 test case)" and source.report_folder() is None and not source.needs_agent
     (case,) = load(source, catalog).cases
     assert case.id == "message" and case.messages == ({"role": "user", "content": "Hello there"},)
 
@@ -86,7 +85,7 @@ def test_message_source(env):
 def test_script_tests_source(env):
     _, catalog = env
     source = ScriptTests("demo")
-    assert source.needs_agent and source.text == "scripts.demo" and source.default_report() is None
+    assert source.needs_agent and source.text == "scripts.demo" and source.report_folder() is None
     cases = load(source, catalog).cases
     assert [(c.id, c.name, c.mode) for c in cases] == [("TestOne", "first", "script"), ("TestTwo", "", "script")]
     with pytest.raises(AgentTestError, match="demo2_test.py does not exist"):

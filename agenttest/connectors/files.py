@@ -46,7 +46,8 @@ def role_connector(app: App, role: str) -> str:
     """``use::NAME`` → the connector ID that ``<root>/agent/agent.yml`` gives the role: ``system.NAME``, else
     ``system.default`` (a string, or ``{connector: ID}``)."""
     path = os.path.join(app.root, "agent", "agent.yml")
-    example = f"system:\n  default: openai.gpt-4o-mini\n  {role}: deepseek.v3"
+    example = "system:\n  default: openai.gpt-4o-mini" + ("" if role == "default" else f"\n  {role}: deepseek.v3")
+    wanted = "system.default" if role == "default" else f"system.{role} or system.default"
     if not os.path.isfile(path):
         raise AgentTestError(f"connector use::{role} needs {path}", hint=f"create it with e.g.\n{example}")
     import yaml
@@ -61,6 +62,5 @@ def role_connector(app: App, role: str) -> str:
     if isinstance(chosen, dict):
         chosen = chosen.get("connector")
     if not isinstance(chosen, str) or not chosen or chosen.startswith("use::"):
-        raise AgentTestError(f"connector use::{role}: {path} has no system.{role} or system.default connector", Location(path),
-                             f"add e.g.\n{example}")
+        raise AgentTestError(f"connector use::{role}: {path} has no {wanted} connector", Location(path), f"add e.g.\n{example}")
     return chosen

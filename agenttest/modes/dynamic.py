@@ -9,7 +9,7 @@ from typing import Any
 
 from ..assertions import Observation, evaluate, evaluate_all
 from ..errors import CallError
-from ..messages import content_text, last_user_text
+from ..messages import content_text, last_user_content
 from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Message, Reply, Status, ToolCall, Turn, Usage
 from ..tracking import Trace
 from ..workerprotocol import ProtocolError, ask_json
@@ -124,7 +124,7 @@ async def _turn(case: Case, env: CaseEnv, conv: Conversation, trace: Trace, turn
     """One exchange: the agent answers the history; its reply is checked against pending checkpoints."""
     start = time.perf_counter()
     trace.turn = turn
-    user_text = last_user_text(conv.history)
+    user_text, attached = last_user_content(conv.history)
     try:
         reply = await env.reply(conv.history, agent_options(case))
     except CallError as exc:
@@ -136,7 +136,8 @@ async def _turn(case: Case, env: CaseEnv, conv: Conversation, trace: Trace, turn
     obs = Observation(reply_text(reply), reply.tool_calls, user_text, case, env.caller,
                       all_tool_calls=tuple(conv.tool_calls), **world_view(trace))
     new = await _checkpoints(conv, turn, obs)
-    conv.turns.append(Turn(turn, user_text, reply.output, reply.tool_calls, tuple(new), (time.perf_counter() - start) * 1000, reasoning))
+    conv.turns.append(Turn(turn, user_text, reply.output, reply.tool_calls, tuple(new), (time.perf_counter() - start) * 1000, reasoning,
+                           tuple(attached)))
 
 
 async def _loop(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> str:

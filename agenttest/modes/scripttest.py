@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import inspect
+import operator
 import os
 from dataclasses import replace
 from typing import Any
@@ -75,11 +76,44 @@ class Assertions:
             actual = None
         return self._record("Len", actual == length, self._msg(f"expected length {length}, got {actual}", msg), length, actual)
 
+    def GreaterOrEqual(self, a: Any, b: Any, msg: str | None = None) -> bool:
+        return self._record("GreaterOrEqual", _compare(a, b, ">="), self._msg(f"expected {a!r} >= {b!r}", msg), b, a)
+
+    def LessOrEqual(self, a: Any, b: Any, msg: str | None = None) -> bool:
+        return self._record("LessOrEqual", _compare(a, b, "<="), self._msg(f"expected {a!r} <= {b!r}", msg), b, a)
+
+    def NotMatch(self, text: Any, pattern: str, msg: str | None = None) -> bool:
+        ok = patterns.search(pattern, str(text)) is None
+        return self._record("NotMatch", ok, self._msg(f"{shorten(repr(text), 80)} matches /{pattern}/", msg), pattern, text)
+
+    def Error(self, err: Any, msg: str | None = None) -> bool:
+        """``err`` is an error (anything but None), as Yao's ``assert.Error``."""
+        return self._record("Error", err is not None, self._msg("expected an error, got None", msg), None, err)
+
+    def NoError(self, err: Any, msg: str | None = None) -> bool:
+        return self._record("NoError", err is None, self._msg(f"expected no error, got {err!r}", msg), None, err)
+
+    def Panic(self, fn: Any, msg: str | None = None) -> bool:
+        """Calling ``fn()`` raises (Yao's ``assert.Panic``)."""
+        try:
+            fn()
+        except Exception:
+            return self._record("Panic", True, "")
+        return self._record("Panic", False, self._msg("expected the function to raise, but it returned", msg))
+
+    def NoPanic(self, fn: Any, msg: str | None = None) -> bool:
+        try:
+            fn()
+        except Exception as exc:
+            return self._record("NoPanic", False, self._msg(f"expected the function not to raise, but got {type(exc).__name__}: {exc}", msg),
+                                None, f"{type(exc).__name__}: {exc}")
+        return self._record("NoPanic", True, "")
+
     def Greater(self, a: Any, b: Any, msg: str | None = None) -> bool:
-        return self._record("Greater", a > b, self._msg(f"expected {a!r} > {b!r}", msg), b, a)
+        return self._record("Greater", _compare(a, b, ">"), self._msg(f"expected {a!r} > {b!r}", msg), b, a)
 
     def Less(self, a: Any, b: Any, msg: str | None = None) -> bool:
-        return self._record("Less", a < b, self._msg(f"expected {a!r} < {b!r}", msg), b, a)
+        return self._record("Less", _compare(a, b, "<"), self._msg(f"expected {a!r} < {b!r}", msg), b, a)
 
     def Nil(self, value: Any, msg: str | None = None) -> bool:
         return self._record("Nil", value is None, self._msg(f"expected None, got {value!r}", msg), None, value)
@@ -138,17 +172,40 @@ class T:
     def log(self, *parts: Any) -> None:
         self.logs.append(" ".join(str(p) for p in parts))
 
-    def fail(self, message: str = "failed") -> None:
-        """Fail the test now."""
+    def error(self, *parts: Any) -> None:
+        """Fail the test and go on (Yao's ``t.error``)."""
+        self.results.append(AssertionResult("error", False, " ".join(str(p) for p in parts) or "error"))
+
+    def fail(self, message: str = "test failed") -> None:
+        """Fail the test and go on, as Yao's ``t.fail``; ``t.fatal`` fails and stops."""
         self.results.append(AssertionResult("fail", False, message))
+
+    def fatal(self, message: str = "fatal error") -> None:
+        """Fail the test and stop it now."""
+        self.results.append(AssertionResult("fatal", False, message))
         raise _Stop
 
     def skip(self, reason: str = "") -> None:
         """Skip the test now."""
         raise _Skip(reason)
 
+    @property
+    def failed(self) -> bool:
+        return any(not r.passed for r in self.results)
+
     # Yao spellings
-    Log, Fail, Skip = log, fail, skip
+    Log, Error, Fail, Fatal, Skip = log, error, fail, fatal, skip
+
+
+_OPERATORS = {">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le}
+
+
+def _compare(a: Any, b: Any, op: str) -> bool:
+    """A comparison that fails (instead of raising) on values that cannot be compared."""
+    try:
+        return bool(_OPERATORS[op](a, b))
+    except TypeError:
+        return False
 
 
 def collect(agent: Any, name: str) -> list[Case]:
@@ -189,8 +246,9 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
         status, error = await usercode.call(_body, case, t, env.ctx, what=f"script test {case.id}")
     except CallError as exc:
         return replace(partial(case, trace, "error", str(exc).removeprefix(f"script test {case.id} failed: ")), traceback=exc.traceback or "")
-    return CaseResult(case.id, status, case.name, None, None, error=error, assertions=tuple(t.results), logs=tuple(t.logs),
-                      tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
+    skipped = status == "skipped"
+    return CaseResult(case.id, status, case.name, None, None, error="" if skipped else error, skip_reason=error if skipped else "",
+                      assertions=tuple(t.results), logs=tuple(t.logs), tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 
 from ..errors import AgentTestError
 from ..model import RunReport
+from ..outputfiles import prepare, rescue, write_atomic
 from ..secrets import Secrets
 from .formats import Render, register, registered, renderer
 
@@ -21,13 +21,12 @@ def extensions() -> list[str]:
 
 
 def check_path(path: str) -> None:
-    """A usage error, before anything runs, for an -o whose format is unknown or folder is missing."""
+    """Before anything runs: a usage error for an -o whose format is unknown or that cannot be written;
+    a missing folder is created."""
     ext = os.path.splitext(path)[1].lower()
     if ext not in extensions():
         raise AgentTestError(f"-o {path}: unknown report format '{ext or '(none)'}'", hint=f"use one of {', '.join(extensions())}")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise AgentTestError(f"-o {path}: folder {folder} does not exist")
+    prepare(path)
 
 
 def render(report: RunReport, path: str, secrets: Secrets | Iterable[str] = ()) -> Iterable[str]:
@@ -41,26 +40,11 @@ def render(report: RunReport, path: str, secrets: Secrets | Iterable[str] = ()) 
     return (hide.redact(chunk) for chunk in chunks) if hide else chunks
 
 
-def write_atomic(path: str, content: str | Iterable[str]) -> None:
-    """Write to a temporary file beside ``path``, then rename over it."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".agent-test-", suffix=".tmp", dir=folder)
+def write(report: RunReport, path: str, secrets: Secrets | Iterable[str] = ()) -> str | None:
+    """Write the report to ``path``; if that fails after the run, keep it in a temporary file and return
+    that file's path (the run's work is never lost)."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.writelines([content] if isinstance(content, str) else content)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report gets the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def write(report: RunReport, path: str, secrets: Secrets | Iterable[str] = ()) -> None:
-    write_atomic(path, render(report, path, secrets))
+        write_atomic(path, render(report, path, secrets))
+        return None
+    except OSError:
+        return rescue(render(report, path, secrets), path)

@@ -11,6 +11,7 @@ from ..records import change_text, preview, summary_dict
 from ..secrets import Secrets
 from ..texts import as_text, printable, shorten
 
+PREVIEW = 47  # characters of a case's input shown on its line, as Yao shows them
 RULE = "═" * 63
 THIN = "─" * 63
 COLORS = {"green": "32", "red": "31", "yellow": "33", "cyan": "36", "dim": "2", "bold": "1"}
@@ -39,15 +40,19 @@ def reason(text: str) -> str:
 
 class Console:
     def __init__(self, out: TextIO, color: bool = False, verbose: bool = False, parallel: int = 1, progress: bool = False,
-                 show_reply: bool = False, secrets: Secrets | None = None):
+                 show_reply: bool = False, secrets: Secrets | None = None, quiet: int = 0, grouped: bool = False):
         self.out = out
         self.secrets = secrets if secrets is not None else Secrets()
         self.color = color
-        self.verbose = verbose
+        self.verbose = verbose and not quiet
+        self.quiet = quiet  # 1: one line per case, no trees; 2: the summary only
+        self.grouped = grouped  # several case files: a line naming the file before its cases
+        self._file = ""
         self.parallel = parallel
         self.show_reply = show_reply  # a literal message run: show the reply even without -v
         self.total = 0
         self.done = 0
+        self.begun = 0
         self._bar: Any = None
         self._progress = progress and parallel > 1
         self._pending_line = False
@@ -60,6 +65,8 @@ class Console:
         return f"\x1b[{COLORS[color]}m{text}\x1b[0m" if self.color else text
 
     def line(self, text: str = "") -> None:
+        if self.quiet >= 2:
+            return
         self._blank = not text
         text = self.secrets.redact(text)
         if self._bar is not None:
@@ -83,10 +90,9 @@ class Console:
         if self.parallel > 1:
             title += f" (Parallel: {self.parallel})"
         self.section(title, heavy=True)
-        for label, value in (("Agent", info.agent), ("Connector", info.connector), ("Simulator", info.simulator)):
+        for label, value in (("Agent", info.agent), ("Connector", info.connector), ("Input", info.input), ("Simulator", info.simulator)):
             if value:
                 self.line(f"{self.paint('ℹ', 'cyan')} {label}: {safe(value)}")
-        self.line(f"{self.paint('ℹ', 'cyan')} Input: {safe(info.input)}")
         self.line(f"{self.paint('ℹ', 'cyan')} Timeout: {format_timeout(info.timeout)}")
         if self.parallel > 1:
             self.line(f"{self.paint('ℹ', 'cyan')} Parallel: {self.parallel} concurrent")
@@ -110,50 +116,81 @@ class Console:
 
     def started(self, case: Case, run: int, runs: int = 1) -> None:
         """Sequential standard cases show their line at once and finish it when the result comes."""
-        if self.parallel > 1 or case.dynamic or self.show_reply or self._bar is not None:
+        self.begun += 1
+        if self.parallel > 1 or case.dynamic or self.show_reply or self._bar is not None or self.quiet >= 2:
             return
-        self.out.write(f"► {self._title(case.id, run, runs)} {cut(preview(case.input) or case.name, 48)} ")
+        self._group(case.file)
+        self.out.write(self.secrets.redact(f"► {self._title(case.id, run, runs)} {cut(preview(case.input) or case.name, PREVIEW)} "))
         self.out.flush()
         self._pending_line = True
+
+    def _group(self, file: str) -> None:
+        if self.grouped and file != self._file:
+            self._file = file
+            self.line(self.paint(safe(file), "bold"))
 
     def finished(self, result: CaseResult, runs: int = 1) -> None:
         self.done += 1
         status = self.paint(f"{result.status.upper()}", STATUS_COLOR[result.status])
         took = format_duration(result.duration_ms / 1000)
-        if result.dynamic:
+        if not self._pending_line:
+            self._group(result.file)
+        if result.dynamic and self.quiet:
+            reached = sum(1 for c in result.checkpoints if c.reached)
+            self.line(f"► {self._title(result.id, result.run, runs)} {safe(result.name or '')} {status} ({took}) - "
+                      f"{len(result.turns)} turns, {reached}/{len(result.checkpoints)} checkpoints")
+            self._reasons(result)
+        elif result.dynamic:
             self._tree(result, runs, status, took)
         else:
-            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs)} {cut(preview(result.input) or result.name, 48)} "
+            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs)} {cut(preview(result.input) or result.name, PREVIEW)} "
             self._pending_line = False
             self.line(f"{head}{status} ({took})")
             self._details(result)
         if self._bar is not None:
             self._bar.update(1)
         elif self.parallel > 1 and result.dynamic and self.done < self.total:
-            self.line(self.paint(f"[Progress: {self.done}/{self.total} completed]", "dim"))
+            running = self.begun - self.done
+            self.line(self.paint(f"[Progress: {self.done}/{self.total} completed, {running} running...]", "dim"))
             self.line()
 
     def _details(self, r: CaseResult) -> None:
-        for why in r.reasons:
-            self.line(f"  └─ {self.paint(reason(why), 'red' if r.status != 'skipped' else 'yellow')}")
-        for w in r.warnings:
-            self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
-        if self.verbose or self.show_reply:
+        """Under a case: with -v (or for a literal message) what it did first, then why it did not pass."""
+        if (self.verbose or self.show_reply) and not self.quiet:
             for c in r.tool_calls:
                 result = f"error: {safe(c.error)}" if c.error else cut(as_text(c.result), 100)
                 self.line(f"  │  tool {safe(c.name)}({cut(as_text(c.arguments), 80)}) → {result}{self._marks(c)}")
             if self.verbose:
                 self._world(r, "  │  ")
-            if r.status != "skipped":
+            if r.status != "skipped" and r.output is not None:
                 shown = printable(as_text(r.output), newlines=True) if self.show_reply else cut(as_text(r.output), 300)
                 self.line(f"  │  output: {shown}")
             for log in r.logs:
                 self.line(f"  │  log: {safe(log)}")
+            self._captured(r)
+        self._reasons(r)
         if self.verbose:
             for a in r.assertions:
                 mark = self.paint("✓", "green") if a.passed else self.paint("✗", "red")
                 score = f" (score {a.score:g})" if a.score is not None else ""
                 self.line(f"  │  {mark} {safe(a.type)}{score}" + ("" if a.passed else f": {safe(a.message)}"))
+
+    def _reasons(self, r: CaseResult) -> None:
+        for why in r.reasons:
+            self.line(f"  └─ {self.paint(reason(why), 'red' if r.status != 'skipped' else 'yellow')}")
+        if r.traceback and not self.quiet:
+            lines = r.traceback.rstrip().splitlines()
+            shown = lines if self.verbose else lines[-3:]  # the user's frame, its line, the exception (-v: all)
+            for text in shown:
+                self.line(f"     {self.paint(printable(text), 'dim')}")
+        for w in r.warnings:
+            self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
+
+    def _captured(self, r: CaseResult) -> None:
+        """What user code printed while the case ran (-v)."""
+        for name, text in (("stdout", r.stdout), ("stderr", r.stderr)):
+            for text_line in text.rstrip("\n").splitlines() if text else ():
+                self.line(f"  │  {name}: {printable(text_line)}")
 
     def _marks(self, c: ToolCall) -> str:
         """What answered a call instead of the tool: a mock, or an injected fault."""
@@ -176,7 +213,8 @@ class Console:
         for i, t in enumerate(r.turns):
             last = i == len(r.turns) - 1
             branch, stem = ("└─", "   ") if last else ("├─", "│  ")
-            self.line(f"  {branch} Turn {t.turn}: \"{cut(as_text(t.input), 40)}\" → \"{cut(as_text(t.output), 40)}\"")
+            attached = "".join(f" + [{safe(name)}]" for name in t.attachments)
+            self.line(f"  {branch} Turn {t.turn}: \"{cut(as_text(t.input), 40)}\"{attached} → \"{cut(as_text(t.output), 40)}\"")
             for j, cp_id in enumerate(t.checkpoints):
                 cp = next((c for c in r.checkpoints if c.id == cp_id), None)
                 tool = f" (tool: {cp.tool})" if cp is not None and cp.tool else ""
@@ -190,16 +228,15 @@ class Console:
         self.line(f"  {status} ({took}) - {turns} turn{'s' if turns != 1 else ''}, {reached}/{len(r.checkpoints)} checkpoints")
         if self.verbose:
             self._world(r, "  ")
-        for why in r.reasons:
-            self.line(f"  └─ {self.paint(reason(why), 'red')}")
-        for w in r.warnings:
-            self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
+            self._captured(r)
+        self._reasons(r)
         self.line()
 
     def summary(self, report: RunReport, output: str | None) -> None:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+        self.quiet = min(self.quiet, 1)  # -qq shows the summary, and only it
         s = summary_dict(report)
         if not self._blank:
             self.line()
@@ -240,10 +277,27 @@ class Console:
     def _verdict(self, report: RunReport, s: dict[str, Any]) -> str:
         if report.interrupted:
             return self.paint(f"⚠ INTERRUPTED after {s['total']} of {self.total} tests", "yellow")
-        bad = s["failed"] + s["errors"] + s["timeouts"]
+        counts, cases = case_verdicts(report)
+        bad = sum(counts.values())
         if bad:
-            word = "TEST" if bad == 1 else "TESTS"
-            return self.paint(f"❌ {bad} {word} FAILED", "red")
+            parts = ", ".join(f"{n} {label}" for label, n in counts.items() if n)
+            return self.paint(f"❌ {parts} — {bad} of {cases} {'test' if cases == 1 else 'tests'} did not pass", "red")
         if report.stopped_early:
             return self.paint("⚠ STOPPED EARLY", "yellow")
         return self.paint("✨ ALL TESTS PASSED ✨", "green")
+
+
+def case_verdicts(report: RunReport) -> tuple[dict[str, int], int]:
+    """How many cases (not runs) failed, errored or timed out — a case counts once, by its worst run — and
+    how many cases there were."""
+    worst: dict[tuple[str, str], int] = {}
+    rank = {"passed": 0, "skipped": 0, "failed": 1, "timeout": 2, "error": 3}
+    for r in report.results:
+        key = (r.file, r.id)
+        worst[key] = max(worst.get(key, 0), rank[r.status])
+    counts = {"failed": 0, "timed out": 0, "error": 0}
+    labels = {1: "failed", 2: "timed out", 3: "error"}
+    for level in worst.values():
+        if level:
+            counts[labels[level]] += 1
+    return counts, len(worst)

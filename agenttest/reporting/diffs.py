@@ -9,6 +9,7 @@ from typing import Any
 
 from ..comparison import KINDS, CaseDiff, Comparison
 from ..errors import AgentTestError
+from ..outputfiles import prepare
 from .console import RULE, THIN, cut, safe
 from .markdown import _code, _text
 
@@ -123,13 +124,11 @@ def render(comparison: Comparison, path: str) -> str:
 
 
 def check_path(path: str) -> None:
-    """-o of ``diff``: a known format and an existing folder, before anything is read."""
+    """-o of ``diff``: a known format and a place that can be written (its folder made), before anything is read."""
     ext = os.path.splitext(path)[1].lower()
     if ext not in FORMATS:
         raise AgentTestError(f"-o {path}: diff writes {', '.join(FORMATS)}, not '{ext or '(none)'}'")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise AgentTestError(f"-o {path}: folder {folder} does not exist")
+    prepare(path)
 
 
 __all__ = ["KINDS", "check_path", "console_lines", "gate_lines", "headline", "render", "to_dict", "to_html", "to_markdown"]

@@ -31,9 +31,9 @@ def to_junit(report: RunReport) -> str:
         if r.status == "failed":
             ET.SubElement(case, "failure", message=(r.reasons[0] if r.reasons else "failed"), type="AssertionFailed").text = reasons
         elif r.status in ("error", "timeout"):
-            ET.SubElement(case, "error", message=r.error or r.status, type=r.status).text = reasons
+            ET.SubElement(case, "error", message=r.reasons[0], type=r.status).text = reasons
         elif r.status == "skipped":
-            ET.SubElement(case, "skipped", message=r.error or "skipped")
+            ET.SubElement(case, "skipped", message=r.skip_reason or "skipped")
         out = ET.SubElement(case, "system-out")
         text = f"input: {as_text(r.input)}\noutput: {as_text(r.output)}"
         for t in r.turns:
