@@ -241,6 +241,8 @@ class Cassettes:
         run, turn = (trace.run, trace.turn) if trace is not None else (1, 1)
         text = normalize(inner.spec, request)
         text = self.secrets.redact(text) if self.secrets else text
+        for value, placeholder in sorted((trace.volatile if trace is not None else {}).items(), key=lambda kv: -len(kv[0])):
+            text = text.replace(value, placeholder)  # $SYS.DATETIME as written: the same request at any time
         normal = json.loads(text)
         entry = Entry(role, turn, normal, {}, run, key=key_of(role, text))
         call = tape.next_call(run)

@@ -24,6 +24,7 @@ class Trace:
     run: int = 1
     turn: int = 1  # the conversation's turn now (dynamic mode advances it)
     miss: str = ""  # the first call that --replay had no recording for: the case's error
+    volatile: dict[str, str] = field(default_factory=dict)  # prompt values that change every run → their placeholders
 
     def add_usage(self, role: str, usage: Usage) -> None:
         self.usage[role] = self.usage.get(role, Usage()) + usage
@@ -55,3 +56,14 @@ def tool_world() -> Any:
     (validators, simulators and generators call their tools for real)."""
     trace = current_trace.get()
     return trace.world if trace is not None and current_role.get() == "agent" else None
+
+
+VOLATILE_MIN = 8  # shorter values ("10" for $SYS.HOUR) would be found in unrelated text
+
+
+def note_volatile(value: str, placeholder: str) -> None:
+    """A prompt variable's value that differs from run to run (``$SYS.DATETIME``, ``$CTX.CHAT_ID``):
+    cassettes record and look up requests with the placeholder in its place."""
+    trace = current_trace.get()
+    if trace is not None and len(value) >= VOLATILE_MIN and any(ch.isdigit() for ch in value):  # dates, times, ids
+        trace.volatile[value] = placeholder

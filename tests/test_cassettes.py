@@ -280,3 +280,20 @@ def test_an_offline_replay_needs_no_key_for_the_implicit_openai_connector(own, m
     assert verdicts(again) == verdicts(base)
     live = cli("-i", str(app.root / "tests" / "cases.jsonl"), "-n", "bot", "-c", "openai.gpt-4o-mini", cwd=app.root)
     assert live.exit_code == 2 and "OPENAI_API_KEY is not set" in live.output  # a live run still needs it
+
+
+def test_prompt_variables_that_change_every_run_are_recorded_as_written(own):
+    app, server = own
+    (app.root / "assistants" / "bot" / "prompts.yml").write_text(
+        "- role: system\n  content: 'Now is $SYS.DATETIME (unix $SYS.UNIX); chat $CTX.CHAT_ID; year $SYS.YEAR.'\n")
+    app.cases("tests/cases.jsonl", CASES[:1])
+    tapes = app.root / "cassettes"
+    recorded, _ = run(app, "--record", str(tapes))
+    live_prompt = server.bodies()[0]["messages"][0]["content"]
+    assert recorded.exit_code == 0 and "$SYS" not in live_prompt and "$CTX" not in live_prompt  # the model saw real values
+    line = json.loads((tapes / "tests" / "cases" / "plain.jsonl").read_text())
+    year = live_prompt.rsplit(" ", 1)[1]
+    assert line["request"]["messages"][0]["content"] == f"Now is $SYS.DATETIME (unix $SYS.UNIX); chat $CTX.CHAT_ID; year {year}"
+    server.stop()
+    replayed, data = run(app, "--replay", str(tapes))  # another second, another chat id: still a hit
+    assert replayed.exit_code == 0 and data["results"][0]["status"] == "passed", replayed.output
