@@ -254,6 +254,8 @@ class Cassettes:
                 self._keep(tape, call, entry, found.response)
                 return completion_of(found.response)
             if found is None and self.roles is not None and role == "simulator" and tape.last_turn(run, role) < turn:
+                if trace is not None:
+                    trace.notes.append(f"the recorded user has no turn {turn}: the conversation ended there (--replay-roles)")
                 return user_left(turn)
             if not self.record:
                 miss = f"replay miss: {role} at turn {turn}: {tape.explain(run, role, entry.key, normal)}"

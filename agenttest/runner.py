@@ -104,6 +104,8 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
                             dynamic=case.dynamic, file=case.file, line=case.location.line or 0)
     if trace.miss:  # --replay had no recording for a call: whatever the mode made of it, the case is that error
         result = replace(result, status="error", error=trace.miss)
+    if trace.notes:
+        result = replace(result, warnings=(*result.warnings, *trace.notes))
     stdout, stderr = capture.text()
     if stdout or stderr:
         result = replace(result, stdout=stdout, stderr=stderr)

@@ -24,6 +24,7 @@ class Trace:
     run: int = 1
     turn: int = 1  # the conversation's turn now (dynamic mode advances it)
     miss: str = ""  # the first call that --replay had no recording for: the case's error
+    notes: list[str] = field(default_factory=list)  # said under the case as warnings (e.g. a replay that ended early)
     volatile: dict[str, str] = field(default_factory=dict)  # prompt values that change every run → their placeholders
 
     def add_usage(self, role: str, usage: Usage) -> None:

@@ -206,6 +206,7 @@ def test_replay_roles_simulator_freezes_the_user_and_runs_the_agent_live(own):
     assert [t["input"] for t in changed["turns"]] == [t["input"] for t in base["results"][0]["turns"]]  # the recorded user
     assert "kind of expense" in changed["turns"][0]["output"]
     assert changed["error"] == "simulator reported goal achieved but checkpoints missing: ask_type, filed, judged"
+    assert changed["warnings"] == ["the recorded user has no turn 4: the conversation ended there (--replay-roles)"]
     assert {b["messages"][0]["content"] for b in server.bodies()} == {"You file expenses."}  # only the agent under test was called
 
 
