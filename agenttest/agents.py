@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -45,6 +46,7 @@ class AgentSpec:
     prompts: tuple[Message, ...] = ()
     max_tool_rounds: int = DEFAULT_TOOL_ROUNDS
     global_prompts: tuple[Message, ...] = ()  # the app's agent/prompts.yml, before the agent's own
+    connector_at: Location | None = None  # where package.yao names its connector
     mcp: tuple[McpUse, ...] = ()
 
     def info(self) -> dict[str, Any]:
@@ -83,6 +85,7 @@ def load_spec(agent_id: str, folder: str, warnings: list[str], strict: bool = Fa
         tools=tools,
         prompts=prompts.load(os.path.join(folder, "prompts.yml")),
         global_prompts=() if pkg.get("disable_global_prompts") else global_prompts,
+        connector_at=_key_location(pkg_path, "connector"),
         max_tool_rounds=int(pkg.get("max_tool_rounds", DEFAULT_TOOL_ROUNDS)),
         mcp=_mcp_uses(pkg.get("mcp"), pkg_path),
     )
@@ -107,6 +110,20 @@ def _mcp_uses(raw: Any, where: str) -> tuple[McpUse, ...]:
             raise AgentTestError(f"'mcp.servers' entries are server IDs or {{\"server_id\", \"tools\"}} objects, not {item!r:.80}", Location(where), example)
         uses.append(McpUse(server, tuple(tools)))
     return tuple(uses)
+
+
+def _key_location(path: str, key: str) -> Location | None:
+    """``file:line:column`` of a top-level key in a JSON-with-comments file (for messages that point at it)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    m = re.search(r'"' + re.escape(key) + r'"\s*:', text)
+    if m is None:
+        return None
+    line = text.count("\n", 0, m.start()) + 1
+    return Location(path, line, m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1)
 
 
 def _tool_schema(raw: Any, where: str) -> dict[str, Any]:

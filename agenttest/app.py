@@ -66,6 +66,12 @@ class App:
         rel = os.path.relpath(os.path.abspath(folder), os.path.join(self.root, "assistants"))
         return rel.replace(os.sep, ".")
 
+    def only_agent(self) -> str | None:
+        """The app's one agent under test, when it has exactly one besides the worker agents
+        (``assistants/workers/``): then ``-n`` may be left out wherever the cases are."""
+        agents = [a for a in self.agent_ids() if not a.startswith("workers.")]
+        return agents[0] if len(agents) == 1 else None
+
     def agent_above(self, path: str) -> str | None:
         """The ID of the agent whose folder holds ``path`` (the nearest ``package.yao`` above it)."""
         folder = os.path.dirname(os.path.abspath(path))

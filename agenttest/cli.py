@@ -298,6 +298,25 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...]) -> None:
     finish(work)
 
 
+@main.command("init")
+@click.argument("folder", default=".", metavar="[DIR]")
+def init_command(folder: str) -> None:
+    """Make a working app in DIR: an agent with a tool, worker agents, cases, hooks and a script test."""
+
+    def work() -> int:
+        from .scaffold import init
+
+        written = init(folder)
+        click.echo(f"Made an agent-test app in {folder} ({len(written)} files). Try it (offline):")
+        where = "" if folder in (".", "") else f"cd {folder} && "
+        click.echo(f"  {where}agent-test -i tests")
+        click.echo("  agent-test -i scripts.support.support")
+        click.echo("See its README.md.")
+        return 0
+
+    finish(work)
+
+
 def entry() -> None:
     """The ``agent-test`` script: ``main``, then leave even if user code left threads running."""
     try:

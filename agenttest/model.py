@@ -372,16 +372,17 @@ class RunReport:
         for r in self.results:
             counts[r.status] = counts.get(r.status, 0) + 1
             usage += r.usage
-        return Summary(len(self.results), counts, usage)
+        return Summary(len(self.results) + self.not_run, counts, usage, self.not_run)
 
 
 @dataclass(frozen=True)
 class Summary:
     """Counts over a report's results."""
 
-    total: int
+    total: int  # selected: the results, and what --fail-fast or Ctrl-C left unrun
     counts: dict[str, int]
     usage: Usage
+    not_run: int = 0
 
     @property
     def passed(self) -> int:
@@ -406,7 +407,7 @@ class Summary:
     @property
     def pass_rate(self) -> float:
         """Percent of the cases that ran (skipped ones left out) that passed."""
-        ran = self.total - self.skipped
+        ran = self.total - self.not_run - self.skipped
         return round(100.0 * self.passed / ran, 1) if ran else 100.0
 
 

@@ -47,8 +47,8 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
             out.attempt(where, catalog.check, agent, conn)
 
     agent = out.attempt(None, catalog.agent, agent_id) if agent_id else None
-    if agent_id and agent is not None:
-        check(agent_id, connector, None)
+    if agent_id and agent is not None:  # a problem with package.yao's own connector points at it
+        check(agent_id, connector, None if connector else agent.spec.connector_at)
     for case in cases:
         if agent is not None and case.mode != "script" and not connector and case.options.get("connector"):
             check(agent_id, case.options["connector"], case.locate(("options", "connector")))  # type: ignore[arg-type]
@@ -63,7 +63,7 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
                 if ref and ref not in out.hooks:
                     out.hooks[ref] = out.attempt(case.locate((key,)), hooks.resolve, agent.spec.path, ref, "hook")
         if agent is not None and case.mode != "script" and not getattr(agent.spec, "mcp", ()):  # MCP tools are known only once their servers run
-            out.problems += _unknown_tools(case, agent.tools)
+            out.problems += unknown_tools(case, agent.tools)
         out.warnings += _missing_attachments(case)
     if agent is not None:
         if before:
@@ -83,7 +83,7 @@ def _assertion(spec: AssertionSpec, case: Case, catalog: Catalog, check: Any, ou
             out.attempt(where, catalog.script, need.ref)
 
 
-def _unknown_tools(case: Case, tools: Iterable[str]) -> list[Problem]:
+def unknown_tools(case: Case, tools: Iterable[str]) -> list[Problem]:
     """Mocks and faults that name a tool the agent under test does not have (they could never apply)."""
     names = list(tools)
     out = []

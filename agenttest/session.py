@@ -23,12 +23,12 @@ from .comparison import Comparison, compare
 from .config import RunConfig
 from .errors import AgentTestError, ExitCode, HookError, InputError, InternalError
 from .identity import Identity, read_ctx
-from .loading import SUFFIXES, KeyPolicy, Loaded
+from .loading import SUFFIXES, KeyPolicy, Loaded, load_file
 from .model import Case, Plan, RunHeader, RunReport
 from .reporting import diffs
 from .reporting.console import Console
 from .reportfiles import read as read_report
-from .resolution import resolve
+from .resolution import resolve, unknown_tools
 from .runner import RunState
 from .secrets import MIN_LENGTH, Secrets
 from .selection import select
@@ -51,7 +51,8 @@ class Session:
         self._check_outputs()
         self.baseline = read_report(config.baseline) if config.baseline else None
         found, problems = expand(list(config.inputs))
-        if problems:
+        problems += [p for f in found if f.path and not os.path.exists(f.path) for p in load_file(f.path).problems]
+        if problems:  # a missing file is said as such (with a did-you-mean), before anything asks for its agent
             raise InputError(problems)
         source = Inputs(tuple(found))
         root = find_root(config.app, source.path)
@@ -104,7 +105,7 @@ class Session:
     def _agent_id(self, source: Inputs, app: App) -> str | None:
         """-n, else the agent the inputs imply; required unless only previewing or listing files."""
         config = self.config
-        agent_id = config.agent or source.agent_hint(app)
+        agent_id = config.agent or source.agent_hint(app) or app.only_agent()
         previewing = config.dry_run or config.list_only
         if agent_id is None and (source.needs_agent or not previewing):
             if source.path is not None:
@@ -137,6 +138,11 @@ class Session:
             raise InputError(loaded.problems + resolved.problems + tapes)
         assert agent_id is not None
         await catalog.start()  # MCP servers: a server that cannot start is exit 2, before any case runs
+        if getattr(catalog.agent(agent_id).spec, "mcp", ()):  # its MCP tools are known now: check mocks and faults
+            tools = catalog.agent(agent_id).tools
+            late = [p for c in cases if c.mode != "script" for p in unknown_tools(c, tools)]
+            if late:
+                raise InputError(late)
         plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
                     resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment, config.seed)
         warnings = [*([note] if note else []), *loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]

@@ -17,7 +17,7 @@ PACKAGE = REPO / "agenttest"
 LAYERS: dict[str, int] = {
     "version": 0, "errors": 0, "texts": 0, "config": 0, "schema": 0, "patterns": 0,
     "model": 1, "secrets": 1,
-    "selection": 2, "lastfailed": 2, "outputfiles": 0, "positions": 2, "userfiles": 2, "messages": 2, "attachments": 2, "prompts": 2, "tracking": 2, "usercode": 2, "plugins": 2, "records": 2,
+    "selection": 2, "lastfailed": 2, "scaffold": 2, "outputfiles": 0, "positions": 2, "userfiles": 2, "messages": 2, "attachments": 2, "prompts": 2, "tracking": 2, "usercode": 2, "plugins": 2, "records": 2,
     "verdict": 2, "workerprotocol": 2, "app": 2, "mcpfiles": 2, "requestdiff": 2, "sharding": 2, "reportfiles": 2,
     "connectors": 3, "assertions": 3, "world": 3, "comparison": 3, "merging": 3,
     "caseschema": 4, "validation": 4, "loading": 4, "agents": 4, "hooks": 4, "mcpservers": 4, "cassettes": 4,
@@ -65,7 +65,8 @@ def imports(path: Path) -> set[str]:
 
 
 def graph() -> dict[str, set[str]]:
-    modules = {module_name(p).removesuffix(".__init__") or "__init__": p for p in PACKAGE.rglob("*.py")}
+    files = [p for p in PACKAGE.rglob("*.py") if "templates" not in p.relative_to(PACKAGE).parts]  # templates are data
+    modules = {module_name(p).removesuffix(".__init__") or "__init__": p for p in files}
     return {name: imports(path) for name, path in modules.items()}
 
 

@@ -344,3 +344,29 @@ def test_a_signal_stops_the_run_and_its_stdio_server(app, server, tmp_path, sig,
     assert "Traceback" not in stderr
     assert "INTERRUPTED after 0 of 1 tests" in stdout
     assert not alive(pid)
+
+
+# ---- the tool world applies to MCP tools too ---------------------------------------------------
+
+
+def test_mocks_faults_and_unknown_names_apply_to_mcp_tools(app, server, tmp_path):
+    stdio(app, "mcps/tools/calc.mcp.yao")
+    app.agent("bot", mcp={"servers": ["tools.calc"]})
+    server.responder = calls_then_echo({
+        "mocked": [{"name": "tools_calc__convert", "arguments": {"amount": 10, "currency": "EUR"}}],
+        "faulted": [{"name": "tools_calc__convert", "arguments": {"amount": 10, "currency": "EUR"}}],
+    })
+    cases = [
+        {"id": "mocked", "input": "mocked", "mocks": [{"tool": "convert", "returns": {"amount": 999}}]},
+        {"id": "faulted", "input": "faulted", "faults": [{"tool": "tools.calc.convert", "kind": "error", "message": "rates down"}]},
+    ]
+    path = app.cases("cases.jsonl", cases)
+    out = tmp_path / "r.json"
+    assert cli("-i", str(path), "-n", "bot", "-o", str(out)).exit_code == 0
+    mocked, faulted = report(out)["results"]
+    assert mocked["tool_calls"][0]["mocked"] is True and mocked["tool_calls"][0]["server"] == "tools.calc"
+    assert mocked["output"] == 'done: {"amount": 999}'  # the model's next request carried the mocked result
+    assert faulted["tool_calls"][0]["fault"] == "error" and "rates down" in faulted["output"]
+    bad = app.cases("bad.jsonl", [{"id": "x", "input": "mocked", "mocks": [{"tool": "tools_calc__convrt", "returns": 1}]}])
+    result = cli("-i", str(bad), "-n", "bot")
+    assert result.exit_code == 2 and "mocks[0]: the agent has no tool 'tools_calc__convrt'; did you mean 'tools_calc__convert'?" in result.stderr

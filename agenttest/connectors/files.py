@@ -39,7 +39,10 @@ def spec_for(app: App, connector_id: str, secrets: Secrets, offline: bool = Fals
     known = app.connector_ids()
     hint = did_you_mean(connector_id, known)
     listing = ", ".join(known) or "none"
-    raise AgentTestError(f"unknown connector '{connector_id}'", hint=(hint + " " if hint else "") + f"known connectors: {listing}; or openai.<model>")
+    create = os.path.relpath(path, os.getcwd()) if path.startswith(os.getcwd()) else path
+    example = '{"type": "openai",\n "options": {"model": "gpt-4o-mini", "key": "$ENV.OPENAI_API_KEY"}}'
+    raise AgentTestError(f"unknown connector '{connector_id}'", hint=(hint + " " if hint else "")
+                         + f"known connectors: {listing}; or openai.<model>; or create {create}:\n{example}")
 
 
 def role_connector(app: App, role: str) -> str:

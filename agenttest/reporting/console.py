@@ -276,7 +276,7 @@ class Console:
 
     def _verdict(self, report: RunReport, s: dict[str, Any]) -> str:
         if report.interrupted:
-            return self.paint(f"⚠ INTERRUPTED after {s['total']} of {self.total} tests", "yellow")
+            return self.paint(f"⚠ INTERRUPTED after {len(report.results)} of {s['total']} tests", "yellow")
         counts, cases = case_verdicts(report)
         bad = sum(counts.values())
         if bad:

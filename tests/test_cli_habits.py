@@ -1,0 +1,217 @@
+"""The command line as users of pytest and promptfoo expect it (issue 14): never a silent green, several
+inputs and reports, -x/-k/-q/--list/-V/--lf, captured output, messages that say how to fix, init."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO, cli, report
+
+RULES = """
+rules:
+  - tool: "*"
+    reply: "done: {{ tool_result }}"
+  - user: "^noisy"
+    tool_calls: [{name: noisy}]
+  - user: "^crash"
+    tool_calls: [{name: crash}]
+default: "echo: {{ user }}"
+"""
+TOOLS = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in ("noisy", "crash")]
+TOOLS_PY = "import sys\ndef noisy(ctx):\n    print('tool says hi')\n    print('tool warns', file=sys.stderr)\n    return 'ok'\ndef crash(ctx):\n    raise ValueError('bad tool')\n"
+
+
+@pytest.fixture
+def bot(offline_app):
+    offline_app.agent("bot", connector="mock", tools=TOOLS, files={"mock.yml": RULES, "src/tools.py": TOOLS_PY,
+                                                                    "src/env_test.py": "def Before(ctx, case):\n    {}['boom']\n"})
+    return offline_app
+
+
+def run(bot, *args, cwd=None):
+    result = cli(*args, "--app", str(bot.root), cwd=cwd)
+    assert "Traceback" not in result.output or "-v" in args, result.output
+    return result
+
+
+# ---- never a silent green ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, text, why", [
+    ("empty.jsonl", "", "the file is empty"),
+    ("comments.jsonl", "// nothing yet\n\n// still nothing\n", "it has only blank lines and // comments"),
+    ("list.json", "[]", "its list of cases is empty"),
+    ("cases.json", '{"cases": []}', "its list of cases is empty"),
+    ("empty.yaml", "# todo\n", "it has only comments"),
+])
+def test_a_file_with_no_cases_is_exit_2_saying_why(bot, name, text, why):
+    path = bot.file(f"assistants/bot/tests/{name}", text)
+    result = run(bot, "-i", str(path))
+    assert result.exit_code == 2 and f"{path} holds no test cases: {why}" in result.stderr
+
+
+def test_a_generator_with_no_cases_and_an_empty_selection_are_exit_2(bot):
+    bot.file("scripts/none.py", "def make(agent, params):\n    return []\n")
+    result = run(bot, "-i", "scripts:none.make", "-n", "bot")
+    assert result.exit_code == 2 and "scripts:none.make generated no test cases" in result.stderr
+    path = bot.cases("assistants/bot/tests/c.jsonl", [{"id": "a", "input": "hi", "tags": ["smoke"]}])
+    result = run(bot, "-i", str(path), "-k", "slow")
+    assert result.exit_code == 2 and "-k 'slow' matches no case" in result.stderr
+    result = run(bot, "-i", str(bot.root / "assistants/bot/nowhere"))
+    assert result.exit_code == 2 and "does not exist" in result.stderr
+
+
+# ---- several inputs ----------------------------------------------------------------------------------
+
+
+def test_several_inputs_folders_and_globs(bot, tmp_path):
+    one = bot.cases("assistants/bot/tests/one.jsonl", [{"id": "a", "input": "hi one"}])
+    two = bot.cases("assistants/bot/tests/deep/two.jsonl", [{"id": "a", "input": "hi two"}])  # same id, other file
+    bot.cases("assistants/bot/tests/output-20260101000000.json", [{"id": "report", "input": "never"}])  # a report: skipped
+    out = tmp_path / "r.json"
+    result = run(bot, "-i", str(bot.root / "assistants/bot/tests"), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    data = report(out)
+    assert [(r["id"], r["file"]) for r in data["results"]] == [("a", str(one)), ("a", str(two))]
+    lines = result.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("► [a] hi one"))
+    second = next(i for i, line in enumerate(lines) if line.startswith("► [a] hi two"))
+    assert lines.index(str(one)) == first - 1 and lines.index(str(two)) == second - 1  # each file named before its cases
+    result = run(bot, "-i", str(one), "-i", str(bot.root / "assistants/bot/tests/**/two.jsonl"), "-o", str(out))
+    assert result.exit_code == 0 and [r["file"] for r in report(out)["results"]] == [str(one), str(two)]
+    assert "ℹ Input: 2 inputs: " in result.stdout
+    result = run(bot, "-i", str(bot.root / "assistants/bot/tests/*.yaml"))
+    assert result.exit_code == 2 and "matches no case files" in result.stderr
+
+
+def test_a_message_is_a_message_unless_it_looks_like_a_path(bot):
+    result = run(bot, "-i", "Please export my bookings to bookings.json", "-n", "bot")
+    assert result.exit_code == 0 and "output: echo: Please export my bookings to bookings.json" in result.stdout
+    result = run(bot, "-i", "tests/missing.jsonl", "-n", "bot")
+    assert result.exit_code == 2 and "input file 'tests/missing.jsonl' does not exist" in result.stderr
+
+
+# ---- reports ---------------------------------------------------------------------------------------------
+
+
+def test_several_reports_missing_folders_and_unwritable_targets(bot, tmp_path):
+    path = bot.cases("assistants/bot/tests/c.jsonl", [{"id": "a", "input": "hi"}])
+    xml, html = tmp_path / "new" / "deep" / "r.xml", tmp_path / "r.html"
+    result = run(bot, "-i", str(path), "-o", str(xml), "-o", str(html))
+    assert result.exit_code == 0 and xml.read_text().startswith("<?xml") and html.read_text().startswith("<!DOCTYPE html>")
+    assert f"Output: {xml}, {html}" in result.stdout
+    (tmp_path / "plain").write_text("a file")
+    result = run(bot, "-i", str(path), "-o", str(tmp_path / "plain" / "r.json"))
+    assert result.exit_code == 2 and "cannot write there" in result.stderr and "Running Tests" not in result.stdout
+    dry = tmp_path / "cases" / "out" / "c.jsonl"
+    assert run(bot, "-i", str(path), "--dry-run", "-o", str(dry)).exit_code == 0 and dry.exists()
+
+
+def test_default_reports_never_overwrite_each_other(bot):
+    path = bot.cases("assistants/bot/tests/c.jsonl", [{"id": "a", "input": "hi"}])
+    for _ in range(3):
+        assert run(bot, "-i", str(path)).exit_code == 0
+    assert len(list(path.parent.glob("output-*.json"))) == 3
+
+
+# ---- pytest habits -------------------------------------------------------------------------------------------
+
+
+def test_x_k_q_qq_list_and_version(bot):
+    cases = [{"id": "ok", "input": "hi", "tags": ["smoke"], "name": "greets"},
+             {"id": "bad", "input": "hi", "tags": ["smoke", "slow"], "assert": {"type": "contains", "value": "nope"}},
+             {"id": "later", "input": "hi", "tags": ["slow"]}]
+    path = bot.cases("assistants/bot/tests/c.jsonl", cases)
+    result = run(bot, "-i", str(path), "-x")
+    assert result.exit_code == 1 and "► [later]" not in result.stdout
+    assert "Total:     3" in result.stdout and "Not run:   1 (stopped early)" in result.stdout  # totals count the selection
+    result = run(bot, "-i", str(path), "-k", "smoke and not slow")
+    assert result.exit_code == 0 and "[ok]" in result.stdout and "[bad]" not in result.stdout and "[later]" not in result.stdout
+    result = run(bot, "-i", str(path), "-k", "GREETS or later")
+    assert result.exit_code == 0 and "[ok]" in result.stdout and "[later]" in result.stdout
+    assert run(bot, "-i", str(path), "-k", "smoke and (").exit_code == 2
+    listed = run(bot, "-i", str(path), "--list", "-k", "slow")
+    assert listed.exit_code == 0 and listed.stdout.splitlines() == [
+        f"bad  standard [smoke, slow]  {path}:2:1", f"later  standard [slow]  {path}:3:1", "2 cases selected"]
+    quiet = run(bot, "-i", str(path), "-qq")
+    assert quiet.exit_code == 1 and "Running Tests" not in quiet.stdout and "[ok]" not in quiet.stdout and "Summary" in quiet.stdout
+    assert run(bot, "-V").stdout.startswith("agent-test, version ")
+
+
+def test_last_failed_runs_what_did_not_pass_last_time(bot, tmp_path):
+    path = bot.cases("assistants/bot/tests/c.jsonl", [{"id": "ok", "input": "hi"},
+                                                      {"id": "bad", "input": "hi", "assert": {"type": "contains", "value": "nope"}}])
+    assert run(bot, "-i", str(path)).exit_code == 1
+    out = tmp_path / "r.json"
+    result = run(bot, "-i", str(path), "--lf", "-o", str(out))
+    assert [r["id"] for r in report(out)["results"]] == ["bad"] and "--lf: running the 1 of 2 cases" in result.stdout
+    path.write_text(path.read_text().replace('"nope"', '"echo"'))
+    assert run(bot, "-i", str(path), "--lf").exit_code == 0  # fixed: it passes now
+    result = run(bot, "-i", str(path), "--lf", "-o", str(out))
+    assert len(report(out)["results"]) == 2 and "no case failed last time; running them all" in result.stdout
+
+
+def test_help_groups_the_flags():
+    r = subprocess.run([sys.executable, "-m", "agenttest", "--help"], capture_output=True, text=True, cwd=REPO)
+    text = r.stdout
+    assert r.returncode == 0 and text.startswith("Usage: agent-test [OPTIONS]")
+    sections = [text.index(s) for s in ("Input and selection:", "Running:", "Output:", "Commands")]
+    assert sections == sorted(sections)
+    for flag in ("-k EXPR", "--lf, --last-failed", "--list", "-x, --fail-fast", "-q, --quiet", "-V, --version", "init"):
+        assert flag in text, flag
+
+
+# ---- capture ----------------------------------------------------------------------------------------------------
+
+
+def test_print_and_tracebacks_of_user_code(bot, tmp_path):
+    path = bot.cases("assistants/bot/tests/c.jsonl", [{"id": "noisy", "input": "noisy"}, {"id": "hooked", "input": "hi", "before": "env_test.Before"}])
+    out = tmp_path / "r.json"
+    quiet = run(bot, "-i", str(path), "-o", str(out))
+    assert "tool says hi" not in quiet.stdout  # captured, not interleaved
+    data = report(out)["results"]
+    assert data[0]["stdout"] == "tool says hi\n" and data[0]["stderr"] == "tool warns\n"
+    assert "before hook env_test.Before failed: KeyError: 'boom' (env_test.py:2)" in quiet.stdout
+    short = [line for line in quiet.stdout.splitlines() if line.startswith("     ")]
+    assert short and short[-1].strip() == "KeyError: 'boom'" and len(short) == 3
+    loud = run(bot, "-i", str(path), "-v")
+    assert "│  stdout: tool says hi" in loud.stdout and "│  stderr: tool warns" in loud.stdout
+    assert "Traceback (most recent call last):" in loud.stdout  # -v: the whole traceback
+    lines = loud.stdout.splitlines()
+    assert lines.index("  │  output: done: ok") < next(i for i, line in enumerate(lines) if "KeyError: 'boom'" in line)
+
+
+# ---- messages that say how to fix -------------------------------------------------------------------------------
+
+
+def test_a_missing_connector_points_at_the_package_yao_that_asked_for_it(bot):
+    folder = bot.agent("lost", connector="openai.nowhere-model", files={"mock.yml": RULES})
+    (folder / "package.yao").write_text('{\n  "name": "lost",\n  "connector": "nowhere.model"\n}\n')
+    path = bot.cases("assistants/lost/tests/c.jsonl", [{"id": "a", "input": "hi"}])
+    result = run(bot, "-i", str(path))
+    assert result.exit_code == 2
+    assert f"{folder / 'package.yao'}:3:3: unknown connector 'nowhere.model'" in result.stderr
+    assert "or create" in result.stderr and "nowhere/model.conn.yao" in result.stderr and '"type": "openai"' in result.stderr
+
+
+# ---- init ---------------------------------------------------------------------------------------------------------
+
+
+def test_init_makes_an_app_whose_suite_passes(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("AGENTTEST_APP", None)
+    made = subprocess.run([sys.executable, "-m", "agenttest", "init", "demo"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert made.returncode == 0 and "cd demo && agent-test -i tests" in made.stdout
+    demo = tmp_path / "demo"
+    ran = subprocess.run([sys.executable, "-m", "agenttest", "-i", "tests"], cwd=demo, capture_output=True, text=True, env=env)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "ALL TESTS PASSED" in ran.stdout and "Total:     5" in ran.stdout
+    scripts = subprocess.run([sys.executable, "-m", "agenttest", "-i", "scripts.support.support"], cwd=demo, capture_output=True, text=True, env=env)
+    assert scripts.returncode == 0, scripts.stdout
+    again = subprocess.run([sys.executable, "-m", "agenttest", "init", "demo"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert again.returncode == 2 and "already exists and is not empty" in again.stderr
