@@ -14,6 +14,7 @@ from typing import Any
 from . import costs, prompts
 from .agents import Agent, load_spec
 from .app import App
+from .cassettes import Cassettes
 from .connectors import Connector, create
 from .connectors.files import spec_for
 from .errors import AgentTestError, InputError
@@ -23,8 +24,9 @@ from .userfiles import function, load_module
 
 
 class Catalog:
-    def __init__(self, app: App, secrets: Secrets | None = None, strict: bool = False):
+    def __init__(self, app: App, secrets: Secrets | None = None, strict: bool = False, cassettes: Cassettes | None = None):
         self.app = app
+        self.cassettes = cassettes  # --record/--replay: every connector is wrapped
         self.secrets = secrets if secrets is not None else Secrets()
         self.strict = strict  # unknown keys in package.yao are errors
         self.warnings: list[str] = []
@@ -69,9 +71,11 @@ class Catalog:
     def connector(self, connector_id: str) -> Connector:
         """The Connector for an ID (a file under connectors/, or the implicit ``openai.<model>``)."""
         if connector_id not in self._connectors:
-            spec = spec_for(self.app, connector_id, self.secrets)
+            tapes = self.cassettes
+            spec = spec_for(self.app, connector_id, self.secrets, offline=tapes is not None and tapes.offline)
             self.prices[connector_id] = costs.pricing_of(spec.options, connector_id, spec.path)  # bad pricing: a load error
-            self._connectors[connector_id] = create(spec)
+            connector = create(spec)
+            self._connectors[connector_id] = tapes.wrap(connector) if tapes is not None else connector
         return self._connectors[connector_id]
 
     def check(self, agent_id: str, connector_id: str | None) -> None:

@@ -11,6 +11,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -125,6 +126,28 @@ def _ref(ctx: click.Context, param: click.Parameter, value: str | None) -> str |
     return value
 
 
+def _shard(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    from .sharding import parse
+
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _roles(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    from .cassettes import parse_roles
+
+    try:
+        return parse_roles(value)
+    except AgentTestError as exc:
+        raise click.BadParameter(exc.format_message()) from None
+
+
 def finish(work: Callable[[], int]) -> None:
     """Run a command's work and exit with its code; every error becomes a message and an exit code."""
     try:
@@ -202,6 +225,16 @@ def main() -> None:
               help="Stop scheduling cases after the first that does not pass (with --runs: whose gate failed)  [default: off]")
 @click.option("--max-attachment", default="20MB", show_default=True, callback=_size, metavar="SIZE", cls=Option, section="Running",
               help="Largest file an input may attach (file:// parts): 20MB, 500KB or bytes.")
+@click.option("--shard", metavar="K/N", callback=_shard, cls=Option, section="Input and selection",
+              help="Run shard K of N: a fixed 1/N of the selected cases, the same on every machine (merge the reports with agent-test merge)  [default: all]")
+@click.option("--record", metavar="DIR", cls=Option, section="Running",
+              help="Record every model call into cassettes in DIR (one JSONL file per case)  [default: off]")
+@click.option("--replay", metavar="DIR", cls=Option, section="Running",
+              help="Answer model calls from the cassettes in DIR, with no request to any endpoint; with --record, misses are called and added  [default: off]")
+@click.option("--replay-roles", metavar="ROLES", callback=_roles, cls=Option, section="Running",
+              help="With --replay: replay only these roles (agent, simulator, validator, generator), e.g. simulator,validator; the others run live  [default: all]")
+@click.option("--baseline", metavar="REPORT", cls=Option, section="Output",
+              help="Compare with an earlier JSON report after the summary; exit 1 only when a case regressed or a new case does not pass  [default: off]")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",
               help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: output-<timestamp>.json beside a case file]")
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output",
@@ -222,11 +255,72 @@ def run_command(**flags: Any) -> None:
             last_failed=flags["last_failed"], list_only=flags["list_only"], quiet=flags["quiet"], fail_fast=flags["fail_fast"],
             dry_run=flags["dry_run"], app=flags["app_dir"], color=color, max_attachment=flags["max_attachment"], strict=flags["strict"],
             seed=flags["seed"], min_pass_rate=flags["min_pass_rate"], early_stop=flags["early_stop"], budget=flags["budget"],
-            **_matrix(flags["connector"]),
+            record=flags["record"], replay=flags["replay"], replay_roles=flags["replay_roles"],
+            shard=flags["shard"], baseline=flags["baseline"], **_matrix(flags["connector"]),
         )
         from .session import Session
 
         return asyncio.run(Session(config, sys.stdout).run())
+
+    finish(work)
+
+
+@main.command("diff", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.argument("base", metavar="BASE")
+@click.argument("new", metavar="NEW")
+@click.option("-o", "--output", metavar="FILE", help="Also write the comparison: .md (a pull-request comment), .html or .json  [default: the console only]")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case regressed (passed in BASE, not in NEW)  [default: exit 0]")
+def diff_command(base: str, new: str, output: str | None, fail_on_regression: bool) -> None:
+    """Compare two JSON reports case by case: regressed, fixed, still failing, new, removed, flaky, changed."""
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+    def work() -> int:
+        from .comparison import compare
+        from .outputfiles import write_atomic
+        from .reportfiles import read
+        from .reporting import diffs
+
+        if output:
+            diffs.check_path(output)
+        comparison = compare(read(base), read(new), base, new)
+        for line in diffs.console_lines(comparison, color):
+            click.echo(line)
+        if output:
+            write_atomic(output, diffs.render(comparison, output))
+            click.echo(f"  Output: {output}")
+        return ExitCode.FAILED if fail_on_regression and comparison.regressions else ExitCode.OK
+
+    finish(work)
+
+
+@main.command("merge", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.argument("reports", nargs=-1, required=True, metavar="REPORT...")
+@click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
+              help="The merged report (several allowed); format by extension: .json .jsonl .md .html .xml")
+def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...]) -> None:
+    """Join the JSON reports of shards (--shard K/N) into one report; exit 1 when a case did not pass."""
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+    def work() -> int:
+        from . import reporting
+        from .merging import merge
+        from .reportfiles import read
+        from .reporting.console import Console
+        from .verdict import exit_code
+
+        for path in outputs:
+            reporting.check_path(path)
+        merged = merge([(path, read(path)) for path in reports])
+        written = []
+        for path in outputs:
+            rescued = reporting.write(replace(merged, output_file=path), path)
+            if rescued is not None:
+                click.echo(f"warning: could not write the report to {path}; it is saved in {rescued}", err=True)
+            written.append(rescued or path)
+        console = Console(sys.stdout, color)
+        console.total = len(merged.results)
+        console.summary(merged, ", ".join(written) or None)
+        return exit_code(merged)
 
     finish(work)
 

@@ -112,3 +112,8 @@ class RunConfig:
     min_pass_rate: float = 1.0  # --min-pass-rate: the gate of cases that set none
     early_stop: bool = False  # --early-stop
     budget: Any = None  # --budget: a model.Budget (config sits below model)
+    record: str | None = None  # --record DIR: cassettes of every model call
+    replay: str | None = None  # --replay DIR: answer model calls from cassettes
+    replay_roles: tuple[str, ...] | None = None  # --replay-roles: replay only these roles (None: all)
+    shard: tuple[int, int] | None = None  # --shard K/N
+    baseline: str | None = None  # --baseline REPORT: compare with it and gate on regressions

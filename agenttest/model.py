@@ -326,6 +326,7 @@ class CaseResult:
     logs: tuple[str, ...] = ()
     index: int = 0  # position in the input, for ordering
     file: str = ""
+    line: int = 0  # the case's line in its file (0: unknown)
     traceback: str = ""  # an exception's traceback (user code, or agent-test's own bug)
     stdout: str = ""  # what user code printed while this case ran
     stderr: str = ""

@@ -13,6 +13,7 @@ from typing import Any
 
 from .errors import AgentTestError, Location
 from .model import Message
+from .tracking import note_volatile
 
 SYSTEM: dict[str, Callable[[datetime], str]] = {
     "TIME": lambda t: t.strftime("%H:%M:%S"),
@@ -72,9 +73,24 @@ def render(prompts: Sequence[Message], variables: dict[str, str], now: datetime 
     for message in prompts:
         content = message.get("content")
         if isinstance(content, str) and "$" in content:
-            content = _SYS.sub(lambda m: SYSTEM[m.group(1)](when) if m.group(1) in SYSTEM else m.group(0), content)
+            content = _SYS.sub(lambda m: _system(m, when), content)
             content = _ENV.sub(lambda m: os.environ.get(m.group(1), ""), content)
-            content = _CTX.sub(lambda m: variables.get(m.group(1).upper(), ""), content)
+            content = _CTX.sub(lambda m: _context(m, variables), content)
             message = {**message, "content": content}
         out.append(message)
     return out
+
+
+def _system(m: re.Match[str], when: datetime) -> str:
+    if m.group(1) not in SYSTEM:
+        return m.group(0)
+    value = SYSTEM[m.group(1)](when)
+    note_volatile(value, m.group(0))  # the time differs at every run: cassettes key the request without it
+    return value
+
+
+def _context(m: re.Match[str], variables: dict[str, str]) -> str:
+    value = variables.get(m.group(1).upper(), "")
+    if m.group(1).upper() == "CHAT_ID":  # a new one for every case and run
+        note_volatile(value, m.group(0))
+    return value

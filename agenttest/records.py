@@ -116,6 +116,8 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
         out["logs"] = list(r.logs)
     if r.file:
         out["file"] = r.file
+        if r.line:
+            out["line"] = r.line
     if r.connector:
         out["connector"] = r.connector
     if r.spend:

@@ -77,8 +77,8 @@ async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller
     if case.skip:
         return CaseResult(case.id, "skipped", case.name, case.input, skip_reason=case.skip_reason, run=run, index=index,
                           description=case.description, tags=case.tags,
-                          dynamic=case.dynamic, file=case.file)
-    trace, capture = Trace(), usercode.Capture()
+                          dynamic=case.dynamic, file=case.file, line=case.location.line or 0)
+    trace, capture = Trace(case=case, run=run), usercode.Capture()
     current_trace.set(trace)
     usercode.current_capture.set(capture)
     start = time.perf_counter()
@@ -115,7 +115,8 @@ async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller
             message, tb = internal_error(exc)
             result = replace(mode.partial(case, trace, "error", message), traceback=tb)
         result = replace(result, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index, file=case.file,
-                         world=world.record(), spend=spend_of(trace.by_connector, trace.calls, caller.catalog.prices))
+                         line=case.location.line or 0, world=world.record(),
+                         spend=spend_of(trace.by_connector, trace.calls, caller.catalog.prices))
         if budget is not None:
             result = over_budget(result, budget, trace, caller)
         if before_ok and case.after:
@@ -125,7 +126,11 @@ async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller
     except Exception as exc:  # after everything above: still this case's error
         message, tb = internal_error(exc)
         result = CaseResult(case.id, "error", case.name, case.input, error=message, traceback=tb, run=run, index=index,
-                            dynamic=case.dynamic, file=case.file)
+                            dynamic=case.dynamic, file=case.file, line=case.location.line or 0)
+    if trace.miss:  # --replay had no recording for a call: whatever the mode made of it, the case is that error
+        result = replace(result, status="error", error=trace.miss)
+    if trace.notes:
+        result = replace(result, warnings=(*result.warnings, *trace.notes))
     stdout, stderr = capture.text()
     if stdout or stderr:
         result = replace(result, stdout=stdout, stderr=stderr)

@@ -14,16 +14,20 @@ from typing import Any, TextIO
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from . import budgets, gates, lastfailed, outputfiles, plugins, reporting, runner, usercode
+from . import budgets, gates, lastfailed, outputfiles, plugins, reporting, runner, sharding, usercode
 from .app import App, find_root
 from .caller import Caller
+from .cassettes import Cassettes
 from .catalog import Catalog
+from .comparison import Comparison, compare
 from .config import RunConfig
 from .errors import AgentTestError, ExitCode, HookError, InputError, InternalError
 from .identity import Identity, read_ctx
 from .loading import SUFFIXES, KeyPolicy, Loaded, load_file
 from .model import Case, Plan, RunHeader, RunReport
+from .reporting import diffs
 from .reporting.console import Console
+from .reportfiles import read as read_report
 from .resolution import resolve, unknown_tools
 from .runner import RunState
 from .costs import spend_of
@@ -42,10 +46,13 @@ class Session:
         self.signalled: signal.Signals | None = None
         self.warnings: list[str] = []  # said in the header; kept in the report
         self.generation = Trace()  # what generating the cases (-i agents:…) spent
+        self.selected = 0  # cases selected before --shard took its part
+        self.baseline: RunReport | None = None
     async def run(self) -> ExitCode:
         plugins.load()  # third-party assertion types, connectors and report formats
         config = self.config
         self._check_outputs()
+        self.baseline = read_report(config.baseline) if config.baseline else None
         found, problems = expand(list(config.inputs))
         problems += [p for f in found if f.path and not os.path.exists(f.path) for p in load_file(f.path).problems]
         if problems:  # a missing file is said as such (with a did-you-mean), before anything asks for its agent
@@ -54,7 +61,8 @@ class Session:
         root = find_root(config.app, source.path)
         if root is None:
             raise AgentTestError("no app root found (a folder with assistants/ or app.yao)", hint="pass --app DIR or set AGENTTEST_APP")
-        catalog = Catalog(App(root), self.secrets, strict=config.strict)
+        cassettes = self._cassettes(root)
+        catalog = Catalog(App(root), self.secrets, strict=config.strict, cassettes=cassettes)
         ctx = read_ctx(config.ctx_file, config.strict, catalog.warnings) if config.ctx_file else {}
         identity = Identity(config.user, config.team, ctx)
         caller = Caller(catalog, identity)
@@ -63,6 +71,29 @@ class Session:
             return await self._run(source, catalog, caller)
         finally:
             await catalog.aclose()
+            if cassettes is not None:
+                await self._save(cassettes)
+
+    def _cassettes(self, root: str) -> Cassettes | None:
+        """--record/--replay: cassettes around every connector (checked before anything runs)."""
+        config = self.config
+        if config.replay_roles is not None and not config.replay:
+            raise AgentTestError("--replay-roles needs --replay DIR", hint="e.g. --replay cassettes/ --replay-roles simulator,validator")
+        if config.replay and not os.path.isdir(config.replay):
+            raise AgentTestError(f"--replay {config.replay}: no such folder", hint="record cassettes first with --record DIR")
+        if config.record and os.path.exists(config.record) and not os.path.isdir(config.record):
+            raise AgentTestError(f"--record {config.record}: not a folder")
+        if not (config.record or config.replay):
+            return None
+        return Cassettes(root, config.record, config.replay, config.replay_roles, self.secrets)
+
+    async def _save(self, cassettes: Cassettes) -> None:
+        for path, text in cassettes.files().items():
+            try:
+                await asyncio.to_thread(os.makedirs, os.path.dirname(path), exist_ok=True)
+                await asyncio.to_thread(outputfiles.write_atomic, path, text)
+            except OSError as exc:
+                raise AgentTestError(f"--record: cannot write {path}: {exc}") from None
 
     def _check_outputs(self) -> None:
         """Every -o is checked (and its folder made) before anything runs."""
@@ -102,6 +133,9 @@ class Session:
         if not loaded.problems:
             remembered = lastfailed.load(catalog.app.root, config.inputs) if config.last_failed else None
             cases, note = select(cases, config.run_filter, config.keyword, remembered)
+        self.selected = len(cases)
+        if config.shard is not None:
+            cases = sharding.take(cases, config.shard, catalog.app.root)
         if config.list_only:
             loaded.check()
             return self._list(cases)
@@ -109,8 +143,9 @@ class Session:
         resolved = resolve(cases, catalog, agent_id, first, config.before, config.after)
         for other in config.matrix[1:]:  # a model matrix: every connector is checked before the first call
             resolved.attempt(None, catalog.check, agent_id, other)
-        if loaded.problems or resolved.problems:
-            raise InputError(loaded.problems + resolved.problems)
+        tapes = catalog.cassettes.preload(cases) if catalog.cassettes is not None and config.replay else []
+        if loaded.problems or resolved.problems or tapes:
+            raise InputError(loaded.problems + resolved.problems + tapes)
         assert agent_id is not None
         plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
                     resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment, config.seed,
@@ -165,7 +200,10 @@ class Session:
         if plan.matrix:
             connector = ", ".join(plan.matrix)
         simulators = sorted({c.simulator.use for c in plan.cases if c.dynamic and c.simulator})
-        return RunHeader(config.agent or plan.agent, connector, ", ".join(simulators), source.describe(len(plan.cases)),
+        described = source.describe(len(plan.cases))
+        if config.shard is not None:
+            described += f", shard {config.shard[0]}/{config.shard[1]} of {self.selected}"
+        return RunHeader(config.agent or plan.agent, connector, ", ".join(simulators), described,
                          config.timeout, plan.total, config.runs, config.parallel, any(c.dynamic for c in plan.cases))
 
     async def _execute(self, plan: Plan, source: Inputs, caller: Caller, warnings: list[str]) -> ExitCode:
@@ -199,12 +237,24 @@ class Session:
             written = [await self._write(report, path) for path in outputs]
             lastfailed.save(caller.catalog.app.root, config.inputs, report.results)
             console.summary(report, ", ".join(written) or None)
+            comparison = self._compare(report, console)
         if failure is not None:
             from .runner import internal_error
 
             message, tb = internal_error(failure)
             raise InternalError(message.removeprefix("internal error: "), tb)
+        if comparison is not None and not report.interrupted:
+            return comparison.gate()
         return exit_code(report)
+
+    def _compare(self, report: RunReport, console: Console) -> Comparison | None:
+        """--baseline: the comparison after the summary, and what it decides."""
+        if self.baseline is None:
+            return None
+        comparison = compare(self.baseline, report, self.config.baseline or "", report.output_file)
+        for line in diffs.console_lines(comparison, self.config.color) + diffs.gate_lines(comparison):
+            console.line(line)
+        return comparison
 
     def _short_secrets(self) -> list[str]:
         return [f"$ENV.{name} is shorter than {MIN_LENGTH} characters, so it is not hidden in output (only longer values are taken for secrets)"
@@ -267,5 +317,7 @@ class Session:
             "user": c.user, "team": c.team, "ctx": c.ctx_file, "seed": c.seed or None,
             "connectors": list(c.matrix) or None, "min_pass_rate": c.min_pass_rate if c.min_pass_rate != 1.0 else None,
             "early_stop": c.early_stop, "budget": budgets.limits(c.budget) if c.budget is not None else None,
+            "shard": f"{c.shard[0]}/{c.shard[1]}" if c.shard else None, "record": c.record, "replay": c.replay,
+            "replay_roles": ",".join(c.replay_roles) if c.replay_roles else None, "baseline": c.baseline,
         }.items() if v not in (None, False)}
 

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Role, ToolCall, Usage
+from .model import Case, Role, ToolCall, Usage
 
 
 @dataclass
@@ -24,6 +24,12 @@ class Trace:
     by_connector: dict[tuple[str, str], Usage] = field(default_factory=dict)  # (role, connector) → usage, for costs
     calls: dict[tuple[str, str], int] = field(default_factory=dict)  # (role, connector) → model calls
     started: float = field(default_factory=time.perf_counter)
+    case: Case | None = None  # which case and run this is (cassettes file calls under it)
+    run: int = 1
+    turn: int = 1  # the conversation's turn now (dynamic mode advances it)
+    miss: str = ""  # the first call that --replay had no recording for: the case's error
+    notes: list[str] = field(default_factory=list)  # said under the case as warnings (e.g. a replay that ended early)
+    volatile: dict[str, str] = field(default_factory=dict)  # prompt values that change every run → their placeholders
 
     def add_usage(self, role: str, usage: Usage, connector: str = "") -> None:
         self.usage[role] = self.usage.get(role, Usage()) + usage
@@ -59,3 +65,14 @@ def tool_world() -> Any:
     (validators, simulators and generators call their tools for real)."""
     trace = current_trace.get()
     return trace.world if trace is not None and current_role.get() == "agent" else None
+
+
+VOLATILE_MIN = 8  # shorter values ("10" for $SYS.HOUR) would be found in unrelated text
+
+
+def note_volatile(value: str, placeholder: str) -> None:
+    """A prompt variable's value that differs from run to run (``$SYS.DATETIME``, ``$CTX.CHAT_ID``):
+    cassettes record and look up requests with the placeholder in its place."""
+    trace = current_trace.get()
+    if trace is not None and len(value) >= VOLATILE_MIN and any(ch.isdigit() for ch in value):  # dates, times, ids
+        trace.volatile[value] = placeholder

@@ -55,13 +55,16 @@ def read_jsonc(path: str) -> Any:
         raise AgentTestError("JSON nested too deeply", Location(path)) from None
 
 
-def substitute_env(value: Any, where: str, found: dict[str, str] | None = None) -> Any:
-    """Replace ``$ENV.NAME`` in every string; an unset variable is an error naming it.
+def substitute_env(value: Any, where: str, found: dict[str, str] | None = None, required: bool = True) -> Any:
+    """Replace ``$ENV.NAME`` in every string; an unset variable is an error naming it (left as written
+    when not ``required``: a replay reaches no endpoint).
 
     Every substituted value is recorded in ``found`` (name → value) so that it can be hidden."""
     if isinstance(value, str):
         def repl(m: re.Match[str]) -> str:
             name = m.group(1)
+            if name not in os.environ and not required:
+                return m.group(0)
             if name not in os.environ:
                 raise AgentTestError(f"{where}: environment variable {name} is not set", hint=f"export {name}=…")
             if found is not None:
@@ -70,9 +73,9 @@ def substitute_env(value: Any, where: str, found: dict[str, str] | None = None) 
 
         return _ENV.sub(repl, value)
     if isinstance(value, dict):
-        return {k: substitute_env(v, where, found) for k, v in value.items()}
+        return {k: substitute_env(v, where, found, required) for k, v in value.items()}
     if isinstance(value, list):
-        return [substitute_env(v, where, found) for v in value]
+        return [substitute_env(v, where, found, required) for v in value]
     return value
 
 

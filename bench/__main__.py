@@ -215,6 +215,25 @@ class Bench:
                           "cpu/case": "—", "peak in-flight": "—", "peak RSS": "—",
                           "target": f"{made} of {planned} requests made (full run: {made_full})", "met": "—"})
         print("  ".join(f"{k}={v}" for k, v in self.rows[-1].items()), flush=True)
+    def replay(self) -> None:
+        """A recorded run replayed from its cassettes (no server, no SDK call) against the same run live."""
+        n, latency, parallel = self.size(1000), 0.05, 20
+        path = self.cases(f"rec{n}", standard_cases(n))
+        tapes = os.path.join(self.tmp, "cassettes")
+        ideal = n * latency / parallel + self.startup
+        live, peak = self.median(lambda: self.agent_test(path, latency, parallel))
+        self.row(f"{n} standard, 50 ms, --parallel {parallel}, live (median of {self.repeats()})", live, n, ideal, peak, "", None)
+        recording, peak = self.median(lambda: self.agent_test(path, latency, parallel, "--record", tapes))
+        self.row(f"  the same, live with --record (median of {self.repeats()})", recording, n, ideal, peak, "", None)
+        self.server.configure(latency)
+        replayed = min((run(cli() + ["-i", path, "-n", "bot", "--parallel", str(parallel), "--replay", tapes,
+                                     "-o", os.path.join(self.tmp, "report.json")], self.tmp) for _ in range(self.repeats())),
+                       key=lambda m: m.wall)
+        requests = int(self.server.call("/stats").get("requests", 0))
+        self.row(f"  replay of the recorded {n} (ideal: the live run; best of {self.repeats()})", replayed, n, live.wall,
+                 self.server.peak_in_flight, "≤ 0.50 × live", replayed.wall <= 0.5 * live.wall)
+        if requests:
+            raise SystemExit(f"the replay sent {requests} requests to the server")
 
     def dry_run(self) -> None:
         n = self.size(10000)
@@ -237,6 +256,7 @@ class Bench:
         self.standard(400, 0.2, 50, "", None, jitter=0.0)
         self.dynamic()
         self.early_stop()
+        self.replay()
         self.dry_run()
         self.scale()
 
@@ -261,7 +281,7 @@ def machine() -> str:
 # every workload must produce its row; `python -m bench --smoke` (a CI step) checks that they all run
 SMOKE_WORKLOADS = ("agent-test --help", "start-up: 1 case", "standard, 0 ms", "openai SDK alone (create)", "openai SDK alone (post)",
                    "runner's own CPU per case vs SDK post", "standard, 50 ms, --parallel 20", "standard, 200 ms, --parallel 50",
-                   "dynamic × 3 turns", "--early-stop: requests saved", "--dry-run of", "(memory)")
+                   "dynamic × 3 turns", "--early-stop: requests saved", "replay of the recorded", "--dry-run of", "(memory)")
 
 
 def main() -> None:

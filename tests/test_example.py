@@ -70,6 +70,31 @@ def test_example_hooks_and_script_tests(tmp_path):
                         "TestReceiptNeedsVision": "skipped", "TestDeliberatelyFailing": "failed"}
 
 
+RECORD = "agent-test -i assistants/expense/tests/inputs.jsonl -n expense --record examples/cassettes"
+
+
+def test_the_shipped_cassettes_replay_the_example_suite(tmp_path):
+    live, replayed = tmp_path / "live.json", tmp_path / "replayed.json"
+    cli("-i", "assistants/expense/tests/inputs.jsonl", "-n", "expense", "-o", str(live), cwd=REPO)
+    result = cli("-i", "assistants/expense/tests/inputs.jsonl", "-n", "expense", "--replay", "examples/cassettes", "--parallel", "4",
+                 "-o", str(replayed), cwd=REPO)
+    assert result.exit_code == 1, result.output  # the two deliberate failures, as live
+    same = lambda path: [(r["id"], r["status"], r["output"], r["usage"]) for r in report(path)["results"]]  # noqa: E731
+    assert same(replayed) == same(live)
+    diff = cli("diff", str(live), str(replayed), "--fail-on-regression", cwd=REPO)
+    assert diff.exit_code == 0 and "2 still failing, 9 unchanged" in diff.output
+
+
+def test_the_shipped_cassettes_are_what_record_writes_today(tmp_path):
+    fresh = tmp_path / "cassettes"
+    cli("-i", "assistants/expense/tests/inputs.jsonl", "-n", "expense", "--record", str(fresh), "-o", str(tmp_path / "r.json"), cwd=REPO)
+    shipped = REPO / "examples" / "cassettes"
+    names = sorted(str(p.relative_to(shipped)) for p in shipped.rglob("*.jsonl"))
+    assert names == sorted(str(p.relative_to(fresh)) for p in fresh.rglob("*.jsonl")), f"re-record them: {RECORD}"
+    for name in names:
+        assert (shipped / name).read_text() == (fresh / name).read_text(), f"{name} is stale; re-record: {RECORD}"
+
+
 def test_heavy_dependencies_are_not_imported_by_the_cli_module():
     r = subprocess.run([sys.executable, "-c", "import agenttest.cli, sys; print('openai' in sys.modules, 'jsonschema' in sys.modules)"],
                        capture_output=True, text=True, cwd=REPO)

@@ -211,3 +211,23 @@ def test_money_and_totals():
     assert t.cost == pytest.approx(1.25) and t.unpriced_tokens == 4
     assert list(t.by_role) == ["agent", "simulator", "generator"] and t.by_role["agent"] == (Usage(20, 10, 30), pytest.approx(1.0))
     assert t.by_connector["x"][1] == pytest.approx(1.25) and t.by_connector["y"][1] is None
+
+
+def test_diff_of_two_matrix_runs_compares_each_case_on_each_connector_under_its_own_gate(two, tmp_path):
+    """A matrix report read back keeps its gates, connectors and costs; diff keys cases by connector and
+    judges each against the case's own min_pass_rate."""
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    first = two.cases("one.jsonl", [case("greet", "P"), case("half", "model-a=P;model-b=PF", min_pass_rate=0.5)])
+    assert cli("-i", str(first), "-n", "bot", "-c", "fake-a,fake-b", "--runs", "2", "-o", str(base)).exit_code == 0
+    second = two.cases("one.jsonl", [case("greet", "model-a=P;model-b=F"), case("half", "model-a=P;model-b=PF", min_pass_rate=0.5)])
+    assert cli("-i", str(second), "-n", "bot", "-c", "fake-a,fake-b", "--runs", "2", "-o", str(new)).exit_code == 1
+    out = tmp_path / "d.json"
+    result = cli("diff", str(base), str(new), "-o", str(out), "--fail-on-regression")
+    assert result.exit_code == 1, result.output
+    kinds = {(c["id"], c.get("connector")): c["kind"] for c in json.loads(out.read_text())["cases"]}
+    assert kinds == {("greet", "fake-a"): "unchanged", ("greet", "fake-b"): "regressed",
+                     ("half", "fake-a"): "unchanged", ("half", "fake-b"): "flaky"}  # 1 of 2 passed: its gate of 0.5 holds
+    assert "REGRESSED [greet on fake-b] passed (2/2 runs passed) → failed (0/2 runs passed)" in result.output
+    from agenttest.records import report_dict
+    from agenttest.reportfiles import read
+    assert report_dict(read(str(new))) == report(new)  # gates, matrix, costs and spend read back whole

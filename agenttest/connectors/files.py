@@ -12,24 +12,25 @@ from ..userfiles import read_jsonc, substitute_env
 from .base import ConnectorSpec
 
 
-def spec_for(app: App, connector_id: str, secrets: Secrets) -> ConnectorSpec:
-    """The spec behind a connector ID; every value substituted from ``$ENV`` joins ``secrets``."""
+def spec_for(app: App, connector_id: str, secrets: Secrets, offline: bool = False) -> ConnectorSpec:
+    """The spec behind a connector ID; every value substituted from ``$ENV`` joins ``secrets``. ``offline``
+    (every call replayed from cassettes): an unset ``$ENV`` variable is no error, as no call is made."""
     if connector_id.startswith("use::"):
-        return spec_for(app, role_connector(app, connector_id[len("use::"):]), secrets)
+        return spec_for(app, role_connector(app, connector_id[len("use::"):]), secrets, offline)
     path = app.connector_path(connector_id)
     if os.path.isfile(path):
         data = read_jsonc(path)
         if not isinstance(data, dict) or "type" not in data:
             raise AgentTestError("a connector file needs a 'type'", Location(path), "e.g. {\"type\": \"openai\", \"options\": {...}}")
         found: dict[str, str] = {}
-        options = substitute_env(data.get("options") or {}, f"connector {connector_id}", found)
+        options = substitute_env(data.get("options") or {}, f"connector {connector_id}", found, required=not offline)
         for name, value in found.items():
             secrets.add(value, name)
         return ConnectorSpec(connector_id, data["type"], options, path, tuple(found.values()))
     if connector_id.startswith("openai.") and len(connector_id) > len("openai."):
-        if "OPENAI_API_KEY" not in os.environ:
+        if "OPENAI_API_KEY" not in os.environ and not offline:
             raise AgentTestError(f"connector {connector_id}: environment variable OPENAI_API_KEY is not set", hint="export OPENAI_API_KEY=…")
-        key = os.environ["OPENAI_API_KEY"]
+        key = os.environ.get("OPENAI_API_KEY", "")
         secrets.add(key, "OPENAI_API_KEY")
         options = {"model": connector_id[len("openai."):], "key": key}
         if os.environ.get("OPENAI_BASE_URL"):

@@ -124,6 +124,7 @@ async def _ask_simulator(env: CaseEnv, case: Case, conv: Conversation, turn_numb
 async def _turn(case: Case, env: CaseEnv, conv: Conversation, trace: Trace, turn: int, reasoning: str) -> None:
     """One exchange: the agent answers the history; its reply is checked against pending checkpoints."""
     start = time.perf_counter()
+    trace.turn = turn
     user_text, attached = last_user_content(conv.history)
     try:
         reply = await env.reply(conv.history, agent_options(case))
@@ -146,6 +147,7 @@ async def _loop(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> s
         conv.history = await env.messages(case)
         reasoning = ""
     else:
+        trace.turn = 1
         first = await _ask_simulator(env, case, conv, 1)
         conv.history = [{"role": "user", "content": first["message"]}]
         reasoning = first["reasoning"]
@@ -157,6 +159,7 @@ async def _loop(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> s
             return ""
         if turn == case.max_turns:
             break
+        trace.turn = turn + 1
         answer = await _ask_simulator(env, case, conv, turn + 1)
         reasoning = answer["reasoning"]
         if answer["goal_achieved"]:

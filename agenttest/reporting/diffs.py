@@ -1,0 +1,134 @@
+"""A comparison of two runs shown: on the console, as Markdown (a pull-request comment), HTML or JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+from html import escape
+from typing import Any
+
+from ..comparison import KINDS, CaseDiff, Comparison
+from ..errors import AgentTestError
+from ..outputfiles import prepare
+from .console import RULE, THIN, cut, safe
+from .markdown import _code, _text
+
+ICONS = {"regressed": "🔴", "fixed": "🟢", "still failing": "❌", "new": "🆕", "removed": "➖", "flaky": "🟡",
+         "changed": "🔄", "unchanged": "⚪"}
+COLORS = {"regressed": "31", "fixed": "32", "still failing": "31", "flaky": "33", "new": "36", "removed": "2", "changed": "36"}
+FORMATS = (".md", ".html", ".json")
+
+
+def headline(comparison: Comparison) -> str:
+    counts = comparison.counts()
+    return ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no cases"
+
+
+def _verdicts(d: CaseDiff) -> str:
+    before = d.before + (f" ({d.runs_before})" if d.runs_before else "")
+    after = d.after + (f" ({d.runs_after})" if d.runs_after else "")
+    if d.kind == "new":
+        return after
+    if d.kind == "removed":
+        return f"{before} (no longer in the run)"
+    return f"{before} → {after}" if before != after else after
+
+
+def console_lines(comparison: Comparison, color: bool = False) -> list[str]:
+    """The comparison for the console: one line of counts, then each case that differs with its changes."""
+    def paint(text: str, kind: str) -> str:
+        return f"\x1b[{COLORS[kind]}m{text}\x1b[0m" if color and kind in COLORS else text
+
+    lines = [THIN, f"  Compared with {safe(comparison.base)}", THIN, f"  {headline(comparison)}"]
+    for d in comparison.cases:
+        if d.kind == "unchanged":
+            continue
+        lines.append(f"  {paint(d.kind.upper(), d.kind)} [{safe(d.label)}] {safe(_verdicts(d))}")
+        for c in d.changes:
+            lines.append(f"    └─ {safe(c.what)}: {cut(c.before, 100)} → {cut(c.after, 100)}")
+        if d.kind in ("new", "regressed", "still failing") and d.reason and not any(c.what == "reason" for c in d.changes):
+            lines.append(f"    └─ {cut(d.reason, 200)}")
+    return lines
+
+
+def gate_lines(comparison: Comparison) -> list[str]:
+    """What --baseline decided, after the comparison."""
+    failing_new = [d for d in comparison.of("new") if d.after in ("failed", "error", "timeout")]
+    known = len(comparison.of("still failing"))
+    verdict = "fails" if comparison.regressions or failing_new else "passes"
+    parts = [f"{comparison.regressions} regressed", f"{len(failing_new)} new not passing"]
+    if known:
+        parts.append(f"{known} still failing as in the baseline (not counted)")
+    return ["", f"  Baseline gate {verdict}: {', '.join(parts)}", RULE]
+
+
+def to_dict(comparison: Comparison) -> dict[str, Any]:
+    return {
+        "base": comparison.base,
+        "new": comparison.new,
+        "counts": comparison.counts(),
+        "cases": [{k: v for k, v in {
+            "id": d.id, "connector": d.connector or None, "file": d.file or None, "kind": d.kind, "before": d.before or None, "after": d.after or None,
+            "runs_before": d.runs_before or None, "runs_after": d.runs_after or None, "reason": d.reason or None,
+            "changes": [{"what": c.what, "before": c.before, "after": c.after} for c in d.changes],
+        }.items() if v is not None} for d in comparison.cases],
+    }
+
+
+def to_markdown(comparison: Comparison) -> str:
+    lines = [f"## agent-test: {headline(comparison)}", "",
+             f"Comparing {_code(os.path.basename(comparison.base) or comparison.base)} → {_code(os.path.basename(comparison.new) or comparison.new)}.", ""]
+    shown = [d for d in comparison.cases if d.kind != "unchanged"]
+    if not shown:
+        return "\n".join(lines + ["Every case has the same verdict, output and tool calls."]) + "\n"
+    lines += ["| | Case | Verdict | What changed |", "|---|---|---|---|"]
+    for d in shown:
+        what = "; ".join(_text(f"{c.what}: {c.before} → {c.after}", 160) for c in d.changes[:3]) or _text(d.reason, 160)
+        lines.append(f"| {ICONS[d.kind]} {d.kind} | {_code(d.label)} | {_text(_verdicts(d))} | {what} |")
+    detailed = [d for d in shown if d.changes]
+    if detailed:
+        lines += ["", "<details><summary>Details</summary>", ""]
+        for d in detailed:
+            lines += [f"**{_text(d.label)}** — {d.kind}", ""]
+            lines += [f"- {_text(c.what)}: {_text(c.before, 300)} → {_text(c.after, 300)}" for c in d.changes]
+            lines.append("")
+        lines.append("</details>")
+    return "\n".join(lines) + "\n"
+
+
+def to_html(comparison: Comparison) -> str:
+    rows = []
+    for d in comparison.cases:
+        if d.kind == "unchanged":
+            continue
+        changes = "".join(f"<li><b>{escape(c.what)}</b>: {escape(c.before)} → {escape(c.after)}</li>" for c in d.changes)
+        rows.append(f'<tr class="{d.kind.replace(" ", "-")}"><td>{ICONS[d.kind]} {escape(d.kind)}</td><td><code>{escape(d.label)}</code></td>'
+                    f"<td>{escape(_verdicts(d))}</td><td><ul>{changes}</ul>{escape(d.reason) if not changes else ''}</td></tr>")
+    table = ("<table><tr><th></th><th>Case</th><th>Verdict</th><th>What changed</th></tr>" + "".join(rows) + "</table>") if rows \
+        else "<p>Every case has the same verdict, output and tool calls.</p>"
+    style = ("body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem}"
+             "table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem;border-bottom:1px solid #e5e8ee;vertical-align:top}"
+             ".regressed td:first-child,.still-failing td:first-child{color:#b3261e}.fixed td:first-child{color:#137333}")
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>agent-test diff</title><style>{style}</style></head>"
+            f"<body><h1>agent-test diff</h1><p>{escape(comparison.base)} → {escape(comparison.new)}</p>"
+            f"<p><b>{escape(headline(comparison))}</b></p>{table}</body></html>\n")
+
+
+def render(comparison: Comparison, path: str) -> str:
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".md":
+        return to_markdown(comparison)
+    if ext == ".html":
+        return to_html(comparison)
+    return json.dumps(to_dict(comparison), ensure_ascii=False, indent=2) + "\n"
+
+
+def check_path(path: str) -> None:
+    """-o of ``diff``: a known format and a place that can be written (its folder made), before anything is read."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in FORMATS:
+        raise AgentTestError(f"-o {path}: diff writes {', '.join(FORMATS)}, not '{ext or '(none)'}'")
+    prepare(path)
+
+
+__all__ = ["KINDS", "check_path", "console_lines", "gate_lines", "headline", "render", "to_dict", "to_html", "to_markdown"]
