@@ -15,7 +15,8 @@ from . import usercode
 from .connectors import ChatRequest, Connector
 from .errors import AgentTestError, CallError, Location, did_you_mean
 from .model import Context, Message, Reply, ToolCall, Usage
-from .tracking import record_tool_call, record_usage
+from .parameters import CHAT_PARAMETERS, TRANSPORT, not_sent, request_options
+from .tracking import record_call, record_tool_call
 from .userfiles import load_module, read_jsonc
 
 KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "max_tool_rounds"}
@@ -55,6 +56,10 @@ def load_spec(agent_id: str, folder: str, warnings: list[str]) -> AgentSpec:
             warnings.append(f"{pkg_path}: '{key}' is not a field agent-test uses; {hint}")
     if ignored:
         warnings.append(f"{pkg_path}: ignored (not used by agent-test): {', '.join(ignored)}")
+    options = dict(pkg.get("options") or {})
+    unsent = [k for k in options if k not in CHAT_PARAMETERS and k not in TRANSPORT]
+    if unsent:
+        warnings.append(not_sent(unsent, f"{pkg_path}: options"))
     tools = tuple(_tool_schema(t, pkg_path) for t in pkg.get("tools") or ())
     return AgentSpec(
         id=agent_id,
@@ -62,7 +67,7 @@ def load_spec(agent_id: str, folder: str, warnings: list[str]) -> AgentSpec:
         name=str(pkg.get("name", agent_id)),
         description=str(pkg.get("description", "")),
         connector=str(pkg.get("connector", "")),
-        options=dict(pkg.get("options") or {}),
+        options=options,
         tools=tools,
         prompts=_prompts(os.path.join(folder, "prompts.yml")),
         max_tool_rounds=int(pkg.get("max_tool_rounds", DEFAULT_TOOL_ROUNDS)),
@@ -168,21 +173,23 @@ class Agent:
             created = await usercode.call(self.create_hook, ctx, conversation, what="create hook")
             conversation, connector = _created(created, conversation, connector)
         try:
-            model = self.connect(self.connector_id(connector))
+            connector_id = self.connector_id(connector)
+            model = self.connect(connector_id)
         except AgentTestError as exc:
             raise CallError(str(exc)) from None
-        opts = {**self.spec.options, **(options or {})}
+        opts = request_options({**self.spec.options, **(options or {})})
         new: list[Message] = []
         calls: list[ToolCall] = []
         usage, rounds = Usage(), 0
         while True:
             rounds += 1
+            started = time.perf_counter()
             try:
                 completion = await model.complete(ChatRequest(conversation + new, self.schemas, opts, self.spec.path))
             except AgentTestError as exc:
                 raise CallError(str(exc)) from None
             usage += completion.usage
-            record_usage(completion.usage)
+            record_call(connector_id, completion, (time.perf_counter() - started) * 1000)
             if not completion.tool_calls:
                 new.append({"role": "assistant", "content": completion.content})
                 break

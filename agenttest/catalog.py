@@ -12,14 +12,16 @@ from .agents import Agent, load_spec
 from .app import App
 from .connectors import Connector, create
 from .connectors.files import spec_for
+from .connectors.throttle import Traffic
 from .secrets import Secrets
 from .userfiles import function, load_module
 
 
 class Catalog:
-    def __init__(self, app: App, secrets: Secrets | None = None):
+    def __init__(self, app: App, secrets: Secrets | None = None, traffic: Traffic | None = None):
         self.app = app
         self.secrets = secrets if secrets is not None else Secrets()
+        self.traffic = traffic if traffic is not None else Traffic()  # throttles and retries network connectors
         self.warnings: list[str] = []
         self._agents: dict[str, Agent] = {}
         self._connectors: dict[str, Connector] = {}
@@ -35,9 +37,12 @@ class Catalog:
         return self._agents[agent_id]
 
     def connector(self, connector_id: str) -> Connector:
-        """The Connector for an ID (a file under connectors/, or the implicit ``openai.<model>``)."""
+        """The Connector for an ID (a file under connectors/, or the implicit ``openai.<model>``), its
+        calls throttled and retried (FORMATS §13)."""
         if connector_id not in self._connectors:
-            self._connectors[connector_id] = create(spec_for(self.app, connector_id, self.secrets))
+            connector = create(spec_for(self.app, connector_id, self.secrets))
+            self.warnings += getattr(connector, "warnings", None) or []
+            self._connectors[connector_id] = self.traffic.wrap(connector)
         return self._connectors[connector_id]
 
     def check(self, agent_id: str, connector_id: str | None) -> None:

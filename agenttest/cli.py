@@ -98,12 +98,15 @@ def _ref(ctx: click.Context, param: click.Parameter, value: str | None) -> str |
     return value
 
 
-def finish(work: Callable[[], int]) -> None:
-    """Run a command's work and exit with its code; every error becomes a message and an exit code."""
+def finish(work: Callable[[], int], events: bool = False) -> None:
+    """Run a command's work and exit with its code; every error becomes a message and an exit code
+    (with ``--json``, also an ``error`` event on stdout)."""
     try:
         code = work()
     except AgentTestError as exc:
         click.echo(f"Error: {exc.format_message()}", err=True)
+        if events:
+            _error_event(exc.format_message(), exc.exit_code)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
@@ -116,8 +119,16 @@ def finish(work: Callable[[], int]) -> None:
 
         error = InternalError(f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
         click.echo(f"Error: {error.format_message()}", err=True)
+        if events:
+            _error_event(error.format_message(), ExitCode.INTERNAL)
         sys.exit(ExitCode.INTERNAL)
     sys.exit(code)
+
+
+def _error_event(message: str, code: int) -> None:
+    from .reporting.events import EventStream
+
+    EventStream(sys.stdout).error(message, code)
 
 
 @click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -159,6 +170,8 @@ def main() -> None:
 @click.option("-o", "--output", metavar="FILE", cls=Option, section="Output",
               help="Report file; format by extension: .json .jsonl .md .html .xml  [default: output-<timestamp>.json beside a case file]")
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output", help="Show outputs and tool calls under every case  [default: off]")
+@click.option("--json", "json_events", is_flag=True, cls=Option, section="Output",
+              help="Stream NDJSON events (start, result, summary) to stdout for other programs; the console goes to stderr  [default: off]")
 @click.version_option(package_name="agenttest", prog_name="agent-test", cls=Option, section="Other")
 @click.help_option("-h", "--help", cls=Option, section="Other", help="Show this message and exit.")
 def run_command(**flags: Any) -> None:
@@ -171,13 +184,15 @@ def run_command(**flags: Any) -> None:
             user=flags["user"], team=flags["team"], verbose=flags["verbose"], ctx_file=flags["ctx_file"],
             simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
             parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], fail_fast=flags["fail_fast"],
-            dry_run=flags["dry_run"], app=flags["app_dir"], color=color,
+            dry_run=flags["dry_run"], app=flags["app_dir"], color=color and not flags["json_events"], json=flags["json_events"],
         )
         from .session import Session
 
+        if config.json:  # stdout carries the events; the console goes to stderr
+            return asyncio.run(Session(config, sys.stderr, events=sys.stdout).run())
         return asyncio.run(Session(config, sys.stdout).run())
 
-    finish(work)
+    finish(work, events=flags["json_events"])
 
 
 def entry() -> None:

@@ -88,3 +88,4 @@ class RunConfig:
     dry_run: bool = False
     app: str | None = None
     color: bool = False
+    json: bool = False  # --json: NDJSON events on stdout, the console on stderr

@@ -12,6 +12,7 @@ from typing import Any
 
 from .errors import AgentTestError, Location, did_you_mean
 from .model import Case, Context
+from .parameters import context_options
 
 _chat_ids = itertools.count(1)
 CTX_KEYS = {"chat_id", "locale", "authorized", "metadata", "client", "user_id", "team_id"}
@@ -39,7 +40,10 @@ class Identity:
         chat_id = base.get("chat_id") or f"test-{uuid.uuid4().hex[:12]}-{next(_chat_ids)}"
         if case is not None and base.get("chat_id"):
             chat_id = f"{base['chat_id']}-{case.id}-{run}"
-        return Context(user, team, base.get("locale") or "en-us", chat_id, meta, authorized, dict(base.get("client") or {}), test_mode, caller)
+        options = context_options(case.options) if case is not None else {}
+        locale = options.get("locale") if isinstance(options.get("locale"), str) else None
+        return Context(user, team, locale or base.get("locale") or "en-us", chat_id, meta, authorized, dict(base.get("client") or {}),
+                       test_mode, caller, options)
 
     def environment(self) -> dict[str, Any]:
         """What the report says the run ran as."""

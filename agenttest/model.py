@@ -148,6 +148,33 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class ModelCall:
+    """One model call made while a case ran: who asked, through which connector, and which model the
+    endpoint says answered (it may differ from the one asked for)."""
+
+    role: str
+    connector: str
+    model: str = ""
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class EndpointLoad:
+    """How one connector held up under the run's load (FORMATS §13)."""
+
+    connector: str
+    requests: int = 0  # attempts sent
+    rate_limited: int = 0  # 429 responses
+    absorbed: int = 0  # of those, retried rather than ending a case
+    retries: int = 0  # other failed attempts that were retried (5xx, timeouts, connection errors)
+    overloaded: int = 0  # 503 responses
+    limit: int = 0  # the adaptive concurrency limit at the end
+    lowest_limit: int = 0
+    peak_in_flight: int = 0
+    unreachable: bool = False  # marked down after consecutive connection failures
+
+
+@dataclass(frozen=True)
 class Reply:
     """What an agent answered to one conversation, tool loop included."""
 
@@ -235,6 +262,7 @@ class CaseResult:
     traceback: str = ""  # an exception's traceback (user code, or agent-test's own bug)
     stdout: str = ""  # what user code printed while this case ran
     stderr: str = ""
+    model_calls: tuple[ModelCall, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -298,6 +326,7 @@ class RunReport:
     not_run: int = 0
     warnings: tuple[str, ...] = ()
     terminated: bool = False  # stopped by SIGTERM (CI cancel, docker stop) rather than Ctrl-C
+    load: tuple[EndpointLoad, ...] = ()  # per connector: requests, 429s absorbed, retries, concurrency
 
     def count(self, status: str) -> int:
         return self.summary.counts.get(status, 0)
@@ -360,6 +389,7 @@ class Context:
     client: dict[str, Any] = field(default_factory=dict)
     test_mode: str = ""
     caller: Any = field(default=None, repr=False, compare=False)  # lets hooks and script tests call agents
+    options: dict[str, Any] = field(default_factory=dict)  # the case's context options (Yao's mode, search, skip, …)
 
     def get(self, key: str, default: Any = None) -> Any:
         return getattr(self, key, default)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from .model import AssertionResult, CaseResult, CheckpointResult, RunReport, Turn
+from .model import AssertionResult, CaseResult, CheckpointResult, EndpointLoad, ModelCall, RunReport, Turn
 from .texts import as_text
 
 
@@ -84,7 +84,27 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
     for key in ("stdout", "stderr", "traceback"):
         if getattr(r, key):
             out[key] = getattr(r, key)
+    if r.model_calls:
+        out["model_calls"] = [model_call_dict(c) for c in r.model_calls]
     return out
+
+
+def model_call_dict(c: ModelCall) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": c.role, "connector": c.connector}
+    if c.model:
+        out["model"] = c.model
+    out["duration_ms"] = round(c.duration_ms, 1)
+    return out
+
+
+def load_dict(load: tuple[EndpointLoad, ...]) -> dict[str, Any]:
+    """How the endpoints held up (FORMATS §13): totals, then per connector."""
+    return {
+        "rate_limited": sum(e.rate_limited for e in load),
+        "absorbed": sum(e.absorbed for e in load),
+        "retries": sum(e.retries for e in load),
+        "connectors": {e.connector: {k: v for k, v in asdict(e).items() if k != "connector"} for e in load},
+    }
 
 
 def summary_dict(report: RunReport) -> dict[str, Any]:
@@ -118,6 +138,8 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
         out["stopped_early"] = True
     if report.not_run:
         out["not_run"] = report.not_run
+    if report.load:
+        out["load"] = load_dict(report.load)
     return out
 
 

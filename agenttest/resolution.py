@@ -12,6 +12,7 @@ from . import assertions, hooks
 from .catalog import Catalog
 from .errors import AgentTestError, Location, Problem
 from .model import AssertionSpec, Case
+from .parameters import unknown_case_options, unknown_option_warning
 
 
 @dataclass
@@ -61,6 +62,7 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
                 if ref and ref not in out.hooks:
                     out.hooks[ref] = out.attempt(case.locate((key,)), hooks.resolve, agent.spec.path, ref, "hook")
         out.warnings += _missing_attachments(case)
+    out.warnings += _unknown_options(cases)
     if agent is not None:
         if before:
             out.before_all = out.attempt(None, hooks.resolve, agent.spec.path, before, "--before")
@@ -77,6 +79,15 @@ def _assertion(spec: AssertionSpec, case: Case, catalog: Catalog, check: Any, ou
             check(need.ref, need.connector, where)
         else:
             out.attempt(where, catalog.script, need.ref)
+
+
+def _unknown_options(cases: list[Case]) -> list[str]:
+    """Case options that are neither model parameters nor Yao context options: one warning per key and file."""
+    seen: dict[tuple[str, str], Case] = {}
+    for case in cases:
+        for key in unknown_case_options(case.options):
+            seen.setdefault((case.file, key), case)
+    return [unknown_option_warning(key, str(case.locate(("options", key), key=True))) for (_, key), case in seen.items()]
 
 
 def _missing_attachments(case: Case) -> list[str]:

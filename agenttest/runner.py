@@ -70,7 +70,7 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
     before_data: Any = None
     try:
         try:
-            async with asyncio.timeout(deadline):
+            async with asyncio.timeout(deadline) as trace.deadline:
                 if case.before:
                     hook = plan.hooks[case.before]
                     before_data = data_of(await usercode.call(hook, ctx, dict(case.raw), what=f"before hook {case.before}"))
@@ -97,6 +97,8 @@ async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller)
         result = CaseResult(case.id, "error", case.name, case.input, error=message, traceback=tb, run=run, index=index,
                             dynamic=case.dynamic, file=case.file)
     stdout, stderr = capture.text()
+    if trace.calls:
+        result = replace(result, model_calls=tuple(trace.calls))
     return replace(result, stdout=stdout, stderr=stderr) if stdout or stderr else result
 
 

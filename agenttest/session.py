@@ -20,16 +20,18 @@ from .app import App, find_root
 from .caller import Caller
 from .catalog import Catalog
 from .config import RunConfig
+from .connectors.throttle import Traffic
 from .errors import AgentTestError, ExitCode, HookError, InputError, InternalError
 from .identity import Identity, read_ctx
 from .loading import SUFFIXES, Loaded
-from .model import Case, Plan, RunHeader, RunReport
+from .model import Case, CaseResult, Plan, RunHeader, RunReport
 from .reporting.console import Console
+from .reporting.events import EventStream
 from .resolution import resolve
 from .runner import RunState
 from .secrets import Secrets
 from .sources import LoadEnv, Message, Source, classify, normalized
-from .verdict import exit_code, make_report
+from .verdict import exit_code, iso, make_report
 
 
 def select(cases: list[Case], pattern: str | None) -> list[Case]:
@@ -45,11 +47,14 @@ def select(cases: list[Case], pattern: str | None) -> list[Case]:
 
 
 class Session:
-    def __init__(self, config: RunConfig, out: TextIO):
+    """``out`` gets the console; ``events``, if given, the NDJSON event stream (``--json``)."""
+
+    def __init__(self, config: RunConfig, out: TextIO, events: TextIO | None = None):
         self.config = config
         self.out = out
         self.secrets = Secrets()
         self.signalled: signal.Signals | None = None
+        self.events = EventStream(events, self.secrets) if events is not None else None
 
     async def run(self) -> ExitCode:
         plugins.load()  # third-party assertion types, connectors and report formats
@@ -59,7 +64,7 @@ class Session:
         root = find_root(config.app, source.path)
         if root is None:
             raise AgentTestError("no app root found (a folder with assistants/ or app.yao)", hint="pass --app DIR or set AGENTTEST_APP")
-        catalog = Catalog(App(root), self.secrets)
+        catalog = Catalog(App(root), self.secrets, Traffic(config.parallel))
         identity = Identity(config.user, config.team, read_ctx(config.ctx_file) if config.ctx_file else {})
         caller = Caller(catalog, identity)
         caller.loop = asyncio.get_running_loop()
@@ -140,8 +145,18 @@ class Session:
                           show_reply=isinstance(source, Message), secrets=self.secrets)
         console.header(header, list(dict.fromkeys(warnings)))
         state = RunState()
-        task = asyncio.create_task(runner.run(plan, caller, state, lambda c, r: console.started(c, r, config.runs),
-                                              lambda r: console.finished(r, config.runs)))
+        events = self.events
+        caller.catalog.traffic.listen(console.warning)
+        if events is not None:
+            events.start(header, iso(state.started_at), list(dict.fromkeys(warnings)))
+            caller.catalog.traffic.listen(events.warning)
+
+        def finished(result: CaseResult) -> None:
+            console.finished(result, config.runs)
+            if events is not None:
+                events.result(result)
+
+        task = asyncio.create_task(runner.run(plan, caller, state, lambda c, r: console.started(c, r, config.runs), finished))
         failure: BaseException | None = None
         with self._signals(task):
             try:
@@ -158,6 +173,8 @@ class Session:
             if report.output_file:
                 await self._write(report)
             console.summary(report, report.output_file or None)
+            if events is not None and failure is None:
+                events.summary(report, exit_code(report))
         if failure is not None:
             from .runner import internal_error
 
@@ -176,7 +193,7 @@ class Session:
             environment=caller.identity.environment(), options=self.options(), interrupted=interrupted,
             terminated=self.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
             not_run=max(0, state.total - len(state.results)) if (state.stopped_early or interrupted) else 0,
-            warnings=tuple(state.warnings),
+            warnings=(*state.warnings, *caller.catalog.traffic.warnings()), load=caller.catalog.traffic.load(),
         )
 
     async def _write(self, report: RunReport) -> None:

@@ -4,11 +4,14 @@ Ctrl-C keeps its work in the report. The runner sets the current trace for each 
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Role, ToolCall, Usage
+from .model import Completion, ModelCall, Role, ToolCall, Usage
 
 
 @dataclass
@@ -19,6 +22,11 @@ class Trace:
     tool_calls: list[ToolCall] = field(default_factory=list)  # of the agent under test
     model_calls: int = 0
     state: Any = None  # the mode's progress (a dynamic conversation, a script test's ``t``)
+    calls: list[ModelCall] = field(default_factory=list)
+    deadline: asyncio.Timeout | None = None  # the case's deadline (the runner's), paused while throttled
+    _paused: int = 0
+    _paused_since: float = 0.0
+    _ends: float | None = None
 
     def add_usage(self, role: str, usage: Usage) -> None:
         self.usage[role] = self.usage.get(role, Usage()) + usage
@@ -37,6 +45,37 @@ def record_usage(usage: Usage) -> None:
     trace = current_trace.get()
     if trace is not None:
         trace.add_usage(current_role.get(), usage)
+
+
+def record_call(connector: str, completion: Completion, duration_ms: float) -> None:
+    """A model call finished: its usage, and which model the endpoint says answered."""
+    trace = current_trace.get()
+    if trace is not None:
+        role = current_role.get()
+        trace.add_usage(role, completion.usage)
+        trace.calls.append(ModelCall(role, connector, completion.model, duration_ms))
+
+
+@contextmanager
+def deadline_paused() -> Iterator[None]:
+    """While agent-test itself holds a call back (waiting for a slot under a rate limit, or out a
+    ``Retry-After``), the case's deadline stands still: a case's timeout measures the agent, not the queue."""
+    trace = current_trace.get()
+    timeout = trace.deadline if trace is not None else None
+    if trace is None or timeout is None or (not trace._paused and (timeout.expired() or timeout.when() is None)):
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    if not trace._paused:  # the first of possibly several concurrent waits of this case
+        trace._paused_since, trace._ends = loop.time(), timeout.when()
+        timeout.reschedule(None)
+    trace._paused += 1
+    try:
+        yield
+    finally:
+        trace._paused -= 1
+        if not trace._paused and trace._ends is not None and not timeout.expired():
+            timeout.reschedule(trace._ends + (loop.time() - trace._paused_since))
 
 
 def record_tool_call(call: ToolCall) -> None:

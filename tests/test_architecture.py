@@ -18,7 +18,7 @@ LAYERS: dict[str, int] = {
     "version": 0, "errors": 0, "texts": 0, "config": 0, "schema": 0,
     "model": 1, "secrets": 1,
     "positions": 2, "userfiles": 2, "messages": 2, "tracking": 2, "usercode": 2, "plugins": 2, "records": 2,
-    "verdict": 2, "workerprotocol": 2, "app": 2,
+    "verdict": 2, "workerprotocol": 2, "app": 2, "parameters": 2,
     "connectors": 3, "assertions": 3,
     "caseschema": 4, "validation": 4, "loading": 4, "agents": 4, "hooks": 4,
     "catalog": 5, "identity": 5,

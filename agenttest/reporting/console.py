@@ -17,6 +17,13 @@ COLORS = {"green": "32", "red": "31", "yellow": "33", "cyan": "36", "dim": "2", 
 STATUS_COLOR = {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow", "skipped": "yellow"}
 
 
+def load_line(load: dict[str, Any]) -> str:
+    """``12 × 429 absorbed, 3 retries; fake: concurrency 4 (lowest 2)``."""
+    parts = [f"{load['absorbed']} × 429 absorbed"] + ([f"{load['retries']} retries"] if load["retries"] else [])
+    limits = [f"{name}: concurrency {e['limit']} (lowest {e['lowest_limit']})" for name, e in load["connectors"].items() if e["rate_limited"]]
+    return "; ".join([", ".join(parts), *limits])
+
+
 def cut(text: Any, limit: int) -> str:
     """One line: its first ``limit`` characters (characters, not bytes), then ``...`` when cut."""
     line = shorten(text, 1 << 30)
@@ -88,6 +95,13 @@ class Console:
             import sys
 
             self._bar = tqdm(total=self.total, file=sys.stderr, unit="case", leave=False, dynamic_ncols=True)
+
+    def warning(self, text: str) -> None:
+        """A warning while cases run (an endpoint marked down), on a line of its own."""
+        if self._pending_line:
+            self.out.write("\n")
+            self._pending_line = False
+        self.line(f"{self.paint('⚠', 'yellow')} {text}")
 
     def _title(self, case_id: str, run: int, runs: int) -> str:
         return f"[{case_id}]" + (f" (run {run}/{runs})" if runs > 1 else "")
@@ -178,6 +192,8 @@ class Console:
         if s["usage"]["total_tokens"]:
             u = s["usage"]
             rows.append(("Tokens", f"{u['total_tokens']:,} ({u['prompt_tokens']:,} prompt + {u['completion_tokens']:,} completion)"))
+        if "load" in s and (s["load"]["rate_limited"] or s["load"]["retries"]):
+            rows.append(("Load", load_line(s["load"])))
         for label, value in rows:
             if value not in ("", None):
                 self.line(f"  {label + ':':<10} {value}")
