@@ -48,6 +48,10 @@ class Console:
 
     # -- primitives --------------------------------------------------------------------------
 
+    def _cut(self, text: Any, limit: int) -> str:
+        """``cut`` after hiding secrets: cutting first could leave a secret's prefix on the screen."""
+        return cut(self.secrets.redact(shorten(text, 1 << 30)), limit)
+
     def paint(self, text: str, color: str) -> str:
         return f"\x1b[{COLORS[color]}m{text}\x1b[0m" if self.color else text
 
@@ -110,7 +114,7 @@ class Console:
         """Sequential standard cases show their line at once and finish it when the result comes."""
         if self.parallel > 1 or case.dynamic or self.show_reply or self._bar is not None:
             return
-        self.out.write(f"► {self._title(case.id, run, runs)} {cut(preview(case.input) or case.name, 48)} ")
+        self.out.write(f"► {self._title(case.id, run, runs)} {self._cut(preview(case.input) or case.name, 48)} ")
         self.out.flush()
         self._pending_line = True
 
@@ -121,7 +125,7 @@ class Console:
         if result.dynamic:
             self._tree(result, runs, status, took)
         else:
-            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs)} {cut(preview(result.input) or result.name, 48)} "
+            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs)} {self._cut(preview(result.input) or result.name, 48)} "
             self._pending_line = False
             self.line(f"{head}{status} ({took})")
             self._details(result)
@@ -138,10 +142,10 @@ class Console:
             self.line(f"  └─ {self.paint('warning: ' + w, 'yellow')}")
         if self.verbose or self.show_reply:
             for c in r.tool_calls:
-                result = f"error: {c.error}" if c.error else cut(as_text(c.result), 100)
-                self.line(f"  │  tool {c.name}({cut(as_text(c.arguments), 80)}) → {result}")
+                result = f"error: {c.error}" if c.error else self._cut(as_text(c.result), 100)
+                self.line(f"  │  tool {c.name}({self._cut(as_text(c.arguments), 80)}) → {result}")
             if r.status != "skipped":
-                self.line(f"  │  output: {as_text(r.output)}" if self.show_reply else f"  │  output: {cut(as_text(r.output), 300)}")
+                self.line(f"  │  output: {as_text(r.output)}" if self.show_reply else f"  │  output: {self._cut(as_text(r.output), 300)}")
             for log in r.logs:
                 self.line(f"  │  log: {log}")
         if self.verbose:
@@ -155,7 +159,7 @@ class Console:
         for i, t in enumerate(r.turns):
             last = i == len(r.turns) - 1
             branch, stem = ("└─", "   ") if last else ("├─", "│  ")
-            self.line(f"  {branch} Turn {t.turn}: \"{cut(as_text(t.input), 40)}\" → \"{cut(as_text(t.output), 40)}\"")
+            self.line(f"  {branch} Turn {t.turn}: \"{self._cut(as_text(t.input), 40)}\" → \"{self._cut(as_text(t.output), 40)}\"")
             for j, cp_id in enumerate(t.checkpoints):
                 cp = next((c for c in r.checkpoints if c.id == cp_id), None)
                 tool = f" (tool: {cp.tool})" if cp is not None and cp.tool else ""
@@ -163,7 +167,7 @@ class Console:
                 self.line(f"  {stem}{leaf} {self.paint('✓', 'green')} checkpoint: {cp_id}{tool}")
             if self.verbose:
                 for c in t.tool_calls:
-                    self.line(f"  {stem}   tool {c.name}({cut(as_text(c.arguments), 60)})")
+                    self.line(f"  {stem}   tool {c.name}({self._cut(as_text(c.arguments), 60)})")
         reached = sum(1 for c in r.checkpoints if c.reached)
         turns = len(r.turns)
         self.line(f"  {status} ({took}) - {turns} turn{'s' if turns != 1 else ''}, {reached}/{len(r.checkpoints)} checkpoints")
