@@ -15,7 +15,7 @@ Role = Literal["agent", "simulator", "validator", "generator"]
 Message = dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AssertionSpec:
     """One assertion as written, with its normalized fields."""
 
@@ -46,7 +46,7 @@ class Locator(Protocol):
     def __call__(self, path: Sequence[Any] = (), key: bool = False) -> Location: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Case:
     """A test case as the file says, normalized; ``raw`` is what was written."""
 
@@ -96,7 +96,7 @@ class Case:
         return self.locator(path, key) if self.locator is not None else self.location
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -113,7 +113,7 @@ class Usage:
         return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "total_tokens": self.total_tokens}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool call the model asked for and what running it gave."""
 
@@ -137,7 +137,7 @@ class ToolCall:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Completion:
     """One answer of a model: text and/or tool calls."""
 
@@ -147,7 +147,7 @@ class Completion:
     model: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelCall:
     """One model call made while a case ran: who asked, through which connector, and which model the
     endpoint says answered (it may differ from the one asked for)."""
@@ -199,7 +199,7 @@ class Reply:
         return self.text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AssertionResult:
     type: str
     passed: bool
@@ -212,7 +212,7 @@ class AssertionResult:
     traceback: str = ""  # when evaluating it raised
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Turn:
     turn: int
     input: Any
@@ -239,7 +239,7 @@ class CheckpointResult:
         return self.reached
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseResult:
     id: str
     status: Status

@@ -224,3 +224,20 @@ def test_arguments_sent_as_an_object_and_odd_responses(server):
     server.responder = lambda req: Answer(raw=_json.dumps({"id": "x", "choices": [{"index": 0, "message": None}]}))
     with pytest.raises(AgentError, match="unexpected response"):
         complete(connector(server))
+
+
+def test_many_calls_in_flight_are_spread_over_several_connection_pools(server):
+    from agenttest.connectors.openai import SHARD
+
+    server.responder = lambda req: Answer("ok", delay=0.2)
+    conn = connector(server)
+
+    async def go():
+        replies = await asyncio.gather(*(conn.complete(ChatRequest([{"role": "user", "content": str(i)}])) for i in range(SHARD * 2 + 5)))
+        pools = len(conn._clients)
+        await conn.aclose()
+        return replies, pools
+
+    replies, pools = asyncio.run(go())
+    assert all(r.content == "ok" for r in replies) and pools == 3 and conn._clients == []
+    assert server.peak_in_flight == SHARD * 2 + 5

@@ -27,6 +27,10 @@ _DESCRIPTIVE = {"capabilities", "thinking", "pricing", "protocols", "label", "de
 _RETRIED = {408, 409, 429}  # and every 5xx
 MAX_ERROR_TEXT = 1000  # characters of a server's error text kept (redacted first, then cut)
 MAX_ARGUMENT_DEPTH = 64  # tool-call arguments nested deeper are refused, not parsed on
+# One SDK client (one connection pool) per SHARD calls in flight: httpcore's pool scans all of its
+# connections, with a socket check each, on every request and response, so at --parallel 500 one pool
+# costs ~0.6 ms of CPU per call more than sixteen (0.25 ms at --parallel 200; bench/RESULTS.md).
+SHARD = 32
 
 
 def normalize_base_url(url: str) -> str:
@@ -59,16 +63,20 @@ class OpenAIConnector:
         unknown = [k for k in opts if k not in _OWN and k not in _DESCRIPTIVE and k not in CHAT_PARAMETERS]
         self.warnings = [not_sent(unknown, f"connector {spec.id}" + (f" ({spec.path})" if spec.path else ""))] if unknown else []
         self.where = _host(self.base_url)
-        self._client_: Any = None
+        self._clients: list[Any] = []
+        self._in_flight = self._peak = self._turn = 0
 
     def _client(self) -> Any:
-        """The SDK client, made on first use inside the run's event loop (its connection pool lives there)."""
-        if self._client_ is None:
+        """An SDK client, made on first use inside the run's event loop (its connection pool lives there):
+        one per SHARD calls ever in flight at once, taken in turn (so each keeps its connections alive)."""
+        self._peak = max(self._peak, self._in_flight + 1)
+        while len(self._clients) * SHARD < self._peak:
             from openai import AsyncOpenAI
 
-            self._client_ = AsyncOpenAI(api_key=self.key, base_url=self.base_url, max_retries=0, timeout=self.request_timeout,
-                                        default_headers=self.headers, organization=self.organization)
-        return self._client_
+            self._clients.append(AsyncOpenAI(api_key=self.key, base_url=self.base_url, max_retries=0, timeout=self.request_timeout,
+                                             default_headers=self.headers, organization=self.organization))
+        self._turn = (self._turn + 1) % len(self._clients)
+        return self._clients[self._turn]
 
     def _body(self, request: ChatRequest, stream: bool) -> dict[str, Any]:
         """The request body as plain JSON: the connector's parameters, then the agent's and the case's."""
@@ -97,8 +105,9 @@ class OpenAIConnector:
         # client.post is the SDK's own request path (auth, errors, parsing into ChatCompletion) without
         # create()'s per-call TypedDict transform, which costs ~1 ms of CPU per call: the body here is
         # already plain JSON. See bench/RESULTS.md.
+        client = self._client()
+        self._in_flight += 1
         try:
-            client = self._client()
             if stream:
                 chunks = await client.post("/chat/completions", cast_to=ChatCompletion, body=self._body(request, True),
                                            stream=True, stream_cls=openai.AsyncStream[ChatCompletionChunk])
@@ -121,6 +130,8 @@ class OpenAIConnector:
             raise CallError(self._text(f"invalid response from {self.where}: {type(exc).__name__}: {exc}")) from None
         except (AttributeError, TypeError, IndexError, KeyError) as exc:  # a server that bends the protocol
             raise CallError(self._text(f"unexpected response from {self.where}: {type(exc).__name__}: {exc}")) from None
+        finally:
+            self._in_flight -= 1
 
     def _status_failure(self, exc: Any) -> CallError:
         status = int(exc.status_code)
@@ -208,9 +219,9 @@ class OpenAIConnector:
         return Usage(*counts)
 
     async def aclose(self) -> None:
-        """Close the client while the run's loop still runs."""
-        client, self._client_ = self._client_, None
-        if client is not None:
+        """Close the clients while the run's loop still runs."""
+        clients, self._clients = self._clients, []
+        for client in clients:
             await client.close()
 
     def _text(self, text: str) -> str:

@@ -1,0 +1,88 @@
+"""The load workloads (issue 19): a rate-limited endpoint (429 beyond R requests in flight), 1,000 ×
+200 ms at ``--parallel 200`` next to the SDK alone, 100,000 cases on the mock connector (peak memory,
+the JSON report streamed), and start-up to the first request with where its time goes (``-X importtime``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from workloads import standard_cases
+
+
+def rate_limited(b: Any) -> None:
+    """600 cases at --parallel 50 through an endpoint that allows R in flight: wall against the limit's
+    ideal (N × latency / R), and every case must pass (none lost to a 429)."""
+    n, latency, limit, parallel = b.size(600), 0.1, 8, 50
+    path = b.cases("rate-limited", standard_cases(n))
+    out = os.path.join(b.tmp, "rate-limited.json")
+
+    def once() -> tuple[Any, int]:
+        b.server.configure(latency, 0.1, limit=limit, retry_after="1")
+        return b.invoke(["-i", path, "-n", "bot", "--parallel", str(parallel), "-o", out]), b.server.peak_in_flight
+
+    m, peak = b.median(once)
+    with open(out) as fh:
+        summary = json.load(fh)["summary"]
+    lost = summary["errors"] + summary["timeouts"] + summary["failed"]
+    absorbed = summary.get("load", {}).get("absorbed", 0)
+    ideal = n * latency / limit + b.startup
+    b.row(f"{n} standard, {latency * 1000:.0f} ms, {limit} in flight allowed (429 + Retry-After beyond), --parallel {parallel}: "
+          f"{lost} lost, {absorbed} × 429 absorbed", m, n, ideal, peak, "0 lost; ≤ 1.3 × ideal", lost == 0 and m.wall <= 1.3 * ideal)
+
+
+def wide(b: Any) -> None:
+    """1,000 × 200 ms at --parallel 200, next to the SDK alone on the same server."""
+    b.standard(1000, 0.2, 200, "≤ 1.3 × ideal", lambda wall, ideal: wall <= 1.3 * ideal)
+
+
+def huge_mock(b: Any) -> None:
+    """100,000 cases on the mock connector: no network, the runner and the report alone."""
+    n = b.size(100_000)
+    path = b.cases("huge", standard_cases(n))
+    out = os.path.join(b.tmp, "huge.json")
+    m = b.invoke(["-i", path, "-n", "mockbot", "--parallel", "20", "-o", out])
+    size = os.path.getsize(out) / 2**20
+    b.row(f"{n} standard on the mock connector, --parallel 20 (memory; a {size:.0f} MB JSON report)", m, n, None, 0, "≤ 300 MB",
+          m.rss_mb <= 300)
+
+
+def first_request(b: Any) -> None:
+    """From starting the process to the first request reaching the server (best of a few)."""
+    path = b.cases("first", standard_cases(1))
+    best = None
+    for _ in range(1 if b.smoke else 5):
+        b.server.configure(0.0, 0.0)
+        spawned = time.time()
+        subprocess.run(_command(path), cwd=b.tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        first = float(b.server.stats()["first_at"])
+        took = first - spawned if first else float("nan")
+        best = took if best is None or took < best else best
+    b.rows.append({"workload": "start-up to the first request (best of 5)", "wall": f"{best:.2f} s", "ideal": "—", "ratio": "—",
+                   "cpu/case": "—", "peak in-flight": "—", "peak RSS": "—", "target": "≤ 0.60 s",
+                   "met": "—" if b.smoke else ("yes" if best <= 0.6 else "NO")})
+    print("  ".join(f"{k}={v}" for k, v in b.rows[-1].items()), flush=True)
+    b.notes.append(import_times(path, b.tmp))
+
+
+def _command(path: str, *python: str) -> list[str]:
+    return [sys.executable, *python, "-m", "agenttest", "-i", path, "-n", "bot", "-o", os.path.join(os.path.dirname(path), "first.json")]
+
+
+def import_times(path: str, cwd: str, top: int = 8) -> str:
+    """Where start-up goes: the slowest imports of a real one-case run (``python -X importtime``)."""
+    proc = subprocess.run(_command(path, "-X", "importtime"), cwd=cwd, capture_output=True, text=True, check=False)
+    packages: dict[str, int] = {}
+    for line in proc.stderr.splitlines():
+        parts = line[len("import time:"):].split("|") if line.startswith("import time:") else []
+        if len(parts) == 3 and parts[1].strip().isdigit() and parts[2].startswith(" ") and not parts[2].startswith("  "):
+            name = parts[2].strip().split(".")[0]  # imported at the top level: cumulative times do not overlap
+            packages[name] = packages.get(name, 0) + int(parts[1])
+    total = sum(packages.values())
+    heavy = sorted(packages.items(), key=lambda kv: -kv[1])[:top]
+    listed = ", ".join(f"{name} {us / 1000:.0f} ms" for name, us in heavy)
+    return f"Imports of a one-case run (`-X importtime`, top-level, cumulative): {total / 1000:.0f} ms in all; {listed}."
