@@ -40,7 +40,10 @@ class Catalog:
         """The Connector for an ID (a file under connectors/, or the implicit ``openai.<model>``), its
         calls throttled and retried (FORMATS §13)."""
         if connector_id not in self._connectors:
+            short = set(self.secrets.short_names())
             connector = create(spec_for(self.app, connector_id, self.secrets))
+            self.warnings += [f"connector {connector_id}: $ENV.{name} is shorter than 8 characters, so it is not hidden in output"
+                              for name in self.secrets.short_names() if name not in short]
             self.warnings += getattr(connector, "warnings", None) or []
             self._connectors[connector_id] = self.traffic.wrap(connector)
         return self._connectors[connector_id]

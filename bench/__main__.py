@@ -113,6 +113,10 @@ class Bench:
         """agent-test with these arguments, in the benchmark app."""
         return run(cli() + args, self.tmp)
 
+    def measure(self, cmd: list[str], ok: tuple[int, ...] = (0, 1)) -> Measure:
+        """Any command (a peer), in the benchmark app's folder."""
+        return run(cmd, self.tmp, ok)
+
     def agent_test(self, path: str, latency: float, parallel: int, *extra: str, agent: str = "bot", jitter: float = 0.1) -> tuple[Measure, int]:
         self.server.configure(latency, jitter)
         m = run(cli() + ["-i", path, "-n", agent, "--parallel", str(parallel), "-o", os.path.join(self.tmp, "report.json"), *extra], self.tmp)
@@ -257,7 +261,7 @@ def machine() -> str:
 SMOKE_WORKLOADS = ("agent-test --help", "start-up: 1 case", "standard, 0 ms", "openai SDK alone (create)", "openai SDK alone (post)",
                    "runner's own CPU per case vs SDK post", "standard, 50 ms, --parallel 20", "standard, 200 ms, --parallel 50",
                    "dynamic × 3 turns", "--dry-run of", "(memory)", "in flight allowed (429 + Retry-After beyond)",
-                   "standard, 200 ms, --parallel 200", "on the mock connector, --parallel 20 (memory", "start-up to the first request")
+                   "standard, 200 ms, --parallel 200", "SDK alone (create), same workload, runs interleaved", "on the mock connector, --parallel 20 (memory", "start-up to the first request")
 
 
 def main() -> None:
@@ -296,7 +300,7 @@ def main() -> None:
         block = f"<!-- {marker} -->\nMachine: {machine()}. Command: `{command}`.\n\n{table}{notes}\n<!-- /{marker} -->"
         with open(path, "w") as fh:
             fh.write(head + block + tail)
-    if args.smoke:
+    if args.smoke and not args.peer and not args.only:
         missing = [w for w in SMOKE_WORKLOADS if not any(w in r["workload"] for r in bench.rows)]
         if missing:
             sys.exit(f"smoke: no row for {', '.join(missing)}")

@@ -153,3 +153,16 @@ def test_every_substituted_value_is_hidden_headers_and_url_userinfo_included(app
     error = report(out)["results"][0]["error"]
     assert "bad auth: ***" in error and error.endswith("…")  # redacted first, then cut: no prefix of the key survives
     assert "gw-token" not in error and "gw-tok" not in error
+
+
+def test_a_value_too_short_to_hide_is_said_once(app, server, monkeypatch):
+    monkeypatch.setenv("SHORT_KEY", "test")
+    server.responder = lambda req: Answer("a test reply")
+    app.connector("short", {"type": "openai", "options": {"model": "m", "host": server.host, "key": "$ENV.SHORT_KEY"}})
+    app.agent("bot", connector="short")
+    path = app.cases("assistants/bot/tests/inputs.jsonl", [{"id": "a", "input": "hi"}, {"id": "b", "input": "hi"}])
+    out = app.root / "r.json"
+    result = cli("-i", str(path), "-o", str(out), "-v")
+    assert result.exit_code == 0
+    assert result.stdout.count("$ENV.SHORT_KEY is shorter than 8 characters, so it is not hidden in output") == 1
+    assert "a test reply" in result.stdout and "***" not in result.stdout  # ordinary words stay readable
