@@ -47,7 +47,7 @@ def test_halves_on_a_429_once_per_epoch_then_grows_back_one_per_success():
         for expected in (5, 6, 7):  # back to the last good level, one per success
             t.succeeded()
             assert t.limit == expected
-        for _ in range(6):  # past it: one per full window of successes
+        for _ in range(3 * 7 - 1):  # past it: one per three windows of successes
             t.succeeded()
         assert t.limit == 7
         t.succeeded()
@@ -206,3 +206,30 @@ def test_a_success_resets_the_count_of_failures(server):
     t.succeeded()
     assert not t.failed(refused) and not t.failed(refused) and t.failed(refused)
     assert t.down == "h"
+
+
+class Flaky:
+    """A plug-in connector that says it was rate limited twice, then answers."""
+
+    def __init__(self):
+        self.spec = ConnectorSpec("flaky", "flaky", {"max_retries": 0})
+        self.calls = 0
+
+    async def complete(self, request):
+        from agenttest.connectors.base import Retryable
+        from agenttest.model import Completion
+
+        self.calls += 1
+        if self.calls <= 2:
+            raise Retryable("busy", "rate_limit", "flaky:1", retry_after=0.01, status=429)
+        return Completion("ok")
+
+
+def test_a_plug_in_connector_gets_the_same_retries_and_a_local_one_is_left_alone():
+    traffic = Traffic(parallel=3)
+    inner = Flaky()
+    conn = traffic.wrap(inner)
+    assert asyncio.run(ask(conn, "hi")).content == "ok" and inner.calls == 3
+    assert traffic.load()[0].absorbed == 2
+    mock = create(ConnectorSpec("mock", "mock", {}))
+    assert traffic.wrap(mock) is mock and len(traffic.throttles) == 1

@@ -21,6 +21,7 @@ from .base import ChatRequest, Connector, ConnectorSpec, Retryable
 DOWN_AFTER = 3  # connection failures in a row that mark an endpoint down
 MAX_WAIT = 60.0  # a longer Retry-After is cut to this
 BASE_DELAY, MAX_DELAY = 0.5, 8.0  # exponential backoff when the server does not say how long
+PROBE_WINDOWS = 3  # past the last good level, grow by one per this many windows of successes (bench/RESULTS.md)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class Throttle:
         self.limits = limits
         self.notify = notify
         self.limit = limits.ceiling
-        self.recover_to = limits.ceiling  # grow back one per success up to here; beyond, one per full window
+        self.recover_to = limits.ceiling  # grow back one per success up to here; beyond, one per PROBE_WINDOWS windows
         self.in_flight = 0
         self.epoch = 0  # bumped on each decrease: 429s of calls sent before it do not halve again
         self.down: str | None = None  # "host: why", once marked down
@@ -125,13 +126,14 @@ class Throttle:
                 fut.set_result(None)
 
     def succeeded(self) -> None:
-        """A call came back: grow back by one, or past the last good level by one per full window."""
+        """A call came back: grow back by one, or past the last good level by one per PROBE_WINDOWS windows
+        of successes (probing slowly keeps the limit near what the endpoint takes, instead of halving often)."""
         self._failures_in_a_row = 0
         if self.limit < self.recover_to:
             self.limit += 1
         else:
             self._probe += 1
-            if self._probe >= self.limit and self.limit < self.limits.ceiling:
+            if self._probe >= PROBE_WINDOWS * self.limit and self.limit < self.limits.ceiling:
                 self.limit, self._probe = self.limit + 1, 0
                 self.recover_to = self.limit
         self._wake()
