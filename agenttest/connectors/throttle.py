@@ -21,6 +21,7 @@ from .base import ChatRequest, Connector, ConnectorSpec, Retryable
 DOWN_AFTER = 3  # connection failures in a row that mark an endpoint down
 MAX_WAIT = 60.0  # a longer Retry-After is cut to this
 BASE_DELAY, MAX_DELAY = 0.5, 8.0  # exponential backoff when the server does not say how long
+UNBOUNDED = 1000  # the ceiling when no --parallel is known (a Catalog used as a library): the CLI's own maximum
 PROBE_WINDOWS = 3  # past the last good level, grow by one per this many windows of successes (bench/RESULTS.md)
 
 
@@ -34,8 +35,9 @@ class Limits:
     rate_limit_retries: int = 10  # for 429s (they are also slowed by the adaptive limit)
 
 
-def limits_for(spec: ConnectorSpec, parallel: int) -> Limits:
-    """The limits a connector file asks for; a bad value is a usage error naming it."""
+def limits_for(spec: ConnectorSpec, parallel: int | None) -> Limits:
+    """The limits a connector file asks for under ``--parallel``; a bad value is a usage error naming it."""
+    parallel = parallel or UNBOUNDED
     opts = spec.options
 
     def number(key: str, default: Any, minimum: float, kind: type = int) -> Any:
@@ -242,7 +244,7 @@ class Throttled:
 class Traffic:
     """The run's throttles, one per network connector, and who hears about endpoints going down."""
 
-    def __init__(self, parallel: int = 1):
+    def __init__(self, parallel: int | None = None):
         self.parallel = parallel
         self.throttles: dict[str, Throttle] = {}
         self.notices: list[str] = []
@@ -255,7 +257,7 @@ class Traffic:
         spec = connector.spec
         throttle = Throttle(spec.id, limits_for(spec, self.parallel), self.notify)
         self.throttles[spec.id] = throttle
-        return Throttled(connector, throttle, self.parallel)
+        return Throttled(connector, throttle, self.parallel or UNBOUNDED)
 
     def listen(self, listener: Callable[[str], None]) -> None:
         self._listeners.append(listener)
