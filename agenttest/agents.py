@@ -16,7 +16,8 @@ from . import prompts, usercode
 from .connectors import ChatRequest, Connector
 from .errors import AgentTestError, CallError, Location, did_you_mean, typo_of
 from .model import Context, Message, Reply, ToolCall, Usage
-from .tracking import record_tool_call, record_usage, tool_world
+from .parameters import CHAT_PARAMETERS, TRANSPORT, not_sent, request_options
+from .tracking import record_call, record_tool_call, tool_world
 from .userfiles import MIGRATING, load_module, read_jsonc, typescript_port
 
 KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "mcp", "max_tool_rounds"}
@@ -74,6 +75,10 @@ def load_spec(agent_id: str, folder: str, warnings: list[str], strict: bool = Fa
     ignored = [k for k in pkg if k in YAO_KEYS]
     if ignored:
         warnings.append(f"{pkg_path}: ignored (not used by agent-test): {', '.join(ignored)}")
+    options = dict(pkg.get("options") or {})
+    unsent = [k for k in options if k not in CHAT_PARAMETERS and k not in TRANSPORT]
+    if unsent:
+        warnings.append(not_sent(unsent, f"{pkg_path}: options"))
     tools = tuple(_tool_schema(t, pkg_path) for t in pkg.get("tools") or ())
     return AgentSpec(
         id=agent_id,
@@ -81,7 +86,7 @@ def load_spec(agent_id: str, folder: str, warnings: list[str], strict: bool = Fa
         name=str(pkg.get("name", agent_id)),
         description=str(pkg.get("description", "")),
         connector=str(pkg.get("connector", "")),
-        options=dict(pkg.get("options") or {}),
+        options=options,
         tools=tools,
         prompts=prompts.load(os.path.join(folder, "prompts.yml")),
         global_prompts=() if pkg.get("disable_global_prompts") else global_prompts,
@@ -249,22 +254,23 @@ class Agent:
             created = await usercode.call(self.create_hook, ctx, conversation, what="create hook")
             conversation, connector = _created(created, conversation, connector)
         try:
-            connector = self.connector_id(connector)
-            model = self.connect(connector)
+            connector_id = self.connector_id(connector)
+            model = self.connect(connector_id)
         except AgentTestError as exc:
             raise CallError(str(exc)) from None
-        opts = {**self.spec.options, **(options or {})}
+        opts = request_options({**self.spec.options, **(options or {})})
         new: list[Message] = []
         calls: list[ToolCall] = []
         usage, rounds = Usage(), 0
         while True:
             rounds += 1
+            started = time.perf_counter()
             try:
                 completion = await model.complete(ChatRequest(conversation + new, self.schemas, opts, self.spec.path))
             except AgentTestError as exc:
                 raise CallError(str(exc)) from None
             usage += completion.usage
-            record_usage(completion.usage, connector)
+            record_call(connector_id, completion, (time.perf_counter() - started) * 1000)
             if not completion.tool_calls:
                 new.append({"role": "assistant", "content": completion.content})
                 break

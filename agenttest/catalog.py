@@ -17,6 +17,7 @@ from .app import App
 from .cassettes import Cassettes
 from .connectors import Connector, create
 from .connectors.files import spec_for
+from .connectors.throttle import Traffic
 from .errors import AgentTestError, InputError
 from .mcpservers import Servers
 from .secrets import Secrets
@@ -24,11 +25,13 @@ from .userfiles import function, load_module
 
 
 class Catalog:
-    def __init__(self, app: App, secrets: Secrets | None = None, strict: bool = False, cassettes: Cassettes | None = None):
+    def __init__(self, app: App, secrets: Secrets | None = None, strict: bool = False, cassettes: Cassettes | None = None,
+                 traffic: Traffic | None = None):
         self.app = app
         self.cassettes = cassettes  # --record/--replay: every connector is wrapped
         self.secrets = secrets if secrets is not None else Secrets()
         self.strict = strict  # unknown keys in package.yao are errors
+        self.traffic = traffic if traffic is not None else Traffic()  # throttles and retries network connectors
         self.warnings: list[str] = []
         self._agents: dict[str, Agent] = {}
         self._connectors: dict[str, Connector] = {}
@@ -69,12 +72,16 @@ class Catalog:
                 raise r
 
     def connector(self, connector_id: str) -> Connector:
-        """The Connector for an ID (a file under connectors/, or the implicit ``openai.<model>``)."""
+        """The Connector for an ID (a file under connectors/, or the implicit ``openai.<model>``), its
+        calls throttled and retried (FORMATS §13)."""
         if connector_id not in self._connectors:
             tapes = self.cassettes
             spec = spec_for(self.app, connector_id, self.secrets, offline=tapes is not None and tapes.offline)
             self.prices[connector_id] = costs.pricing_of(spec.options, connector_id, spec.path)  # bad pricing: a load error
             connector = create(spec)
+            self.warnings += getattr(connector, "warnings", None) or []
+            connector = self.traffic.wrap(connector)
+            # cassettes outermost: a replayed call never reaches the throttle or the endpoint-down logic
             self._connectors[connector_id] = tapes.wrap(connector) if tapes is not None else connector
         return self._connectors[connector_id]
 

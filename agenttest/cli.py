@@ -148,12 +148,15 @@ def _roles(ctx: click.Context, param: click.Parameter, value: str | None) -> tup
         raise click.BadParameter(exc.format_message()) from None
 
 
-def finish(work: Callable[[], int]) -> None:
-    """Run a command's work and exit with its code; every error becomes a message and an exit code."""
+def finish(work: Callable[[], int], events: bool = False) -> None:
+    """Run a command's work and exit with its code; every error becomes a message and an exit code
+    (with ``--json``, also an ``error`` event on stdout)."""
     try:
         code = work()
     except AgentTestError as exc:
         click.echo(f"Error: {exc.format_message()}", err=True)
+        if events:
+            _error_event(exc.format_message(), exc.exit_code)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
@@ -166,8 +169,16 @@ def finish(work: Callable[[], int]) -> None:
 
         error = InternalError(f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
         click.echo(f"Error: {error.format_message()}", err=True)
+        if events:
+            _error_event(error.format_message(), ExitCode.INTERNAL)
         sys.exit(ExitCode.INTERNAL)
     sys.exit(code)
+
+
+def _error_event(message: str, code: int) -> None:
+    from .reporting.events import EventStream
+
+    EventStream(sys.stdout).error(message, code)
 
 
 @click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -239,6 +250,8 @@ def main() -> None:
               help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: output-<timestamp>.json beside a case file]")
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output",
               help="Show outputs, tool calls, what user code printed and whole tracebacks under every case  [default: off]")
+@click.option("--json", "json_events", is_flag=True, cls=Option, section="Output",
+              help="Stream NDJSON events (start, result, summary) to stdout for other programs; the console goes to stderr  [default: off]")
 @click.option("-q", "--quiet", count=True, cls=Option, section="Output", help="-q: one line per case, no trees; -qq: the summary only")
 @click.version_option(__version__, "-V", "--version", prog_name="agent-test", cls=Option, section="Other")
 @click.help_option("-h", "--help", cls=Option, section="Other", help="Show this message and exit.")
@@ -253,16 +266,19 @@ def run_command(**flags: Any) -> None:
             simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
             parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], keyword=flags["keyword"],
             last_failed=flags["last_failed"], list_only=flags["list_only"], quiet=flags["quiet"], fail_fast=flags["fail_fast"],
-            dry_run=flags["dry_run"], app=flags["app_dir"], color=color, max_attachment=flags["max_attachment"], strict=flags["strict"],
+            dry_run=flags["dry_run"], app=flags["app_dir"], color=color and not flags["json_events"], json=flags["json_events"],
+            max_attachment=flags["max_attachment"], strict=flags["strict"],
             seed=flags["seed"], min_pass_rate=flags["min_pass_rate"], early_stop=flags["early_stop"], budget=flags["budget"],
             record=flags["record"], replay=flags["replay"], replay_roles=flags["replay_roles"],
             shard=flags["shard"], baseline=flags["baseline"], **_matrix(flags["connector"]),
         )
         from .session import Session
 
+        if config.json:  # stdout carries the events; the console goes to stderr
+            return asyncio.run(Session(config, sys.stderr, events=sys.stdout).run())
         return asyncio.run(Session(config, sys.stdout).run())
 
-    finish(work)
+    finish(work, events=flags["json_events"])
 
 
 @main.command("diff", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -18,7 +18,7 @@ class ExitCode(IntEnum):
     TERMINATED = 143
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Location:
     """Where something was written: ``file:line:column`` (line and column 1-based, optional)."""
 

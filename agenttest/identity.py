@@ -13,6 +13,7 @@ from typing import Any
 
 from .errors import AgentTestError, Location, typo_of
 from .model import Case, Context
+from .parameters import context_options
 
 _chat_ids = itertools.count(1)
 CTX_KEYS = {"chat_id", "locale", "authorized", "metadata", "client", "user_id", "team_id", "referer", "theme", "accept", "route"}
@@ -41,7 +42,10 @@ class Identity:
         if case is not None and base.get("chat_id"):
             chat_id = f"{base['chat_id']}-{case.id}-{run}"
         world = copy.deepcopy(case.world) if case is not None and case.world is not None else {}  # fresh for every run
-        return Context(user, team, base.get("locale") or "en-us", chat_id, meta, authorized, dict(base.get("client") or {}), test_mode, caller, world)
+        options = context_options(case.options) if case is not None else {}
+        locale = options.get("locale") if isinstance(options.get("locale"), str) else None
+        return Context(user, team, locale or base.get("locale") or "en-us", chat_id, meta, authorized, dict(base.get("client") or {}),
+                       test_mode, caller, world=world, options=options)
 
     def environment(self) -> dict[str, Any]:
         """What the report says the run ran as."""

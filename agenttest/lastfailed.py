@@ -8,7 +8,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 
-from .model import CaseResult
+from .model import CaseResult, Gate
 from .outputfiles import write_atomic
 
 FOLDER = ".agent-test"
@@ -34,9 +34,14 @@ def load(root: str, inputs: Sequence[str]) -> set[tuple[str, str]]:
     return {(f, i) for f, i in data.get(key(inputs), [])} if isinstance(data, dict) else set()
 
 
-def save(root: str, inputs: Sequence[str], results: Iterable[CaseResult]) -> None:
-    """Remember which cases did not pass (best effort: a read-only app folder only loses the memory)."""
-    failed = sorted({(r.file, r.id) for r in results if not r.ok})
+def save(root: str, inputs: Sequence[str], results: Iterable[CaseResult], gates: Iterable[Gate] = ()) -> None:
+    """Remember which cases did not pass — with gates, those whose gate failed (a flaky case within its
+    gate passed) — best effort: a read-only app folder only loses the memory."""
+    gates = tuple(gates)
+    if gates:
+        failed = sorted({(g.file, g.id) for g in gates if g.verdict == "failed"})
+    else:
+        failed = sorted({(r.file, r.id) for r in results if not r.ok})
     path = _path(root)
     try:
         with open(path, encoding="utf-8") as fh:

@@ -4,6 +4,7 @@ and building Cases; every problem is kept, with its ``file:line:column``, to be 
 from __future__ import annotations
 
 import json
+import linecache
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ class KeyPolicy:
 
     def is_error(self, typo: str | None) -> bool:
         return self.strict or (typo is not None and not self.lenient)
+_NONE: dict[str, Any] = {}  # the options and metadata of every case without any: read only, one object for 100,000 cases
 
 
 @dataclass
@@ -57,14 +59,14 @@ class Loaded:
         return self.cases
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Document:
     """One raw case and how to find places inside it."""
 
     raw: Any
     source: str
     base: Path = ()
-    text: str | None = None  # JSON text of the case alone (jsonl: its line)
+    text: str | None = None  # JSON text of the case alone (jsonl: its line; None: read it again from the file)
     line_offset: int = 0  # lines before ``text`` starts
     col_offset: int = 0  # columns before ``text`` starts on its first line
     node: Any = None  # YAML node of the whole file
@@ -73,12 +75,18 @@ class Document:
         full = tuple(self.base) + tuple(path)
         if self.node is not None:
             line, col = yaml_mark(self.node, full, key)
-        elif self.text is not None:
-            line, col = line_col(self.text, json_offset(self.text, full, key))
+        elif self.text is not None or self.source.endswith(".jsonl"):
+            # a .jsonl line is read again only when a place inside it is needed: 100,000 cases need not keep their text
+            if self.text is None and not full:
+                return Location(self.source, self.line_offset + 1, 1)
+            text = self.text if self.text is not None else linecache.getline(self.source, self.line_offset + 1)
+            line, col = line_col(text, json_offset(text, full, key))
             col += self.col_offset if line == 1 else 0
         else:
             return Location(self.source)
         return Location(self.source, line + self.line_offset, col)
+
+    __call__ = locate  # a Document is its case's locator
 
 
 # ---- parsing ------------------------------------------------------------------------------------
@@ -110,7 +118,7 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
     kind = kind or os.path.splitext(source)[1].lower()
     loaded = Loaded()
     if kind == ".jsonl":
-        docs = list(_jsonl_documents(text, source, loaded.problems))
+        docs = list(_jsonl_documents(text, source, loaded.problems, keep_text=not os.path.isfile(source)))
     elif kind in (".yaml", ".yml"):
         docs = _yaml_documents(text, source, loaded.problems)
     elif kind == ".json":
@@ -156,20 +164,44 @@ def _json_hint(msg: str, text: str, pos: int) -> str | None:
     return None
 
 
-def _jsonl_documents(text: str, source: str, problems: list[Problem]) -> Iterator[Document]:
-    for number, line in enumerate(text.splitlines(), start=1):
+def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text: bool = True) -> Iterator[Document]:
+    strings: dict[str, str] = {}  # one copy of each key and string value across the file's cases
+    for number, line in enumerate(_lines(text), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("//"):
             continue
         try:
-            raw = json.loads(line)
+            raw = _shared(json.loads(line), strings)
         except json.JSONDecodeError as exc:
             problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, number, exc.colno), _json_hint(exc.msg, line, exc.pos)))
             continue
         except RecursionError:
             problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source, number, 1)))
             continue
-        yield Document(raw, source, (), line, number - 1)
+        yield Document(raw, source, (), line if keep_text else None, number - 1)
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text``, one at a time (a list of 100,000 lines would double the file in memory).
+    Only ``\n`` ends a line: JSON strings may hold U+2028 and other characters ``splitlines`` splits at."""
+    start, end = 0, len(text)
+    while start < end:
+        stop = text.find("\n", start)
+        stop = end if stop < 0 else stop
+        yield text[start:stop].removesuffix("\r")
+        start = stop + 1
+
+
+def _shared(value: Any, strings: dict[str, str]) -> Any:
+    """``value`` with equal strings (keys too) made one object: every case repeats its keys, and suites
+    repeat roles and whole histories; at 100,000 cases this halves the memory of the parsed file."""
+    if isinstance(value, str):
+        return strings.setdefault(value, value)
+    if isinstance(value, dict):
+        return {strings.setdefault(k, k): _shared(v, strings) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shared(v, strings) for v in value]
+    return value
 
 
 def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Document]:
@@ -385,7 +417,7 @@ def _without(raw: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
 
 def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, default_simulator: str | None = None) -> Case:
     """A validated raw case → Case; ``doc`` locates places inside it for later problems."""
-    locator = doc.locate if isinstance(doc, Document) else None
+    locator = doc if isinstance(doc, Document) else None
     location = doc.locate() if isinstance(doc, Document) else doc
 
     def spec(params: dict[str, Any], path: Path) -> AssertionSpec:
@@ -418,10 +450,10 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
         assertions=specs,
         expected=raw.get("expected"),
         has_expected="expected" in raw,
-        options=raw.get("options") or {},
+        options=raw.get("options") or _NONE,
         user=raw.get("user"),
         team=raw.get("team"),
-        metadata=raw.get("metadata") or {},
+        metadata=raw.get("metadata") or _NONE,
         skip=bool(raw.get("skip", False)),
         skip_reason=raw.get("skip_reason", ""),
         timeout=parse_duration(raw["timeout"]) if "timeout" in raw else None,

@@ -16,7 +16,7 @@ FaultKind = Literal["error", "timeout", "malformed", "empty"]
 Message = dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AssertionSpec:
     """One assertion as written, with its normalized fields."""
 
@@ -70,7 +70,7 @@ class Locator(Protocol):
     def __call__(self, path: Sequence[Any] = (), key: bool = False) -> Location: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Case:
     """A test case as the file says, normalized; ``raw`` is what was written."""
 
@@ -127,7 +127,7 @@ class Case:
         return self.locator(path, key) if self.locator is not None else self.location
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -182,7 +182,7 @@ class Spend:
     cost: float | None = None  # USD; None when the connector has no pricing
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool call the model asked for and what running it gave."""
 
@@ -212,7 +212,7 @@ class ToolCall:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Completion:
     """One answer of a model: text and/or tool calls."""
 
@@ -220,6 +220,33 @@ class Completion:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = Usage()
     model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One model call made while a case ran: who asked, through which connector, and which model the
+    endpoint says answered (it may differ from the one asked for)."""
+
+    role: str
+    connector: str
+    model: str = ""
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class EndpointLoad:
+    """How one connector held up under the run's load (FORMATS §13)."""
+
+    connector: str
+    requests: int = 0  # attempts sent
+    rate_limited: int = 0  # 429 responses
+    absorbed: int = 0  # of those, retried rather than ending a case
+    retries: int = 0  # other failed attempts that were retried (5xx, timeouts, connection errors)
+    overloaded: int = 0  # 503 responses
+    limit: int = 0  # the adaptive concurrency limit at the end
+    lowest_limit: int = 0
+    peak_in_flight: int = 0
+    unreachable: bool = False  # marked down after consecutive connection failures
 
 
 @dataclass(frozen=True)
@@ -247,7 +274,7 @@ class Reply:
         return self.text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AssertionResult:
     type: str
     passed: bool
@@ -260,7 +287,7 @@ class AssertionResult:
     traceback: str = ""  # when evaluating it raised
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Turn:
     turn: int
     input: Any
@@ -306,7 +333,7 @@ class WorldRecord:
     changes: tuple[WorldChange, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseResult:
     id: str
     status: Status
@@ -336,6 +363,7 @@ class CaseResult:
     world: WorldRecord | None = None  # a case with a world, or whose tools changed it
     connector: str = ""  # the connector of the agent under test in a model matrix (-c a,b)
     spend: tuple[Spend, ...] = ()  # tokens and cost by role and connector
+    model_calls: tuple[ModelCall, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -460,6 +488,7 @@ class RunReport:
     gates: tuple[Gate, ...] = ()  # one per case (× connector): the verdicts that decide the exit code
     matrix: tuple[str, ...] = ()  # the connectors of a model matrix (-c a,b), in order
     generation: tuple[Spend, ...] = ()  # what generating the cases cost (-i agents:…)
+    load: tuple[EndpointLoad, ...] = ()  # per connector: requests, 429s absorbed, retries, concurrency
 
     def count(self, status: str) -> int:
         return self.summary.counts.get(status, 0)
@@ -524,6 +553,7 @@ class Context:
     test_mode: str = ""
     caller: Any = field(default=None, repr=False, compare=False)  # lets hooks and script tests call agents
     world: dict[str, Any] = field(default_factory=dict)  # the case's tool world: tools read and change it in place
+    options: dict[str, Any] = field(default_factory=dict)  # the case's context options (Yao's mode, search, skip, …)
 
     def get(self, key: str, default: Any = None) -> Any:
         return getattr(self, key, default)

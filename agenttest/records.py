@@ -7,7 +7,8 @@ from dataclasses import asdict
 from typing import Any
 
 from . import costs, gates
-from .model import AssertionResult, CaseResult, CheckpointResult, Gate, RunReport, Spend, Turn, Usage, WorldChange, WorldRecord
+from .model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Gate, ModelCall, RunReport, Spend, Turn, Usage,
+                    WorldChange, WorldRecord)
 from .texts import as_text, shorten
 
 
@@ -128,6 +129,8 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
     for key in ("stdout", "stderr", "traceback"):
         if getattr(r, key):
             out[key] = getattr(r, key)
+    if r.model_calls:
+        out["model_calls"] = [model_call_dict(c) for c in r.model_calls]
     return out
 
 
@@ -174,6 +177,22 @@ def cost_dict(report: RunReport) -> dict[str, Any] | None:
     if t.unpriced_tokens:
         out["unpriced_tokens"] = t.unpriced_tokens
     return out
+def model_call_dict(c: ModelCall) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": c.role, "connector": c.connector}
+    if c.model:
+        out["model"] = c.model
+    out["duration_ms"] = round(c.duration_ms, 1)
+    return out
+
+
+def load_dict(load: tuple[EndpointLoad, ...]) -> dict[str, Any]:
+    """How the endpoints held up (FORMATS §13): totals, then per connector."""
+    return {
+        "rate_limited": sum(e.rate_limited for e in load),
+        "absorbed": sum(e.absorbed for e in load),
+        "retries": sum(e.retries for e in load),
+        "connectors": {e.connector: {k: v for k, v in asdict(e).items() if k != "connector"} for e in load},
+    }
 
 
 def summary_dict(report: RunReport) -> dict[str, Any]:
@@ -220,6 +239,8 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
         out["stopped_early"] = True
     if report.not_run:
         out["not_run"] = report.not_run
+    if report.load:
+        out["load"] = load_dict(report.load)
     return out
 
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import AgentTestError, Location
-from .model import (AssertionResult, CaseResult, CheckpointResult, Gate, RunReport, Spend, Stability, ToolCall, Turn, Usage,
-                    WorldChange, WorldRecord)
+from .model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Gate, ModelCall, RunReport, Spend, Stability,
+                    ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from .positions import json_offset, line_col
 
 STATUSES = ("passed", "failed", "error", "timeout", "skipped")
@@ -71,6 +71,7 @@ def report_of(data: Any) -> RunReport:
         not_run=int(summary.get("not_run") or 0), warnings=tuple(str(w) for w in meta.get("warnings") or ()),
         gates=tuple(_gate(g) for g in summary.get("gates") or () if isinstance(g, dict)),
         matrix=tuple(str(c) for c in summary.get("matrix") or ()), generation=_generation(summary.get("costs"), read_results),
+        load=_load(summary.get("load")),
     )
 
 
@@ -94,6 +95,8 @@ def result_of(d: Any, index: int) -> CaseResult:
         stdout=str(d.get("stdout", "")), stderr=str(d.get("stderr", "")), world=_world(d.get("world")),
         description=str(d.get("description", "")), tags=tuple(str(t) for t in d.get("tags") or ()),
         connector=str(d.get("connector", "")), spend=tuple(_spend(s) for s in d.get("spend") or () if isinstance(s, dict)),
+        model_calls=tuple(ModelCall(str(c.get("role", "")), str(c.get("connector", "")), str(c.get("model", "")),
+                                    float(c.get("duration_ms") or 0)) for c in d.get("model_calls") or () if isinstance(c, dict)),
     )
 
 
@@ -146,6 +149,14 @@ def _generation(costs: Any, results: tuple[CaseResult, ...]) -> tuple[Spend, ...
         if left.total_tokens > 0 or left.prompt_tokens > 0:
             out.append(Spend("generator", str(connector), left, 0, round(priced - seen_cost, 8) if priced is not None else None))
     return tuple(out)
+
+
+def _load(d: Any) -> tuple[EndpointLoad, ...]:
+    connectors = d.get("connectors") if isinstance(d, dict) else None
+    if not isinstance(connectors, dict):
+        return ()
+    names = {f for f in EndpointLoad.__dataclass_fields__ if f != "connector"}
+    return tuple(EndpointLoad(str(name), **{k: v for k, v in e.items() if k in names}) for name, e in connectors.items() if isinstance(e, dict))
 
 
 def _gate(d: dict[str, Any]) -> Gate:

@@ -12,8 +12,9 @@ from typing import Any
 from . import assertions, hooks
 from .assertions.static import name_matches
 from .catalog import Catalog
-from .errors import AgentTestError, Location, Problem, did_you_mean
+from .errors import AgentTestError, Location, Problem, did_you_mean, typo_of
 from .model import AssertionSpec, Case
+from .parameters import KNOWN_CASE_OPTIONS, unknown_case_options, unknown_option_warning
 
 
 @dataclass
@@ -65,6 +66,7 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
         if agent is not None and case.mode != "script" and not getattr(agent.spec, "mcp", ()):  # MCP tools are known only once their servers run
             out.problems += unknown_tools(case, agent.tools)
         out.warnings += _missing_attachments(case)
+    _unknown_options(cases, catalog.strict, out)
     if agent is not None:
         if before:
             out.before_all = out.attempt(None, hooks.resolve, agent.spec.path, before, "--before")
@@ -94,6 +96,23 @@ def unknown_tools(case: Case, tools: Iterable[str]) -> list[Problem]:
             hint = did_you_mean(item.tool, names) or (f"its tools: {', '.join(names)}" if names else "it declares no tools")
             out.append(Problem(f"{key}[{i}]: the agent has no tool '{item.tool}'", case.locate((key, i, "tool")), hint))
     return out
+
+
+def _unknown_options(cases: list[Case], strict: bool, out: Resolved) -> None:
+    """Case options that are neither model parameters, Yao context options nor agent-test's own (FORMATS §2):
+    a typo of a known option is an error (a ``temprature`` would silently not be sent), as is any with
+    ``--strict``; others go to ``ctx.options`` with one warning per key and file."""
+    seen: dict[tuple[str, str], Case] = {}
+    for case in cases:
+        for key in unknown_case_options(case.options):
+            where = case.locate(("options", key), key=True)
+            typo = typo_of(key, KNOWN_CASE_OPTIONS) if key != "model" else None  # "model" is no typo of "mode"
+            if typo or strict:
+                hint = f"did you mean '{typo}'?" if typo else "unknown keys are errors with --strict"
+                out.problems.append(Problem(f"'{key}' is not a model parameter or a Yao context option", where, hint))
+            elif (case.file, key) not in seen:
+                seen[(case.file, key)] = case
+                out.warnings.append(unknown_option_warning(key, str(where)))
 
 
 def _missing_attachments(case: Case) -> list[str]:

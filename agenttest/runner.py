@@ -96,7 +96,7 @@ async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller
     before_data: Any = None
     try:
         try:
-            async with asyncio.timeout(deadline):
+            async with asyncio.timeout(deadline) as trace.deadline:
                 if case.before:
                     hook = plan.hooks[case.before]
                     before_data = data_of(await usercode.call(hook, ctx, dict(case.raw), what=f"before hook {case.before}"))
@@ -134,6 +134,8 @@ async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller
     stdout, stderr = capture.text()
     if stdout or stderr:
         result = replace(result, stdout=stdout, stderr=stderr)
+    if trace.served:
+        result = replace(result, model_calls=tuple(trace.served))
     if case.description or case.tags:
         result = replace(result, description=case.description, tags=case.tags)
     return caller.catalog.secrets.scrub(result)  # keys hidden before anything shortens the text
@@ -166,7 +168,8 @@ async def _after(case: Case, plan: Plan, ctx: Any, result: CaseResult, before_da
     return result
 
 
-async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None = None, on_result: Listener | None = None) -> None:
+async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None = None, on_result: Listener | None = None,
+              on_saved: Callable[[], None] | None = None) -> None:
     """Run every selected case (× connectors × runs), global hooks around them. Results land in ``state``."""
     state.total = plan.total
     ctx = caller.context()
@@ -177,7 +180,7 @@ async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListen
             raise HookError(str(exc), hint="no case was run") from None
         state.before_all_data = data_of(returned)
     try:
-        await _schedule(plan, caller, state, on_start, on_result)
+        await _schedule(plan, caller, state, on_start, on_result, on_saved)
     finally:
         if plan.after_all is not None and not state.after_all_done:
             state.after_all_done = True
@@ -212,7 +215,8 @@ def units(plan: Plan, caller: Caller) -> list[Unit]:
     return sorted(ordered, key=lambda u: (u.run, u.index)) if plan.early_stop else ordered
 
 
-async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None, on_result: Listener | None) -> None:
+async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None, on_result: Listener | None,
+                    on_saved: Callable[[], None] | None = None) -> None:
     """Start units as the semaphore allows. --early-stop skips the runs of a case whose gate is settled
     (runs already in flight finish and count); --fail-fast stops everything once a gate has failed."""
     sem = asyncio.Semaphore(plan.parallel)
@@ -242,6 +246,8 @@ async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: Start
             if plan.early_stop and state.tallies[unit.key].outcome is not None:
                 state.saved[unit.key] = state.saved.get(unit.key, 0) + 1
                 sem.release()
+                if on_saved is not None:
+                    on_saved()
                 continue
             if on_start is not None:
                 on_start(unit.case, unit.run, unit.connector or "")

@@ -21,12 +21,14 @@ from .cassettes import Cassettes
 from .catalog import Catalog
 from .comparison import Comparison, compare
 from .config import RunConfig
+from .connectors.throttle import Traffic
 from .errors import AgentTestError, ExitCode, HookError, InputError, InternalError
 from .identity import Identity, read_ctx
 from .loading import SUFFIXES, KeyPolicy, Loaded, load_file
-from .model import Case, Plan, RunHeader, RunReport
+from .model import Case, CaseResult, Plan, RunHeader, RunReport
 from .reporting import diffs
 from .reporting.console import Console
+from .reporting.events import EventStream
 from .reportfiles import read as read_report
 from .resolution import resolve, unknown_tools
 from .runner import RunState
@@ -35,11 +37,13 @@ from .secrets import MIN_LENGTH, Secrets
 from .selection import select
 from .sources import Inputs, LoadEnv, expand, normalized
 from .tracking import Trace, current_trace
-from .verdict import exit_code, make_report
+from .verdict import exit_code, iso, make_report
 
 
 class Session:
-    def __init__(self, config: RunConfig, out: TextIO):
+    """``out`` gets the console; ``events``, if given, the NDJSON event stream (``--json``)."""
+
+    def __init__(self, config: RunConfig, out: TextIO, events: TextIO | None = None):
         self.config = config
         self.out = out
         self.secrets = Secrets()
@@ -48,6 +52,8 @@ class Session:
         self.generation = Trace()  # what generating the cases (-i agents:…) spent
         self.selected = 0  # cases selected before --shard took its part
         self.baseline: RunReport | None = None
+        self.events = EventStream(events, self.secrets) if events is not None else None
+
     async def run(self) -> ExitCode:
         plugins.load()  # third-party assertion types, connectors and report formats
         config = self.config
@@ -62,7 +68,7 @@ class Session:
         if root is None:
             raise AgentTestError("no app root found (a folder with assistants/ or app.yao)", hint="pass --app DIR or set AGENTTEST_APP")
         cassettes = self._cassettes(root)
-        catalog = Catalog(App(root), self.secrets, strict=config.strict, cassettes=cassettes)
+        catalog = Catalog(App(root), self.secrets, strict=config.strict, cassettes=cassettes, traffic=Traffic(config.parallel))
         ctx = read_ctx(config.ctx_file, config.strict, catalog.warnings) if config.ctx_file else {}
         identity = Identity(config.user, config.team, ctx)
         caller = Caller(catalog, identity)
@@ -216,8 +222,19 @@ class Session:
         console.header(header, self.warnings)
         state = RunState()
         runs = {(c.file, c.id): plan.runs_of(c) for c in plan.cases}
-        task = asyncio.create_task(runner.run(plan, caller, state, lambda c, r, conn: console.started(c, r, plan.runs_of(c), conn),
-                                              lambda r: console.finished(r, runs.get((r.file, r.id), config.runs))))
+        events = self.events
+        caller.catalog.traffic.listen(console.warning)
+        if events is not None:
+            events.start(header, iso(state.started_at), self.warnings)
+            caller.catalog.traffic.listen(events.warning)
+
+        def finished(result: CaseResult) -> None:
+            console.finished(result, runs.get((result.file, result.id), config.runs))
+            if events is not None:
+                events.result(result)
+
+        task = asyncio.create_task(runner.run(plan, caller, state, lambda c, r, conn: console.started(c, r, plan.runs_of(c), conn), finished,
+                                              console.saved))
         failure: BaseException | None = None
         with self._signals(task):
             try:
@@ -235,17 +252,18 @@ class Session:
                 outputs = [outputfiles.default_report(source.report_folder() or ".")]
             report = self._report(plan, source, caller, state, header, outputs)
             written = [await self._write(report, path) for path in outputs]
-            lastfailed.save(caller.catalog.app.root, config.inputs, report.results)
+            lastfailed.save(caller.catalog.app.root, config.inputs, report.results, report.gates)
             console.summary(report, ", ".join(written) or None)
             comparison = self._compare(report, console)
+            code = comparison.gate() if comparison is not None and not report.interrupted else exit_code(report)
+            if events is not None and failure is None:
+                events.summary(report, code)
         if failure is not None:
             from .runner import internal_error
 
             message, tb = internal_error(failure)
             raise InternalError(message.removeprefix("internal error: "), tb)
-        if comparison is not None and not report.interrupted:
-            return comparison.gate()
-        return exit_code(report)
+        return code
 
     def _compare(self, report: RunReport, console: Console) -> Comparison | None:
         """--baseline: the comparison after the summary, and what it decides."""
@@ -274,7 +292,8 @@ class Session:
             environment=caller.identity.environment(), options=self.options(), interrupted=interrupted,
             terminated=self.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
             not_run=max(0, state.total - len(state.results) - saved) if (state.stopped_early or interrupted) else 0,
-            warnings=tuple(dict.fromkeys([*self.warnings, *state.warnings, *self._short_secrets()])),
+            warnings=tuple(dict.fromkeys([*self.warnings, *state.warnings, *self._short_secrets(), *caller.catalog.traffic.warnings()])),
+            load=caller.catalog.traffic.load(),
         )
 
     async def _write(self, report: RunReport, path: str) -> str:

@@ -4,12 +4,15 @@ Ctrl-C keeps its work in the report. The runner sets the current trace for each 
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Case, Role, ToolCall, Usage
+from .model import Case, Completion, ModelCall, Role, ToolCall, Usage
 
 
 @dataclass
@@ -23,6 +26,7 @@ class Trace:
     world: Any = None  # the case's tool world (world.ToolWorld): state, mocks, faults
     by_connector: dict[tuple[str, str], Usage] = field(default_factory=dict)  # (role, connector) → usage, for costs
     calls: dict[tuple[str, str], int] = field(default_factory=dict)  # (role, connector) → model calls
+    served: list[ModelCall] = field(default_factory=list)  # every model call: who asked, through what, which model answered
     started: float = field(default_factory=time.perf_counter)
     case: Case | None = None  # which case and run this is (cassettes file calls under it)
     run: int = 1
@@ -30,6 +34,10 @@ class Trace:
     miss: str = ""  # the first call that --replay had no recording for: the case's error
     notes: list[str] = field(default_factory=list)  # said under the case as warnings (e.g. a replay that ended early)
     volatile: dict[str, str] = field(default_factory=dict)  # prompt values that change every run → their placeholders
+    deadline: asyncio.Timeout | None = None  # the case's deadline (the runner's), paused while throttled
+    _paused: int = 0
+    _paused_since: float = 0.0
+    _ends: float | None = None
 
     def add_usage(self, role: str, usage: Usage, connector: str = "") -> None:
         self.usage[role] = self.usage.get(role, Usage()) + usage
@@ -47,11 +55,36 @@ current_trace: contextvars.ContextVar[Trace | None] = contextvars.ContextVar("ag
 current_role: contextvars.ContextVar[Role] = contextvars.ContextVar("agenttest_role", default="agent")
 
 
-def record_usage(usage: Usage, connector: str = "") -> None:
-    """Count one model call's usage for the current case, under the current role and the connector that answered."""
+def record_call(connector: str, completion: Completion, duration_ms: float) -> None:
+    """A model call finished: its usage under the current role and the connector that answered, and which
+    model the endpoint says answered."""
     trace = current_trace.get()
     if trace is not None:
-        trace.add_usage(current_role.get(), usage, connector)
+        role = current_role.get()
+        trace.add_usage(role, completion.usage, connector)
+        trace.served.append(ModelCall(role, connector, completion.model, duration_ms))
+
+
+@contextmanager
+def deadline_paused() -> Iterator[None]:
+    """While agent-test itself holds a call back (waiting for a slot under a rate limit, or out a
+    ``Retry-After``), the case's deadline stands still: a case's timeout measures the agent, not the queue."""
+    trace = current_trace.get()
+    timeout = trace.deadline if trace is not None else None
+    if trace is None or timeout is None or (not trace._paused and (timeout.expired() or timeout.when() is None)):
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    if not trace._paused:  # the first of possibly several concurrent waits of this case
+        trace._paused_since, trace._ends = loop.time(), timeout.when()
+        timeout.reschedule(None)
+    trace._paused += 1
+    try:
+        yield
+    finally:
+        trace._paused -= 1
+        if not trace._paused and trace._ends is not None and not timeout.expired():
+            timeout.reschedule(trace._ends + (loop.time() - trace._paused_since))
 
 
 def record_tool_call(call: ToolCall) -> None:

@@ -1,7 +1,8 @@
 """``python -m bench``: run each workload through the installed CLI as a subprocess, next to the openai
 SDK alone on the same server, and print wall time, the ideal, their ratio, CPU per case, peak
 in-flight requests and peak memory. ``--smoke`` runs every workload once at a tiny size;
-``--write`` saves the table to bench/RESULTS.md."""
+``--write`` saves the table to bench/RESULTS.md; ``--peer promptfoo`` runs the peer's workloads side
+by side with promptfoo when it is installed (bench/peer.py)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import load  # noqa: E402
 from workloads import dynamic_cases, expected_runs_with_early_stop, flaky_cases, make_app, standard_cases, write_cases  # noqa: E402
 
 
@@ -42,12 +45,16 @@ class Server:
         with urllib.request.urlopen(urllib.request.Request(self.host + path, data=data, method="POST" if data else "GET")) as r:
             return json.loads(r.read())
 
-    def configure(self, latency: float, jitter: float = 0.1) -> None:
-        self.call("/config", {"latency": latency, "jitter": jitter})
+    def configure(self, latency: float, jitter: float = 0.1, limit: int = 0, retry_after: str = "1") -> None:
+        """Latency (± jitter), and with ``limit`` a 429 with Retry-After to any request beyond it in flight."""
+        self.call("/config", {"latency": latency, "jitter": jitter, "limit": limit, "retry_after": retry_after})
+
+    def stats(self) -> dict:
+        return self.call("/stats")
 
     @property
     def peak_in_flight(self) -> int:
-        return int(self.call("/stats")["peak_in_flight"])
+        return int(self.stats()["peak_in_flight"])
 
     @property
     def requests(self) -> int:
@@ -92,6 +99,7 @@ class Bench:
         self.server = Server()
         make_app(self.tmp, self.server.host)
         self.rows: list[dict[str, str]] = []
+        self.notes: list[str] = []  # printed and written after the table
         self.startup = self.sdk_startup = 0.0
 
     def size(self, n: int) -> int:
@@ -104,6 +112,14 @@ class Bench:
 
     def repeats(self) -> int:
         return 1 if self.smoke else 3
+
+    def invoke(self, args: list[str]) -> Measure:
+        """agent-test with these arguments, in the benchmark app."""
+        return run(cli() + args, self.tmp)
+
+    def measure(self, cmd: list[str], ok: tuple[int, ...] = (0, 1)) -> Measure:
+        """Any command (a peer), in the benchmark app's folder."""
+        return run(cmd, self.tmp, ok)
 
     def agent_test(self, path: str, latency: float, parallel: int, *extra: str, agent: str = "bot", jitter: float = 0.1) -> tuple[Measure, int]:
         self.server.configure(latency, jitter)
@@ -246,19 +262,26 @@ class Bench:
         m, peak = self.agent_test(self.cases("scale", standard_cases(n)), 0.0, 20)
         self.row(f"{n} standard, 0 ms, --parallel 20 (memory)", m, n, None, peak, "≤ 200 MB", m.rss_mb <= 200)
 
-    def all(self) -> None:
-        self.help()
-        self.start_up()
-        self.overhead()
-        self.runner_alone()
-        self.standard(200, 0.05, 20, "≤ 1.50 s", lambda wall, ideal: wall <= 1.5)
-        self.standard(400, 0.2, 50, "≤ 1.2 × ideal", lambda wall, ideal: wall <= 1.2 * ideal)
-        self.standard(400, 0.2, 50, "", None, jitter=0.0)
-        self.dynamic()
-        self.early_stop()
-        self.replay()
-        self.dry_run()
-        self.scale()
+    def workloads(self) -> dict[str, Callable[[], None]]:
+        """Every workload by name, in order (``--only NAME`` runs one, after the start-up it needs)."""
+        return {
+            "help": self.help, "start_up": self.start_up, "overhead": self.overhead, "runner_alone": self.runner_alone,
+            "standard_50ms": lambda: self.standard(200, 0.05, 20, "≤ 1.50 s", lambda wall, ideal: wall <= 1.5),
+            "standard_200ms": lambda: self.standard(400, 0.2, 50, "≤ 1.2 × ideal", lambda wall, ideal: wall <= 1.2 * ideal),
+            "standard_exact": lambda: self.standard(400, 0.2, 50, "", None, jitter=0.0),
+            "dynamic": self.dynamic, "early_stop": self.early_stop, "replay": self.replay, "dry_run": self.dry_run, "scale": self.scale,
+            "rate_limited": lambda: load.rate_limited(self), "wide": lambda: load.wide(self),
+            "huge_mock": lambda: load.huge_mock(self), "first_request": lambda: load.first_request(self),
+        }
+
+    def all(self, only: str | None = None) -> None:
+        workloads = self.workloads()
+        if only:
+            self.start_up()
+            workloads[only]()
+            return
+        for workload in workloads.values():
+            workload()
 
     def table(self) -> str:
         keys = list(self.rows[0])
@@ -281,32 +304,48 @@ def machine() -> str:
 # every workload must produce its row; `python -m bench --smoke` (a CI step) checks that they all run
 SMOKE_WORKLOADS = ("agent-test --help", "start-up: 1 case", "standard, 0 ms", "openai SDK alone (create)", "openai SDK alone (post)",
                    "runner's own CPU per case vs SDK post", "standard, 50 ms, --parallel 20", "standard, 200 ms, --parallel 50",
-                   "dynamic × 3 turns", "--early-stop: requests saved", "replay of the recorded", "--dry-run of", "(memory)")
+                   "dynamic × 3 turns", "--early-stop: requests saved", "replay of the recorded", "--dry-run of", "(memory)",
+                   "in flight allowed (429 + Retry-After beyond)", "standard, 200 ms, --parallel 200", "SDK alone (create), same workload, runs interleaved",
+                   "on the mock connector, --parallel 20 (memory", "start-up to the first request")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="every workload once at a tiny size (no targets)")
     parser.add_argument("--write", action="store_true", help="write the table into bench/RESULTS.md")
+    parser.add_argument("--peer", choices=["promptfoo"], help="run the peer's workloads side by side with it (never in CI)")
+    parser.add_argument("--only", metavar="WORKLOAD", help="run one workload (for working on it; never --write)")
     args = parser.parse_args()
     bench = Bench(args.smoke)
     print(f"machine: {machine()}", flush=True)
     try:
-        bench.all()
+        if args.peer:
+            import peer
+
+            peer.compare(bench)
+        else:
+            bench.all(args.only)
     finally:
         bench.server.stop()
     table = bench.table()
     print()
     print(table)
-    if args.write and not args.smoke:
+    for note in bench.notes:
+        print(f"\n{note}")
+    if args.write and not args.smoke and not args.only:
         path = os.path.join(HERE, "RESULTS.md")
-        text = open(path).read() if os.path.exists(path) else "# Benchmarks\n\n<!-- results -->\n<!-- /results -->\n"
-        head, _, rest = text.partition("<!-- results -->")
-        _, _, tail = rest.partition("<!-- /results -->")
-        block = f"<!-- results -->\nMachine: {machine()}. Command: `python -m bench --write`.\n\n{table}\n<!-- /results -->"
+        marker = f"results-{args.peer}" if args.peer else "results"
+        text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
+        if f"<!-- {marker} -->" not in text:
+            text += f"\n<!-- {marker} -->\n<!-- /{marker} -->\n"
+        head, _, rest = text.partition(f"<!-- {marker} -->")
+        _, _, tail = rest.partition(f"<!-- /{marker} -->")
+        command = f"python -m bench --peer {args.peer} --write" if args.peer else "python -m bench --write"
+        notes = "".join(f"\n\n{n}" for n in bench.notes)
+        block = f"<!-- {marker} -->\nMachine: {machine()}. Command: `{command}`.\n\n{table}{notes}\n<!-- /{marker} -->"
         with open(path, "w") as fh:
             fh.write(head + block + tail)
-    if args.smoke:
+    if args.smoke and not args.peer and not args.only:
         missing = [w for w in SMOKE_WORKLOADS if not any(w in r["workload"] for r in bench.rows)]
         if missing:
             sys.exit(f"smoke: no row for {', '.join(missing)}")

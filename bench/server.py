@@ -3,8 +3,9 @@
 It answers ``POST /v1/chat/completions`` after a configurable latency (``asyncio.sleep``, so a
 thousand requests in flight cost no threads), with keep-alive and ``TCP_NODELAY`` (without it Nagle
 and delayed ACK add ~40 ms to every keep-alive request). ``GET /stats`` returns the request count and
-the peak number in flight; ``POST /config {"latency": s}`` sets the latency and resets the counters
-(the flaky cases' too).
+the peak number in flight (and when the first request came); ``POST /config {"latency": s, "jitter": f,
+"limit": R, "retry_after": s}`` sets them and resets the counters (the flaky cases' too): with a ``limit``,
+a request beyond R in flight is answered at once with 429 and ``Retry-After`` (a rate-limited endpoint).
 Replies follow bench/workloads.py: the agent under test answers by turn, the simulator with JSON.
 
 Run: ``python bench/server.py PORT`` (prints ``ready`` when listening)."""
@@ -16,6 +17,7 @@ import json
 import random
 import socket
 import sys
+import time
 
 from workloads import reply_for
 
@@ -23,10 +25,14 @@ from workloads import reply_for
 class State:
     latency = 0.0
     jitter = 0.0
+    limit = 0  # 0: no limit
+    retry_after = "1"
     requests = 0
+    rejected = 0
     in_flight = 0
     peak = 0
     seen: dict[str, int] = {}  # flaky cases: requests so far per message
+    first_at = 0.0  # time.time() of the first chat request since /config
 
 
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -43,27 +49,35 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 if line[:15].lower() == "content-length:":
                     length = int(line[15:])
             body = json.loads(await reader.readexactly(length)) if length else {}
+            status, extra = b"200 OK", b""
             if path.endswith("/chat/completions"):
                 State.requests += 1
-                State.in_flight += 1
-                State.peak = max(State.peak, State.in_flight)
-                try:
-                    if State.latency:
-                        await asyncio.sleep(State.latency * (1 + State.jitter * (2 * random.random() - 1)))
-                    payload = completion(body)
-                finally:
-                    State.in_flight -= 1
+                State.first_at = State.first_at or time.time()
+                if State.limit and State.in_flight >= State.limit:
+                    State.rejected += 1
+                    status, extra = b"429 Too Many Requests", b"Retry-After: %s\r\n" % State.retry_after.encode()
+                    payload = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
+                else:
+                    State.in_flight += 1
+                    State.peak = max(State.peak, State.in_flight)
+                    try:
+                        if State.latency:
+                            await asyncio.sleep(State.latency * (1 + State.jitter * (2 * random.random() - 1)))
+                        payload = completion(body)
+                    finally:
+                        State.in_flight -= 1
             elif path == "/stats":
-                payload = {"requests": State.requests, "peak_in_flight": State.peak}
+                payload = {"requests": State.requests, "peak_in_flight": State.peak, "rejected": State.rejected, "first_at": State.first_at}
             elif path == "/config":
-                State.latency, State.requests, State.peak = float(body.get("latency", 0)), 0, 0
+                State.latency, State.requests, State.peak, State.rejected, State.first_at = float(body.get("latency", 0)), 0, 0, 0, 0.0
                 State.seen = {}
                 State.jitter = float(body.get("jitter", 0))
+                State.limit, State.retry_after = int(body.get("limit", 0)), str(body.get("retry_after", "1"))
                 payload = {"ok": True}
             else:
                 payload = {"error": {"message": f"no route {path}"}}
             data = json.dumps(payload).encode()
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+            writer.write(b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s" % (status, len(data), extra, data))
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass

@@ -2,7 +2,12 @@
 
 Plain and streamed (SSE) responses, tool calls, error statuses with retry headers, latency, usage.
 What it answers is decided by a ``responder(request_json) -> Answer`` the caller sets; it records
-every request, counts them and tracks the peak number in flight."""
+every request, counts them and tracks the peak number in flight.
+
+Hostile and strict modes: ``strict = True`` answers 400 ``Unrecognized request argument supplied: …``
+for any top-level request key OpenAI does not know, as OpenAI does; ``limit(k)`` answers 429 with
+``Retry-After`` to every request beyond ``k`` in flight; an Answer can send a raw body of any content
+type, a stream without ``finish_reason`` or ``[DONE]``, or a ``usage`` that is not numbers."""
 
 from __future__ import annotations
 
@@ -26,6 +31,21 @@ class Answer:
     usage: tuple[int, int] = (10, 5)
     cached: int = 0  # of the prompt tokens, served from the cache (usage.prompt_tokens_details.cached_tokens)
     raw: str | None = None  # a raw body, sent as is (for malformed responses)
+    content_type: str = "application/json"  # of a raw body
+    usage_raw: Any = None  # a ``usage`` object sent as is (e.g. with strings for numbers)
+    finish: bool = True  # a stream ends with a finish_reason
+    done: bool = True  # a stream ends with ``data: [DONE]``
+    model: str | None = None  # the model the response says answered (default: the one asked for)
+    hang_up: bool = False  # close the connection without answering (a reset mid-request)
+
+
+# what OpenAI's chat completions accept at the top level of a request; anything else is a 400
+OPENAI_KEYS = {
+    "model", "messages", "tools", "stream", "stream_options", "temperature", "top_p", "max_tokens", "max_completion_tokens",
+    "stop", "seed", "response_format", "tool_choice", "parallel_tool_calls", "reasoning_effort", "presence_penalty",
+    "frequency_penalty", "logit_bias", "user", "n", "logprobs", "top_logprobs", "modalities", "audio", "prediction",
+    "store", "metadata", "service_tier", "web_search_options", "functions", "function_call", "verbosity",
+}
 
 
 def last_user(request: dict[str, Any]) -> str:
@@ -61,24 +81,39 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"{}")
         with owner.lock:
             generation = owner.generation  # requests left over from an earlier test do not count
-            owner.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
             owner.in_flight += 1
             owner.peak_in_flight = max(owner.peak_in_flight, owner.in_flight)
+            over = owner.max_in_flight is not None and owner.in_flight > owner.max_in_flight
+            owner.requests.append({"path": self.path, "headers": dict(self.headers), "body": body, "at": time.monotonic(),
+                                   "in_flight": owner.in_flight, "rejected": over})
         try:
             if not self.path.endswith("/chat/completions"):
                 self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
                 return
+            unknown = sorted(set(body) - OPENAI_KEYS) if owner.strict else []
+            if unknown:
+                self._json(400, {"error": {"message": f"Unrecognized request argument supplied: {', '.join(unknown)}",
+                                           "type": "invalid_request_error", "param": None, "code": None}})
+                return
+            if over:
+                self._json(429, {"error": {"message": "Rate limit reached: too many requests in flight", "type": "requests",
+                                           "code": "rate_limit_exceeded"}}, owner.retry_headers)
+                return
             answer = owner.responder(body)
             if answer.delay:
                 time.sleep(answer.delay)
+            if answer.hang_up:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             if answer.raw is not None:
-                self._send(answer.status, answer.raw.encode(), "application/json", answer.headers)
+                self._send(answer.status, answer.raw.encode(), answer.content_type, answer.headers)
             elif answer.status != 200:
                 self._json(answer.status, {"error": {"message": answer.error or "error", "type": "server_error", "code": answer.status}}, answer.headers)
             elif body.get("stream"):
                 self._stream(body, answer)
             else:
-                self._json(200, _completion(body, answer))
+                self._json(200, _completion(body, answer), answer.headers)
         except (BrokenPipeError, ConnectionResetError):
             pass
         finally:
@@ -103,7 +138,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        model = body.get("model", "fake-model")
+        model = answer.model or body.get("model", "fake-model")
 
         def event(delta: dict[str, Any], finish: str | None = None, usage: Any = None, choices: bool = True) -> None:
             chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
@@ -121,10 +156,12 @@ class _Handler(BaseHTTPRequestHandler):
             half = len(args) // 2
             event({"tool_calls": [{"index": n, "id": f"call_{n}", "type": "function", "function": {"name": call["name"], "arguments": args[:half]}}]})
             event({"tool_calls": [{"index": n, "function": {"arguments": args[half:]}}]})
-        event({}, "tool_calls" if answer.tool_calls else "stop")
+        if answer.finish:
+            event({}, "tool_calls" if answer.tool_calls else "stop")
         if (body.get("stream_options") or {}).get("include_usage"):
             event({}, usage=_usage(answer), choices=False)
-        self._chunk("data: [DONE]\n\n")
+        if answer.done:
+            self._chunk("data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
 
     def _chunk(self, text: str) -> None:
@@ -138,7 +175,9 @@ def _args(call: dict[str, Any]) -> str:
     return args if isinstance(args, str) else json.dumps(args)
 
 
-def _usage(answer: Answer) -> dict[str, Any]:
+def _usage(answer: Answer) -> Any:
+    if answer.usage_raw is not None:
+        return answer.usage_raw
     p, c = answer.usage
     out: dict[str, Any] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
     if answer.cached:
@@ -154,7 +193,7 @@ def _completion(body: dict[str, Any], answer: Answer) -> dict[str, Any]:
             for i, c in enumerate(answer.tool_calls)
         ]
     return {
-        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", "fake-model"),
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": answer.model or body.get("model", "fake-model"),
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if answer.tool_calls else "stop"}],
         "usage": _usage(answer),
     }
@@ -177,6 +216,9 @@ class OpenAIServer:
         self.in_flight = 0
         self.peak_in_flight = 0
         self.generation = 0
+        self.strict = False
+        self.max_in_flight: int | None = None
+        self.retry_headers: dict[str, str] = {}
         self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.owner = self
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -205,6 +247,14 @@ class OpenAIServer:
             self.in_flight = 0
             self.peak_in_flight = 0
             self.responder = echo
+            self.strict = False
+            self.max_in_flight = None
+            self.retry_headers = {}
+
+    def limit(self, k: int, retry_after: str = "1", header: str = "retry-after") -> None:
+        """Answer 429 (with ``header: retry_after``) to every request beyond ``k`` in flight."""
+        self.max_in_flight = k
+        self.retry_headers = {header: retry_after}
 
     def bodies(self) -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests]

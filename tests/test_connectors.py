@@ -10,6 +10,7 @@ import pytest
 
 from agenttest.connectors import ChatRequest, ConnectorSpec, create
 from agenttest.connectors.openai import normalize_base_url
+from agenttest.connectors.throttle import Traffic
 from agenttest.errors import AgentTestError, CallError as AgentError
 from helpers import Answer
 
@@ -17,7 +18,13 @@ KEY = "sk-live-DO-NOT-LEAK-123456"
 
 
 def connector(server, **options):
+    """The connector alone: one attempt per call."""
     return create(ConnectorSpec("fake", "openai", {"model": "m1", "host": server.host, "key": KEY, **options}))
+
+
+def throttled(server, parallel=4, **options):
+    """The connector as a run uses it: throttled and retried."""
+    return Traffic(parallel).wrap(connector(server, **options))
 
 
 def complete(conn, messages=None, **kw):
@@ -26,12 +33,12 @@ def complete(conn, messages=None, **kw):
 
 def test_plain_completion_records_usage_and_passes_options(server):
     server.responder = lambda req: Answer("hello there", usage=(12, 3))
-    result = complete(connector(server, temperature=0.1), options={"max_tokens": 50, "top_k": 5})
+    result = complete(connector(server, temperature=0.1), options={"max_tokens": 50, "extra_body": {"top_k": 5}})
     assert result.content == "hello there"
     assert (result.usage.prompt_tokens, result.usage.completion_tokens, result.usage.total_tokens) == (12, 3, 15)
     body = server.bodies()[0]
     assert body["model"] == "m1" and body["temperature"] == 0.1 and body["max_tokens"] == 50
-    assert body["top_k"] == 5  # unknown to the SDK: sent through extra_body
+    assert body["top_k"] == 5 and "extra_body" not in body  # extra_body is merged into the body, as the SDK does
     headers = {k.lower(): v for k, v in server.requests[0]["headers"].items()}
     assert headers["authorization"] == f"Bearer {KEY}"
 
@@ -67,16 +74,21 @@ def test_429_then_success_is_retried(server):
         return Answer("finally")
 
     server.responder = responder
-    assert complete(connector(server)).content == "finally"
+    assert complete(throttled(server)).content == "finally"
     assert len(calls) == 2
+    server.reset()
+    server.responder = lambda req: Answer(status=429, error="slow down")
+    with pytest.raises(AgentError, match="model error 429 .*slow down"):  # one attempt: the throttle retries, not the connector
+        complete(connector(server))
+    assert len(server.requests) == 1
 
 
 def test_persistent_500_becomes_an_agent_error_without_the_key(server):
     server.responder = lambda req: Answer(status=500, error=f"upstream exploded (key {KEY})", headers={"retry-after-ms": "1"})
     with pytest.raises(AgentError) as info:
-        complete(connector(server, max_retries=1))
+        complete(throttled(server, max_retries=1))
     text = str(info.value)
-    assert text.startswith("model error 500 from 127.0.0.1:") and "upstream exploded" in text
+    assert text.startswith("model error 500 from 127.0.0.1:") and "upstream exploded" in text and text.endswith("(after 1 retry)")
     assert KEY not in text and "***" in text
     assert len(server.requests) == 2  # one retry, bounded
 
@@ -84,13 +96,13 @@ def test_persistent_500_becomes_an_agent_error_without_the_key(server):
 def test_400_is_not_retried(server):
     server.responder = lambda req: Answer(status=400, error="bad request: model not found")
     with pytest.raises(AgentError, match="model error 400 .*model not found"):
-        complete(connector(server))
+        complete(throttled(server))
     assert len(server.requests) == 1
 
 
 def test_unreachable_host_is_an_agent_error():
     conn = create(ConnectorSpec("x", "openai", {"model": "m", "host": "http://127.0.0.1:9", "max_retries": 0}))
-    with pytest.raises(AgentError, match="cannot reach 127.0.0.1:9"):
+    with pytest.raises(AgentError, match="cannot reach 127.0.0.1:9: connection refused"):
         complete(conn)
 
 
@@ -212,3 +224,20 @@ def test_arguments_sent_as_an_object_and_odd_responses(server):
     server.responder = lambda req: Answer(raw=_json.dumps({"id": "x", "choices": [{"index": 0, "message": None}]}))
     with pytest.raises(AgentError, match="unexpected response"):
         complete(connector(server))
+
+
+def test_many_calls_in_flight_are_spread_over_several_connection_pools(server):
+    from agenttest.connectors.openai import SHARD
+
+    server.responder = lambda req: Answer("ok", delay=0.2)
+    conn = connector(server)
+
+    async def go():
+        replies = await asyncio.gather(*(conn.complete(ChatRequest([{"role": "user", "content": str(i)}])) for i in range(SHARD * 2 + 5)))
+        pools = len(conn._clients)
+        await conn.aclose()
+        return replies, pools
+
+    replies, pools = asyncio.run(go())
+    assert all(r.content == "ok" for r in replies) and pools == 3 and conn._clients == []
+    assert server.peak_in_flight == SHARD * 2 + 5

@@ -78,8 +78,10 @@ EFFECTS: dict[str, dict[str, Probe | str]] = {
     "assert": {m: ({"type": "contains", "value": "nope"}, lambda a, b: a["status"] == "failed" and b["status"] == "passed") for m in MODES},
     "assertions": {m: ([{"type": "contains", "value": "nope"}], lambda a, b: a["status"] == "failed" and b["status"] == "passed") for m in MODES},
     "expected": {m: ("never this", lambda a, b: a["status"] == "failed" and b["status"] == "passed") for m in MODES},
-    "options": {m: ({"connector": "other", "metadata": {"k": 1}},
-                     lambda a, b: tool_result(a).get("meta") == {"k": 1} and tool_result(b).get("meta") == {}) for m in MODES},
+    "options": {m: ({"connector": "other", "metadata": {"k": 1}, "mode": "fast"},
+                     lambda a, b: tool_result(a).get("meta") == {"k": 1} and tool_result(b).get("meta") == {}
+                     and tool_result(a)["options"] == {"mode": "fast"} and tool_result(b)["options"] == {}
+                     and {c["connector"] for c in a["model_calls"] if c["role"] == "agent"} == {"other"}) for m in MODES},
     "user": {m: ("alice", lambda a, b: tool_result(a)["user"] == "alice" != tool_result(b)["user"]) for m in MODES},
     "team": {m: ("blue", lambda a, b: tool_result(a)["team"] == "blue" != tool_result(b)["team"]) for m in MODES},
     "metadata": {m: ({"tier": "gold"}, lambda a, b: tool_result(a)["meta"] == {"tier": "gold"} and tool_result(b)["meta"] == {}) for m in MODES},

@@ -272,3 +272,27 @@ def test_compute_counts_skips_errors_and_not_run():
 def test_pass_hat_k_of_an_80_percent_agent_is_33_percent():
     """The worked example of docs/gates.md: independent runs at 80% pass all five 0.8^5 = 32.8% of the time."""
     assert round(0.8 ** 5, 3) == 0.328 and round(1 - 0.2 ** 5, 5) == 0.99968
+
+
+def test_last_failed_and_json_events_follow_the_gates_not_single_runs(bot, tmp_path):
+    """A flaky case within its gate passed: --lf does not pick it again and --json does not list it as failed."""
+    path = bot.cases("cases.jsonl", [case("within", "PF", min_pass_rate=0.5), case("never", "F")])
+    result = cli("-i", str(path), "-n", "bot", "--runs", "2", "-o", str(tmp_path / "r.json"), "--json")
+    assert result.exit_code == 1
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    summary = [e for e in events if e["event"] == "summary"][-1]
+    assert summary["failed_ids"] == ["never"] and summary["exit_code"] == 1
+    listed = cli("-i", str(path), "-n", "bot", "--lf", "--list")
+    assert listed.exit_code == 0 and "never" in listed.output and "within" not in listed.output
+
+
+def test_runs_saved_by_early_stop_shorten_the_progress():
+    import io
+
+    from agenttest.reporting.console import Console
+
+    console = Console(io.StringIO(), parallel=2)
+    console.total = 10
+    console.saved()
+    console.saved()
+    assert console.total == 8

@@ -4,9 +4,9 @@ types are registered by name — ``openai``, ``mock`` and plug-ins, all the same
 from __future__ import annotations
 
 from ..errors import AgentTestError, did_you_mean
-from .base import ChatRequest, Connector, ConnectorSpec, Factory, factory, register, type_names
+from .base import ChatRequest, Connector, ConnectorSpec, Factory, Retryable, factory, register, type_names
 
-__all__ = ["ChatRequest", "Connector", "ConnectorSpec", "Factory", "create", "register"]
+__all__ = ["ChatRequest", "Connector", "ConnectorSpec", "Factory", "Retryable", "create", "register"]
 
 
 def create(spec: ConnectorSpec) -> Connector:

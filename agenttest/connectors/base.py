@@ -1,13 +1,16 @@
-"""What a connector is: its spec (from a ``.conn.yao`` file), the request it answers, the protocol,
-and the registry of connector types by name."""
+"""What a connector is: its spec (from a ``.conn.yao`` file), the request it answers, the protocol, the
+failures it may raise for the throttle to retry, and the registry of connector types by name."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
+from ..errors import CallError
 from ..model import Completion, Message
+
+FailureKind = Literal["rate_limit", "server", "timeout", "connection", "unreachable"]
 
 
 @dataclass(frozen=True)
@@ -27,9 +30,24 @@ class ChatRequest:
     agent_dir: str = ""  # the calling agent's folder (the mock reads its rules there)
 
 
+class Retryable(CallError):
+    """One attempt failed in a way that another attempt may not: ``rate_limit`` (429), ``server`` (5xx),
+    ``timeout``, ``connection`` (reset, dropped) or ``unreachable`` (refused, DNS). Connectors raise it for
+    a single attempt; the throttle (``throttle.py``) retries with backoff and adapts the load."""
+
+    def __init__(self, message: str, kind: FailureKind, where: str = "", retry_after: float | None = None, status: int = 0):
+        super().__init__(message)
+        self.kind = kind
+        self.where = where  # the endpoint, as host:port
+        self.retry_after = retry_after  # seconds the server asked to wait (Retry-After), if it said
+        self.status = status
+
+
 class Connector(Protocol):
-    """``complete`` answers one request. Optional: ``prepare(agent_dir)`` checks at load time what the
-    connector needs for an agent (the mock: its rules file); ``aclose()`` releases network clients."""
+    """``complete`` answers one request (one attempt: raise ``Retryable`` for what may be retried, CallError
+    for the rest). Optional: ``prepare(agent_dir)`` checks at load time what the connector needs for an
+    agent (the mock: its rules file); ``aclose()`` releases network clients; ``warnings``, a list of
+    load-time warnings."""
 
     spec: ConnectorSpec
 

@@ -11,6 +11,8 @@ from ..secrets import Secrets
 from ..userfiles import read_jsonc, substitute_env
 from .base import ConnectorSpec
 
+LIFTED = ("max_concurrency", "rpm", "pricing")  # top-level keys of a connector file that count as options
+
 
 def spec_for(app: App, connector_id: str, secrets: Secrets, offline: bool = False) -> ConnectorSpec:
     """The spec behind a connector ID; every value substituted from ``$ENV`` joins ``secrets``. ``offline``
@@ -23,9 +25,13 @@ def spec_for(app: App, connector_id: str, secrets: Secrets, offline: bool = Fals
         if not isinstance(data, dict) or "type" not in data:
             raise AgentTestError("a connector file needs a 'type'", Location(path), "e.g. {\"type\": \"openai\", \"options\": {...}}")
         found: dict[str, str] = {}
-        options = substitute_env(data.get("options") or {}, f"connector {connector_id}", found, required=not offline)
+        data = substitute_env(data, f"connector {connector_id}", found, required=not offline)  # anywhere in the file: every value is a secret
         for name, value in found.items():
             secrets.add(value, name)
+        options = dict(data.get("options") or {})
+        for key in LIFTED:  # may be given beside "options" as well as inside it
+            if key in data and key not in options:
+                options[key] = data[key]
         return ConnectorSpec(connector_id, data["type"], options, path, tuple(found.values()))
     if connector_id.startswith("openai.") and len(connector_id) > len("openai."):
         if "OPENAI_API_KEY" not in os.environ and not offline:

@@ -156,6 +156,8 @@ def _lookup(scope: dict[str, Any], dotted: str) -> Any:
 
 
 class MockConnector:
+    local = True  # no endpoint: nothing to throttle or retry
+
     def __init__(self, spec: ConnectorSpec):
         self.spec = spec
         self.model = str(spec.options.get("model", "mock"))

@@ -1,22 +1,40 @@
-"""The ``openai`` connector: any OpenAI-compatible chat-completions endpoint through the official SDK."""
+"""The ``openai`` connector: any OpenAI-compatible chat-completions endpoint through the official SDK.
+
+One ``complete`` is one attempt (the SDK's own retries are off, so that 429s are seen): 429, 5xx,
+timeouts and connection failures raise ``Retryable`` and the throttle retries them (``throttle.py``).
+Only chat-completions parameters reach the request body (``parameters.py``)."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import urlparse
 
 from ..errors import AgentTestError, CallError
 from ..model import Completion, ToolCall, Usage
+from ..parameters import CHAT_PARAMETERS, not_sent, request_options
 from ..secrets import redact
-from .base import ChatRequest, ConnectorSpec, register
+from ..texts import shorten
+from .base import ChatRequest, ConnectorSpec, Retryable, register
+from .httpfailures import connection_failure, retry_after
 
-_OWN = {"model", "host", "base_url", "key", "api_key", "stream", "max_retries", "timeout", "organization", "headers",
-        "pricing"}  # pricing gives costs (agenttest/costs.py); it is never sent
+# read by agent-test, never sent
+_OWN = {"model", "host", "base_url", "proxy", "key", "api_key", "stream", "max_retries", "rate_limit_retries", "timeout",
+        "organization", "headers", "max_concurrency", "rpm"}
+# Yao's descriptions of the model (and costs, §8): never sent
+_DESCRIPTIVE = {"capabilities", "thinking", "pricing", "protocols", "label", "description"}
+_RETRIED = {408, 409, 429}  # and every 5xx
+MAX_ERROR_TEXT = 1000  # characters of a server's error text kept (redacted first, then cut)
+MAX_ARGUMENT_DEPTH = 64  # tool-call arguments nested deeper are refused, not parsed on
+# One SDK client (one connection pool) per SHARD calls in flight: httpcore's pool scans all of its
+# connections, with a socket check each, on every request and response, so at --parallel 500 one pool
+# costs ~0.6 ms of CPU per call more than sixteen (0.25 ms at --parallel 200; bench/RESULTS.md).
+SHARD = 32
 
 
 def normalize_base_url(url: str) -> str:
-    """``host`` or ``base_url``, with or without ``/v1``: a bare host gets ``/v1``."""
+    """``host``, ``base_url`` or ``proxy``, with or without ``/v1``: a bare host gets ``/v1``."""
     url = url.rstrip("/")
     if urlparse(url).path in ("", "/"):
         url += "/v1"
@@ -24,46 +42,55 @@ def normalize_base_url(url: str) -> str:
 
 
 class OpenAIConnector:
+    local = False
+
     def __init__(self, spec: ConnectorSpec):
         self.spec = spec
         opts = spec.options
         self.model = opts.get("model")
         if not self.model:
             raise AgentTestError(f"connector {spec.id}: 'options.model' is missing")
-        base = opts.get("base_url") or opts.get("host")
-        self.base_url = normalize_base_url(base) if base else None
+        base = opts.get("base_url") or opts.get("host") or opts.get("proxy")
+        self.base_url = normalize_base_url(str(base)) if base else None
         self.key = str(opts.get("key") or opts.get("api_key") or "not-needed")
         self.stream = bool(opts.get("stream", False))
-        self.max_retries = int(opts.get("max_retries", 3))
         self.request_timeout = float(opts.get("timeout", 600))
         self.headers = opts.get("headers") or None
         self.organization = opts.get("organization") or None
-        self.defaults = {k: v for k, v in opts.items() if k not in _OWN}
-        self._client_: Any = None
+        capabilities = opts.get("capabilities")
+        self.send_tools = not (isinstance(capabilities, dict) and capabilities.get("tool_calls") is False)
+        self.defaults = {k: v for k, v in opts.items() if k in CHAT_PARAMETERS}
+        unknown = [k for k in opts if k not in _OWN and k not in _DESCRIPTIVE and k not in CHAT_PARAMETERS]
+        self.warnings = [not_sent(unknown, f"connector {spec.id}" + (f" ({spec.path})" if spec.path else ""))] if unknown else []
+        self.where = _host(self.base_url)
+        self._clients: list[Any] = []
+        self._in_flight = self._peak = self._turn = 0
 
     def _client(self) -> Any:
-        """The SDK client, made on first use inside the run's event loop (its connection pool lives there)."""
-        if self._client_ is None:
+        """An SDK client, made on first use inside the run's event loop (its connection pool lives there):
+        one per SHARD calls ever in flight at once, taken in turn (so each keeps its connections alive)."""
+        self._peak = max(self._peak, self._in_flight + 1)
+        while len(self._clients) * SHARD < self._peak:
             from openai import AsyncOpenAI
 
-            self._client_ = AsyncOpenAI(
-                api_key=self.key,
-                base_url=self.base_url,
-                max_retries=self.max_retries,
-                timeout=self.request_timeout,
-                default_headers=self.headers,
-                organization=self.organization,
-            )
-        return self._client_
+            self._clients.append(AsyncOpenAI(api_key=self.key, base_url=self.base_url, max_retries=0, timeout=self.request_timeout,
+                                             default_headers=self.headers, organization=self.organization))
+        self._turn = (self._turn + 1) % len(self._clients)
+        return self._clients[self._turn]
 
     def _body(self, request: ChatRequest, stream: bool) -> dict[str, Any]:
-        """The request body as plain JSON: connector options, then the agent's and the case's."""
-        body: dict[str, Any] = {**self.defaults, **request.options}
-        body.pop("stream", None)
-        body.setdefault("model", self.model)
+        """The request body as plain JSON: the connector's parameters, then the agent's and the case's."""
+        params = {**self.defaults, **request_options(request.options)}
+        params.pop("stream", None)
+        extra = {**_dict(self.defaults.get("extra_body")), **_dict(params.pop("extra_body", None))}
+        body: dict[str, Any] = {"model": self.model, **params, **extra}
         body["messages"] = list(request.messages)
-        if request.tools:
+        if request.tools and self.send_tools:
             body["tools"] = [{"type": "function", "function": t} for t in request.tools]
+        else:  # without tools, OpenAI rejects these
+            body.pop("tool_choice", None)
+            body.pop("parallel_tool_calls", None)
+            body.pop("tools", None)
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -75,53 +102,73 @@ class OpenAIConnector:
         from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
         stream = bool(request.options.get("stream", self.stream))
-        # client.post is the SDK's own request path (auth, retries, errors, parsing into ChatCompletion)
-        # without create()'s per-call TypedDict transform, which costs ~1 ms of CPU per call: the body
-        # here is already plain JSON. See bench/RESULTS.md.
+        # client.post is the SDK's own request path (auth, errors, parsing into ChatCompletion) without
+        # create()'s per-call TypedDict transform, which costs ~1 ms of CPU per call: the body here is
+        # already plain JSON. See bench/RESULTS.md.
+        client = self._client()
+        self._in_flight += 1
         try:
-            client = self._client()
             if stream:
                 chunks = await client.post("/chat/completions", cast_to=ChatCompletion, body=self._body(request, True),
                                            stream=True, stream_cls=openai.AsyncStream[ChatCompletionChunk])
                 return await self._streamed(chunks)
             response = await client.post("/chat/completions", cast_to=ChatCompletion, body=self._body(request, False))
-        except openai.APIStatusError as exc:
-            raise CallError(self._redact(f"model error {exc.status_code} from {self._where()}: {_message(exc)}")) from None
-        except openai.APITimeoutError:
-            raise CallError(f"model request to {self._where()} timed out") from None
-        except openai.APIConnectionError as exc:
-            raise CallError(self._redact(f"cannot reach {self._where()}: {exc.__cause__ or exc}")) from None
-        except openai.OpenAIError as exc:
-            raise CallError(self._redact(f"model error from {self._where()}: {exc}")) from None
-        except ValueError as exc:  # a body that is not valid JSON
-            raise CallError(self._redact(f"invalid response from {self._where()}: {type(exc).__name__}: {exc}")) from None
-        except (AttributeError, TypeError, IndexError) as exc:  # a stream that bends the protocol
-            raise CallError(f"unexpected response from {self._where()}: {type(exc).__name__}: {exc}") from None
-        try:
             return self._completion(response)
-        except (AttributeError, TypeError, IndexError) as exc:  # a server that bends the protocol
-            raise CallError(f"unexpected response from {self._where()}: {type(exc).__name__}: {exc}") from None
+        except openai.APIStatusError as exc:
+            raise self._status_failure(exc) from None
+        except openai.APITimeoutError:
+            raise Retryable(f"model request to {self.where} timed out", "timeout", self.where) from None
+        except openai.APIConnectionError as exc:
+            kind, why = connection_failure(exc)
+            verb = "cannot reach" if kind == "unreachable" else "connection to"
+            raise Retryable(self._text(f"{verb} {self.where}{'' if kind == 'unreachable' else ' failed'}: {why}"), kind, self.where) from None  # type: ignore[arg-type]
+        except openai.OpenAIError as exc:
+            raise CallError(self._text(f"model error from {self.where}: {exc}")) from None
+        except RecursionError:
+            raise CallError(f"invalid response from {self.where}: JSON nested too deeply") from None
+        except ValueError as exc:  # a body that is not valid JSON
+            raise CallError(self._text(f"invalid response from {self.where}: {type(exc).__name__}: {exc}")) from None
+        except (AttributeError, TypeError, IndexError, KeyError) as exc:  # a server that bends the protocol
+            raise CallError(self._text(f"unexpected response from {self.where}: {type(exc).__name__}: {exc}")) from None
+        finally:
+            self._in_flight -= 1
+
+    def _status_failure(self, exc: Any) -> CallError:
+        status = int(exc.status_code)
+        text = self._text(f"model error {status} from {self.where}: {_message(exc)}")
+        if status in _RETRIED or status >= 500:
+            headers = getattr(getattr(exc, "response", None), "headers", None)
+            return Retryable(text, "rate_limit" if status == 429 else "server", self.where, retry_after(headers), status)
+        return CallError(text)
 
     def _completion(self, response: Any) -> Completion:
+        if isinstance(response, str):  # a body that is not JSON at all
+            raise CallError(self._text(f"invalid response from {self.where}: {_what_text(response)}"))
         if not response.choices:
-            raise CallError(f"model error from {self._where()}: the response has no choices")
+            raise CallError(f"model error from {self.where}: the response has no choices")
         message = response.choices[0].message
         calls = tuple(
-            ToolCall(c.function.name, _arguments(c.function.arguments), c.id or f"call_{i}")
+            ToolCall(c.function.name, self._arguments(c.function.arguments), c.id or f"call_{i}")
             for i, c in enumerate(message.tool_calls or ())
             if getattr(c, "function", None) is not None
         )
-        return Completion(message.content or "", calls, _usage(response.usage), response.model or "")
+        return Completion(message.content or "", calls, self._usage(response.usage), response.model or "")
 
     async def _streamed(self, stream: Any) -> Completion:
+        kind = stream.response.headers.get("content-type", "")
+        if "event-stream" not in kind:
+            body = (await stream.response.aread()).decode("utf-8", "replace")
+            raise CallError(self._text(f"asked for a stream, but {self.where} answered with {kind or 'no content type'} "
+                                       f"({_what_text(body)}); set \"stream\": false on the connector if it does not stream"))
         content: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
-        usage, model = Usage(), ""
+        usage, model, finished = Usage(), "", False
         async for chunk in stream:
             model = chunk.model or model
             if chunk.usage:
-                usage = _usage(chunk.usage)
+                usage = self._usage(chunk.usage)
             for choice in chunk.choices or ():
+                finished = finished or bool(choice.finish_reason)
                 delta = choice.delta
                 if delta is None:
                     continue
@@ -134,25 +181,101 @@ class OpenAIConnector:
                     if tc.function is not None:
                         slot["name"] += tc.function.name or ""
                         slot["arguments"] += tc.function.arguments or ""
+        if not finished:
+            got = sum(len(c) for c in content)
+            raise CallError(f"the stream from {self.where} ended without a finish_reason (cut off after {got} characters)")
         tool_calls = tuple(
-            ToolCall(c["name"], _arguments(c["arguments"]), c["id"] or f"call_{i}") for i, c in sorted(calls.items())
+            ToolCall(c["name"], self._arguments(c["arguments"]), c["id"] or f"call_{i}") for i, c in sorted(calls.items())
         )
         return Completion("".join(content), tool_calls, usage, model)
 
+    def _arguments(self, text: Any) -> Any:
+        if not text:
+            return {}
+        if isinstance(text, str):
+            try:
+                value = json.loads(text)
+            except RecursionError:
+                raise CallError(f"tool-call arguments from {self.where} are nested too deeply") from None
+            except ValueError:
+                return text  # kept raw: the tool loop reports it as invalid arguments
+        else:
+            value = text  # some OpenAI-compatible servers send the arguments as an object
+        if _depth(value) > MAX_ARGUMENT_DEPTH:
+            raise CallError(f"tool-call arguments from {self.where} are nested more than {MAX_ARGUMENT_DEPTH} deep")
+        return value
+
+    def _usage(self, u: Any) -> Usage:
+        if u is None:
+            return Usage()
+        counts = []
+        for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            value = getattr(u, name, None)
+            if value is None:
+                value = 0
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 or value > 1e15:
+                raise CallError(self._text(f"invalid response from {self.where}: usage.{name} is {value!r}, not a number of tokens"))
+            counts.append(int(value))
+        details = getattr(u, "prompt_tokens_details", None)  # of the prompt tokens, those served from the endpoint's cache
+        cached = getattr(details, "cached_tokens", None) if details is not None else None
+        if isinstance(cached, bool) or not isinstance(cached, (int, float)) or cached != cached or not 0 <= cached <= counts[0]:
+            cached = 0
+        return Usage(counts[0], counts[1], counts[2], int(cached))
+
     async def aclose(self) -> None:
-        """Close the client while the run's loop still runs."""
-        client, self._client_ = self._client_, None
-        if client is not None:
+        """Close the clients while the run's loop still runs."""
+        clients, self._clients = self._clients, []
+        for client in clients:
             await client.close()
 
-    def _where(self) -> str:
-        return urlparse(self.base_url).netloc if self.base_url else "api.openai.com"
-
-    def _redact(self, text: str) -> str:
-        return redact(text, [self.key, *self.spec.secrets])
+    def _text(self, text: str) -> str:
+        """An error text with every secret hidden, then cut (cutting first could keep a key's prefix)."""
+        return shorten(redact(text, [self.key, *self.spec.secrets]), MAX_ERROR_TEXT)
 
     def __repr__(self) -> str:
-        return f"OpenAIConnector({self.spec.id!r}, model={self.model!r}, base_url={self.base_url!r})"
+        return f"OpenAIConnector({self.spec.id!r}, model={self.model!r}, endpoint={self.where!r})"
+
+
+def _host(base_url: str | None) -> str:
+    """The endpoint as ``host[:port]``: never the URL's userinfo (it may hold a password)."""
+    if not base_url:
+        return "api.openai.com"
+    parsed = urlparse(base_url)
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    host = parsed.hostname or "?"
+    return f"{host}:{port}" if port else host
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _depth(value: Any, limit: int = MAX_ARGUMENT_DEPTH + 1) -> int:
+    """How deep containers nest in ``value`` (counting stops past ``limit``), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, (dict, list)) and level < limit:
+            deepest = max(deepest, level + 1)
+            stack.extend((child, level + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+def _what_text(body: str) -> str:
+    """A short description of a body that should have been JSON or a stream."""
+    stripped = body.lstrip()
+    if stripped[:1] in "<" and re.match(r"<(!doctype|html|head|body)", stripped, re.IGNORECASE):
+        title = _TITLE.search(body)
+        return f"an HTML page{f' titled {title.group(1).strip()!r}' if title else ''}: is the API base right? It usually ends in /v1"
+    if stripped[:1] in "{[":
+        return "a plain JSON body"
+    return f"text {shorten(body, 120)!r}" if stripped else "an empty body"
 
 
 def _message(exc: Any) -> str:
@@ -161,26 +284,9 @@ def _message(exc: Any) -> str:
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])
+    if isinstance(body, str) and body.lstrip()[:1] == "<":
+        return _what_text(body)
     return str(getattr(exc, "message", exc))
-
-
-def _arguments(text: Any) -> Any:
-    if not text:
-        return {}
-    if not isinstance(text, str):
-        return text  # some OpenAI-compatible servers send the arguments as an object
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text  # kept raw: the tool loop reports it as invalid arguments
-
-
-def _usage(u: Any) -> Usage:
-    if u is None:
-        return Usage()
-    details = getattr(u, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) or 0 if details is not None else 0
-    return Usage(u.prompt_tokens or 0, u.completion_tokens or 0, u.total_tokens or 0, cached)
 
 
 register("openai")(OpenAIConnector)

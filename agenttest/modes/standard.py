@@ -7,15 +7,13 @@ from typing import Any
 from ..assertions import Observation, evaluate_all
 from ..errors import CallError
 from ..model import AssertionResult, AssertionSpec, Case, CaseResult, Status
+from ..parameters import request_options
 from ..tracking import Trace
 from .base import CaseEnv, world_view
 
-OWN_OPTIONS = ("connector", "metadata")
-
-
 def agent_options(case: Case) -> dict[str, Any]:
-    """The case's options minus what agent-test itself reads."""
-    return {k: v for k, v in case.options.items() if k not in OWN_OPTIONS}
+    """The case's options that go to the model: chat-completions parameters (the rest is ``ctx.options``)."""
+    return request_options(case.options)
 
 
 def verdict(results: tuple[AssertionResult, ...]) -> Status:

@@ -21,6 +21,13 @@ STATUS_COLOR = {"passed": "green", "failed": "red", "error": "red", "timeout": "
 WORLD_LINES = 10  # changes of the world shown under a case with -v
 
 
+def load_line(load: dict[str, Any]) -> str:
+    """``12 × 429 absorbed, 3 retries; fake: concurrency 4 (lowest 2)``."""
+    parts = [f"{load['absorbed']} × 429 absorbed"] + ([f"{load['retries']} retries"] if load["retries"] else [])
+    limits = [f"{name}: concurrency {e['limit']} (lowest {e['lowest_limit']})" for name, e in load["connectors"].items() if e["rate_limited"]]
+    return "; ".join([", ".join(parts), *limits])
+
+
 def cut(text: Any, limit: int) -> str:
     """One printable line: its first ``limit`` characters (characters, not bytes), then ``...`` when cut."""
     line = printable(shorten(text, 1 << 30))
@@ -64,6 +71,10 @@ class Console:
         self._warned: set[str] = set()
 
     # -- primitives --------------------------------------------------------------------------
+
+    def _cut(self, text: Any, limit: int) -> str:
+        """``cut`` after hiding secrets: cutting first could leave a secret's prefix on the screen."""
+        return cut(self.secrets.redact(shorten(text, 1 << 30)), limit)
 
     def paint(self, text: str, color: str) -> str:
         return f"\x1b[{COLORS[color]}m{text}\x1b[0m" if self.color else text
@@ -115,6 +126,20 @@ class Console:
 
             self._bar = tqdm(total=self.total, file=sys.stderr, unit="case", leave=False, dynamic_ncols=True)
 
+    def saved(self) -> None:
+        """--early-stop did not start a run: one less to wait for (the progress still reaches its end)."""
+        self.total -= 1
+        if self._bar is not None:
+            self._bar.total = self.total
+            self._bar.refresh()
+
+    def warning(self, text: str) -> None:
+        """A warning while cases run (an endpoint marked down), on a line of its own."""
+        if self._pending_line:
+            self.out.write("\n")
+            self._pending_line = False
+        self.line(f"{self.paint('⚠', 'yellow')} {text}")
+
     def _title(self, case_id: str, run: int, runs: int, connector: str = "") -> str:
         where = f" @ {safe(connector)}" if self.matrix and connector else ""
         return f"[{safe(case_id)}{where}]" + (f" (run {run}/{runs})" if runs > 1 else "")
@@ -125,7 +150,7 @@ class Console:
         if self.parallel > 1 or case.dynamic or self.show_reply or self._bar is not None or self.quiet >= 2:
             return
         self._group(case.file)
-        self.out.write(self.secrets.redact(f"► {self._title(case.id, run, runs, connector)} {cut(preview(case.input) or case.name, PREVIEW)} "))
+        self.out.write(f"► {self.secrets.redact(self._title(case.id, run, runs, connector))} {self._cut(preview(case.input) or case.name, PREVIEW)} ")
         self.out.flush()
         self._pending_line = True
 
@@ -148,7 +173,7 @@ class Console:
         elif result.dynamic:
             self._tree(result, runs, status, took)
         else:
-            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs, result.connector)} {cut(preview(result.input) or result.name, PREVIEW)} "
+            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs, result.connector)} {self._cut(preview(result.input) or result.name, PREVIEW)} "
             self._pending_line = False
             self.line(f"{head}{status} ({took})")
             self._details(result)
@@ -163,12 +188,12 @@ class Console:
         """Under a case: with -v (or for a literal message) what it did first, then why it did not pass."""
         if (self.verbose or self.show_reply) and not self.quiet:
             for c in r.tool_calls:
-                result = f"error: {safe(c.error)}" if c.error else cut(as_text(c.result), 100)
-                self.line(f"  │  tool {safe(c.name)}({cut(as_text(c.arguments), 80)}) → {result}{self._marks(c)}")
+                result = f"error: {safe(c.error)}" if c.error else self._cut(as_text(c.result), 100)
+                self.line(f"  │  tool {safe(c.name)}({self._cut(as_text(c.arguments), 80)}) → {result}{self._marks(c)}")
             if self.verbose:
                 self._world(r, "  │  ")
             if r.status != "skipped" and r.output is not None:
-                shown = printable(as_text(r.output), newlines=True) if self.show_reply else cut(as_text(r.output), 300)
+                shown = printable(as_text(r.output), newlines=True) if self.show_reply else self._cut(as_text(r.output), 300)
                 self.line(f"  │  output: {shown}")
             for log in r.logs:
                 self.line(f"  │  log: {safe(log)}")
@@ -219,7 +244,7 @@ class Console:
             last = i == len(r.turns) - 1
             branch, stem = ("└─", "   ") if last else ("├─", "│  ")
             attached = "".join(f" + [{safe(name)}]" for name in t.attachments)
-            self.line(f"  {branch} Turn {t.turn}: \"{cut(as_text(t.input), 40)}\"{attached} → \"{cut(as_text(t.output), 40)}\"")
+            self.line(f"  {branch} Turn {t.turn}: \"{self._cut(as_text(t.input), 40)}\"{attached} → \"{self._cut(as_text(t.output), 40)}\"")
             for j, cp_id in enumerate(t.checkpoints):
                 cp = next((c for c in r.checkpoints if c.id == cp_id), None)
                 tool = f" (tool: {cp.tool})" if cp is not None and cp.tool else ""
@@ -227,7 +252,7 @@ class Console:
                 self.line(f"  {stem}{leaf} {self.paint('✓', 'green')} checkpoint: {safe(cp_id)}{safe(tool)}")
             if self.verbose:
                 for c in t.tool_calls:
-                    self.line(f"  {stem}   tool {safe(c.name)}({cut(as_text(c.arguments), 60)}){self._marks(c)}")
+                    self.line(f"  {stem}   tool {safe(c.name)}({self._cut(as_text(c.arguments), 60)}){self._marks(c)}")
         reached = sum(1 for c in r.checkpoints if c.reached)
         turns = len(r.turns)
         self.line(f"  {status} ({took}) - {turns} turn{'s' if turns != 1 else ''}, {reached}/{len(r.checkpoints)} checkpoints")
@@ -257,6 +282,8 @@ class Console:
         if s["usage"]["total_tokens"]:
             u = s["usage"]
             rows.append(("Tokens", f"{u['total_tokens']:,} ({u['prompt_tokens']:,} prompt + {u['completion_tokens']:,} completion)"))
+        if "load" in s and (s["load"]["rate_limited"] or s["load"]["retries"]):
+            rows.append(("Load", load_line(s["load"])))
         for label, value in rows:
             if value not in ("", None):
                 self.line(f"  {label + ':':<10} {safe(value)}")

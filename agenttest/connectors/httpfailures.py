@@ -1,0 +1,78 @@
+"""What went wrong with an HTTP call, said truthfully: the cause behind the SDK's "Connection error."
+(refused, no such host, reset, out of file descriptors) and how long the server asked us to wait."""
+
+from __future__ import annotations
+
+import errno
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+# errno → (kind, what happened); "unreachable" means nothing was sent (the endpoint may be down)
+_ERRNOS = {
+    errno.ECONNREFUSED: ("unreachable", "connection refused"),
+    errno.EHOSTUNREACH: ("unreachable", "no route to host"),
+    errno.ENETUNREACH: ("unreachable", "network unreachable"),
+    errno.ECONNRESET: ("connection", "connection reset by the server"),
+    errno.EPIPE: ("connection", "connection closed by the server while sending"),
+    errno.ECONNABORTED: ("connection", "connection aborted"),
+    errno.EMFILE: ("connection", "out of file descriptors (too many open connections: try a lower --parallel, or raise `ulimit -n`)"),
+    errno.ENFILE: ("connection", "the system is out of file descriptors (try a lower --parallel)"),
+}
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    seen: set[int] = set()
+    node: BaseException | None = exc
+    while node is not None and id(node) not in seen and len(out) < 12:
+        seen.add(id(node))
+        out.append(node)
+        node = node.__cause__ or node.__context__
+    return out
+
+
+def connection_failure(exc: BaseException) -> tuple[str, str]:
+    """``(kind, text)`` for a failed connection: kind ``unreachable`` (refused, DNS: nothing was sent) or
+    ``connection`` (reset, dropped, local limits); the text names the real cause."""
+    for node in _chain(exc):
+        code = getattr(node, "errno", None)
+        if type(node).__name__ == "gaierror" or (isinstance(code, int) and code < 0 and isinstance(node, OSError)):
+            return "unreachable", f"cannot resolve the host name ({getattr(node, 'strerror', None) or node})"
+        if isinstance(code, int) and code in _ERRNOS:
+            return _ERRNOS[code]
+    names = {type(n).__name__ for n in _chain(exc)}
+    text = " ".join(str(n) for n in _chain(exc))
+    if "RemoteProtocolError" in names or "disconnected" in text.lower():
+        return "connection", "the server closed the connection without answering"
+    if "ReadError" in names or "WriteError" in names:
+        return "connection", "the connection broke while the request was under way"
+    if "ConnectError" in names:
+        return "unreachable", "cannot connect"
+    cause = exc.__cause__ or exc
+    return "connection", f"{type(cause).__name__}: {cause}"
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds the server asked to wait: ``retry-after-ms`` (OpenAI), ``Retry-After`` in seconds or as an
+    HTTP date; None when it did not say (or said nonsense)."""
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            value = float(ms) / 1000
+            return value if 0 <= value < 1e6 else None
+        raw = headers.get("retry-after")
+    except (TypeError, ValueError, AttributeError):
+        return None
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            value = parsedate_to_datetime(str(raw)).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    return max(0.0, value) if value < 1e6 and value == value else None

@@ -1,0 +1,277 @@
+"""Load on an endpoint (FORMATS §13): every call of a network connector goes through its ``Throttle`` —
+an adaptive concurrency limit (halved on a 429, grown back by one per success, never above ``--parallel``
+or the connector's ``max_concurrency``), ``rpm`` spacing, retries with backoff that honour ``Retry-After``,
+and the endpoint marked down after three connection failures in a row."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import AgentTestError, CallError
+from ..model import Completion, EndpointLoad
+from ..tracking import deadline_paused
+from .base import ChatRequest, Connector, ConnectorSpec, Retryable
+
+DOWN_AFTER = 3  # connection failures in a row that mark an endpoint down
+MAX_WAIT = 60.0  # a longer Retry-After is cut to this
+BASE_DELAY, MAX_DELAY = 0.5, 8.0  # exponential backoff when the server does not say how long
+UNBOUNDED = 1000  # the ceiling when no --parallel is known (a Catalog used as a library): the CLI's own maximum
+PROBE_WINDOWS = 3  # past the last good level, grow by one per this many windows of successes (bench/RESULTS.md)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What bounds one connector's load: from its spec and the run's ``--parallel``."""
+
+    ceiling: int  # the most calls in flight: --parallel, or the connector's max_concurrency if lower
+    rpm: float | None = None  # requests per minute, spaced evenly
+    max_retries: int = 3  # for 5xx, timeouts and connection failures
+    rate_limit_retries: int = 10  # for 429s (they are also slowed by the adaptive limit)
+
+
+def limits_for(spec: ConnectorSpec, parallel: int | None) -> Limits:
+    """The limits a connector file asks for under ``--parallel``; a bad value is a usage error naming it."""
+    parallel = parallel or UNBOUNDED
+    opts = spec.options
+
+    def number(key: str, default: Any, minimum: float, kind: type = int) -> Any:
+        value = opts.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)) \
+                or not math.isfinite(value) or value < minimum:
+            where = f"connector {spec.id}" + (f" ({spec.path})" if spec.path else "")
+            raise AgentTestError(f"{where}: '{key}' must be {'an integer' if kind is int else 'a number'} ≥ {minimum:g}, not {value!r}")
+        return kind(value)
+
+    most = number("max_concurrency", None, 1)
+    return Limits(min(parallel, most) if most else parallel, number("rpm", None, 0.001, float),
+                  number("max_retries", 3, 0), number("rate_limit_retries", 10, 0))
+
+
+class Throttle:
+    """One endpoint's load: who may send now, how fast, and how it has held up."""
+
+    def __init__(self, name: str, limits: Limits, notify: Callable[[str], None] = lambda text: None):
+        self.name = name
+        self.limits = limits
+        self.notify = notify
+        self.limit = limits.ceiling
+        self.recover_to = limits.ceiling  # grow back one per success up to here; beyond, one per PROBE_WINDOWS windows
+        self.in_flight = 0
+        self.epoch = 0  # bumped on each decrease: 429s of calls sent before it do not halve again
+        self.down: str | None = None  # "host: why", once marked down
+        self._probe = 0
+        self._failures_in_a_row = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._next_start = 0.0
+        self.stats = {"requests": 0, "rate_limited": 0, "absorbed": 0, "retries": 0, "overloaded": 0}
+        self.lowest = self.limit
+        self.peak = 0
+
+    async def acquire(self) -> int:
+        """Wait for a slot (and the ``rpm`` spacing); returns the epoch the call was sent in."""
+        if self.down:
+            raise CallError(f"endpoint unreachable: {self.down}")
+        if self.in_flight >= self.limit or self._waiters:
+            with deadline_paused():
+                await self._queue()
+        else:
+            self.in_flight += 1
+        if self.limits.rpm:
+            await self._space()
+        self.peak = max(self.peak, self.in_flight)
+        self.stats["requests"] += 1
+        return self.epoch
+
+    async def _queue(self) -> None:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # granted a slot, then cancelled: hand it on
+                self.release()
+            raise
+        finally:
+            if not fut.done():
+                self._waiters.remove(fut)
+
+    async def _space(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        start = max(now, self._next_start)
+        self._next_start = start + 60.0 / self.limits.rpm  # type: ignore[operator]
+        if start > now:
+            try:
+                with deadline_paused():
+                    await asyncio.sleep(start - now)
+            except asyncio.CancelledError:
+                self.release()
+                raise
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self.in_flight < self.limit:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                self.in_flight += 1
+                fut.set_result(None)
+
+    def succeeded(self) -> None:
+        """A call came back: grow back by one, or past the last good level by one per PROBE_WINDOWS windows
+        of successes (probing slowly keeps the limit near what the endpoint takes, instead of halving often)."""
+        self._failures_in_a_row = 0
+        if self.limit < self.recover_to:
+            self.limit += 1
+        else:
+            self._probe += 1
+            if self._probe >= PROBE_WINDOWS * self.limit and self.limit < self.limits.ceiling:
+                self.limit, self._probe = self.limit + 1, 0
+                self.recover_to = self.limit
+        self._wake()
+
+    def rate_limited(self, epoch: int) -> None:
+        """A 429 for a call sent in ``epoch`` (call before ``release``): halve, once per epoch."""
+        self.stats["rate_limited"] += 1
+        self._failures_in_a_row = 0
+        if epoch != self.epoch:
+            return  # sent before the last decrease: that decrease already answered it
+        level = min(self.limit, self.in_flight)
+        self.recover_to = max(1, level - 1)  # at most this many were accepted
+        self.limit = max(1, level // 2)
+        self.lowest = min(self.lowest, self.limit)
+        self.epoch += 1
+        self._probe = 0
+
+    def failed(self, exc: Retryable) -> bool:
+        """Any other failed attempt; True when it marked the endpoint down."""
+        if exc.status == 503:
+            self.stats["overloaded"] += 1
+        if exc.kind != "unreachable":
+            self._failures_in_a_row = 0
+            return False
+        self._failures_in_a_row += 1
+        if self._failures_in_a_row >= DOWN_AFTER and not self.down:
+            self.down = exc.where or self.name
+            self.notify(f"connector {self.name}: endpoint unreachable: {self.down} ({DOWN_AFTER} connection attempts in a row "
+                        f"failed: {exc}); the remaining cases that use it fail at once")
+            for fut in list(self._waiters):  # the queued calls learn it now
+                if not fut.done():
+                    fut.set_exception(CallError(f"endpoint unreachable: {self.down}"))
+            self._waiters.clear()
+        return self.down is not None
+
+    def load(self) -> EndpointLoad:
+        s = self.stats
+        return EndpointLoad(self.name, s["requests"], s["rate_limited"], s["absorbed"], s["retries"], s["overloaded"],
+                            self.limit, self.lowest, self.peak, self.down is not None)
+
+
+def backoff(attempt: int) -> float:
+    """Seconds before retry number ``attempt`` when the server did not say: 0.5, 1, 2, … 8, with jitter."""
+    return min(MAX_DELAY, BASE_DELAY * 2 ** (attempt - 1)) * (1 + random.random() / 4)
+
+
+class Throttled:
+    """A connector whose calls go through a Throttle and are retried as each failure allows."""
+
+    def __init__(self, inner: Connector, throttle: Throttle, parallel: int):
+        self.inner = inner
+        self.spec: ConnectorSpec = inner.spec
+        self.throttle = throttle
+        self.parallel = parallel
+
+    def __getattr__(self, name: str) -> Any:  # prepare, aclose, warnings, … of the connector inside
+        return getattr(self.inner, name)
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        throttle, limits = self.throttle, self.throttle.limits
+        limited = failures = 0
+        while True:
+            epoch = await throttle.acquire()
+            try:
+                completion = await self.inner.complete(request)
+            except Retryable as exc:
+                failure = exc
+                if exc.kind == "rate_limit":
+                    throttle.rate_limited(epoch)
+                down = exc.kind != "rate_limit" and throttle.failed(exc)
+                throttle.release()
+            except BaseException:
+                throttle.release()
+                raise
+            else:
+                throttle.release()
+                throttle.succeeded()
+                return completion
+            if failure.kind == "rate_limit":
+                limited += 1
+                if limited > limits.rate_limit_retries:
+                    raise CallError(f"{failure} (still rate limited after {limits.rate_limit_retries} retries; "
+                                    f"try a lower --parallel, or set rpm/max_concurrency on the connector)") from None
+                throttle.stats["absorbed"] += 1
+                with deadline_paused():  # waiting out a rate limit is not the agent's time
+                    await asyncio.sleep(min(failure.retry_after if failure.retry_after is not None else backoff(limited), MAX_WAIT))
+                continue
+            if down:
+                raise CallError(f"endpoint unreachable: {throttle.down}") from None
+            failures += 1
+            if failures > limits.max_retries:
+                raise CallError(self._final(failure, failures - 1)) from None
+            throttle.stats["retries"] += 1
+            await asyncio.sleep(min(failure.retry_after if failure.retry_after is not None else backoff(failures), MAX_WAIT))
+
+    def _final(self, failure: Retryable, retries: int) -> str:
+        text = str(failure) + (f" (after {retries} {'retry' if retries == 1 else 'retries'})" if retries else "")
+        if failure.status == 503:
+            text += f"; the endpoint is overloaded: try a lower --parallel (it is {self.parallel}) or set max_concurrency on the connector"
+        return text
+
+
+class Traffic:
+    """The run's throttles, one per network connector, and who hears about endpoints going down."""
+
+    def __init__(self, parallel: int | None = None):
+        self.parallel = parallel
+        self.throttles: dict[str, Throttle] = {}
+        self.notices: list[str] = []
+        self._listeners: list[Callable[[str], None]] = []
+
+    def wrap(self, connector: Connector) -> Connector:
+        """The connector with its calls throttled and retried; local connectors (the mock) as they are."""
+        if getattr(connector, "local", False):
+            return connector
+        spec = connector.spec
+        throttle = Throttle(spec.id, limits_for(spec, self.parallel), self.notify)
+        self.throttles[spec.id] = throttle
+        return Throttled(connector, throttle, self.parallel or UNBOUNDED)
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        self._listeners.append(listener)
+
+    def notify(self, text: str) -> None:
+        self.notices.append(text)
+        for listener in self._listeners:
+            listener(text)
+
+    def load(self) -> tuple[EndpointLoad, ...]:
+        return tuple(t.load() for t in self.throttles.values() if t.stats["requests"] or t.down)
+
+    def warnings(self) -> list[str]:
+        """What the report should say about the load: endpoints down, 503 storms."""
+        out = list(self.notices)
+        for t in self.throttles.values():
+            if t.stats["overloaded"] >= DOWN_AFTER:
+                out.append(f"connector {t.name}: {t.stats['overloaded']} responses were 503 (overloaded); "
+                           f"a lower --parallel (it was {self.parallel}) or max_concurrency on the connector may help")
+        return out

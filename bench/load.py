@@ -1,0 +1,108 @@
+"""The load workloads (issue 19): a rate-limited endpoint (429 beyond R requests in flight), 1,000 ×
+200 ms at ``--parallel 200`` next to the SDK alone, 100,000 cases on the mock connector (peak memory,
+the JSON report streamed), and start-up to the first request with where its time goes (``-X importtime``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from workloads import standard_cases
+
+
+def rate_limited(b: Any) -> None:
+    """600 cases at --parallel 50 through an endpoint that allows R in flight: wall against the limit's
+    ideal (N × latency / R), and every case must pass (none lost to a 429)."""
+    n, latency, limit, parallel = b.size(600), 0.1, 8, 50
+    path = b.cases("rate-limited", standard_cases(n))
+    out = os.path.join(b.tmp, "rate-limited.json")
+
+    def once() -> tuple[Any, int]:
+        b.server.configure(latency, 0.1, limit=limit, retry_after="1")
+        return b.invoke(["-i", path, "-n", "bot", "--parallel", str(parallel), "-o", out]), b.server.peak_in_flight
+
+    m, peak = b.median(once)
+    with open(out) as fh:
+        summary = json.load(fh)["summary"]
+    lost = summary["errors"] + summary["timeouts"] + summary["failed"]
+    absorbed = summary.get("load", {}).get("absorbed", 0)
+    ideal = n * latency / limit + b.startup
+    b.row(f"{n} standard, {latency * 1000:.0f} ms, {limit} in flight allowed (429 + Retry-After beyond), --parallel {parallel}: "
+          f"{lost} lost, {absorbed} × 429 absorbed", m, n, ideal, peak, "0 lost; ≤ 1.3 × ideal", lost == 0 and m.wall <= 1.3 * ideal)
+
+
+def wide(b: Any) -> None:
+    """1,000 × 200 ms at --parallel 200, next to the SDK alone (``chat.completions.create``, as its users
+    write it) on the same server, the runs interleaved so that both see the same machine. At this width
+    both are CPU-bound on two cores (~2 ms of CPU a call), so the SDK alone, not N × latency / parallel,
+    is the bar."""
+    n, latency, parallel = b.size(1000), 0.2, 200
+    path = b.cases(f"wide{n}", standard_cases(n))
+    ours, theirs = [], []
+    for _ in range(b.repeats()):
+        ours.append(b.agent_test(path, latency, parallel))
+        theirs.append(b.sdk(n, latency, parallel, "create"))
+    (m, peak), (sdk, sdk_peak) = (sorted(runs, key=lambda r: r[0].wall)[len(runs) // 2] for runs in (ours, theirs))
+    b.row(f"{n} standard, 200 ms, --parallel {parallel} (median of {b.repeats()})", m, n, n * latency / parallel + b.startup, peak,
+          "≤ 1.10 × the SDK alone", m.wall <= 1.1 * sdk.wall)
+    b.row("  openai SDK alone (create), same workload, runs interleaved", sdk, n, n * latency / parallel + b.sdk_startup, sdk_peak,
+          "(peer, same run)", None)
+
+
+def huge_mock(b: Any) -> None:
+    """100,000 cases on the mock connector: no network, the runner and the report alone."""
+    n = b.size(100_000)
+    path = b.cases("huge", standard_cases(n))
+    out = os.path.join(b.tmp, "huge.json")
+    m = b.invoke(["-i", path, "-n", "mockbot", "--parallel", "20", "-o", out])
+    size = os.path.getsize(out) / 2**20
+    b.row(f"{n} standard on the mock connector, --parallel 20 (memory; a {size:.0f} MB JSON report)", m, n, None, 0, "≤ 300 MB",
+          m.rss_mb <= 300)
+
+
+def first_request(b: Any) -> None:
+    """From starting the process to the first request reaching the server (best of a few), next to the SDK
+    alone sending one request; then where agent-test's start-up goes."""
+    path = b.cases("first", standard_cases(1))
+    sdk = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "sdk_alone.py"), b.server.url, "1", "1", "create"]
+    ours, theirs = (_to_first_request(b, cmd) for cmd in (_command(path), sdk))
+    for name, took, target, met in (("start-up to the first request (best of 5)", ours, "≤ the SDK alone + 0.20 s", ours <= theirs + 0.2),
+                                     ("  openai SDK alone: start-up to its request (best of 5)", theirs, "(peer, same run)", None)):
+        b.rows.append({"workload": name, "wall": f"{took:.2f} s", "ideal": "—", "ratio": "—", "cpu/case": "—", "peak in-flight": "—",
+                       "peak RSS": "—", "target": target, "met": "—" if b.smoke or met is None else ("yes" if met else "NO")})
+        print("  ".join(f"{k}={v}" for k, v in b.rows[-1].items()), flush=True)
+    b.notes.append(import_times(path, b.tmp))
+
+
+def _to_first_request(b: Any, cmd: list[str]) -> float:
+    best = float("inf")
+    for _ in range(1 if b.smoke else 5):
+        b.server.configure(0.0, 0.0)
+        spawned = time.time()
+        subprocess.run(cmd, cwd=b.tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        first = float(b.server.stats()["first_at"])
+        best = min(best, first - spawned if first else float("inf"))
+    return best
+
+
+def _command(path: str, *python: str) -> list[str]:
+    return [sys.executable, *python, "-m", "agenttest", "-i", path, "-n", "bot", "-o", os.path.join(os.path.dirname(path), "first.json")]
+
+
+def import_times(path: str, cwd: str, top: int = 8) -> str:
+    """Where start-up goes: the slowest imports of a real one-case run (``python -X importtime``)."""
+    proc = subprocess.run(_command(path, "-X", "importtime"), cwd=cwd, capture_output=True, text=True, check=False)
+    packages: dict[str, int] = {}
+    for line in proc.stderr.splitlines():
+        parts = line[len("import time:"):].split("|") if line.startswith("import time:") else []
+        if len(parts) == 3 and parts[1].strip().isdigit() and parts[2].startswith(" ") and not parts[2].startswith("  "):
+            name = parts[2].strip().split(".")[0]  # imported at the top level: cumulative times do not overlap
+            packages[name] = packages.get(name, 0) + int(parts[1])
+    total = sum(packages.values())
+    heavy = sorted(packages.items(), key=lambda kv: -kv[1])[:top]
+    listed = ", ".join(f"{name} {us / 1000:.0f} ms" for name, us in heavy)
+    return f"Imports of a one-case run (`-X importtime`, top-level, cumulative): {total / 1000:.0f} ms in all; {listed}."

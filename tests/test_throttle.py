@@ -1,0 +1,235 @@
+"""Load on an endpoint (FORMATS §13): the adaptive limit, rpm spacing, Retry-After, retry budgets and
+endpoints marked down — as a unit, and through the real SDK against a loopback server that answers 429
+beyond K requests in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+import pytest
+
+from agenttest.connectors import ChatRequest, ConnectorSpec, create
+from agenttest.connectors.throttle import Limits, Throttle, Traffic, limits_for
+from agenttest.errors import AgentTestError, CallError
+from helpers import Answer
+
+KEY = "sk-live-DO-NOT-LEAK-123456"
+
+
+def spec(server_host: str, **options) -> ConnectorSpec:
+    return ConnectorSpec("fake", "openai", {"model": "m1", "host": server_host, "key": KEY, **options})
+
+
+def ask(conn, text: str):
+    return conn.complete(ChatRequest([{"role": "user", "content": text}]))
+
+
+async def many(conn, n: int, prefix: str = "case"):
+    return await asyncio.gather(*(ask(conn, f"{prefix} {i}") for i in range(n)), return_exceptions=True)
+
+
+# ---- the throttle alone ------------------------------------------------------------------------
+
+
+def test_halves_on_a_429_once_per_epoch_then_grows_back_one_per_success():
+    async def go():
+        t = Throttle("x", Limits(ceiling=8))
+        epochs = [await t.acquire() for _ in range(8)]
+        assert t.in_flight == 8 and t.limit == 8
+        t.rate_limited(epochs[0])
+        assert t.limit == 4 and t.recover_to == 7
+        t.rate_limited(epochs[1])  # sent before the decrease: already answered by it
+        assert t.limit == 4
+        for _ in range(8):
+            t.release()
+        for expected in (5, 6, 7):  # back to the last good level, one per success
+            t.succeeded()
+            assert t.limit == expected
+        for _ in range(3 * 7 - 1):  # past it: one per three windows of successes
+            t.succeeded()
+        assert t.limit == 7
+        t.succeeded()
+        assert t.limit == 8
+        for _ in range(50):
+            t.succeeded()
+        assert t.limit == 8  # never above the ceiling
+        assert t.load().lowest_limit == 4 and t.load().rate_limited == 2
+
+    asyncio.run(go())
+
+
+def test_waiters_get_slots_in_order_and_a_429_holds_new_ones_back():
+    async def go():
+        t = Throttle("x", Limits(ceiling=2))
+        first, second = await t.acquire(), await t.acquire()
+        order: list[int] = []
+
+        async def wait(i: int) -> None:
+            await t.acquire()
+            order.append(i)
+
+        waiters = [asyncio.create_task(wait(i)) for i in range(3)]
+        await asyncio.sleep(0)
+        assert order == [] and t.in_flight == 2
+        t.rate_limited(first)  # limit 1: a freed slot goes to nobody while one is still in flight
+        t.release()
+        await asyncio.sleep(0)
+        assert order == []
+        t.release()
+        await asyncio.sleep(0)
+        assert order == [0]
+        waiters[2].cancel()  # a waiter that gives up leaves the queue without taking a slot
+        t.release()
+        t.succeeded()
+        await asyncio.sleep(0)
+        assert order == [0, 1] and t.in_flight == 1
+        await asyncio.gather(*waiters, return_exceptions=True)
+        assert second == first
+
+    asyncio.run(go())
+
+
+def test_rpm_spaces_the_starts():
+    async def go():
+        t = Throttle("x", Limits(ceiling=10, rpm=600))  # one start every 0.1 s
+        start = time.perf_counter()
+        for _ in range(4):
+            await t.acquire()
+        return time.perf_counter() - start
+
+    assert 0.28 <= asyncio.run(go()) < 1.5
+
+
+@pytest.mark.parametrize("options, parallel, ceiling", [({}, 7, 7), ({"max_concurrency": 3}, 7, 3), ({"max_concurrency": 30}, 7, 7)])
+def test_the_ceiling_is_parallel_or_max_concurrency_whichever_is_lower(options, parallel, ceiling):
+    assert limits_for(spec("http://h", **options), parallel).ceiling == ceiling
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"max_concurrency": 0}, "'max_concurrency' must be an integer ≥ 1, not 0"),
+    ({"rpm": "fast"}, "'rpm' must be a number ≥ 0.001, not 'fast'"),
+    ({"max_retries": -1}, "'max_retries' must be an integer ≥ 0, not -1"),
+    ({"max_concurrency": 2.5}, "'max_concurrency' must be an integer"),
+])
+def test_bad_limits_are_usage_errors(options, message):
+    with pytest.raises(AgentTestError, match=message):
+        limits_for(spec("http://h", **options), 4)
+
+
+# ---- through the SDK against the loopback server -----------------------------------------------
+
+
+def test_429_beyond_k_in_flight_every_call_passes_and_the_load_converges_to_k(server):
+    server.limit(4, "0.2")  # Retry-After: 0.2 (seconds)
+    server.responder = lambda req: Answer("ok", delay=0.05)
+    traffic = Traffic(parallel=20)
+    conn = traffic.wrap(create(spec(server.host)))
+    results = asyncio.run(many(conn, 80))
+    assert all(not isinstance(r, BaseException) and r.content == "ok" for r in results), [r for r in results if isinstance(r, BaseException)][:3]
+    requests = list(server.requests)
+    rejected = [r for r in requests if r["rejected"]]
+    load = traffic.load()[0]
+    assert rejected and load.rate_limited == len(rejected) == load.absorbed  # every 429 absorbed
+    assert load.lowest_limit <= 4 < 20 and load.requests == len(requests)
+    tail = requests[len(requests) * 2 // 3:]
+    assert max(r["in_flight"] for r in tail) <= 4 + 2  # the load settled at about K
+    # Retry-After is respected: a rejected message comes back no sooner than 0.2 s later
+    by_text: dict[str, list[dict]] = {}
+    for r in requests:
+        by_text.setdefault(r["body"]["messages"][-1]["content"], []).append(r)
+    for sent in by_text.values():
+        for before, after in zip(sent, sent[1:]):
+            assert before["rejected"] and after["at"] - before["at"] >= 0.19
+
+
+def test_retry_after_in_whole_seconds_and_in_ms_are_honoured(server):
+    for header, value, wait in (("retry-after", "1", 1.0), ("retry-after-ms", "300", 0.3)):
+        server.reset()
+        calls = []
+
+        def responder(req, header=header, value=value):
+            calls.append(time.monotonic())
+            return Answer(status=429, error="slow down", headers={header: value}) if len(calls) == 1 else Answer("ok")
+
+        server.responder = responder
+        assert asyncio.run(ask(Traffic(2).wrap(create(spec(server.host))), "hi")).content == "ok"
+        assert wait - 0.02 <= calls[1] - calls[0] < wait + 1.0
+
+
+def test_a_rate_limit_the_budget_cannot_absorb_is_the_calls_error(server):
+    server.responder = lambda req: Answer(status=429, error="quota exceeded", headers={"retry-after-ms": "10"})
+    conn = Traffic(2).wrap(create(spec(server.host, rate_limit_retries=2)))
+    with pytest.raises(CallError, match=r"model error 429 .*quota exceeded \(still rate limited after 2 retries; try a lower --parallel"):
+        asyncio.run(ask(conn, "hi"))
+    assert len(server.requests) == 3
+
+
+def test_max_concurrency_bounds_what_parallel_would_send(server):
+    server.responder = lambda req: Answer("ok", delay=0.05)
+    conn = Traffic(parallel=10).wrap(create(spec(server.host, max_concurrency=2)))
+    results = asyncio.run(many(conn, 10))
+    assert all(r.content == "ok" for r in results)
+    assert server.peak_in_flight == 2
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_endpoint_is_marked_down_after_three_failures_in_a_row():
+    port = closed_port()
+    traffic = Traffic(parallel=1)
+    heard: list[str] = []
+    traffic.listen(heard.append)
+    conn = traffic.wrap(create(spec(f"http://127.0.0.1:{port}", max_retries=5)))
+    start = time.perf_counter()
+    with pytest.raises(CallError, match=f"^endpoint unreachable: 127.0.0.1:{port}$"):
+        asyncio.run(ask(conn, "first"))  # attempts 1–3 fail, refused: the third marks it down
+    for i in range(5):  # the rest fail at once
+        with pytest.raises(CallError, match=f"^endpoint unreachable: 127.0.0.1:{port}$"):
+            asyncio.run(ask(conn, f"then {i}"))
+    assert time.perf_counter() - start < 5  # 0.5 s + 1 s of backoff, not 5 retries each
+    assert len(heard) == 1 and "connection refused" in heard[0] and "3 connection attempts in a row" in heard[0]
+    assert traffic.load()[0].unreachable and traffic.warnings() == heard
+
+
+def test_a_success_resets_the_count_of_failures(server):
+    t = Throttle("x", Limits(ceiling=1))
+    from agenttest.connectors.base import Retryable
+
+    refused = Retryable("cannot reach h: connection refused", "unreachable", "h")
+    assert not t.failed(refused) and not t.failed(refused)
+    t.succeeded()
+    assert not t.failed(refused) and not t.failed(refused) and t.failed(refused)
+    assert t.down == "h"
+
+
+class Flaky:
+    """A plug-in connector that says it was rate limited twice, then answers."""
+
+    def __init__(self):
+        self.spec = ConnectorSpec("flaky", "flaky", {"max_retries": 0})
+        self.calls = 0
+
+    async def complete(self, request):
+        from agenttest.connectors.base import Retryable
+        from agenttest.model import Completion
+
+        self.calls += 1
+        if self.calls <= 2:
+            raise Retryable("busy", "rate_limit", "flaky:1", retry_after=0.01, status=429)
+        return Completion("ok")
+
+
+def test_a_plug_in_connector_gets_the_same_retries_and_a_local_one_is_left_alone():
+    traffic = Traffic(parallel=3)
+    inner = Flaky()
+    conn = traffic.wrap(inner)
+    assert asyncio.run(ask(conn, "hi")).content == "ok" and inner.calls == 3
+    assert traffic.load()[0].absorbed == 2
+    mock = create(ConnectorSpec("mock", "mock", {}))
+    assert traffic.wrap(mock) is mock and len(traffic.throttles) == 1
