@@ -6,6 +6,7 @@ subcommand. The only place that prints errors and exits."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import re
 import sys
@@ -109,32 +110,24 @@ def _connectors(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
     return tuple(dict.fromkeys(names))
 
 
-def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
-    if value is None:
-        return None
-    from .budgets import parse
-
-    try:
-        return parse(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+def _parsed_by(module: str) -> Callable[[click.Context, click.Parameter, str | None], Any]:
+    """A callback that parses the flag's value with ``agenttest.<module>.parse`` (imported when used);
+    its ValueError is a usage error."""
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+        if value is None:
+            return None
+        parse = importlib.import_module(f"agenttest.{module}").parse
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return callback
 
 
 def _ref(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None and not re.fullmatch(r"[\w.]+\.\w+", value):
         raise click.BadParameter(f"{value!r} must be <module>.<Function>, e.g. env_test.BeforeAll")
     return value
-
-
-def _shard(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
-    if value is None:
-        return None
-    from .sharding import parse
-
-    try:
-        return parse(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 def _roles(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
@@ -228,7 +221,7 @@ def main() -> None:
               help="A case passes when this share of its runs passed (a case's 'min_pass_rate' wins); 1.0 is pass^k.")
 @click.option("--early-stop", is_flag=True, cls=Option, section="Running",
               help="Stop a case's runs once no remaining run can change its verdict  [default: off]")
-@click.option("--budget", metavar="LIMITS", callback=_budget, cls=Option, section="Running",
+@click.option("--budget", metavar="LIMITS", callback=_parsed_by("budgets"), cls=Option, section="Running",
               help="Limits per case run, e.g. tokens=20000,cost=0.05,tool_calls=10,turns=8,duration=2m (a case's 'budget' wins)  [default: none]")
 @click.option("--seed", default=0, show_default=True, type=int, metavar="N", cls=Option, section="Running",
               help="Seed of the faults given with a rate: the same seed injects the same faults.")
@@ -236,7 +229,7 @@ def main() -> None:
               help="Stop scheduling cases after the first that does not pass (with --runs: whose gate failed)  [default: off]")
 @click.option("--max-attachment", default="20MB", show_default=True, callback=_size, metavar="SIZE", cls=Option, section="Running",
               help="Largest file an input may attach (file:// parts): 20MB, 500KB or bytes.")
-@click.option("--shard", metavar="K/N", callback=_shard, cls=Option, section="Input and selection",
+@click.option("--shard", metavar="K/N", callback=_parsed_by("sharding"), cls=Option, section="Input and selection",
               help="Run shard K of N: a fixed 1/N of the selected cases, the same on every machine (merge the reports with agent-test merge)  [default: all]")
 @click.option("--record", metavar="DIR", cls=Option, section="Running",
               help="Record every model call into cassettes in DIR (one JSONL file per case)  [default: off]")

@@ -21,6 +21,18 @@ class Table:
     verdicts: list[str]  # each row's verdict (passed, failed, …), for colour
 
 
+def run_state(report: RunReport) -> list[tuple[str, str]]:
+    """Interrupted, stopped early, not run — (label, what it means) — said above the results."""
+    out = []
+    if report.interrupted:
+        out.append(("Interrupted", f"({'SIGTERM' if report.terminated else 'Ctrl-C'}): the report holds the results that finished."))
+    elif report.stopped_early:
+        out.append(("Stopped early", "(--fail-fast): no case was started after the first failure."))
+    if report.not_run:
+        out.append(("Not run:", str(report.not_run)))
+    return out
+
+
 def percent(rate: float) -> str:
     return f"{100 * rate:.0f}%" if abs(100 * rate - round(100 * rate)) < 1e-9 else f"{100 * rate:.1f}%"
 

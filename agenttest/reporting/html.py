@@ -100,13 +100,7 @@ def _cell(text: str) -> str:
 
 def _state(report: RunReport) -> str:
     """Interrupted, stopped early, not run: a banner above the results."""
-    said = []
-    if report.interrupted:
-        said.append(f"<b>Interrupted</b> ({'SIGTERM' if report.terminated else 'Ctrl-C'}): the report holds the results that finished.")
-    elif report.stopped_early:
-        said.append("<b>Stopped early</b> (--fail-fast): no case was started after the first failure.")
-    if report.not_run:
-        said.append(f"<b>Not run:</b> {report.not_run}")
+    said = [f"<b>{escape(label)}</b> {escape(text)}" for label, text in figures.run_state(report)]
     return f'<div class="banner">{" ".join(said)}</div>' if said else ""
 
 

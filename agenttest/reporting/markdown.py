@@ -92,13 +92,7 @@ def _table(table: figures.Table) -> list[str]:
 
 def _state(report: RunReport, s: dict) -> list[str]:
     """Interrupted, stopped early, not run: said before anything else."""
-    lines = []
-    if report.interrupted:
-        lines.append(f"> ⚠ **Interrupted** ({'SIGTERM' if report.terminated else 'Ctrl-C'}): the report holds the results that finished.")
-    elif report.stopped_early:
-        lines.append("> ⚠ **Stopped early** (--fail-fast): no case was started after the first failure.")
-    if report.not_run:
-        lines.append(f"> **Not run:** {report.not_run}")
+    lines = [f"> {'⚠ ' if label != 'Not run:' else ''}**{label}** {text}" for label, text in figures.run_state(report)]
     return lines + [""] if lines else []
 
 
