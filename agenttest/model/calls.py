@@ -1,0 +1,152 @@
+"""What calling a model and running tools gives: usage, tool calls, completions, replies, and the ctx user code sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .kinds import FaultKind, Message
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cached_tokens: int = 0  # of the prompt tokens, those the endpoint served from its cache (priced apart)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+            self.cached_tokens + other.cached_tokens,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        out = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "total_tokens": self.total_tokens}
+        if self.cached_tokens:
+            out["cached_tokens"] = self.cached_tokens
+        return out
+
+@dataclass(frozen=True)
+class Spend:
+    """What one role's model calls through one connector cost within a case run."""
+
+    role: str  # agent, simulator, validator, generator
+    connector: str
+    usage: Usage = Usage()
+    calls: int = 0
+    cost: float | None = None  # USD; None when the connector has no pricing
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call the model asked for and what running it gave."""
+
+    name: str
+    arguments: Any
+    id: str = ""
+    result: Any = None
+    error: str | None = None
+    duration_ms: float = 0.0
+    server: str | None = None  # the MCP server the tool belongs to
+    mocked: bool = False  # a case's mock answered instead of the tool
+    fault: FaultKind | None = None  # the fault injected instead of running the tool
+
+    def as_dict(self) -> dict[str, Any]:
+        """The call as hooks, script tests and reports see it."""
+        out = {"name": self.name, "arguments": self.arguments, "result": self.result, "duration_ms": round(self.duration_ms, 1)}
+        if self.id:
+            out["id"] = self.id
+        if self.error is not None:
+            out["error"] = self.error
+        if self.server is not None:
+            out["server"] = self.server
+        if self.mocked:
+            out["mocked"] = True
+        if self.fault is not None:
+            out["fault"] = self.fault
+        return out
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One answer of a model: text and/or tool calls."""
+
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    model: str = ""
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One model call made while a case ran: who asked, through which connector, and which model the
+    endpoint says answered (it may differ from the one asked for)."""
+
+    role: str
+    connector: str
+    model: str = ""
+    duration_ms: float = 0.0
+
+@dataclass(frozen=True)
+class EndpointLoad:
+    """How one connector held up under the run's load (FORMATS §13)."""
+
+    connector: str
+    requests: int = 0  # attempts sent
+    rate_limited: int = 0  # 429 responses
+    absorbed: int = 0  # of those, retried rather than ending a case
+    retries: int = 0  # other failed attempts that were retried (5xx, timeouts, connection errors)
+    overloaded: int = 0  # 503 responses
+    limit: int = 0  # the adaptive concurrency limit at the end
+    lowest_limit: int = 0
+    peak_in_flight: int = 0
+    unreachable: bool = False  # marked down after consecutive connection failures
+
+@dataclass(frozen=True)
+class Reply:
+    """What an agent answered to one conversation, tool loop included."""
+
+    text: str
+    messages: tuple[Message, ...] = ()  # assistant and tool messages to append to the history
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    data: Any = None  # the Next hook's data, when it returned some
+    has_data: bool = False
+    model_calls: int = 0
+
+    @property
+    def output(self) -> Any:
+        """What assertions see: Next-hook data, else the text, else the first tool result."""
+        if self.has_data:
+            return self.data
+        if self.text:
+            return self.text
+        for call in self.tool_calls:
+            if call.error is None:
+                return call.result
+        return self.text
+
+@dataclass(frozen=True)
+class Context:
+    """What tools, hooks and scripts receive as ``ctx`` (FORMATS §5)."""
+
+    user_id: str = "test-user"
+    team_id: str = "test-team"
+    locale: str = "en-us"
+    chat_id: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    authorized: dict[str, Any] = field(default_factory=dict)
+    client: dict[str, Any] = field(default_factory=dict)
+    test_mode: str = ""
+    caller: Any = field(default=None, repr=False, compare=False)  # lets hooks and script tests call agents
+    world: dict[str, Any] = field(default_factory=dict)  # the case's tool world: tools read and change it in place
+    options: dict[str, Any] = field(default_factory=dict)  # the case's context options (Yao's mode, search, skip, …)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default)
+
+    def agent(self, agent_id: str) -> Any:
+        """A handle to call an agent from a hook or script test: ``ctx.agent("expense").stream(messages)``."""
+        if self.caller is None:
+            raise RuntimeError("this context cannot call agents")
+        return self.caller.handle(agent_id, self)

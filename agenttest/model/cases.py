@@ -1,0 +1,136 @@
+"""What a case file says, as data: a Case with its assertions, checkpoints, simulator, mocks, faults and budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol
+
+from ..errors import Location
+from .kinds import FaultKind, Message, Mode
+
+
+@dataclass(frozen=True, slots=True)
+class AssertionSpec:
+    """One assertion as written, with its normalized fields."""
+
+    type: str
+    params: dict[str, Any]
+    location: Location | None = None
+    path: tuple[Any, ...] = ()  # where in its case: ("assert", 0), ("checkpoints", 2, "assert")
+
+@dataclass(frozen=True)
+class Checkpoint:
+    id: str
+    assertion: AssertionSpec
+    description: str = ""
+    after: tuple[str, ...] = ()
+    required: bool = True
+
+@dataclass(frozen=True)
+class SimulatorSpec:
+    use: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+@dataclass(frozen=True)
+class Mock:
+    """A mocked tool (FORMATS §11): answers calls of ``tool`` whose arguments match ``match`` instead of the tool."""
+
+    tool: str
+    match: dict[str, Any] | None = None  # a subset of the arguments; "regex:" strings are patterns
+    returns: Any = None
+    error: str | None = None
+    delay: float = 0.0
+    times: int | None = None  # uses; None: unlimited
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault injected into calls of ``tool`` (a name or ``*``): at the given call numbers, at a rate, or always."""
+
+    tool: str
+    kind: FaultKind
+    at: tuple[int, ...] = ()
+    rate: float | None = None
+    message: str | None = None
+
+class Locator(Protocol):
+    """Finds ``file:line:column`` of a place inside a case (computed only when there is a problem)."""
+
+    def __call__(self, path: Sequence[Any] = (), key: bool = False) -> Location: ...
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """A test case as the file says, normalized; ``raw`` is what was written."""
+
+    id: str
+    messages: tuple[Message, ...]
+    raw: dict[str, Any]
+    location: Location
+    base_dir: str
+    file: str = ""  # the case file (or source) it came from
+    name: str = ""
+    description: str = ""
+    assertions: tuple[AssertionSpec, ...] = ()
+    expected: Any = None
+    has_expected: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+    user: str | None = None
+    team: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    skip: bool = False
+    skip_reason: str = ""
+    timeout: float | None = None
+    before: str | None = None
+    after: str | None = None
+    simulator: SimulatorSpec | None = None
+    checkpoints: tuple[Checkpoint, ...] = ()
+    max_turns: int = 20
+    tags: tuple[str, ...] = ()
+    world: dict[str, Any] | None = None  # the initial state of the case's tool world
+    mocks: tuple[Mock, ...] = ()
+    faults: tuple[Fault, ...] = ()
+    runs: int | None = None  # repetitions of this case (else --runs)
+    min_pass_rate: float | None = None  # its gate (else --min-pass-rate)
+    budget: Budget | None = None
+    script: Any = None  # a script test's function (script tests only)
+    locator: Locator | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def input(self) -> Any:
+        """The input as written (for reports and previews)."""
+        return self.raw.get("input")
+
+    @property
+    def mode(self) -> Mode:
+        if self.script is not None:
+            return "script"
+        return "dynamic" if self.checkpoints else "standard"
+
+    @property
+    def dynamic(self) -> bool:
+        return self.mode == "dynamic"
+
+    def locate(self, path: Sequence[Any] = (), key: bool = False) -> Location:
+        """Where ``path`` inside this case was written; the case's own location when unknown."""
+        return self.locator(path, key) if self.locator is not None else self.location
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits on what one run of a case may spend (FORMATS §8); None: no limit on that figure."""
+
+    tokens: int | None = None  # the agent under test's tokens
+    cost: float | None = None  # USD, the agent under test's calls
+    tool_calls: int | None = None
+    turns: int | None = None
+    duration: float | None = None  # seconds
+
+    def over(self, base: Budget | None) -> Budget:
+        """This budget's limits, the ones it leaves open taken from ``base`` (the case over --budget)."""
+        if base is None:
+            return self
+        return Budget(*(mine if mine is not None else theirs for mine, theirs in zip(astuple_shallow(self), astuple_shallow(base))))
+
+
+def astuple_shallow(value: Any) -> tuple[Any, ...]:
+    """A dataclass's field values in order, not copied (``dataclasses.astuple`` deep-copies)."""
+    return tuple(getattr(value, f.name) for f in fields(value))

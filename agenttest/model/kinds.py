@@ -1,0 +1,11 @@
+"""The small vocabularies the data uses: statuses, modes, roles, fault kinds, and the message shape."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+Status = Literal["passed", "failed", "error", "timeout", "skipped"]
+Mode = Literal["standard", "dynamic", "script"]
+Role = Literal["agent", "simulator", "validator", "generator"]
+FaultKind = Literal["error", "timeout", "malformed", "empty"]
+Message = dict[str, Any]

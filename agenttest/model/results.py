@@ -1,0 +1,304 @@
+"""What running gives: assertion, checkpoint and case results, gates over runs, the run's plan and its report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from .calls import EndpointLoad, ModelCall, Spend, ToolCall, Usage
+from .cases import Budget, Case
+from .kinds import Status
+
+
+@dataclass(frozen=True, slots=True)
+class AssertionResult:
+    type: str
+    passed: bool
+    message: str = ""
+    expected: Any = None
+    actual: Any = None
+    score: float | None = None
+    details: dict[str, Any] | None = None
+    error: bool = False  # the assertion could not be evaluated at all (e.g. the judge was unreachable)
+    traceback: str = ""  # when evaluating it raised
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    turn: int
+    input: Any
+    output: Any
+    tool_calls: tuple[ToolCall, ...] = ()
+    checkpoints: tuple[str, ...] = ()
+    duration_ms: float = 0.0
+    simulator_reasoning: str = ""
+    attachments: tuple[str, ...] = ()  # names of the files the user message attached
+
+@dataclass(frozen=True)
+class CheckpointResult:
+    id: str
+    reached: bool
+    required: bool
+    reached_at_turn: int | None = None
+    description: str = ""
+    message: str = ""
+    tool: str | None = None
+    verdict: AssertionResult | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.reached
+
+@dataclass(frozen=True)
+class WorldChange:
+    """One difference between the initial and the final world, at a JSONPath such as ``$.expenses[1]``."""
+
+    path: str
+    op: Literal["added", "removed", "changed"]
+    before: Any = None
+    after: Any = None
+
+@dataclass(frozen=True)
+class WorldRecord:
+    """A case's tool world: as the agent found it, as it left it, and the difference."""
+
+    initial: Any
+    final: Any
+    changes: tuple[WorldChange, ...] = ()
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    id: str
+    status: Status
+    name: str = ""
+    input: Any = None
+    output: Any = None
+    duration_ms: float = 0.0
+    error: str = ""
+    assertions: tuple[AssertionResult, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    turns: tuple[Turn, ...] = ()
+    checkpoints: tuple[CheckpointResult, ...] = ()
+    dynamic: bool = False
+    run: int = 1
+    warnings: tuple[str, ...] = ()
+    logs: tuple[str, ...] = ()
+    index: int = 0  # position in the input, for ordering
+    file: str = ""
+    line: int = 0  # the case's line in its file (0: unknown)
+    traceback: str = ""  # an exception's traceback (user code, or agent-test's own bug)
+    stdout: str = ""  # what user code printed while this case ran
+    stderr: str = ""
+    skip_reason: str = ""
+    description: str = ""  # the case's, as written
+    tags: tuple[str, ...] = ()
+    world: WorldRecord | None = None  # a case with a world, or whose tools changed it
+    connector: str = ""  # the connector of the agent under test in a model matrix (-c a,b)
+    spend: tuple[Spend, ...] = ()  # tokens and cost by role and connector
+    model_calls: tuple[ModelCall, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("passed", "skipped")
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why it did not pass, one line each (for a skipped case, why it was skipped)."""
+        if self.status == "skipped":
+            return [self.skip_reason] if self.skip_reason else []
+        if self.status == "passed":
+            return []
+        lines = [self.error] if self.error else []
+        lines += self.assertion_errors
+        return list(dict.fromkeys(lines)) or [self.status]
+
+    @property
+    def assertion_errors(self) -> list[str]:
+        """The message of every assertion that did not hold."""
+        return [a.message for a in self.assertions if not a.passed]
+
+@dataclass(frozen=True)
+class Stability:
+    id: str
+    runs: int
+    passed: int
+    pass_rate: float
+    avg_ms: float
+    min_ms: float
+    max_ms: float
+    std_ms: float
+    classification: str
+    connector: str = ""  # in a model matrix
+
+@dataclass(frozen=True)
+class Gate:
+    """The verdict of one case (on one connector of a matrix) over its runs (FORMATS §8): passed when
+    ``pass_rate >= min_pass_rate``. Skipped runs count nowhere; errors and timeouts count as not passed."""
+
+    id: str
+    connector: str = ""
+    file: str = ""
+    planned: int = 1  # runs scheduled
+    runs: int = 0  # runs that ran and were not skipped
+    passed: int = 0
+    min_pass_rate: float = 1.0
+    skipped: int = 0
+    saved: int = 0  # runs --early-stop did not start because the verdict was settled
+    mean_ms: float = 0.0
+    median_ms: float = 0.0
+    min_ms: float = 0.0
+    max_ms: float = 0.0
+    std_ms: float = 0.0
+    tokens: int = 0  # the agent under test's, over the runs
+    cost: float | None = None  # the agent under test's, USD; None when nothing was priced
+    total_cost: float | None = None  # every role's (simulator and validators too)
+
+    @property
+    def pass_rate(self) -> float:
+        """Passed runs over runs that ran (0–1); 0 when none ran."""
+        return self.passed / self.runs if self.runs else 0.0
+
+    @property
+    def verdict(self) -> Literal["passed", "failed", "skipped", "not run"]:
+        if not self.runs:
+            return "skipped" if self.skipped else "not run"
+        return "passed" if self.pass_rate >= self.min_pass_rate - 1e-9 else "failed"
+
+    @property
+    def pass_hat_k(self) -> bool:
+        """pass^k: every run passed."""
+        return self.runs > 0 and self.passed == self.runs
+
+    @property
+    def pass_at_k(self) -> bool:
+        """pass@k: at least one run passed."""
+        return self.passed > 0
+
+    @property
+    def flaky(self) -> bool:
+        """Some runs passed and some did not."""
+        return 0 < self.passed < self.runs
+
+@dataclass(frozen=True)
+class RunHeader:
+    """What the console header and the report say about a run before it starts."""
+
+    agent: str
+    connector: str
+    simulator: str
+    input: str  # the input described: "tests/inputs.jsonl (10 test cases)"
+    timeout: float
+    total: int  # scheduled results: cases × runs
+    runs: int = 1
+    parallel: int = 1
+    dynamic: bool = False
+
+@dataclass(frozen=True)
+class RunReport:
+    results: tuple[CaseResult, ...]
+    started_at: str
+    completed_at: str
+    duration_ms: float
+    agent_id: str = ""
+    agent_path: str = ""
+    connector: str = ""
+    simulator: str = ""
+    input_source: str = ""
+    output_file: str = ""
+    environment: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    stability: tuple[Stability, ...] = ()
+    interrupted: bool = False
+    stopped_early: bool = False
+    not_run: int = 0
+    warnings: tuple[str, ...] = ()
+    terminated: bool = False  # stopped by SIGTERM (CI cancel, docker stop) rather than Ctrl-C
+    gates: tuple[Gate, ...] = ()  # one per case (× connector): the verdicts that decide the exit code
+    matrix: tuple[str, ...] = ()  # the connectors of a model matrix (-c a,b), in order
+    generation: tuple[Spend, ...] = ()  # what generating the cases cost (-i agents:…)
+    load: tuple[EndpointLoad, ...] = ()  # per connector: requests, 429s absorbed, retries, concurrency
+
+    def count(self, status: str) -> int:
+        return self.summary.counts.get(status, 0)
+
+    @cached_property
+    def summary(self) -> Summary:
+        counts: dict[str, int] = {}
+        usage = Usage()
+        for r in self.results:
+            counts[r.status] = counts.get(r.status, 0) + 1
+            usage += r.usage
+        return Summary(len(self.results) + self.not_run, counts, usage, self.not_run)
+
+@dataclass(frozen=True)
+class Summary:
+    """Counts over a report's results."""
+
+    total: int  # selected: the results, and what --fail-fast or Ctrl-C left unrun
+    counts: dict[str, int]
+    usage: Usage
+    not_run: int = 0
+
+    @property
+    def passed(self) -> int:
+        return self.counts.get("passed", 0)
+
+    @property
+    def failed(self) -> int:
+        return self.counts.get("failed", 0)
+
+    @property
+    def errors(self) -> int:
+        return self.counts.get("error", 0)
+
+    @property
+    def timeouts(self) -> int:
+        return self.counts.get("timeout", 0)
+
+    @property
+    def skipped(self) -> int:
+        return self.counts.get("skipped", 0)
+
+    @property
+    def pass_rate(self) -> float:
+        """Percent of the cases that ran (skipped ones left out) that passed."""
+        ran = self.total - self.not_run - self.skipped
+        return round(100.0 * self.passed / ran, 1) if ran else 100.0
+
+@dataclass(frozen=True)
+class Plan:
+    """A resolved run: the selected cases, the agent under test, and everything the runner calls."""
+
+    cases: tuple[Case, ...]
+    agent: str  # the agent under test
+    connector: str | None = None  # -c: overrides every case's connector
+    runs: int = 1
+    parallel: int = 1
+    timeout: float = 300.0
+    fail_fast: bool = False
+    before_all: Any = None  # --before: a resolved hook function
+    after_all: Any = None
+    hooks: dict[str, Any] = field(default_factory=dict)  # a case's before/after ref → function
+    max_attachment: int = 20 * 1024 * 1024  # bytes
+    seed: int = 0  # --seed: draws of faults with a rate
+    matrix: tuple[str, ...] = ()  # -c a,b: every case runs on each of these connectors
+    min_pass_rate: float = 1.0  # the gate of cases that set none
+    early_stop: bool = False  # stop a case's runs once its gate is settled
+    budget: Budget | None = None  # --budget: limits of cases that set none
+
+    def runs_of(self, case: Case) -> int:
+        return case.runs if case.runs is not None else self.runs
+
+    def gate_of(self, case: Case) -> float:
+        return case.min_pass_rate if case.min_pass_rate is not None else self.min_pass_rate
+
+    @property
+    def connectors(self) -> tuple[str | None, ...]:
+        """The connectors every case runs on: the matrix, else the one override (or None: the case's own)."""
+        return self.matrix or (self.connector,)
+
+    @property
+    def total(self) -> int:
+        """Scheduled results: cases × runs × connectors."""
+        return sum(self.runs_of(c) for c in self.cases) * len(self.connectors)
