@@ -310,7 +310,7 @@ def parse_roles(text: str) -> tuple[str, ...]:
     roles = tuple(dict.fromkeys(r.strip() for r in text.split(",") if r.strip()))
     for role in roles:
         if role not in ROLES:
-            raise AgentTestError(f"--replay-roles: unknown role '{role}'", hint=did_you_mean(role, ROLES) or f"roles: {', '.join(ROLES)}")
+            raise AgentTestError(f"unknown role '{role}'", hint=did_you_mean(role, ROLES) or f"roles: {', '.join(ROLES)}")
     if not roles:
-        raise AgentTestError("--replay-roles needs at least one role", hint=f"roles: {', '.join(ROLES)}")
+        raise AgentTestError("give at least one role", hint=f"roles: {', '.join(ROLES)}")
     return roles

@@ -43,8 +43,28 @@ class Option(click.Option):
         self.section = section
 
 
+# flags of ``yao agent test`` that agent-test does not have, and what to use instead
+YAO_ONLY = {"-r": "Yao's -r (a reporter agent) is not supported: write the report with -o report.html or -o report.md "
+                  "(docs/migrating-from-yao.md)"}
+
+
 class RunCommand(click.Command):
-    """Shows its options grouped by section, and the subcommands after them."""
+    """Shows its options grouped by section, and the subcommands after them. A usage error still
+    gives ``--json`` readers their ``error`` event; a flag only Yao has says what to use instead."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, list(args), parent=parent, **extra)
+        except click.NoSuchOption as exc:
+            if exc.option_name in YAO_ONLY:
+                exc = click.NoSuchOption(exc.option_name, f"No such option: {exc.option_name}. {YAO_ONLY[exc.option_name]}", ctx=exc.ctx)
+            if "--json" in args:
+                _error_event(exc.format_message(), ExitCode.USAGE)
+            raise exc from None
+        except click.UsageError as exc:
+            if "--json" in args:
+                _error_event(exc.format_message(), ExitCode.USAGE)
+            raise
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_usage(ctx.find_root().info_name or "agent-test", "[OPTIONS]   (or: COMMAND [ARGS]...)")

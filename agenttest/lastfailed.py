@@ -36,12 +36,16 @@ def load(root: str, inputs: Sequence[str]) -> set[tuple[str, str]]:
 
 def save(root: str, inputs: Sequence[str], results: Iterable[CaseResult], gates: Iterable[Gate] = ()) -> None:
     """Remember which cases did not pass — with gates, those whose gate failed (a flaky case within its
-    gate passed) — best effort: a read-only app folder only loses the memory."""
-    gates = tuple(gates)
+    gate passed). As pytest does, a run that selected only some cases (``-k``, ``--run``, ``--lf``, or
+    one cut short) updates only those: the failures of cases it did not run are kept. Best effort: a
+    read-only app folder only loses the memory."""
+    results, gates = tuple(results), tuple(gates)
     if gates:
-        failed = sorted({(g.file, g.id) for g in gates if g.verdict == "failed"})
+        ran = {(g.file, g.id) for g in gates if g.runs}
+        failed = {(g.file, g.id) for g in gates if g.verdict == "failed"}
     else:
-        failed = sorted({(r.file, r.id) for r in results if not r.ok})
+        ran = {(r.file, r.id) for r in results if r.status != "skipped"}
+        failed = {(r.file, r.id) for r in results if not r.ok}
     path = _path(root)
     try:
         with open(path, encoding="utf-8") as fh:
@@ -50,7 +54,8 @@ def save(root: str, inputs: Sequence[str], results: Iterable[CaseResult], gates:
             data = {}
     except (OSError, ValueError):
         data = {}
-    data[key(inputs)] = [list(x) for x in failed]
+    before = {(f, i) for f, i in data.get(key(inputs), [])}
+    data[key(inputs)] = [list(x) for x in sorted((before - ran) | failed)]
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")

@@ -127,7 +127,7 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
         loaded.problems.append(Problem(f"'{source}': unknown case file type '{kind}'", None, "use .jsonl, .json, .yaml or .yml"))
         return loaded
     if not docs and not loaded.problems:  # never a silent green: a file with no cases is not a passing suite
-        loaded.problems.append(Problem(f"{source} holds no test cases: {_emptiness(text, kind)}", Location(source),
+        loaded.problems.append(Problem(f"holds no test cases: {_emptiness(text, kind)}", Location(source),
                                        "add cases, or point -i at the file that has them"))
     loaded.cases = build_cases(docs, base_dir, default_simulator, loaded, policy)
     return loaded

@@ -44,7 +44,21 @@ def prepare(path: str, flag: str = "-o") -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
+        blocker = _file_in_the_way(folder)
+        if blocker is not None:
+            raise AgentTestError(f"{flag} {path}: {blocker} is a file, so no folder can be made there",
+                                 hint="give a path whose folders are folders, e.g. -o reports/run.json") from None
         raise AgentTestError(f"{flag} {path}: cannot write there: {exc.strerror or exc}", hint="choose a folder you can write to") from None
+
+
+def _file_in_the_way(folder: str) -> str | None:
+    """The nearest part of ``folder``'s path that exists and is a file, if any."""
+    while folder and not os.path.exists(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+    return folder if os.path.isfile(folder) else None
 
 
 def default_report(folder: str) -> str:
@@ -55,7 +69,7 @@ def default_report(folder: str) -> str:
         path = os.path.join(folder or ".", f"output-{stamp}{'' if n == 1 else f'-{n}'}.json")
         try:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            return path
+            return _relative(path)
         except FileExistsError:
             continue
     raise AgentTestError(f"cannot find a free report name in {folder}")
@@ -67,3 +81,11 @@ def rescue(content: Iterable[str], name: str) -> str:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.writelines(content)
     return tmp
+
+
+def _relative(path: str) -> str:
+    """A path below the current folder as a relative one (as the user would write it), others as they are."""
+    if not os.path.isabs(path):
+        return path
+    shorter = os.path.relpath(path)
+    return path if shorter.startswith("..") else shorter

@@ -209,8 +209,15 @@ class Session:
         described = source.describe(len(plan.cases))
         if config.shard is not None:
             described += f", shard {config.shard[0]}/{config.shard[1]} of {self.selected}"
+        modes = {c.dynamic for c in plan.cases}
+        notes = []
+        if config.replay:
+            notes.append(("Replay", f"{config.replay} ({', '.join(config.replay_roles) if config.replay_roles else 'every role'}"
+                                    f"{'; misses called live and recorded' if config.record else ''})"))
+        if config.record:
+            notes.append(("Record", config.record))
         return RunHeader(config.agent or plan.agent, connector, ", ".join(simulators), described,
-                         config.timeout, plan.total, config.runs, config.parallel, any(c.dynamic for c in plan.cases))
+                         config.timeout, plan.total, config.runs, config.parallel, modes == {True}, len(modes) > 1, tuple(notes))
 
     async def _execute(self, plan: Plan, source: Inputs, caller: Caller, warnings: list[str]) -> ExitCode:
         config = self.config

@@ -52,7 +52,7 @@ def run(bot, *args, cwd=None):
 def test_a_file_with_no_cases_is_exit_2_saying_why(bot, name, text, why):
     path = bot.file(f"assistants/bot/tests/{name}", text)
     result = run(bot, "-i", str(path))
-    assert result.exit_code == 2 and f"{path} holds no test cases: {why}" in result.stderr
+    assert result.exit_code == 2 and f"{path}: holds no test cases: {why}" in result.stderr and result.stderr.count(str(path)) == 1
 
 
 def test_a_generator_with_no_cases_and_an_empty_selection_are_exit_2(bot):
@@ -107,7 +107,8 @@ def test_several_reports_missing_folders_and_unwritable_targets(bot, tmp_path):
     assert f"Output: {xml}, {html}" in result.stdout
     (tmp_path / "plain").write_text("a file")
     result = run(bot, "-i", str(path), "-o", str(tmp_path / "plain" / "r.json"))
-    assert result.exit_code == 2 and "cannot write there" in result.stderr and "Running Tests" not in result.stdout
+    assert result.exit_code == 2 and f"{tmp_path / 'plain'} is a file, so no folder can be made there" in result.stderr
+    assert "Running Tests" not in result.stdout
     dry = tmp_path / "cases" / "out" / "c.jsonl"
     assert run(bot, "-i", str(path), "--dry-run", "-o", str(dry)).exit_code == 0 and dry.exists()
 
@@ -154,6 +155,33 @@ def test_last_failed_runs_what_did_not_pass_last_time(bot, tmp_path):
     assert run(bot, "-i", str(path), "--lf").exit_code == 0  # fixed: it passes now
     result = run(bot, "-i", str(path), "--lf", "-o", str(out))
     assert len(report(out)["results"]) == 2 and "no case failed last time; running them all" in result.stdout
+
+
+def test_a_filtered_run_keeps_the_failures_of_cases_it_did_not_run(bot, tmp_path):
+    """As pytest: -k, --run and --lf update only what they ran; a case fixed in such a run is forgotten."""
+    path = bot.cases("assistants/bot/tests/c.jsonl", [{"id": "hello", "input": "hi"},
+                                                      {"id": "bad", "input": "hi", "assert": {"type": "contains", "value": "nope"}},
+                                                      {"id": "worse", "input": "hi", "assert": {"type": "contains", "value": "never"}}])
+    assert run(bot, "-i", str(path)).exit_code == 1
+    assert run(bot, "-i", str(path), "-k", "hello").exit_code == 0
+    listed = run(bot, "-i", str(path), "--lf", "--list")
+    assert "bad " in listed.stdout and "worse " in listed.stdout and "hello " not in listed.stdout, listed.stdout
+    path.write_text(path.read_text().replace('"nope"', '"echo"'))
+    assert run(bot, "-i", str(path), "--run", "^bad$").exit_code == 0  # fixed, in a run of it alone
+    listed = run(bot, "-i", str(path), "--lf", "--list")
+    assert "worse " in listed.stdout and "bad " not in listed.stdout, listed.stdout
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--budget", "tokns=1"], "did you mean 'tokens'?"), (["--runs", "0"], "'--runs'"), (["--shard", "9/8"], "'--shard'"),
+    (["--foo"], "No such option"), (["-r", "reporter"], "write the report with -o report.html")])
+def test_usage_errors_reach_json_readers_as_an_error_event(bot, flags, said):
+    path = bot.cases("assistants/bot/tests/c.jsonl", [{"id": "a", "input": "hi"}])
+    result = run(bot, "-i", str(path), "--json", *flags)
+    assert result.exit_code == 2
+    (event,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert event["event"] == "error" and event["exit_code"] == 2 and said in event["message"]
+    assert said in result.stderr
 
 
 def test_help_groups_the_flags():
@@ -215,3 +243,22 @@ def test_init_makes_an_app_whose_suite_passes(tmp_path):
     assert scripts.returncode == 0, scripts.stdout
     again = subprocess.run([sys.executable, "-m", "agenttest", "init", "demo"], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert again.returncode == 2 and "already exists and is not empty" in again.stderr
+
+
+def test_the_console_says_mixed_modes_replay_what_was_not_run_and_missed_optional_checkpoints(tmp_path):
+    """A mixed suite's header, --replay said in the header, -x's banner counting what ran, an optional
+    checkpoint that was not reached named under its case, and -v's tree ending with the reasons."""
+    suite = ("-i", "assistants/expense/tests/dynamic.jsonl", "-i", "assistants/expense/tests/inputs.jsonl", "-n", "expense")
+    missed = cli(*suite, "-x", "--replay", str(tmp_path / "empty"), cwd=REPO)
+    assert missed.exit_code == 2 and "--replay" in missed.stderr  # no such folder
+    (tmp_path / "empty").mkdir()
+    replayed = cli(*suite, "-x", "--replay", str(tmp_path / "empty"), "-o", str(tmp_path / "r.json"), cwd=REPO)
+    out = replayed.stdout
+    assert replayed.exit_code == 1 and "Agent Test (Standard + Dynamic)" in out and f"Replay: {tmp_path / 'empty'} (every role)" in out
+    assert "1 error — 1 of 1 test that ran did not pass (12 not run)" in out
+    live = cli("-i", "assistants/expense/tests/dynamic.jsonl", "-n", "expense", "-o", str(tmp_path / "d.json"), cwd=REPO)
+    assert "Agent Test (Dynamic Mode)" in live.stdout and "optional checkpoint not reached: thanks" in live.stdout
+    verbose = cli("-i", "assistants/expense/tests/inputs.jsonl", "-n", "expense", "-v", "--run", "fail-wrong-word", "-o", str(tmp_path / "v.json"), cwd=REPO)
+    tree = verbose.stdout[verbose.stdout.index("[fail-wrong-word]"):].splitlines()
+    last = next(i for i, line in enumerate(tree) if line.startswith("  └─"))
+    assert any("✗ contains" in line for line in tree[:last]) and not any(line.startswith("  │") for line in tree[last:])

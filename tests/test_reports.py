@@ -63,5 +63,5 @@ def test_check_path_rejects_unknown_formats_and_missing_folders(tmp_path):
     check_path(str(tmp_path / "new" / "folder" / "r.json"))  # a missing folder is created
     assert (tmp_path / "new" / "folder").is_dir()
     (tmp_path / "plain").write_text("a file, not a folder")
-    with pytest.raises(AgentTestError, match="cannot write there"):
+    with pytest.raises(AgentTestError, match="plain is a file, so no folder can be made there"):
         check_path(str(tmp_path / "plain" / "r.json"))

@@ -192,7 +192,10 @@ class RunHeader:
     total: int  # scheduled results: cases × runs
     runs: int = 1
     parallel: int = 1
-    dynamic: bool = False
+    dynamic: bool = False  # every case is dynamic
+    mixed: bool = False  # some cases are dynamic, some not
+    notes: tuple[tuple[str, str], ...] = ()  # more header lines: ("Replay", "cassettes/ (every role)"), …
+
 
 @dataclass(frozen=True)
 class RunReport:

@@ -102,10 +102,13 @@ class Console:
         title = "Agent Test"
         if info.dynamic:
             title += " (Dynamic Mode)"
+        elif info.mixed:
+            title += " (Standard + Dynamic)"
         if self.parallel > 1:
             title += f" (Parallel: {self.parallel})"
         self.section(title, heavy=True)
-        for label, value in (("Agent", info.agent), ("Connector", info.connector), ("Input", info.input), ("Simulator", info.simulator)):
+        for label, value in (("Agent", info.agent), ("Connector", info.connector), ("Input", info.input), ("Simulator", info.simulator),
+                             *info.notes):
             if value:
                 self.line(f"{self.paint('ℹ', 'cyan')} {label}: {safe(value)}")
         self.line(f"{self.paint('ℹ', 'cyan')} Timeout: {format_timeout(info.timeout)}")
@@ -198,12 +201,12 @@ class Console:
             for log in r.logs:
                 self.line(f"  │  log: {safe(log)}")
             self._captured(r)
-        self._reasons(r)
-        if self.verbose:
+        if self.verbose:  # every verdict, then why the case did not pass: the tree ends with the reasons
             for a in r.assertions:
                 mark = self.paint("✓", "green") if a.passed else self.paint("✗", "red")
                 score = f" (score {a.score:g})" if a.score is not None else ""
                 self.line(f"  │  {mark} {safe(a.type)}{score}" + ("" if a.passed else f": {safe(a.message)}"))
+        self._reasons(r)
 
     def _reasons(self, r: CaseResult) -> None:
         for why in r.reasons:
@@ -256,6 +259,9 @@ class Console:
         reached = sum(1 for c in r.checkpoints if c.reached)
         turns = len(r.turns)
         self.line(f"  {status} ({took}) - {turns} turn{'s' if turns != 1 else ''}, {reached}/{len(r.checkpoints)} checkpoints")
+        for cp in r.checkpoints:  # a missed required one is among the reasons; a missed optional one is said here
+            if not cp.reached and not cp.required:
+                self.line(f"  {self.paint('○', 'dim')} optional checkpoint not reached: {safe(cp.id)}")
         if self.verbose:
             self._world(r, "  ")
             self._captured(r)
@@ -337,7 +343,10 @@ class Console:
         bad = sum(counts.values())
         if bad:
             parts = ", ".join(f"{n} {label}" for label, n in counts.items() if n)
-            return self.paint(f"❌ {parts} — {bad} of {cases} {'test' if cases == 1 else 'tests'} did not pass", "red")
+            what = "cases × connectors" if report.matrix else ("test" if cases == 1 else "tests")
+            ran = " that ran" if report.not_run else ""
+            unrun = f" ({report.not_run} not run)" if report.not_run else ""
+            return self.paint(f"❌ {parts} — {bad} of {cases} {what}{ran} did not pass{unrun}", "red")
         if report.stopped_early:
             return self.paint("⚠ STOPPED EARLY", "yellow")
         return self.paint("✨ ALL TESTS PASSED ✨", "green")
