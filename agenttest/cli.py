@@ -30,7 +30,7 @@ Examples:
 
 Exit codes: 0 all passed, 1 a case failed/errored/timed out (with --runs: missed its gate), 2 bad usage or input, 3 internal error,
 130 interrupted, 143 terminated.
-Docs: docs/README.md"""
+Docs: docs/README.md in the agent-test source (every page is plain Markdown)."""
 
 SECTIONS = ("Input and selection", "Running", "Output", "Other")
 
@@ -264,7 +264,7 @@ def main() -> None:
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output",
               help="Show outputs, tool calls, what user code printed and whole tracebacks under every case  [default: off]")
 @click.option("--json", "json_events", is_flag=True, cls=Option, section="Output",
-              help="Stream NDJSON events (start, result, summary) to stdout for other programs; the console goes to stderr  [default: off]")
+              help="Stream NDJSON events (start, result, warning, summary; error if it cannot start) to stdout for other programs; the console goes to stderr  [default: off]")
 @click.option("-q", "--quiet", count=True, cls=Option, section="Output", help="-q: one line per case, no trees; -qq: the summary only")
 @click.version_option(__version__, "-V", "--version", prog_name="agent-test", cls=Option, section="Other")
 @click.help_option("-h", "--help", cls=Option, section="Other", help="Show this message and exit.")
