@@ -55,6 +55,18 @@ def test_a_file_with_no_cases_is_exit_2_saying_why(bot, name, text, why):
     assert result.exit_code == 2 and f"{path} holds no test cases: {why}" in result.stderr
 
 
+def test_invalid_json_lines_get_the_hint_that_fits_each(bot):
+    path = bot.file("assistants/bot/tests/bad.jsonl", '{"id": "a", "input": "Hello",\n{"id": "b", "input": }\n'
+                    '{"id": "c", "input": "Hi", "assert": [}\n{"id": "d", "input": "x",}\n')
+    result = run(bot, "-i", str(path))
+    assert result.exit_code == 2 and "4 problems found; nothing was run" in result.stderr
+    assert f"{path}:1:30: invalid JSON: Expecting property name enclosed in double quotes; the line ends after a comma: it is cut off, or the object is not closed" in result.stderr
+    assert f"{path}:2:22: invalid JSON: Expecting value; a value is missing here" in result.stderr
+    assert f"{path}:3:39: invalid JSON: Expecting value; the list opened with '[' is closed with '}}'" in result.stderr
+    assert f"{path}:4:26: invalid JSON: Expecting property name enclosed in double quotes; remove the trailing comma" in result.stderr
+    assert result.stderr.count("trailing comma") == 1
+
+
 def test_a_generator_with_no_cases_and_an_empty_selection_are_exit_2(bot):
     bot.file("scripts/none.py", "def make(agent, params):\n    return []\n")
     result = run(bot, "-i", "scripts:none.make", "-n", "bot")
