@@ -222,8 +222,38 @@ def test_init_makes_an_app_whose_suite_passes(tmp_path):
     demo = tmp_path / "demo"
     ran = subprocess.run([sys.executable, "-m", "agenttest", "-i", "tests"], cwd=demo, capture_output=True, text=True, env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "ALL TESTS PASSED" in ran.stdout and "Total:     5" in ran.stdout
+    assert "ALL TESTS PASSED" in ran.stdout and "Total:     6" in ran.stdout
     scripts = subprocess.run([sys.executable, "-m", "agenttest", "-i", "scripts.support.support"], cwd=demo, capture_output=True, text=True, env=env)
     assert scripts.returncode == 0, scripts.stdout
     again = subprocess.run([sys.executable, "-m", "agenttest", "init", "demo"], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert again.returncode == 2 and "already exists and is not empty" in again.stderr
+
+
+@pytest.fixture
+def demo(tmp_path, monkeypatch):
+    """An app made by ``agent-test init``, run in-process from its folder."""
+    monkeypatch.delenv("AGENTTEST_APP", raising=False)
+    assert cli("init", str(tmp_path / "demo")).exit_code == 0
+    return tmp_path / "demo"
+
+
+def test_init_app_explains_an_order_it_cannot_find(demo):
+    found = cli("-i", "order 1042", cwd=demo)
+    assert found.exit_code == 0 and "output: Order 1042 is shipped." in found.output
+    unknown = cli("-i", "order 9999", cwd=demo)
+    assert unknown.exit_code == 0 and "Order  is" not in unknown.output
+    assert "output: Sorry, I could not find that order: no order 9999. Please check the number." in unknown.output
+    suite = cli("-i", "tests", "-k", "unknown-order", cwd=demo)
+    assert suite.exit_code == 0 and "[unknown-order]" in suite.output and "Passed:    1" in suite.output
+
+
+def test_init_app_order_numbers_stay_strings_as_the_tool_schema_says(demo):
+    """``order_id`` is ``{"type": "string"}``: the mock sends "2001", so a hand-written exact case passes."""
+    exact = {"type": "tool_called", "value": {"name": "lookup_order", "arguments": {"order_id": "2001"}}}
+    (demo / "tests" / "mine.jsonl").write_text(json.dumps({"id": "exact", "input": "Order 2001, please", "assert": [exact]}) + "\n"
+                                               + json.dumps({"id": "number", "input": "Order 2001, please",
+                                                             "assert": [{**exact, "value": {**exact["value"], "arguments": {"order_id": 2001}}}]}) + "\n")
+    ran = cli("-i", "tests/mine.jsonl", "-o", str(demo / "out.json"), cwd=demo)
+    data = report(demo / "out.json")
+    assert ran.exit_code == 1 and {r["id"]: r["status"] for r in data["results"]} == {"exact": "passed", "number": "failed"}
+    assert data["results"][0]["tool_calls"][0]["arguments"] == {"order_id": "2001"}
