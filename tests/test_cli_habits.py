@@ -257,3 +257,24 @@ def test_init_app_order_numbers_stay_strings_as_the_tool_schema_says(demo):
     data = report(demo / "out.json")
     assert ran.exit_code == 1 and {r["id"]: r["status"] for r in data["results"]} == {"exact": "passed", "number": "failed"}
     assert data["results"][0]["tool_calls"][0]["arguments"] == {"order_id": "2001"}
+
+
+@pytest.mark.parametrize("text, meant", [
+    ("test", "the folder 'tests/'"),
+    ("Tests", "the folder 'tests/'"),
+    ("asistants", "the folder 'assistants/'"),
+    ("smoke", "the file 'smoke.jsonl'"),
+    ("smoke.jsnol", "the file 'smoke.jsonl'"),
+])
+def test_a_message_that_looks_like_a_mistyped_path_is_sent_with_a_warning(demo, text, meant):
+    (demo / "smoke.jsonl").write_text('{"id": "s", "input": "Hi"}\n')
+    result = cli("-i", text, cwd=demo)
+    assert result.exit_code == 0 and "output: Hello! I can help with your orders." in result.output  # still a message
+    assert f"⚠ -i '{text}' is sent as a message; did you mean {meant}?" in result.output
+
+
+@pytest.mark.parametrize("text", ["hello", "Where is my order?", "hi", "report", "README"])
+def test_messages_unlike_any_path_get_no_warning(demo, text):
+    result = cli("-i", text, cwd=demo)
+    assert result.exit_code == 0 and "output: " in result.output
+    assert "⚠" not in result.output and "sent as a message" not in result.output
