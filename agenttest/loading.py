@@ -16,7 +16,7 @@ from .config import parse_duration
 from .errors import InputError, Location, Problem, closest
 from .messages import normalize
 from .model import AssertionSpec, Case, Checkpoint, Fault, Mock, SimulatorSpec
-from .positions import json_offset, line_col, yaml_mark
+from .positions import json_hint, json_offset, line_col, yaml_mark
 from .validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml")
@@ -149,21 +149,6 @@ def parse_text(text: str, source: str, default_simulator: str | None = None, bas
     return parse(text, source, default_simulator, base_dir, kind).check()
 
 
-def _json_hint(msg: str, text: str, pos: int) -> str | None:
-    nearby = text[max(0, pos - 1): pos + 1]
-    if "'" in nearby:
-        return "JSON strings and keys use double quotes"
-    if msg.startswith("Expecting property name") or (msg.startswith("Expecting value") and text[pos: pos + 1] in "]}"):
-        return "remove the trailing comma"
-    if msg.startswith("Expecting ',' delimiter"):
-        return "a ',' is missing between items, or a string is not closed"
-    if msg.startswith("Extra data"):
-        return "one JSON object per line in .jsonl files"
-    if msg.startswith("Unterminated string"):
-        return "close the string with a double quote"
-    return None
-
-
 def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text: bool = True) -> Iterator[Document]:
     strings: dict[str, str] = {}  # one copy of each key and string value across the file's cases
     for number, line in enumerate(_lines(text), start=1):
@@ -173,7 +158,7 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
         try:
             raw = _shared(json.loads(line), strings)
         except json.JSONDecodeError as exc:
-            problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, number, exc.colno), _json_hint(exc.msg, line, exc.pos)))
+            problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, number, exc.colno), json_hint(exc.msg, line, exc.pos)))
             continue
         except RecursionError:
             problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source, number, 1)))
@@ -208,7 +193,7 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, exc.lineno, exc.colno), _json_hint(exc.msg, text, exc.pos)))
+        problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, exc.lineno, exc.colno), json_hint(exc.msg, text, exc.pos, "file")))
         return []
     except RecursionError:
         problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))

@@ -1,6 +1,6 @@
-"""Find where a value sits in JSON or YAML source, so errors can name ``line:column``.
-
-Parsing itself uses the fast ``json``/``yaml`` modules; these walkers run only when there is an error."""
+"""Find where a value sits in JSON or YAML source, so errors can name ``line:column``, and say what is
+wrong where JSON stops parsing. Parsing itself uses the fast ``json``/``yaml`` modules; these walkers
+run only when there is an error."""
 
 from __future__ import annotations
 
@@ -116,3 +116,60 @@ def yaml_mark(node: Any, path: Sequence[Any], key: bool = False) -> tuple[int, i
         else:
             break
     return current.start_mark.line + 1, current.start_mark.column + 1
+
+
+_CLOSER = {"{": "}", "[": "]"}
+_KIND = {"{": "object", "[": "list"}
+
+
+def json_hint(msg: str, text: str, pos: int, unit: str = "line") -> str | None:
+    """A remedy for ``json``'s error ``msg`` at offset ``pos`` of ``text`` (a .jsonl ``line`` or a ``file``),
+    judged from what is really there: the character at ``pos``, the last one before it, the open brackets."""
+    if "'" in text[max(0, pos - 1): pos + 1]:
+        return "JSON strings and keys use double quotes"
+    if msg.startswith("Unterminated string"):
+        return "close the string with a double quote"
+    if msg.startswith("Extra data"):
+        return "one JSON object per line in .jsonl files"
+    if not msg.startswith("Expecting"):
+        return None
+    opened = _open_brackets(text, pos)
+    here, before = text[pos: pos + 1], text[:pos].rstrip()[-1:]
+    if not text[pos:].strip():
+        if not opened:
+            return None
+        kind = _KIND[opened[-1]]
+        if before == ",":
+            return f"the {unit} ends after a comma: it is cut off, or the {kind} is not closed"
+        return f"the {unit} ends before the {kind} is closed"
+    if opened and here in "]}" and here != _CLOSER[opened[-1]]:
+        return f"the {_KIND[opened[-1]]} opened with '{opened[-1]}' is closed with '{here}'"
+    if msg.startswith("Expecting ','"):
+        return "a ',' is missing between items, or a string is not closed"
+    if msg.startswith("Expecting ':'"):
+        return "a ':' is missing after the key"
+    if before == "," and here in "]}":
+        return "remove the trailing comma"
+    if before == "," and here == ",":
+        return "remove the extra comma"
+    if msg.startswith("Expecting property name"):
+        return "keys are strings in double quotes" if here.isalnum() or here == "_" else "a key in double quotes is missing here"
+    if here in ",]}":
+        return "a value is missing here"
+    return "values are strings in double quotes, numbers, true, false or null"
+
+
+def _open_brackets(text: str, pos: int) -> str:
+    """The brackets still open at offset ``pos`` of JSON ``text``, outermost first (strings skipped)."""
+    opened: list[str] = []
+    in_string = escaped = False
+    for ch in text[:pos]:
+        if in_string:
+            in_string, escaped = (True, False) if escaped else (ch != '"', ch == "\\")
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            opened.append(ch)
+        elif ch in "]}" and opened:
+            opened.pop()
+    return "".join(opened)

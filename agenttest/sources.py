@@ -16,7 +16,7 @@ from . import usercode
 from .agents import Agent
 from .app import App
 from .caller import Caller
-from .errors import AgentTestError, CallError, Location, Problem
+from .errors import AgentTestError, CallError, Location, Problem, typo_of
 from .loading import SUFFIXES, KeyPolicy, Loaded, case_list, load_file, make_case, parse
 from .model import Case
 from .texts import find_json
@@ -112,7 +112,9 @@ class Message(_NotAFile):
         return app.agent_above(os.path.join(os.getcwd(), "-"))
 
     async def load(self, env: LoadEnv) -> Loaded:
-        return Loaded([make_case({"id": "message", "input": self.text}, Location("<message>"), os.getcwd())])
+        near = meant_path(self.text)
+        warnings = [f"-i '{self.text}' is sent as a message; did you mean {near}?"] if near else []
+        return Loaded([make_case({"id": "message", "input": self.text}, Location("<message>"), os.getcwd())], warnings=warnings)
 
 
 @dataclass(frozen=True)
@@ -273,6 +275,25 @@ def looks_like_a_path(text: str) -> bool:
     if os.path.exists(text):
         return True
     return not any(ch.isspace() for ch in text) and ("/" in text or os.sep in text or text.lower().endswith(SUFFIXES))
+
+
+def meant_path(text: str, folder: str = ".") -> str | None:
+    """The folder or case file in ``folder`` a one-word message likely meant, by a typo or a missing suffix
+    (``test`` → "the folder 'tests/'", ``cases`` → "the file 'cases.jsonl'"), for a warning; or None."""
+    if len(text) < 3 or any(ch.isspace() for ch in text):
+        return None
+    try:
+        entries = [e for e in os.scandir(folder) if not e.name.startswith((".", "__"))]
+    except OSError:
+        return None
+    described: dict[str, str] = {}
+    for entry in entries:
+        if entry.is_dir():
+            described[entry.name] = f"the folder '{entry.name}/'"
+        elif _is_case_file(entry.path):
+            described[entry.name] = described[os.path.splitext(entry.name)[0]] = f"the file '{entry.name}'"
+    name = next((k for k in described if k.lower() == text.lower()), None) or typo_of(text, described)
+    return described[name] if name else None
 
 
 def expand(texts: list[str]) -> tuple[list[Source], list[Problem]]:

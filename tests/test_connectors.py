@@ -196,6 +196,47 @@ def test_mock_tool_calls_with_captures_and_tool_results(tmp_path):
     assert ask(conn, tmp_path, history).content == "Done: EXP-9"
 
 
+TYPED_RULES = """
+rules:
+  - user: 'order (?P<n>[\\d,]+)(?: express (?P<flag>\\w+))?'
+    tool_calls:
+      - name: lookup
+        arguments: {order_id: "{{ n }}", qty: "{{ n }}", price: "{{ n }}", express: "{{ flag }}", note: "{{ n }}",
+                    ref: "{{ n }}", tags: ["{{ n }}"], label: "order {{ n }}"}
+"""
+LOOKUP = {"name": "lookup", "description": "", "parameters": {"type": "object", "properties": {
+    "order_id": {"type": "string"}, "qty": {"type": "integer"}, "price": {"type": ["number", "null"]},
+    "express": {"type": "boolean"}, "ref": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    "tags": {"type": "array", "items": {"type": "string"}}, "label": {"type": "string"}}}}
+
+
+def typed_call(tmp_path, text, tools=()):
+    (tmp_path / "mock.yml").write_text(TYPED_RULES)
+    conn = create(ConnectorSpec("mock", "mock", {}))
+    request = ChatRequest([{"role": "user", "content": text}], tools, agent_dir=str(tmp_path))
+    (call,) = asyncio.run(conn.complete(request)).tool_calls
+    return call.arguments
+
+
+@pytest.mark.parametrize("tools", [[LOOKUP], [{"type": "function", "function": LOOKUP}]])
+def test_mock_tool_arguments_take_the_type_the_tool_schema_gives(tmp_path, tools):
+    """A string property stays a string ("1042", not 1042); number, integer and boolean properties are
+    converted; a property the schema does not declare (note) gets the untyped rule."""
+    assert typed_call(tmp_path, "order 1042 express true", tools) == {
+        "order_id": "1042", "qty": 1042, "price": 1042, "express": True, "note": 1042, "ref": "1042",
+        "tags": ["1042"], "label": "order 1042"}
+    assert typed_call(tmp_path, "order 1,042 express no", tools)["express"] == "no"  # not a boolean: left as written
+    assert typed_call(tmp_path, "order 1,042", tools)["qty"] == 1042
+
+
+def test_mock_tool_arguments_without_a_schema_turn_digits_into_numbers(tmp_path):
+    assert typed_call(tmp_path, "order 1042 express true") == {
+        "order_id": 1042, "qty": 1042, "price": 1042, "express": "true", "note": 1042, "ref": 1042,
+        "tags": [1042], "label": "order 1042"}
+    other = {**LOOKUP, "name": "other"}  # the schemas of other tools do not apply
+    assert typed_call(tmp_path, "order 7", [other])["order_id"] == 7
+
+
 def test_mock_error_rule_and_bad_rules_file(tmp_path):
     conn = mock(tmp_path)
     with pytest.raises(AgentError, match="simulated outage"):

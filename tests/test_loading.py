@@ -101,6 +101,36 @@ def test_invalid_json_names_line_and_column():
     assert found == ["cases.jsonl:2:26: invalid JSON: Expecting property name enclosed in double quotes; remove the trailing comma"]
 
 
+@pytest.mark.parametrize("line, column, hint", [
+    ('{"id": "c", "input": "Hi", "assert": [}', 39, "Expecting value; the list opened with '[' is closed with '}'"),
+    ('{"id": "a", "input": }', 22, "Expecting value; a value is missing here"),
+    ('{"id": "a", "input": "Hello",', 30, "Expecting property name enclosed in double quotes; the line ends after a comma: it is cut off, or the object is not closed"),
+    ('{"id": "a", "input": "Hello"', 29, "Expecting ',' delimiter; the line ends before the object is closed"),
+    ('{"id": "a", "input": ["Hello",]}', 31, "Expecting value; remove the trailing comma"),
+    ('{"id": "a", "input": "Hello", , "x": 1}', 31, "Expecting property name enclosed in double quotes; remove the extra comma"),
+    ('{"id": "a", input: "Hello"}', 13, "Expecting property name enclosed in double quotes; keys are strings in double quotes"),
+    ('{"id": "a", "input": True}', 22, "Expecting value; values are strings in double quotes, numbers, true, false or null"),
+    ('{"id": "a", "input" "Hello"}', 21, "Expecting ':' delimiter; a ':' is missing after the key"),
+    ('{"id": "a", "input": ["x", "y"', 31, "Expecting ',' delimiter; the line ends before the list is closed"),
+])
+def test_invalid_json_hint_says_what_is_really_there(line, column, hint):
+    """The trailing-comma hint only where a comma really trails; otherwise what is wrong at that place."""
+    assert problems(f'{{"id": "ok", "input": "x"}}\n{line}\n') == [f"cases.jsonl:2:{column}: invalid JSON: {hint}"]
+
+
+def test_invalid_json_in_a_json_file_speaks_of_the_file():
+    assert problems('[{"id": "a", "input": "x"},\n {"id": "b",\n', "cases.json") == [
+        "cases.json:3:1: invalid JSON: Expecting property name enclosed in double quotes; "
+        "the file ends after a comma: it is cut off, or the object is not closed"]
+    assert problems('[{"id": "a", "input": "x"},\n]\n', "cases.json") == [
+        "cases.json:2:1: invalid JSON: Expecting value; remove the trailing comma"]
+
+
+def test_brackets_inside_strings_do_not_count_as_open():
+    (found,) = problems('{"id": "a", "input": "[{\\"", "tags": [}')
+    assert found.endswith("the list opened with '[' is closed with '}'")
+
+
 def test_single_quotes_hint():
     (found,) = problems("{'id': 'a'}")
     assert found.startswith("cases.jsonl:1:2: invalid JSON") and "double quotes" in found

@@ -14,7 +14,7 @@ from agenttest.caller import Caller
 from agenttest.catalog import Catalog
 from agenttest.errors import AgentTestError
 from agenttest.identity import Identity
-from agenttest.sources import CaseFile, GeneratorAgent, GeneratorScript, LoadEnv, Message, ScriptTests, classify
+from agenttest.sources import CaseFile, GeneratorAgent, GeneratorScript, LoadEnv, Message, ScriptTests, classify, meant_path
 
 GENERATOR_RULES = """
 rules:
@@ -80,6 +80,30 @@ def test_message_source(env):
     assert source.describe(1) == "message (1 test case)" and source.report_folder() is None and not source.needs_agent
     (case,) = load(source, catalog).cases
     assert case.id == "message" and case.messages == ({"role": "user", "content": "Hello there"},)
+
+
+def test_meant_path_finds_the_folder_or_case_file_a_one_word_message_was_meant_to_name(tmp_path):
+    for folder in ("tests", ".cache", "__pycache__"):
+        (tmp_path / folder).mkdir()
+    for name in ("cases.jsonl", "mock.yml", "notes.txt", "output-20250101.json"):
+        (tmp_path / name).write_text("{}")
+    meant = {text: meant_path(text, str(tmp_path)) for text in (
+        "test", "TESTS", "tsets", "cases", "case", "cases.jsnol", "mock", "notes", "output-20250101", "cache", "pycache",
+        "tests please", "ts", "hello")}
+    assert meant == {
+        "test": "the folder 'tests/'", "TESTS": "the folder 'tests/'", "tsets": "the folder 'tests/'",
+        "cases": "the file 'cases.jsonl'", "case": "the file 'cases.jsonl'", "cases.jsnol": "the file 'cases.jsonl'",
+        "mock": None, "notes": None, "output-20250101": None, "cache": None, "pycache": None,  # not inputs of -i
+        "tests please": None, "ts": None, "hello": None}
+    assert meant_path("test", str(tmp_path / "nowhere")) is None
+
+
+def test_message_source_warns_of_a_near_path(env, tmp_path, monkeypatch):
+    _, catalog = env
+    (tmp_path / "tests").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert load(Message("test"), catalog).warnings == ["-i 'test' is sent as a message; did you mean the folder 'tests/'?"]
+    assert load(Message("hello"), catalog).warnings == []
 
 
 def test_script_tests_source(env):

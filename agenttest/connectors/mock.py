@@ -11,6 +11,7 @@ import json
 import os
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from ..model import Completion, ToolCall, Usage
 from .base import ChatRequest, ConnectorSpec, register
 
 _TEMPLATE = re.compile(r"\{\{\s*([\w.]+)\s*\}\}")
+_NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")
 _MATCHERS = ("user", "system", "conversation", "tool", "result")
 _RULE_KEYS = {"name", "when", "reply", "json", "tool_calls", "delay", "error", *_MATCHERS}
 
@@ -127,20 +129,55 @@ def _tool_name(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _fill(value: Any, scope: dict[str, Any]) -> Any:
+def _fill(value: Any, scope: dict[str, Any], schema: Any = None) -> Any:
+    """``value`` with its templates filled; a whole-template value takes the type ``schema`` (the JSON Schema
+    of that tool argument, when there is one) gives it."""
     if isinstance(value, str):
         whole = _TEMPLATE.fullmatch(value.strip())
         if whole:
             found = _lookup(scope, whole.group(1))
-            if isinstance(found, str) and re.fullmatch(r"-?\d[\d,]*(\.\d+)?", found):
-                return json.loads(found.replace(",", ""))
-            return found
+            return _typed(found, _types(schema)) if isinstance(found, str) else found
         return _TEMPLATE.sub(lambda m: as_text(_lookup(scope, m.group(1))), value)
+    part: dict[str, Any] = schema if isinstance(schema, dict) else {}
     if isinstance(value, dict):
-        return {k: _fill(v, scope) for k, v in value.items()}
+        properties = part.get("properties")
+        return {k: _fill(v, scope, properties.get(k) if isinstance(properties, dict) else None) for k, v in value.items()}
     if isinstance(value, list):
-        return [_fill(v, scope) for v in value]
+        return [_fill(v, scope, part.get("items")) for v in value]
     return value
+
+
+def _typed(text: str, types: set[str]) -> Any:
+    """A filled-in string as its schema types it: kept for ``string``, converted for ``number``/``integer``/
+    ``boolean``. Untyped, a string of digits becomes a number (what a model would most likely send)."""
+    if "string" in types:
+        return text
+    if (not types or types & {"number", "integer"}) and _NUMBER.fullmatch(text):
+        return json.loads(text.replace(",", ""))
+    if "boolean" in types and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text
+
+
+def _types(schema: Any) -> set[str]:
+    """The types a JSON Schema allows (``"type"`` as a name or a list, and its ``anyOf``/``oneOf`` branches)."""
+    if not isinstance(schema, dict):
+        return set()
+    declared = schema.get("type")
+    names = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
+    types = {t for t in names if isinstance(t, str)}
+    for branch in (*(schema.get("anyOf") or ()), *(schema.get("oneOf") or ())):
+        types |= _types(branch)
+    return types
+
+
+def _parameters(tools: Sequence[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    """The JSON Schema of tool ``name``'s arguments among the request's tools (plain or OpenAI-wrapped)."""
+    for tool in tools:
+        spec = tool.get("function") if tool.get("type") == "function" else tool
+        if isinstance(spec, dict) and spec.get("name") == name:
+            return spec.get("parameters") if isinstance(spec.get("parameters"), dict) else None
+    return None
 
 
 def _lookup(scope: dict[str, Any], dotted: str) -> Any:
@@ -188,7 +225,7 @@ class MockConnector:
         text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
         self._calls += 1
         calls = tuple(
-            ToolCall(c["name"], _fill(c.get("arguments") or {}, scope), f"call_mock_{self._calls}_{i}")
+            ToolCall(c["name"], _fill(c.get("arguments") or {}, scope, _parameters(request.tools, c["name"])), f"call_mock_{self._calls}_{i}")
             for i, c in enumerate(rule.tool_calls)
         )
         words = sum(len(content_text(m.get("content")).split()) for m in messages)
