@@ -161,12 +161,14 @@ def test_baseline_prints_the_comparison_and_fails_only_on_regressions(app, serve
     same = cli("-i", str(path), "-n", "bot", "-o", str(tmp_path / "same.json"), "--baseline", str(base))
     assert same.exit_code == 0, same.output  # only the known failure: the gate passes
     assert "  Baseline gate passes: 0 regressed, 0 new not passing, 1 still failing as in the baseline (not counted)" in same.output
+    assert same.output.rstrip().splitlines()[-2] == "  ✅ NO REGRESSIONS against the baseline (the failures above were failing there too)"
     server.responder = lambda req: Answer("no" if last_user(req) == "two" else "yes")
     worse = cli("-i", str(path), "-n", "bot", "-o", str(tmp_path / "worse.json"), "--baseline", str(base))
     assert worse.exit_code == 1
     out = worse.output
     assert out.index("Summary") < out.index(f"Compared with {base}") < out.index("REGRESSED [b] passed → failed")
     assert "  Baseline gate fails: 1 regressed, 0 new not passing, 1 still failing as in the baseline (not counted)" in out
+    assert out.rstrip().splitlines()[-2] == "  ❌ REGRESSED against the baseline"
     assert report(tmp_path / "worse.json")["metadata"]["options"]["baseline"] == str(base)
 
 

@@ -59,7 +59,9 @@ def gate_lines(comparison: Comparison) -> list[str]:
     parts = [f"{comparison.regressions} regressed", f"{len(failing_new)} new not passing"]
     if known:
         parts.append(f"{known} still failing as in the baseline (not counted)")
-    return ["", f"  Baseline gate {verdict}: {', '.join(parts)}", RULE]
+    banner = ("  ❌ REGRESSED against the baseline" if verdict == "fails"
+              else "  ✅ NO REGRESSIONS against the baseline" + (" (the failures above were failing there too)" if known else ""))
+    return ["", f"  Baseline gate {verdict}: {', '.join(parts)}", RULE, banner, RULE]  # the last word: it decides the exit code
 
 
 def to_dict(comparison: Comparison) -> dict[str, Any]:
