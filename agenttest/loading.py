@@ -36,6 +36,8 @@ class KeyPolicy:
 
     def is_error(self, typo: str | None) -> bool:
         return self.strict or (typo is not None and not self.lenient)
+
+
 _NONE: dict[str, Any] = {}  # the options and metadata of every case without any: read only, one object for 100,000 cases
 
 

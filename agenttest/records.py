@@ -177,6 +177,8 @@ def cost_dict(report: RunReport) -> dict[str, Any] | None:
     if t.unpriced_tokens:
         out["unpriced_tokens"] = t.unpriced_tokens
     return out
+
+
 def model_call_dict(c: ModelCall) -> dict[str, Any]:
     out: dict[str, Any] = {"role": c.role, "connector": c.connector}
     if c.model:
@@ -233,6 +235,8 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
     spent = cost_dict(report)
     if spent is not None:
         out["costs"] = spent
+    if report.generation:
+        out["generation"] = [spend_dict(s) for s in report.generation]
     if report.interrupted:
         out["interrupted"] = True
     if report.stopped_early:

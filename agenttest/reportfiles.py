@@ -58,9 +58,8 @@ def report_of(data: Any) -> RunReport:
     summary = data.get("summary") if isinstance(data.get("summary"), dict) else {}
     meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     stability = tuple(_stability(s) for s in summary.get("stability") or () if isinstance(s, dict))
-    read_results = tuple(result_of(r, i) for i, r in enumerate(results))
     return RunReport(
-        results=read_results,
+        results=tuple(result_of(r, i) for i, r in enumerate(results)),
         started_at=str(meta.get("started_at", "")), completed_at=str(meta.get("completed_at", "")),
         duration_ms=float(summary.get("duration_ms") or 0), agent_id=str(summary.get("agent_id", "")),
         agent_path=str(summary.get("agent_path", "")), connector=str(summary.get("connector", "")),
@@ -70,7 +69,7 @@ def report_of(data: Any) -> RunReport:
         interrupted=bool(summary.get("interrupted")), stopped_early=bool(summary.get("stopped_early")),
         not_run=int(summary.get("not_run") or 0), warnings=tuple(str(w) for w in meta.get("warnings") or ()),
         gates=tuple(_gate(g) for g in summary.get("gates") or () if isinstance(g, dict)),
-        matrix=tuple(str(c) for c in summary.get("matrix") or ()), generation=_generation(summary.get("costs"), read_results),
+        matrix=tuple(str(c) for c in summary.get("matrix") or ()), generation=tuple(_spend(s) for s in summary.get("generation") or () if isinstance(s, dict)),
         load=_load(summary.get("load")),
     )
 
@@ -126,29 +125,6 @@ def _cost(value: Any) -> float | None:
 
 def _spend(d: dict[str, Any]) -> Spend:
     return Spend(str(d.get("role", "")), str(d.get("connector", "")), _usage(d.get("usage")), int(d.get("calls") or 0), _cost(d.get("cost")))
-
-
-def _generation(costs: Any, results: tuple[CaseResult, ...]) -> tuple[Spend, ...]:
-    """What generating the cases spent: a report keeps it only inside its cost totals, so it is what each
-    connector's total holds beyond the results' spend."""
-    if not isinstance(costs, dict) or not isinstance(costs.get("by_role"), dict) or "generator" not in costs["by_role"]:
-        return ()
-    in_results: dict[str, tuple[Usage, float]] = {}
-    for r in results:
-        for s in r.spend:
-            usage, cost = in_results.get(s.connector, (Usage(), 0.0))
-            in_results[s.connector] = (usage + s.usage, cost + (s.cost or 0.0))
-    out = []
-    for connector, total in (costs.get("by_connector") or {}).items():
-        if not isinstance(total, dict):
-            continue
-        usage, priced = _usage(total.get("usage")), _cost(total.get("cost"))
-        seen, seen_cost = in_results.get(connector, (Usage(), 0.0))
-        left = Usage(usage.prompt_tokens - seen.prompt_tokens, usage.completion_tokens - seen.completion_tokens,
-                     usage.total_tokens - seen.total_tokens, usage.cached_tokens - seen.cached_tokens)
-        if left.total_tokens > 0 or left.prompt_tokens > 0:
-            out.append(Spend("generator", str(connector), left, 0, round(priced - seen_cost, 8) if priced is not None else None))
-    return tuple(out)
 
 
 def _load(d: Any) -> tuple[EndpointLoad, ...]:

@@ -231,6 +231,7 @@ class Bench:
                           "cpu/case": "—", "peak in-flight": "—", "peak RSS": "—",
                           "target": f"{made} of {planned} requests made (full run: {made_full})", "met": "—"})
         print("  ".join(f"{k}={v}" for k, v in self.rows[-1].items()), flush=True)
+
     def replay(self) -> None:
         """A recorded run replayed from its cassettes (no server, no SDK call) against the same run live."""
         n, latency, parallel = self.size(1000), 0.05, 20

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from helpers import Answer, cli, last_user, report
+from helpers import Answer, cli, report
 from scripted import Scripted
 
 TOOLS = [{"name": "whoami", "description": "who is asking", "parameters": {"type": "object", "properties": {}}}]

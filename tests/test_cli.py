@@ -240,7 +240,6 @@ def test_ctrl_c_writes_the_report_of_what_ran(bot, server, tmp_path):
     assert done.read_text() == "1"  # AfterAll ran, with the one result
 
 
-
 @pytest.mark.parametrize("content, message", [
     ("{not json", "invalid JSON: Expecting property name enclosed in double quotes"),
     ('{"locale": "fr", "autorized": {}}', "'autorized' is not a field; did you mean 'authorized'?"),

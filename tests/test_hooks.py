@@ -257,7 +257,6 @@ def test_script_tests_filter_and_missing_file(scripted_app):
     assert r.exit_code == 2 and "nothing_test.py does not exist" in r.stderr
 
 
-
 def test_hooks_run_for_dynamic_cases(hooked, server):
     from helpers import Answer
 

@@ -171,6 +171,11 @@ def test_generation_is_priced_as_the_generator_role(app, server, tmp_path):
     costs = report(out)["summary"]["costs"]
     assert costs["by_role"]["generator"]["cost"] == pytest.approx(1500 / 1e6) and costs["by_role"]["agent"]["cost"] == pytest.approx(A_CALL)
     assert costs["total"] == pytest.approx(1500 / 1e6 + A_CALL)
+    (spent,) = report(out)["summary"]["generation"]
+    assert (spent["role"], spent["connector"], spent["calls"], spent["cost"]) == ("generator", "fake-gen", 1, pytest.approx(1500 / 1e6))
+    from agenttest.records import report_dict
+    from agenttest.reportfiles import read
+    assert report_dict(read(str(out))) == report(out)  # read back whole, generation included
 
 
 @pytest.mark.parametrize("pricing, message", [

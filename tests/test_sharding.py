@@ -3,7 +3,6 @@ every machine; merged shard reports equal the unsharded report's verdicts, total
 
 from __future__ import annotations
 
-import json
 
 import pytest
 

@@ -29,6 +29,7 @@ class Usage:
             out["cached_tokens"] = self.cached_tokens
         return out
 
+
 @dataclass(frozen=True)
 class Spend:
     """What one role's model calls through one connector cost within a case run."""
@@ -38,6 +39,7 @@ class Spend:
     usage: Usage = Usage()
     calls: int = 0
     cost: float | None = None  # USD; None when the connector has no pricing
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -68,6 +70,7 @@ class ToolCall:
             out["fault"] = self.fault
         return out
 
+
 @dataclass(frozen=True, slots=True)
 class Completion:
     """One answer of a model: text and/or tool calls."""
@@ -76,6 +79,7 @@ class Completion:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = Usage()
     model: str = ""
+
 
 @dataclass(frozen=True, slots=True)
 class ModelCall:
@@ -86,6 +90,7 @@ class ModelCall:
     connector: str
     model: str = ""
     duration_ms: float = 0.0
+
 
 @dataclass(frozen=True)
 class EndpointLoad:
@@ -101,6 +106,7 @@ class EndpointLoad:
     lowest_limit: int = 0
     peak_in_flight: int = 0
     unreachable: bool = False  # marked down after consecutive connection failures
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -125,6 +131,7 @@ class Reply:
             if call.error is None:
                 return call.result
         return self.text
+
 
 @dataclass(frozen=True)
 class Context:

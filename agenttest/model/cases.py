@@ -19,6 +19,7 @@ class AssertionSpec:
     location: Location | None = None
     path: tuple[Any, ...] = ()  # where in its case: ("assert", 0), ("checkpoints", 2, "assert")
 
+
 @dataclass(frozen=True)
 class Checkpoint:
     id: str
@@ -27,10 +28,12 @@ class Checkpoint:
     after: tuple[str, ...] = ()
     required: bool = True
 
+
 @dataclass(frozen=True)
 class SimulatorSpec:
     use: str
     options: dict[str, Any] = field(default_factory=dict)
+
 
 @dataclass(frozen=True)
 class Mock:
@@ -43,6 +46,7 @@ class Mock:
     delay: float = 0.0
     times: int | None = None  # uses; None: unlimited
 
+
 @dataclass(frozen=True)
 class Fault:
     """A fault injected into calls of ``tool`` (a name or ``*``): at the given call numbers, at a rate, or always."""
@@ -53,10 +57,12 @@ class Fault:
     rate: float | None = None
     message: str | None = None
 
+
 class Locator(Protocol):
     """Finds ``file:line:column`` of a place inside a case (computed only when there is a problem)."""
 
     def __call__(self, path: Sequence[Any] = (), key: bool = False) -> Location: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Case:
@@ -113,6 +119,7 @@ class Case:
     def locate(self, path: Sequence[Any] = (), key: bool = False) -> Location:
         """Where ``path`` inside this case was written; the case's own location when unknown."""
         return self.locator(path, key) if self.locator is not None else self.location
+
 
 @dataclass(frozen=True)
 class Budget:

@@ -23,6 +23,7 @@ class AssertionResult:
     error: bool = False  # the assertion could not be evaluated at all (e.g. the judge was unreachable)
     traceback: str = ""  # when evaluating it raised
 
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     turn: int
@@ -33,6 +34,7 @@ class Turn:
     duration_ms: float = 0.0
     simulator_reasoning: str = ""
     attachments: tuple[str, ...] = ()  # names of the files the user message attached
+
 
 @dataclass(frozen=True)
 class CheckpointResult:
@@ -49,6 +51,7 @@ class CheckpointResult:
     def passed(self) -> bool:
         return self.reached
 
+
 @dataclass(frozen=True)
 class WorldChange:
     """One difference between the initial and the final world, at a JSONPath such as ``$.expenses[1]``."""
@@ -58,6 +61,7 @@ class WorldChange:
     before: Any = None
     after: Any = None
 
+
 @dataclass(frozen=True)
 class WorldRecord:
     """A case's tool world: as the agent found it, as it left it, and the difference."""
@@ -65,6 +69,7 @@ class WorldRecord:
     initial: Any
     final: Any
     changes: tuple[WorldChange, ...] = ()
+
 
 @dataclass(frozen=True, slots=True)
 class CaseResult:
@@ -118,6 +123,7 @@ class CaseResult:
         """The message of every assertion that did not hold."""
         return [a.message for a in self.assertions if not a.passed]
 
+
 @dataclass(frozen=True)
 class Stability:
     id: str
@@ -130,6 +136,7 @@ class Stability:
     std_ms: float
     classification: str
     connector: str = ""  # in a model matrix
+
 
 @dataclass(frozen=True)
 class Gate:
@@ -179,6 +186,7 @@ class Gate:
     def flaky(self) -> bool:
         """Some runs passed and some did not."""
         return 0 < self.passed < self.runs
+
 
 @dataclass(frozen=True)
 class RunHeader:
@@ -234,6 +242,7 @@ class RunReport:
             usage += r.usage
         return Summary(len(self.results) + self.not_run, counts, usage, self.not_run)
 
+
 @dataclass(frozen=True)
 class Summary:
     """Counts over a report's results."""
@@ -268,6 +277,7 @@ class Summary:
         """Percent of the cases that ran (skipped ones left out) that passed."""
         ran = self.total - self.not_run - self.skipped
         return round(100.0 * self.passed / ran, 1) if ran else 100.0
+
 
 @dataclass(frozen=True)
 class Plan:

@@ -15,7 +15,7 @@ from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Message
 from ..tracking import Trace
 from ..workerprotocol import ProtocolError, ask_json
 from .base import CaseEnv, world_view
-from .standard import agent_options, expectations, verdict
+from .standard import expectations, verdict
 
 PLAIN_TEXT = "(the simulator replied in plain text; it was taken as the user's message)"
 
@@ -127,7 +127,7 @@ async def _turn(case: Case, env: CaseEnv, conv: Conversation, trace: Trace, turn
     trace.turn = turn
     user_text, attached = last_user_content(conv.history)
     try:
-        reply = await env.reply(conv.history, agent_options(case))
+        reply = await env.reply(conv.history, case.options)
     except CallError as exc:
         raise CallError(f"agent error at turn {turn}: {exc}") from None
     conv.history += list(reply.messages)

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from ..assertions import Observation, evaluate_all
 from ..errors import CallError
 from ..model import AssertionResult, AssertionSpec, Case, CaseResult, Status
-from ..parameters import request_options
 from ..tracking import Trace
 from .base import CaseEnv, world_view
-
-def agent_options(case: Case) -> dict[str, Any]:
-    """The case's options that go to the model: chat-completions parameters (the rest is ``ctx.options``)."""
-    return request_options(case.options)
 
 
 def verdict(results: tuple[AssertionResult, ...]) -> Status:
@@ -34,7 +28,7 @@ def expectations(case: Case) -> tuple[AssertionSpec, ...]:
 async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     try:
         messages = await env.messages(case)
-        reply = await env.reply(messages, agent_options(case))
+        reply = await env.reply(messages, case.options)  # Agent.run keeps only the model parameters
     except CallError as exc:
         return partial(case, trace, "error", f"agent error: {exc}")
     obs = Observation(reply.output, reply.tool_calls, case.input, case, env.caller, spent=env.spent(trace, 1), **world_view(trace))
