@@ -161,14 +161,13 @@ class Session:
         if unpriced:
             raise InputError(unpriced)
         await catalog.start()  # MCP servers: a server that cannot start is exit 2, before any case runs
-        if getattr(catalog.agent(agent_id).spec, "mcp", ()):  # its MCP tools are known now: check mocks and faults
+        if catalog.agent(agent_id).spec.mcp:  # its MCP tools are known now: check mocks and faults
             tools = catalog.agent(agent_id).tools
             late = [p for c in cases if c.mode != "script" for p in unknown_tools(c, tools)]
             if late:
                 raise InputError(late)
         warnings = [*([note] if note else []), *loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
-        code = await self._execute(plan, source, caller, warnings)
-        return code
+        return await self._execute(plan, source, caller, warnings)
 
     def _list(self, cases: list[Case]) -> ExitCode:
         """``--list``: the selected cases, one a line — id, mode, tags, file:line — and nothing runs."""
