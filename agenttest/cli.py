@@ -237,6 +237,12 @@ def main() -> None:
               help="Timeout per test case: 30s, 2m30s, 1h or seconds.")
 @click.option("--parallel", default=1, show_default=True, type=click.IntRange(1, 1000), metavar="N", cls=Option, section="Running",
               help="Number of test cases run at once.")
+@click.option("--workers", default="1", show_default=True, callback=_parsed_by("runner.executors"), metavar="N|auto", cls=Option,
+              section="Running", help="Worker processes that run the cases (auto: one per core; 0: in this process, e.g. for a debugger).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True, cls=Option, section="Running",
+              help="Where workers run: local processes, or Ray actors on RAY_ADDRESS / --ray-address (pip install 'agent-test[ray]').")
+@click.option("--ray-address", metavar="ADDRESS", cls=Option, section="Running",
+              help="The Ray cluster of --executor ray, e.g. ray://head:10001  [default: $RAY_ADDRESS, else a local Ray]")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(1, 1000), metavar="N", cls=Option, section="Running",
               help="Run each case N times (a case's 'runs' wins) and gate it on its pass rate.")
 @click.option("--min-pass-rate", default=1.0, show_default=True, type=click.FloatRange(0, 1), metavar="RATE", cls=Option, section="Running",
@@ -286,6 +292,7 @@ def run_command(**flags: Any) -> None:
             seed=flags["seed"], min_pass_rate=flags["min_pass_rate"], early_stop=flags["early_stop"], budget=flags["budget"],
             record=flags["record"], replay=flags["replay"], replay_roles=flags["replay_roles"],
             shard=flags["shard"], baseline=flags["baseline"], **_matrix(flags["connector"]),
+            workers=flags["workers"], executor=flags["executor"], ray_address=flags["ray_address"],
         )
         from agenttest.session import Session
 

@@ -46,3 +46,6 @@ class RunConfig:
     shard: tuple[int, int] | None = None  # --shard K/N
     baseline: str | None = None  # --baseline REPORT: compare with it and gate on regressions
     json: bool = False  # --json: NDJSON events on stdout, the console on stderr
+    workers: int = 1  # --workers: local worker processes (0: cases run in the controller's process)
+    executor: str = "local"  # --executor local|ray
+    ray_address: str | None = None  # --ray-address (else RAY_ADDRESS; else a local Ray)

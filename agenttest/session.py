@@ -29,7 +29,7 @@ from agenttest.agents.catalog import Catalog
 from agenttest.history.comparison import Comparison, compare
 from agenttest.config import RunConfig
 from agenttest.connectors.throttle import Traffic
-from agenttest.errors import AgentTestError, ExitCode, HookError, InputError, InternalError
+from agenttest.errors import AgentTestError, ExitCode, InputError, InternalError
 from agenttest.runtime.context import Identity, read_ctx
 from agenttest.inputs.casefiles import SUFFIXES, KeyPolicy, Loaded, load_file
 from agenttest.model import Case, CaseResult, Plan, RunHeader, RunReport
@@ -37,8 +37,10 @@ from agenttest.reporting import diffs
 from agenttest.reporting.console import Console
 from agenttest.reporting.events import EventStream
 from agenttest.history.reading import read as read_report
-from agenttest.resolution.resolve import resolve, unknown_tools
-from agenttest.runner.scheduling import RunState
+from agenttest.resolution.resolve import resolve
+from agenttest.runner import executors
+from agenttest.runner.scheduling import Executor, RunState
+from agenttest.runner.workers import prepare
 from agenttest.verdicts.costs import spend_of
 from agenttest.util.secrets import MIN_LENGTH, Secrets
 from agenttest.selection.filters import select
@@ -167,14 +169,11 @@ class Session:
                                     lambda c: [runner.connector_label(plan, caller, c, conn) for conn in plan.connectors], catalog.prices)
         if unpriced:
             raise InputError(unpriced)
-        await catalog.start()  # MCP servers: a server that cannot start is exit 2, before any case runs
-        if catalog.agent(agent_id).spec.mcp:  # its MCP tools are known now: check mocks and faults
-            tools = catalog.agent(agent_id).tools
-            late = [p for c in cases if c.mode != "script" for p in unknown_tools(c, tools)]
-            if late:
-                raise InputError(late)
+        pool = executors.pool_for(config, plan, caller)  # the workers start their MCP servers (FORMATS §15)
+        if pool is None:  # --workers 0: a server that cannot start is exit 2, before any case runs
+            await prepare(plan, caller)
         warnings = [*([note] if note else []), *loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
-        return await self._execute(plan, source, caller, warnings)
+        return await self._execute(plan, source, caller, warnings, pool)
 
     def _list(self, cases: list[Case]) -> ExitCode:
         """``--list``: the selected cases, one a line — id, mode, tags, file:line — and nothing runs."""
@@ -225,7 +224,7 @@ class Session:
         return RunHeader(config.agent or plan.agent, connector, ", ".join(simulators), described,
                          config.timeout, plan.total, config.runs, config.parallel, modes == {True}, len(modes) > 1, tuple(notes))
 
-    async def _execute(self, plan: Plan, source: Inputs, caller: Caller, warnings: list[str]) -> ExitCode:
+    async def _execute(self, plan: Plan, source: Inputs, caller: Caller, warnings: list[str], pool: Executor | None = None) -> ExitCode:
         config = self.config
         header = self.header(plan, source, caller)
         console = Console(self.out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(),
@@ -247,7 +246,7 @@ class Session:
                 events.result(result)
 
         task = asyncio.create_task(runner.run(plan, caller, state, lambda c, r, conn: console.started(c, r, plan.runs_of(c), conn), finished,
-                                              console.saved))
+                                              console.saved, pool))
         failure: BaseException | None = None
         with self._signals(task):
             try:
@@ -256,7 +255,7 @@ class Session:
             except asyncio.CancelledError:
                 if self.signalled is None:
                     raise
-            except HookError:
+            except AgentTestError:  # a failed BeforeAll; a worker whose MCP servers cannot start
                 raise
             except Exception as exc:  # a bug of ours outside any case: exit 3, after writing what ran
                 failure = exc

@@ -86,6 +86,11 @@ class Catalog:
             self._connectors[connector_id] = tapes.wrap(connector) if tapes is not None else connector
         return self._connectors[connector_id]
 
+    def forked(self) -> None:
+        """In a forked worker: forget the connectors, whose network clients belong to the controller's event
+        loop and sockets; each is made again on first use (it was checked before the fork)."""
+        self._connectors.clear()
+
     def check(self, agent_id: str, connector_id: str | None) -> None:
         """Load an agent and the connector it would use, and let the connector check what it needs for
         that agent (the mock: its rules file). Raises AgentTestError."""

@@ -10,9 +10,9 @@ import asyncio
 import os
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from agenttest import modes
 from agenttest.runtime import attachments
@@ -49,6 +49,18 @@ class RunState:
 
     def ordered(self) -> list[CaseResult]:
         return [self.results[i] for i in sorted(self.results)]
+
+
+class Executor(Protocol):
+    """Where units run when not in this process (``runner/controller.py``'s Pool of workers)."""
+
+    warnings: list[str]
+
+    async def start(self) -> None: ...
+
+    async def run(self, unit: Unit) -> CaseResult: ...
+
+    async def aclose(self) -> None: ...
 
 
 Listener = Callable[[CaseResult], None]
@@ -173,9 +185,22 @@ async def _after(case: Case, plan: Plan, ctx: Any, result: CaseResult, before_da
 
 
 async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None = None, on_result: Listener | None = None,
-              on_saved: Callable[[], None] | None = None) -> None:
-    """Run every selected case (× connectors × runs), global hooks around them. Results land in ``state``."""
+              on_saved: Callable[[], None] | None = None, executor: Executor | None = None) -> None:
+    """Run every selected case (× connectors × runs), global hooks around them, in this process or on the
+    ``executor``'s workers (started first, as the MCP servers are, and stopped last). Results land in ``state``."""
     state.total = plan.total
+    if executor is None:
+        return await _run(plan, caller, state, on_start, on_result, on_saved, None)
+    try:
+        await executor.start()
+        state.warnings += executor.warnings
+        await _run(plan, caller, state, on_start, on_result, on_saved, executor.run)
+    finally:
+        await executor.aclose()
+
+
+async def _run(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None, on_result: Listener | None,
+               on_saved: Callable[[], None] | None, execute: Callable[[Unit], Awaitable[CaseResult]] | None) -> None:
     ctx = caller.context()
     if plan.before_all is not None:
         try:
@@ -184,7 +209,7 @@ async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListen
             raise HookError(str(exc), hint="no case was run") from None
         state.before_all_data = data_of(returned)
     try:
-        await _schedule(plan, caller, state, on_start, on_result, on_saved)
+        await _schedule(plan, caller, state, on_start, on_result, on_saved, execute)
     finally:
         if plan.after_all is not None and not state.after_all_done:
             state.after_all_done = True
@@ -220,7 +245,7 @@ def units(plan: Plan, caller: Caller) -> list[Unit]:
 
 
 async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None, on_result: Listener | None,
-                    on_saved: Callable[[], None] | None = None) -> None:
+                    on_saved: Callable[[], None] | None = None, execute: Callable[[Unit], Awaitable[CaseResult]] | None = None) -> None:
     """Start units as the semaphore allows. --early-stop skips the runs of a case whose gate is settled
     (runs already in flight finish and count); --fail-fast stops everything once a gate has failed."""
     sem = asyncio.Semaphore(plan.parallel)
@@ -230,7 +255,10 @@ async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: Start
 
     async def one(unit: Unit) -> None:
         try:
-            result = await run_case(unit.case, unit.run, unit.index, plan, caller, unit.connector)
+            if execute is None:
+                result = await run_case(unit.case, unit.run, unit.index, plan, caller, unit.connector)
+            else:
+                result = await execute(unit)
             state.results[unit.index] = result
             tally = state.tallies[unit.key]
             tally.add(result)

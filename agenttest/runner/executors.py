@@ -1,0 +1,44 @@
+"""Where cases run: ``--workers 0`` in this process, ``--workers N`` in N local worker processes (the
+default is one), ``--executor ray`` in Ray actors (FORMATS §15)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+from agenttest.agents.caller import Caller
+from agenttest.config import RunConfig
+from agenttest.errors import AgentTestError
+from agenttest.model import Plan
+from agenttest.runner.controller import Pool
+
+EXECUTORS = ("local", "ray")
+
+
+def parse(text: str) -> int:
+    """``--workers N|auto``: auto is the cores this process may use. Raises ValueError."""
+    if text.strip().lower() == "auto":
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 256:
+        raise ValueError(f"{text!r}: give a number of worker processes (0 runs the cases in this process) or 'auto'")
+    return value
+
+
+def pool_for(config: RunConfig, plan: Plan, caller: Caller) -> Pool | None:
+    """The workers a run uses; None when its cases run in this process."""
+    if config.executor == "ray":
+        if importlib.util.find_spec("ray") is None:
+            raise AgentTestError("--executor ray: Ray is not installed", hint="pip install 'agent-test[ray]'")
+        from agenttest.runner.ray import Actors
+
+        actors = Actors(config, plan, caller)
+        return Pool(plan, caller, config.workers or 1, actors.launch, actors.aclose)
+    if config.workers == 0:
+        return None
+    from agenttest.runner.workers import Local
+
+    return Pool(plan, caller, config.workers, Local(plan, caller))

@@ -1,0 +1,330 @@
+"""Local worker processes (``--workers N``): forked from the controller once the run is resolved, so a
+worker starts in milliseconds with the app, cases and connectors already loaded. Each runs in its own
+process group, starts its own MCP servers, and talks to the controller over a socket pair in
+length-prefixed pickled frames (the two ends are one program, forked: nothing else reads them).
+
+A worker sends a heartbeat every half second from its event loop; one that is silent for ``SILENCE``
+seconds (user code holding the GIL, a C call that never returns) is killed, as is one that exits."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import signal
+import socket
+import sys
+from typing import Any
+
+from agenttest.agents.caller import Caller
+from agenttest.connectors.cassettes import cassette_name
+from agenttest.errors import AgentTestError, InputError
+from agenttest.model import Case, CaseResult, Plan
+from agenttest.resolution.resolve import unknown_tools
+from agenttest.runner import processes, slots
+from agenttest.runner.controller import StartFailed, WorkerLost
+from agenttest.runner.scheduling import AFTER_GRACE, Unit, internal_error, run_case, units
+
+HEARTBEAT = 0.5
+SILENCE = float(os.environ.get("AGENTTEST_WORKER_SILENCE") or 4.0)  # seconds without a word before a worker is lost
+STOP_GRACE = AFTER_GRACE + 1.0  # a stopping worker's After hooks and MCP servers get this long
+
+
+async def prepare(plan: Plan, caller: Caller) -> list[str]:
+    """Start the MCP servers of the loaded agents and check the cases' mocks and faults against their
+    tools; returns the warnings. A server that cannot start, or an unknown tool, is an InputError."""
+    catalog = caller.catalog
+    before = len(catalog.warnings)
+    await catalog.start()
+    if catalog.agent(plan.agent).spec.mcp:  # its MCP tools are known now
+        tools = catalog.agent(plan.agent).tools
+        late = [p for c in plan.cases if c.mode != "script" for p in unknown_tools(c, tools)]
+        if late:
+            raise InputError(late)
+    return catalog.warnings[before:]
+
+
+class Channel:
+    """Messages (tuples) both ways over one stream socket."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, sock: socket.socket) -> Channel:
+        reader, writer = await asyncio.open_connection(sock=sock, limit=2**24)
+        return cls(reader, writer)
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        if self.writer.is_closing():
+            return
+        data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+        self.writer.write(len(data).to_bytes(4, "big") + data)
+
+    async def recv(self) -> tuple[Any, ...] | None:
+        """The next message; None when the other end has closed."""
+        try:
+            size = int.from_bytes(await self.reader.readexactly(4), "big")
+            return pickle.loads(await self.reader.readexactly(size))  # type: ignore[no-any-return]
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return None
+
+    def fileno(self) -> int:
+        sock = self.writer.get_extra_info("socket")
+        return sock.fileno() if sock is not None else -1
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class LocalWorker:
+    """The controller's handle on one worker process."""
+
+    def __init__(self, pid: int, channel: Channel, caller: Caller, fleet: Local):
+        self.pid = pid
+        self.channel = channel
+        self.fleet = fleet
+        self.cassettes = caller.catalog.cassettes
+        self.lender = slots.Lender(caller.catalog.traffic, channel.send)
+        self.pending: dict[int, asyncio.Future[CaseResult]] = {}
+        self.acks: dict[int, asyncio.Future[None]] = {}  # cases told to stop (Ctrl-C): their After hooks ran
+        self.lost: str | None = None
+        self.stopping = False
+        self.known: dict[int, int] = {}  # what ran under the worker once it was ready (its MCP servers)
+        self.warnings: list[str] = []
+        loop = asyncio.get_running_loop()
+        self.ready: asyncio.Future[list[str]] = loop.create_future()
+        self.reader = loop.create_task(self._read())
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.pending)
+
+    def alive(self) -> bool:
+        return self.lost is None and not self.stopping
+
+    async def run(self, unit: Unit) -> CaseResult:
+        if self.lost is not None:
+            raise WorkerLost(self.lost)
+        fut = self.pending[unit.index] = asyncio.get_running_loop().create_future()
+        self.channel.send(("run", unit.index))
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if self.lost is None:  # Ctrl-C: the worker stops the case and runs its After hook
+                ack = self.acks[unit.index] = asyncio.get_running_loop().create_future()
+                self.channel.send(("cancel", unit.index))
+                await asyncio.wait({ack}, timeout=STOP_GRACE)
+            raise
+        finally:
+            self.pending.pop(unit.index, None)
+
+    async def _read(self) -> None:
+        reason: str | None = None
+        try:
+            while True:
+                try:
+                    message = await asyncio.wait_for(self.channel.recv(), SILENCE)
+                except TimeoutError:
+                    reason = f"no answer for {SILENCE:g} s"
+                    break
+                if message is None:
+                    break
+                self._handle(message)
+        except Exception as exc:  # noqa: BLE001 — a message we cannot read: the worker cannot be trusted
+            reason = internal_error(exc)[0]
+        self._lose(reason)
+
+    def _handle(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "result":
+            _, index, result, tapes = message
+            if self.cassettes is not None:
+                for name, recorded in tapes.items():
+                    self.cassettes.tape(name).recorded = recorded
+            self._settle(index, result)
+        elif kind == "cancelled":
+            self._settle(message[1], None)
+        elif kind == "ready":
+            self.known = processes.tree(self.pid)
+            self.ready.set_result(message[1])
+        elif kind == "problems":
+            self.ready.set_exception(StartFailed(message[1]))
+        elif kind in ("acquire", "withdraw", "release", "succeeded", "rate_limited", "failed"):
+            self.lender.handle(message)
+
+    def _settle(self, index: int, result: CaseResult | None) -> None:
+        fut = self.pending.get(index)
+        if result is not None and fut is not None and not fut.done():
+            fut.set_result(result)
+        ack = self.acks.pop(index, None)
+        if ack is not None and not ack.done():
+            ack.set_result(None)
+
+    def _lose(self, reason: str | None) -> None:
+        """Kill the worker and everything under it; what it held learns why."""
+        if self.lost is not None:
+            return
+        under = {**self.known, **processes.tree(self.pid)}  # before the kill: MCP servers are in sessions of their own
+        processes.kill_group(self.pid)
+        processes.kill_tree(under)
+        status = processes.reap(self.pid)
+        self.lost = reason or processes.describe(status)
+        self.channel.close()
+        self.lender.close()
+        self.fleet.live.pop(self.pid, None)
+        for fut in [*self.pending.values(), self.ready, *self.acks.values()]:
+            if not fut.done():
+                fut.set_exception(StartFailed([], f"it ended while starting ({self.lost})") if fut is self.ready
+                                  else WorkerLost(self.lost))
+        for fut in [self.ready, *self.acks.values()]:
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # retrieved: nobody may be waiting for these any more
+
+    async def stop(self) -> None:
+        """Ask the worker to finish (its MCP servers stop), then kill whatever is left under it."""
+        if self.lost is None and self.ready.done():  # one still starting its servers is not listening: killed
+            self.stopping = True
+            self.channel.send(("stop",))
+            try:
+                await asyncio.wait_for(asyncio.shield(self.reader), STOP_GRACE)
+            except TimeoutError:
+                pass
+        self._lose("stopped")
+        self.reader.cancel()
+
+
+class Local:
+    """Launches local workers by forking this process."""
+
+    def __init__(self, plan: Plan, caller: Caller):
+        self.plan = plan
+        self.caller = caller
+        self.live: dict[int, LocalWorker] = {}
+
+    async def __call__(self, slot: int) -> LocalWorker:
+        ours, theirs = socket.socketpair()
+        inherited = [w.channel.fileno() for w in self.live.values()]
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # or the child would write the parent's buffered text again
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            ours.close()
+            _child(theirs, parent, inherited, self.plan, self.caller)
+        theirs.close()
+        worker = self.live[pid] = LocalWorker(pid, await Channel.open(ours), self.caller, self)
+        try:
+            warnings = await worker.ready
+        except BaseException:
+            await worker.stop()
+            raise
+        worker.warnings = warnings
+        return worker
+
+
+def _child(sock: socket.socket, parent: int, inherited: list[int], plan: Plan, caller: Caller) -> None:
+    """The worker process, from the fork to ``os._exit``: it never returns into the controller's code."""
+    code = 70
+    try:
+        os.setpgid(0, 0)  # Ctrl-C at the terminal reaches the controller only; it stops the workers
+        processes.die_with(parent)
+        for fd in inherited:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            signal.set_wakeup_fd(-1)
+        except ValueError:  # not the main thread
+            pass
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        asyncio.events._set_running_loop(None)  # the controller's loop, frozen in this copy, is never touched
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(serve(sock, plan, caller))
+        code = 0
+    finally:
+        os._exit(code)
+
+
+async def serve(sock: socket.socket, plan: Plan, caller: Caller) -> None:
+    """A worker's life: start the MCP servers, then run the units the controller sends until it says stop."""
+    loop = asyncio.get_running_loop()
+    caller.loop = loop
+    channel = await Channel.open(sock)
+    caller.catalog.forked()
+    remotes = slots.borrow(caller.catalog.traffic, channel.send)
+    beat = loop.create_task(_beat(channel))  # from the start: MCP servers may take a while
+    try:
+        warnings = await prepare(plan, caller)
+    except AgentTestError as exc:
+        channel.send(("problems", exc.problems))
+        await _close(channel, caller)
+        return
+    channel.send(("ready", warnings))
+    by_index = {u.index: u for u in units(plan, caller)}
+    tasks: dict[int, asyncio.Task[None]] = {}
+    try:
+        while (message := await channel.recv()) is not None and message[0] != "stop":
+            kind = message[0]
+            if kind == "run":
+                unit = by_index[message[1]]
+                tasks[unit.index] = task = loop.create_task(_one(unit, plan, caller, channel))
+                task.add_done_callback(lambda t, i=unit.index: tasks.pop(i, None))
+            elif kind == "cancel" and message[1] in tasks:
+                tasks[message[1]].cancel()
+            elif kind == "granted":
+                _, name, rid, epoch, refusal = message
+                remotes[name].answered(rid, epoch, refusal)
+    finally:
+        for task in list(tasks.values()):
+            task.cancel()
+        await asyncio.gather(*tasks.values(), return_exceptions=True)
+        beat.cancel()
+        await _close(channel, caller)
+
+
+async def _close(channel: Channel, caller: Caller) -> None:
+    try:
+        await asyncio.wait_for(caller.catalog.aclose(), STOP_GRACE)
+    except Exception:  # noqa: BLE001 — the controller kills what did not stop
+        pass
+    try:
+        await channel.writer.drain()
+    except ConnectionError:
+        pass
+
+
+async def _beat(channel: Channel) -> None:
+    while True:
+        channel.send(("beat",))
+        await asyncio.sleep(HEARTBEAT)
+
+
+async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel) -> None:
+    try:
+        result = await run_case(unit.case, unit.run, unit.index, plan, caller, unit.connector)
+    except asyncio.CancelledError:
+        channel.send(("cancelled", unit.index))
+        return
+    try:
+        channel.send(("result", unit.index, result, _tapes(unit.case, caller)))
+    except Exception as exc:  # noqa: BLE001 — e.g. user data in the result that cannot be pickled
+        message, tb = internal_error(exc)
+        failed = CaseResult(result.id, "error", result.name, result.input, error=f"the result could not be sent: {message}",
+                            traceback=tb, run=result.run, index=result.index, file=result.file, line=result.line,
+                            connector=result.connector)
+        channel.send(("result", unit.index, failed, {}))
+
+
+def _tapes(case: Case, caller: Caller) -> dict[str, Any]:
+    """What --record kept for this case so far (all its runs run here), for the controller to write."""
+    cassettes = caller.catalog.cassettes
+    if cassettes is None or not cassettes.record:
+        return {}
+    name = cassette_name(case, cassettes.root)
+    tape = cassettes.tapes.get(name)
+    return {name: tape.recorded} if tape is not None and tape.recorded else {}
