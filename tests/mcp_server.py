@@ -3,7 +3,7 @@ on stdio; ``HttpServer`` serves it on 127.0.0.1 over streamable HTTP (``/mcp``) 
 optional required ``Authorization`` header.
 
 On start it appends its pid to ``$MCP_PID_FILE`` when that is set, so tests can count starts and check
-that no process outlives a run."""
+that no process outlives a run; ``--slow-start`` never gets ready and starts a child (whose pid it adds)."""
 
 from __future__ import annotations
 
@@ -108,6 +108,13 @@ if __name__ == "__main__":
     if os.environ.get("MCP_PID_FILE"):
         with open(os.environ["MCP_PID_FILE"], "a") as fh:
             fh.write(f"{os.getpid()}\n")
+    if "--slow-start" in sys.argv:  # a server still starting, with a child of its own (for shutdown tests)
+        import subprocess
+
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        with open(os.environ["MCP_PID_FILE"], "a") as fh:
+            fh.write(f"{child.pid}\n")
+        time.sleep(120)
     if "--fail" in sys.argv:
         license = os.environ.get("CALC_LICENSE")
         sys.stderr.write(f"calc: cannot start: license {license!r} was refused\n" if license else "calc: cannot start: CALC_LICENSE is not set\n")

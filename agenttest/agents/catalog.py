@@ -86,6 +86,18 @@ class Catalog:
             self._connectors[connector_id] = tapes.wrap(connector) if tapes is not None else connector
         return self._connectors[connector_id]
 
+    def warm(self) -> None:
+        """Import now the heavy SDKs the run's connectors and MCP servers will need (``openai``, ``mcp``):
+        done once before the workers fork, each worker starts with them loaded."""
+        import importlib
+
+        wanted = {"openai": ["openai", "openai.types.chat"]}
+        modules = [m for c in self._connectors.values() for m in wanted.get(c.spec.type, [])]
+        if any(agent.spec.mcp for agent in self._agents.values()):
+            modules += ["mcp", "mcp.client.stdio", "mcp.client.sse", "mcp.client.streamable_http"]
+        for name in dict.fromkeys(modules):
+            importlib.import_module(name)
+
     def forked(self) -> None:
         """In a forked worker: forget the connectors, whose network clients belong to the controller's event
         loop and sockets; each is made again on first use (it was checked before the fork)."""

@@ -46,7 +46,7 @@ class StartFailed(Exception):
         self.text = text
 
 
-Launch = Callable[[int], Awaitable[Worker]]  # slot number → a worker that is ready (or StartFailed)
+Launch = Callable[[int], Awaitable[Worker]]  # slot number (-1: a worker of its own) → a ready worker, or StartFailed
 
 
 class Pool:
@@ -96,13 +96,14 @@ class Pool:
         return self.placed[key]
 
     async def run(self, unit: Unit) -> CaseResult:
-        """The unit's result, whatever happens to the workers that run it."""
+        """The unit's result, whatever happens to the workers that run it. After a loss it runs once more
+        alone, in a fresh worker of its own: a case beside the culprit must not go down with it twice."""
         loop = asyncio.get_running_loop()
         deadline = unit.case.timeout or self.plan.timeout
         for attempt in (1, 2):
             started = loop.time()
             try:
-                worker = await self._worker(self._slot_for(unit))
+                worker = await (self._worker(self._slot_for(unit)) if attempt == 1 else self.launch(-1))
             except StartFailed as exc:
                 text = exc.text or "; ".join(str(p) for p in exc.problems)
                 return self._lost(unit, "error", f"worker lost, and a fresh worker could not start: {text}")
@@ -113,6 +114,9 @@ class Pool:
                     return self._lost(unit, "timeout", f"timeout after {format_timeout(deadline)} (worker lost: {lost.reason})")
                 if attempt == 2:
                     return self._lost(unit, "error", f"worker lost: {lost.reason} (the case took down 2 workers)")
+            finally:
+                if attempt == 2:
+                    await worker.stop()
         raise AssertionError("unreachable")
 
     def _lost(self, unit: Unit, status: str, error: str) -> CaseResult:

@@ -1,1 +1,239 @@
-"""placeholder"""
+"""``--executor ray``: the workers are Ray actors on the cluster ``--ray-address`` / ``RAY_ADDRESS``
+names (a local Ray started for the run when neither is given). The app folder goes to them as the
+actors' working directory (Ray's runtime environment); each actor resolves the same plan from the
+cases and configuration the controller sends, starts its own MCP servers, and answers one call per
+unit with its result. A ping every half second that goes unanswered for ``SILENCE`` seconds, or an
+actor that dies, is a lost worker (``controller.py`` decides what that means for its cases).
+
+Connector limits are shared by dividing them: each of N actors gets 1/N of a connector's
+``max_concurrency`` and ``rpm`` (the controller's scheduler already holds ``--parallel`` for the run)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import replace
+from typing import Any
+
+from agenttest.agents.caller import Caller
+from agenttest.config import RunConfig
+from agenttest.errors import AgentTestError, InputError
+from agenttest.model import CaseResult, Plan
+from agenttest.runner.controller import StartFailed, WorkerLost
+from agenttest.runner.scheduling import Unit
+from agenttest.runner.workers import SILENCE, absorb
+
+HEARTBEAT = 0.5
+EXCLUDES = [".git", ".venv", "venv", "node_modules", "__pycache__", ".agent-test", "output-*.json"]
+
+
+class Actors:
+    """Connects to Ray once and launches one actor per worker slot."""
+
+    def __init__(self, config: RunConfig, plan: Plan, caller: Caller):
+        self.config = config
+        self.plan = plan
+        self.caller = caller
+        self.started_ray = False
+        self.actor_class: Any = None
+
+    def _connect(self) -> None:
+        import ray
+
+        if ray.is_initialized():
+            return
+        address = self.config.ray_address or os.environ.get("RAY_ADDRESS") or None
+        root = self.caller.catalog.app.root
+        env = {"working_dir": root, "excludes": EXCLUDES}
+        try:
+            if address is None:
+                ray.init(runtime_env=env, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                         _node_ip_address="127.0.0.1")
+                self.started_ray = True
+            else:
+                ray.init(address=address, runtime_env=env, log_to_driver=False, configure_logging=False)
+        except Exception as exc:  # noqa: BLE001 — whatever Ray raises, the run cannot start: a usage error
+            raise AgentTestError(f"--executor ray: cannot connect to Ray{f' at {address}' if address else ''}: {exc}",
+                                 hint="check RAY_ADDRESS / --ray-address, or unset both to start a local Ray") from None
+        self.actor_class = ray.remote(num_cpus=1, max_restarts=0)(ActorWorker)
+
+    async def launch(self, slot: int) -> RayWorker:
+        await asyncio.to_thread(self._connect)
+        plan = replace(self.plan, hooks={}, before_all=None, after_all=None)  # functions: each actor resolves its own
+        size = max(1, self.config.workers)
+        actor = self.actor_class.remote(self.config, plan, self.caller.identity, self.caller.catalog.app.root, size)
+        worker = RayWorker(actor, self.caller.catalog.cassettes)
+        try:
+            kind, value = await asyncio.wait_for(_ref(actor.ready.remote()), max(60.0, SILENCE))
+        except Exception as exc:  # noqa: BLE001 — Ray's own errors: the actor could not start
+            await worker.stop()
+            raise StartFailed([], f"the Ray actor did not start: {_first_line(exc)}") from None
+        if kind == "problems":
+            await worker.stop()
+            raise StartFailed(value)
+        worker.warnings = value
+        worker.watch()
+        return worker
+
+    async def aclose(self) -> None:
+        if self.started_ray:
+            import ray
+
+            await asyncio.to_thread(ray.shutdown)
+
+
+async def _ref(ref: Any) -> Any:
+    return await ref
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _death(exc: BaseException) -> str:
+    """What Ray says about a dead actor, as a lost worker's reason."""
+    text = str(exc)
+    for sig in ("SIGSEGV", "SIGKILL", "SIGABRT", "SIGBUS", "SIGTERM"):
+        if sig in text:
+            return f"signal {sig}"
+    marker = "exit code "
+    if marker in text:
+        return marker + text.split(marker, 1)[1].split()[0].rstrip(".,")
+    return f"the Ray actor died ({_first_line(exc)})"
+
+
+class RayWorker:
+    """The controller's handle on one actor."""
+
+    def __init__(self, actor: Any, cassettes: Any):
+        self.actor = actor
+        self.cassettes = cassettes
+        self.warnings: list[str] = []
+        self.lost: str | None = None
+        self.pending = 0
+        self._watch: asyncio.Task[None] | None = None
+        self._refs: set[Any] = set()
+
+    @property
+    def in_flight(self) -> int:
+        return self.pending
+
+    def alive(self) -> bool:
+        return self.lost is None
+
+    def watch(self) -> None:
+        self._watch = asyncio.get_running_loop().create_task(self._heartbeats())
+
+    async def _heartbeats(self) -> None:
+        silence = SILENCE
+        while self.lost is None:
+            try:
+                await asyncio.wait_for(_ref(self.actor.ping.remote()), silence)
+            except TimeoutError:
+                self._lose(f"no answer for {silence:g} s")
+                return
+            except Exception as exc:  # noqa: BLE001 — the actor died
+                self._lose(_death(exc))
+                return
+            await asyncio.sleep(HEARTBEAT)
+
+    def _lose(self, reason: str) -> None:
+        if self.lost is not None:
+            return
+        import ray
+
+        self.lost = reason
+        try:
+            ray.kill(self.actor, no_restart=True)
+        except Exception:  # noqa: BLE001 — already gone
+            pass
+
+    async def run(self, unit: Unit) -> CaseResult:
+        import ray
+
+        if self.lost is not None:
+            raise WorkerLost(self.lost)
+        ref = self.actor.run.remote(unit.index)
+        self.pending += 1
+        try:
+            result, tapes = await ref
+            absorb(self.cassettes, tapes)
+        except asyncio.CancelledError:
+            ray.cancel(ref)  # the actor's case is cancelled: its After hook runs there
+            raise
+        except Exception as exc:  # noqa: BLE001 — the actor died, or was killed as silent
+            self._lose(_death(exc))
+            raise WorkerLost(self.lost or _death(exc)) from None
+        finally:
+            self.pending -= 1
+        return result
+
+    async def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+        if self.lost is None:
+            try:
+                await asyncio.wait_for(_ref(self.actor.stop.remote()), 5.0)
+            except Exception:  # noqa: BLE001 — killed below whatever happened
+                pass
+        self._lose("stopped")
+
+
+class ActorWorker:
+    """The actor: one worker's plan, caller and MCP servers, in the actor's event loop."""
+
+    def __init__(self, config: RunConfig, plan: Plan, identity: Any, root: str, size: int):
+        self.config = config
+        self.plan = plan
+        self.identity = identity
+        self.root = os.getcwd() if os.path.isdir(os.path.join(os.getcwd(), "assistants")) or not os.path.isdir(root) else root
+        self.size = size
+        self.caller: Caller | None = None
+        self.units: dict[int, Unit] = {}
+
+    async def ready(self) -> tuple[str, Any]:
+        from agenttest.app.folders import App
+        from agenttest.agents.catalog import Catalog
+        from agenttest.connectors.cassettes import Cassettes
+        from agenttest.connectors.throttle import Traffic
+        from agenttest.resolution.resolve import resolve
+        from agenttest.runner import slots
+        from agenttest.runner.scheduling import units
+        from agenttest.runner.workers import prepare
+        from agenttest.util.secrets import Secrets
+
+        config, plan = self.config, self.plan
+        secrets = Secrets()
+        tapes = Cassettes(self.root, config.record, config.replay, config.replay_roles, secrets) if config.record or config.replay else None
+        traffic = Traffic(config.parallel)
+        slots.share(traffic, self.size)
+        catalog = Catalog(App(self.root), secrets, strict=config.strict, cassettes=tapes, traffic=traffic)
+        self.caller = caller = Caller(catalog, self.identity)
+        caller.loop = asyncio.get_running_loop()
+        try:
+            resolved = resolve(list(plan.cases), catalog, plan.agent, plan.matrix[0] if plan.matrix else plan.connector, None, None)
+            if resolved.problems:
+                raise InputError(resolved.problems)
+            self.plan = plan = replace(plan, hooks=resolved.hooks)
+            warnings = await prepare(plan, caller)
+        except AgentTestError as exc:
+            return "problems", exc.problems
+        self.units = {u.index: u for u in units(plan, caller)}
+        return "ready", warnings
+
+    async def ping(self) -> bool:
+        return True
+
+    async def run(self, index: int) -> tuple[CaseResult, dict[str, Any]]:
+        from agenttest.runner.scheduling import run_case
+        from agenttest.runner.workers import tapes_of
+
+        assert self.caller is not None
+        unit = self.units[index]
+        result = await run_case(unit.case, unit.run, unit.index, self.plan, self.caller, unit.connector)
+        return result, tapes_of(unit.case, self.caller)
+
+    async def stop(self) -> None:
+        if self.caller is not None:
+            await self.caller.catalog.aclose()

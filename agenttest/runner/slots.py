@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from agenttest.connectors.base import Retryable
@@ -20,6 +22,20 @@ from agenttest.runtime.trace import deadline_paused
 Send = Callable[[tuple[Any, ...]], None]
 
 
+class _Counts(dict):  # type: ignore[type-arg]
+    """The counts ``Throttled`` adds to its throttle's stats (absorbed, retries), passed on to the controller."""
+
+    def __init__(self, name: str, send: Send):
+        super().__init__(requests=0, rate_limited=0, absorbed=0, retries=0, overloaded=0)
+        self.name = name
+        self.send = send
+
+    def __setitem__(self, key: str, value: int) -> None:
+        delta = value - self.get(key, 0)
+        super().__setitem__(key, value)
+        self.send(("count", self.name, key, delta))
+
+
 class Remote:
     """A worker's view of one connector's throttle in the controller."""
 
@@ -28,7 +44,7 @@ class Remote:
         self.limits = limits
         self.send = send
         self.down: str | None = None
-        self.stats = {"requests": 0}
+        self.stats = _Counts(name, send)
         self._asked: dict[int, asyncio.Future[int]] = {}
         self._ids = itertools.count()
 
@@ -92,6 +108,23 @@ def borrow(traffic: Traffic, send: Send) -> dict[str, Remote]:
     return remotes
 
 
+def share(traffic: Traffic, size: int) -> None:
+    """In one of ``size`` workers that cannot ask the controller (Ray actors): each connector's
+    ``max_concurrency`` and ``rpm`` divided among them."""
+    wrap = traffic.wrap
+
+    def wrapped(connector: Any) -> Any:
+        made = wrap(connector)
+        if isinstance(made, Throttled):
+            limits = made.throttle.limits
+            made.throttle.limits = replace(limits, ceiling=max(1, math.ceil(limits.ceiling / size)),
+                                           rpm=limits.rpm / size if limits.rpm else None)
+            made.throttle.limit = made.throttle.recover_to = made.throttle.lowest = made.throttle.limits.ceiling
+        return made
+
+    traffic.wrap = wrapped  # type: ignore[method-assign]
+
+
 class Lender:
     """In the controller: one worker's requests for slots, answered from the run's throttles."""
 
@@ -118,7 +151,9 @@ class Lender:
                 task.cancel()
             return
         throttle = self.traffic.throttles[rest[0]]
-        if kind == "release":
+        if kind == "count":
+            throttle.stats[rest[1]] += rest[2]
+        elif kind == "release":
             self.held[throttle.name] -= 1
             throttle.release()
         elif kind == "succeeded":

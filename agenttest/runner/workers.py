@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from agenttest.agents.caller import Caller
-from agenttest.connectors.cassettes import cassette_name
+from agenttest.connectors.cassettes import Cassettes, cassette_name
 from agenttest.errors import AgentTestError, InputError
 from agenttest.model import Case, CaseResult, Plan
 from agenttest.resolution.resolve import unknown_tools
@@ -91,6 +91,7 @@ class LocalWorker:
         self.acks: dict[int, asyncio.Future[None]] = {}  # cases told to stop (Ctrl-C): their After hooks ran
         self.lost: str | None = None
         self.stopping = False
+        self.serving = False  # ready, and reading what the controller sends
         self.known: dict[int, int] = {}  # what ran under the worker once it was ready (its MCP servers)
         self.warnings: list[str] = []
         loop = asyncio.get_running_loop()
@@ -140,18 +141,18 @@ class LocalWorker:
         kind = message[0]
         if kind == "result":
             _, index, result, tapes = message
-            if self.cassettes is not None:
-                for name, recorded in tapes.items():
-                    self.cassettes.tape(name).recorded = recorded
+            absorb(self.cassettes, tapes)
             self._settle(index, result)
         elif kind == "cancelled":
             self._settle(message[1], None)
         elif kind == "ready":
             self.known = processes.tree(self.pid)
-            self.ready.set_result(message[1])
-        elif kind == "problems":
+            self.serving = True
+            if not self.ready.done():
+                self.ready.set_result(message[1])
+        elif kind == "problems" and not self.ready.done():
             self.ready.set_exception(StartFailed(message[1]))
-        elif kind in ("acquire", "withdraw", "release", "succeeded", "rate_limited", "failed"):
+        elif kind in ("acquire", "withdraw", "release", "succeeded", "rate_limited", "failed", "count"):
             self.lender.handle(message)
 
     def _settle(self, index: int, result: CaseResult | None) -> None:
@@ -184,7 +185,7 @@ class LocalWorker:
 
     async def stop(self) -> None:
         """Ask the worker to finish (its MCP servers stop), then kill whatever is left under it."""
-        if self.lost is None and self.ready.done():  # one still starting its servers is not listening: killed
+        if self.lost is None and self.serving:  # one still starting its servers is not listening: killed
             self.stopping = True
             self.channel.send(("stop",))
             try:
@@ -202,6 +203,7 @@ class Local:
         self.plan = plan
         self.caller = caller
         self.live: dict[int, LocalWorker] = {}
+        caller.catalog.warm()
 
     async def __call__(self, slot: int) -> LocalWorker:
         ours, theirs = socket.socketpair()
@@ -311,7 +313,7 @@ async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel) -> None
         channel.send(("cancelled", unit.index))
         return
     try:
-        channel.send(("result", unit.index, result, _tapes(unit.case, caller)))
+        channel.send(("result", unit.index, result, tapes_of(unit.case, caller)))
     except Exception as exc:  # noqa: BLE001 — e.g. user data in the result that cannot be pickled
         message, tb = internal_error(exc)
         failed = CaseResult(result.id, "error", result.name, result.input, error=f"the result could not be sent: {message}",
@@ -320,7 +322,7 @@ async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel) -> None
         channel.send(("result", unit.index, failed, {}))
 
 
-def _tapes(case: Case, caller: Caller) -> dict[str, Any]:
+def tapes_of(case: Case, caller: Caller) -> dict[str, Any]:
     """What --record kept for this case so far (all its runs run here), for the controller to write."""
     cassettes = caller.catalog.cassettes
     if cassettes is None or not cassettes.record:
@@ -328,3 +330,10 @@ def _tapes(case: Case, caller: Caller) -> dict[str, Any]:
     name = cassette_name(case, cassettes.root)
     tape = cassettes.tapes.get(name)
     return {name: tape.recorded} if tape is not None and tape.recorded else {}
+
+
+def absorb(cassettes: Cassettes | None, tapes: dict[str, Any]) -> None:
+    """In the controller: what a worker recorded for a case, to be written with the run's cassettes."""
+    if cassettes is not None:
+        for name, recorded in tapes.items():
+            cassettes.tape(name).recorded = recorded

@@ -1,0 +1,270 @@
+"""Controller and workers (FORMATS §15): whatever a worker does — exits, segfaults, is SIGKILLed, holds the
+GIL — the verdict survives, innocent cases run again, deadlines hold, signals are honoured and no process
+outlives the run. These run ``python -m agenttest`` as a subprocess: real processes, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, Answer, cli, report
+
+TOOLS = ("hog", "segfault", "quit", "nap", "once", "spawn")
+RULES = "rules:\n  - tool: \"*\"\n    reply: \"done: {{ tool_result }}\"\n" + "".join(
+    f"  - user: \"^call {name}\"\n    tool_calls: [{{name: {name}}}]\n" for name in TOOLS) + "default: \"echo: {{ user }}\"\n"
+TOOLS_PY = """
+import ctypes, os, re, subprocess, sys, time
+MARK = os.environ["MARK_DIR"]
+def mark(name, text="x"):
+    with open(os.path.join(MARK, name), "a") as f:
+        f.write(text)
+def hog(ctx):
+    mark("hog", str(os.getpid()) + "\\n")
+    return bool(re.match(r'^(a+)+$', 'a' * 40 + 'b'))  # catastrophic backtracking: holds the GIL for ages
+def segfault(ctx):
+    ctypes.string_at(0)
+def quit(ctx):
+    os._exit(0)
+def nap(ctx):
+    mark("nap")
+    time.sleep(float(os.environ.get("NAP", "1.5")))
+    return "rested"
+def once(ctx):
+    first = not os.path.exists(os.path.join(MARK, "once"))
+    mark("once", str(os.getpid()) + "\\n")
+    if first:
+        time.sleep(60)  # the test kills this worker meanwhile
+    return "second time lucky"
+def spawn(ctx):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    mark("spawned", str(child.pid) + "\\n")
+    return "spawned"
+"""
+
+
+@pytest.fixture
+def app_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "app"
+    agent = root / "assistants" / "bot"
+    (agent / "src").mkdir(parents=True)
+    (root / "connectors").mkdir()
+    (root / "connectors" / "mock.conn.yao").write_text(json.dumps({"type": "mock"}))
+    tools = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in TOOLS]
+    (agent / "package.yao").write_text(json.dumps({"name": "bot", "connector": "mock", "tools": tools}))
+    (agent / "mock.yml").write_text(RULES)
+    (agent / "src" / "tools.py").write_text(textwrap.dedent(TOOLS_PY))
+    (tmp_path / "marks").mkdir()
+    return root
+
+
+def agent_test(app_dir: Path, cases: list[dict], *args: str, env: dict[str, str] | None = None, wait: bool = True):
+    path = app_dir / "cases.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), "MARK_DIR": str(app_dir.parent / "marks"),
+                "AGENTTEST_WORKER_SILENCE": "3", **(env or {})}
+    command = [sys.executable, "-m", "agenttest", "-i", str(path), *args, "-n", "bot", "--app", str(app_dir)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
+    if not wait:
+        return proc
+    stdout, stderr = proc.communicate(timeout=90)
+    return proc.returncode, stdout, stderr
+
+
+def mark(app_dir: Path, name: str) -> str:
+    path = app_dir.parent / "marks" / name
+    return path.read_text() if path.exists() else ""
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def results(out: Path) -> dict[str, dict]:
+    return {r["id"]: r for r in report(out)["results"]}
+
+
+def test_a_tool_holding_the_gil_ends_as_its_timeout_and_the_run_goes_on(app_dir, tmp_path):
+    out = tmp_path / "r.json"
+    start = time.perf_counter()
+    code, stdout, stderr = agent_test(app_dir, [{"id": "hog", "input": "call hog", "timeout": "1s"}, {"id": "after", "input": "hi"}],
+                                      "-o", str(out))
+    took = time.perf_counter() - start
+    assert code == 1 and "Traceback" not in stderr, stderr
+    got = results(out)
+    assert got["hog"]["status"] == "timeout" and "timeout after 1s (worker lost: no answer for 3 s)" in got["hog"]["error"]
+    assert got["after"]["status"] == "passed"
+    assert took < 20  # the case timeout plus a few seconds, not the regex's lifetime
+    (pid,) = [int(p) for p in mark(app_dir, "hog").split()]
+    assert not alive(pid)
+
+
+def test_a_segfault_errors_its_case_after_two_workers_and_the_innocent_case_beside_it_is_run_again(app_dir, tmp_path):
+    out = tmp_path / "r.json"
+    cases = [{"id": "innocent", "input": "call nap"}, {"id": "crash", "input": "call segfault"}, {"id": "later", "input": "hi"}]
+    code, stdout, stderr = agent_test(app_dir, cases, "-o", str(out), "--parallel", "2", env={"NAP": "1"})
+    assert code == 1 and "Traceback" not in stderr, stderr
+    got = results(out)
+    assert got["crash"]["status"] == "error" and got["crash"]["error"] == "worker lost: signal SIGSEGV (the case took down 2 workers)"
+    assert got["innocent"]["status"] == "passed" and got["later"]["status"] == "passed"
+    assert "ERROR" in stdout and "worker lost: signal SIGSEGV" in stdout
+
+
+def test_os_exit_0_in_a_tool_is_never_a_green_run(app_dir, tmp_path):
+    out = tmp_path / "r.json"
+    code, stdout, stderr = agent_test(app_dir, [{"id": "quits", "input": "call quit"}, {"id": "fine", "input": "hi"}], "-o", str(out))
+    assert code == 1, stderr
+    got = results(out)
+    assert got["quits"]["status"] == "error" and got["quits"]["error"].startswith("worker lost: exit code 0")
+    assert got["fine"]["status"] == "passed"
+
+
+def test_a_worker_killed_mid_case_has_its_case_run_again_on_a_fresh_worker(app_dir, tmp_path):
+    out = tmp_path / "r.json"
+    proc = agent_test(app_dir, [{"id": "victim", "input": "call once"}, {"id": "other", "input": "hi"}], "-o", str(out), wait=False)
+    deadline = time.time() + 30
+    while time.time() < deadline and not mark(app_dir, "once"):
+        time.sleep(0.05)
+    first = int(mark(app_dir, "once").split()[0])
+    os.kill(first, signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stdout + stderr
+    got = results(out)
+    assert got["victim"]["status"] == "passed" and "second time lucky" in got["victim"]["output"]
+    pids = [int(p) for p in mark(app_dir, "once").split()]
+    assert len(pids) == 2 and pids[0] != pids[1]  # the second run was in a new worker
+
+
+def test_sigterm_while_mcp_servers_start_leaves_no_process_behind(app_dir, tmp_path):
+    pid_file = tmp_path / "mcp-pids"
+    server = {"transport": "stdio", "command": sys.executable, "arguments": [str(REPO / "tests" / "mcp_server.py"), "--slow-start"],
+              "env": {"MCP_PID_FILE": str(pid_file)}}
+    (app_dir / "mcps").mkdir()
+    (app_dir / "mcps" / "slow.mcp.yao").write_text(json.dumps(server))
+    package = json.loads((app_dir / "assistants" / "bot" / "package.yao").read_text())
+    (app_dir / "assistants" / "bot" / "package.yao").write_text(json.dumps({**package, "mcp": {"servers": ["slow"]}}))
+    out = tmp_path / "r.json"
+    proc = agent_test(app_dir, [{"id": "a", "input": "hi"}], "-o", str(out), "--workers", "2", wait=False)
+    deadline = time.time() + 30
+    while time.time() < deadline and proc.poll() is None and len(pid_file.read_text().split() if pid_file.exists() else []) < 4:
+        time.sleep(0.05)  # two servers (one per worker), each with its child
+    assert proc.poll() is None, proc.communicate()
+    pids = [int(p) for p in pid_file.read_text().split()]
+    assert len(pids) == 4 and all(alive(p) for p in pids)
+    start = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert time.perf_counter() - start < 3  # honoured at once
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    assert report(out)["summary"]["interrupted"] is True
+    time.sleep(0.2)
+    assert [p for p in pids if alive(p)] == []
+
+
+def test_what_a_tool_spawned_does_not_outlive_the_run(app_dir, tmp_path):
+    code, stdout, stderr = agent_test(app_dir, [{"id": "s", "input": "call spawn"}], "-o", str(tmp_path / "r.json"))
+    assert code == 0, stderr
+    (child,) = [int(p) for p in mark(app_dir, "spawned").split()]
+    assert not alive(child)
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_with_two_workers_stops_both_and_writes_the_report(app_dir, tmp_path, sig, code):
+    cases = [{"id": "quick", "input": "hi"}] + [{"id": f"slow{i}", "input": "call nap"} for i in range(4)]
+    out = tmp_path / "r.json"
+    proc = agent_test(app_dir, cases, "-o", str(out), "--workers", "2", "--parallel", "4", env={"NAP": "60"}, wait=False)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    deadline = time.time() + 30
+    while time.time() < deadline and not any("[quick]" in line for line in lines):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    start = time.perf_counter()
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    assert time.perf_counter() - start < 3
+    reader.join(timeout=5)
+    assert proc.returncode == code, proc.stderr.read()
+    data = report(out)
+    assert [r["id"] for r in data["results"]] == ["quick"] and data["summary"]["interrupted"] is True
+
+
+# ---- in-process CLI runs against the loopback server ----------------------------------------------
+
+
+def suite(n: int) -> list[dict]:
+    return [{"id": f"c{i:02d}", "input": f"say:ok #{i}", "assert": {"type": "contains", "value": "ok" if i % 3 else "nope"}} for i in range(n)]
+
+
+@pytest.mark.parametrize("workers", ["0", "1", "2"])
+def test_the_same_suite_gives_the_same_verdicts_in_process_and_with_one_or_two_workers(app, server, workers):
+    server.responder = lambda req: Answer("ok")
+    app.agent("bot")
+    path = app.cases("assistants/bot/tests/inputs.jsonl", suite(12))
+    out = app.root / "r.json"
+    result = cli("-i", str(path), "-o", str(out), "--parallel", "4", "--runs", "2", "--workers", workers)
+    assert result.exit_code == 1, result.output
+    got = report(out)["results"]
+    assert [(r["id"], r["run"], r["status"]) for r in got] == [(f"c{i:02d}", run, "failed" if i % 3 == 0 else "passed")
+                                                                for i in range(12) for run in (1, 2)]
+
+
+def test_rate_limits_are_for_the_whole_run_with_two_workers(app, server):
+    server.limit(4, "0.1")
+    server.responder = lambda req: Answer("ok", delay=0.05)
+    app.connector("fake", {"type": "openai", "options": {"model": "fake-model", "host": server.host, "key": "$ENV.FAKE_OPENAI_KEY",
+                                                          "max_concurrency": 6}})
+    app.agent("bot")
+    path = app.cases("assistants/bot/tests/inputs.jsonl", [{"id": f"c{i:02d}", "input": f"hi {i}"} for i in range(40)])
+    out = app.root / "r.json"
+    result = cli("-i", str(path), "-o", str(out), "--parallel", "10", "--workers", "2")
+    assert result.exit_code == 0, result.output
+    data = report(out)
+    assert data["summary"]["passed"] == 40
+    rejected = sum(1 for r in server.requests if r["rejected"])
+    load = data["summary"]["load"]["connectors"]["fake"]
+    assert server.peak_in_flight <= 6  # max_concurrency held across both workers, not 6 each
+    assert rejected > 0 and data["summary"]["load"]["absorbed"] == rejected  # 429s beyond 4, every one absorbed
+    assert load["requests"] == len(server.requests)
+
+
+def test_record_and_replay_with_two_workers(app, server, monkeypatch):
+    """The workers record; the controller writes the cassettes; a replay on two workers sends nothing."""
+    server.responder = lambda req: Answer("ok " + req["messages"][-1]["content"])
+    app.agent("bot")
+    path = app.cases("assistants/bot/tests/inputs.jsonl", suite(6))
+    tapes = app.root / "tapes"
+    recorded = cli("-i", str(path), "-o", str(app.root / "a.json"), "--record", str(tapes), "--workers", "2", "--parallel", "3")
+    assert recorded.exit_code == 1, recorded.output
+    assert len(list(tapes.rglob("*.jsonl"))) == 6  # the controller wrote every case's cassette
+    sent = len(server.requests)
+    monkeypatch.delenv("FAKE_OPENAI_KEY")  # a replay needs no key: nothing is sent
+    replayed = cli("-i", str(path), "-o", str(app.root / "b.json"), "--replay", str(tapes), "--workers", "2")
+    assert replayed.exit_code == 1, replayed.output
+    assert len(server.requests) == sent
+
+    def verdicts(name: str) -> list[tuple[str, str, str]]:
+        return [(r["id"], r["status"], r["output"]) for r in report(app.root / name)["results"]]
+
+    assert verdicts("a.json") == verdicts("b.json")
+
+
+@pytest.mark.parametrize("value", ["-1", "many", "1000"])
+def test_a_bad_workers_value_is_exit_2(app, value):
+    app.agent("bot")
+    result = cli("-i", "hi", "-n", "bot", "--workers", value)
+    assert result.exit_code == 2 and "--workers" in result.stderr and "'auto'" in result.stderr, result.output
