@@ -268,3 +268,14 @@ def test_a_bad_workers_value_is_exit_2(app, value):
     app.agent("bot")
     result = cli("-i", "hi", "-n", "bot", "--workers", value)
     assert result.exit_code == 2 and "--workers" in result.stderr and "'auto'" in result.stderr, result.output
+
+
+def test_without_ray_the_flag_is_exit_2_saying_how_to_install_it(offline_app):
+    offline_app.file("assistants/bot/mock.yml", 'default: "hi"\n')
+    offline_app.file("assistants/bot/package.yao", json.dumps({"name": "bot", "connector": "mock"}))
+    code = ("import sys; sys.modules['ray'] = None; sys.argv = ['agent-test', '-i', 'hello', '-n', 'bot', '--executor', 'ray'];"
+            "from agenttest.cli import entry; entry()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=offline_app.root,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--executor ray: Ray is not installed" in proc.stderr and "pip install 'agent-test[ray]'" in proc.stderr

@@ -3,7 +3,6 @@ default is one), ``--executor ray`` in Ray actors (FORMATS §15)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 from agenttest.agents.caller import Caller
@@ -31,8 +30,10 @@ def parse(text: str) -> int:
 def pool_for(config: RunConfig, plan: Plan, caller: Caller) -> Pool | None:
     """The workers a run uses; None when its cases run in this process."""
     if config.executor == "ray":
-        if importlib.util.find_spec("ray") is None:
-            raise AgentTestError("--executor ray: Ray is not installed", hint="pip install 'agent-test[ray]'")
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise AgentTestError("--executor ray: Ray is not installed", hint="pip install 'agent-test[ray]'") from None
         from agenttest.runner.ray import Actors
 
         actors = Actors(config, plan, caller)

@@ -35,33 +35,46 @@ class Actors:
         self.plan = plan
         self.caller = caller
         self.started_ray = False
+        self.shipped = False  # the app folder is the actors' working directory
         self.actor_class: Any = None
+        self._connecting = asyncio.Lock()
 
     def _connect(self) -> None:
+        """Join the cluster (a Ray this process already joined, e.g. a test's or a notebook's, is used as it is)."""
+        import logging
+
         import ray
 
-        if ray.is_initialized():
+        if self.actor_class is not None:
             return
+        logging.getLogger("ray").setLevel(logging.ERROR)  # its notices are not the run's console
         address = self.config.ray_address or os.environ.get("RAY_ADDRESS") or None
-        root = self.caller.catalog.app.root
-        env = {"working_dir": root, "excludes": EXCLUDES}
+        env = {"working_dir": self.caller.catalog.app.root, "excludes": EXCLUDES}  # the app folder, shipped to every actor
         try:
-            if address is None:
-                ray.init(runtime_env=env, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                         _node_ip_address="127.0.0.1")
+            if not ray.is_initialized():
+                if address is None:
+                    ray.init(runtime_env=env, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                             _node_ip_address="127.0.0.1")
+                else:
+                    ray.init(address=address, runtime_env=env, log_to_driver=False, configure_logging=False)
                 self.started_ray = True
-            else:
-                ray.init(address=address, runtime_env=env, log_to_driver=False, configure_logging=False)
         except Exception as exc:  # noqa: BLE001 — whatever Ray raises, the run cannot start: a usage error
-            raise AgentTestError(f"--executor ray: cannot connect to Ray{f' at {address}' if address else ''}: {exc}",
+            raise AgentTestError(f"--executor ray: cannot connect to Ray{f' at {address}' if address else ''}: {_first_line(exc)}",
                                  hint="check RAY_ADDRESS / --ray-address, or unset both to start a local Ray") from None
+        # a Ray this process joined before (a test's, a notebook's) cannot ship folders: the app is where it is
+        self.shipped = self.started_ray
         self.actor_class = ray.remote(num_cpus=1, max_restarts=0)(ActorWorker)
 
     async def launch(self, slot: int) -> RayWorker:
-        await asyncio.to_thread(self._connect)
+        async with self._connecting:  # off the loop: starting a local Ray takes seconds, and Ctrl-C must still work
+            await asyncio.to_thread(self._connect)
         plan = replace(self.plan, hooks={}, before_all=None, after_all=None)  # functions: each actor resolves its own
         size = max(1, self.config.workers)
-        actor = self.actor_class.remote(self.config, plan, self.caller.identity, self.caller.catalog.app.root, size)
+        root = "" if self.shipped else self.caller.catalog.app.root
+        try:
+            actor = self.actor_class.remote(self.config, plan, self.caller.identity, root, size)
+        except Exception as exc:  # noqa: BLE001 — Ray refused the actor
+            raise StartFailed([], f"Ray did not create the actor: {_first_line(exc)}") from None
         worker = RayWorker(actor, self.caller.catalog.cassettes)
         try:
             kind, value = await asyncio.wait_for(_ref(actor.ready.remote()), max(60.0, SILENCE))
@@ -187,7 +200,7 @@ class ActorWorker:
         self.config = config
         self.plan = plan
         self.identity = identity
-        self.root = os.getcwd() if os.path.isdir(os.path.join(os.getcwd(), "assistants")) or not os.path.isdir(root) else root
+        self.root = root or os.getcwd()  # "": the app folder was shipped as the working directory
         self.size = size
         self.caller: Caller | None = None
         self.units: dict[int, Unit] = {}

@@ -1,0 +1,83 @@
+"""``--executor ray`` (FORMATS §15) on a real local Ray (two CPUs), started once for this module: the same
+verdicts as local workers, a lost actor is a lost worker, the app folder is shipped with the runtime
+environment when agent-test joins a cluster by its address. Needs the ``ray`` extra."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, Answer, cli, report
+
+ray = pytest.importorskip("ray")
+
+TOOLS_PY = """
+import ctypes
+def segfault(ctx):
+    ctypes.string_at(0)
+"""
+RULES = ('rules:\n  - tool: "*"\n    reply: "done"\n  - user: "^call segfault"\n    tool_calls: [{name: segfault}]\n'
+         'default: "echo: {{ user }}"\n')
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A local Ray; its workers have the environment the connectors' $ENV names, as a cluster's would."""
+    os.environ.setdefault("FAKE_OPENAI_KEY", "sk-test-SECRET-0123456789")
+    context = ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
+                       configure_logging=False)
+    yield context.address_info["gcs_address"]
+    ray.shutdown()
+
+
+def suite(n: int) -> list[dict]:
+    return [{"id": f"c{i:02d}", "input": f"say:ok #{i}", "assert": {"type": "contains", "value": "ok" if i % 3 else "nope"}} for i in range(n)]
+
+
+def test_the_same_verdicts_as_local_workers(cluster, app, server):
+    server.responder = lambda req: Answer("ok")
+    app.agent("bot")
+    path = app.cases("assistants/bot/tests/inputs.jsonl", suite(8))
+    out = app.root / "r.json"
+    result = cli("-i", str(path), "-o", str(out), "--parallel", "4", "--runs", "2", "--executor", "ray", "--workers", "2")
+    assert result.exit_code == 1, result.output
+    got = report(out)["results"]
+    assert [(r["id"], r["run"], r["status"]) for r in got] == [(f"c{i:02d}", run, "failed" if i % 3 == 0 else "passed")
+                                                                for i in range(8) for run in (1, 2)]
+    assert len(server.requests) == 16  # every run called the model once, from the actors
+
+
+def test_an_actor_that_segfaults_is_a_lost_worker_and_the_run_goes_on(cluster, offline_app, tmp_path):
+    app = offline_app
+    app.file("assistants/bot/src/tools.py", textwrap.dedent(TOOLS_PY))
+    app.file("assistants/bot/mock.yml", RULES)
+    tool = {"name": "segfault", "description": "crash", "parameters": {"type": "object", "properties": {}}}
+    app.file("assistants/bot/package.yao", json.dumps({"name": "bot", "connector": "mock", "tools": [tool]}))
+    path = app.cases("assistants/bot/tests/inputs.jsonl", [{"id": "crash", "input": "call segfault"}, {"id": "fine", "input": "hi"}])
+    out = tmp_path / "r.json"
+    result = cli("-i", str(path), "-o", str(out), "--executor", "ray")
+    assert result.exit_code == 1, result.output
+    got = {r["id"]: r for r in report(out)["results"]}
+    assert got["crash"]["status"] == "error" and got["crash"]["error"].startswith("worker lost: ")
+    assert "(the case took down 2 workers)" in got["crash"]["error"]
+    assert got["fine"]["status"] == "passed"
+
+
+def test_joining_a_cluster_by_address_ships_the_app_folder(cluster, offline_app, tmp_path):
+    app = offline_app
+    app.file("assistants/bot/mock.yml", 'default: "echo: {{ user }}"\n')
+    app.file("assistants/bot/package.yao", json.dumps({"name": "bot", "connector": "mock"}))
+    path = app.cases("assistants/bot/tests/inputs.jsonl", [{"id": f"c{i}", "input": f"hi {i}",
+                                                            "assert": {"type": "contains", "value": f"echo: hi {i}"}} for i in range(4)])
+    out = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "agenttest", "-i", str(path), "-o", str(out), "--executor", "ray",
+                           "--ray-address", cluster, "--workers", "2"], capture_output=True, text=True, env=env, cwd=app.root, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report(out)["summary"]["passed"] == 4 and "Traceback" not in proc.stderr
