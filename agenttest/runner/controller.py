@@ -1,6 +1,8 @@
-"""The controller's side of the workers (FORMATS §15): which worker runs a case (all runs of one case on
-one), and what a lost worker means for the cases it held — past its deadline a ``timeout``, else run once
-more on a fresh worker, and a case that takes down two workers is ``error`` "worker lost: …".
+"""The controller's side of the workers (FORMATS §15): starting them while the plan is resolved (each
+starts its MCP servers; Ctrl-C and SIGTERM meanwhile stop them), which worker runs a case (all runs of
+one case on one), and what a lost worker means for the cases it held — past its deadline a ``timeout``,
+else run once more, alone, on a fresh worker; a case that takes down two workers is ``error``
+"worker lost: …".
 
 A worker is anything with ``run(unit) → CaseResult`` that raises ``WorkerLost`` (``workers.py``: local
 processes; ``ray.py``: Ray actors); ``Pool.run`` is what the scheduler calls for each unit."""
@@ -8,13 +10,14 @@ processes; ``ray.py``: Ray actors); ``Pool.run`` is what the scheduler calls for
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
 
-from agenttest.agents.caller import Caller
-from agenttest.errors import AgentTestError, InputError, Problem
-from agenttest.model import CaseResult, Plan
-from agenttest.runner.scheduling import Unit, connector_label
+from agenttest.errors import AgentTestError, ExitCode, Problem
+from agenttest.model import CaseResult, Plan, Status
+from agenttest.runner.scheduling import Unit
 from agenttest.util.durations import format_timeout
 
 
@@ -24,6 +27,23 @@ class WorkerLost(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+class StartFailed(Exception):
+    """A worker could not get ready: its MCP servers failed (``problems``), or it could not start (``text``)."""
+
+    def __init__(self, problems: list[Problem], text: str = ""):
+        super().__init__(text or f"{len(problems)} problems")
+        self.problems = problems
+        self.text = text
+
+
+class Interrupted(AgentTestError):
+    """Ctrl-C or SIGTERM while the workers started: they are stopped and nothing ran (130 / 143)."""
+
+    def __init__(self, sig: signal.Signals):
+        super().__init__(f"{sig.name} while the workers started (and their MCP servers); nothing was run")
+        self.exit_code = ExitCode.TERMINATED if sig == signal.SIGTERM else ExitCode.INTERRUPTED
 
 
 class Worker(Protocol):
@@ -37,47 +57,50 @@ class Worker(Protocol):
     def alive(self) -> bool: ...
 
 
-class StartFailed(Exception):
-    """A worker could not get ready: its MCP servers failed (``problems``), or it could not start."""
+class Launcher(Protocol):
+    plan: Plan | None
 
-    def __init__(self, problems: list[Problem], text: str = ""):
-        super().__init__(text or f"{len(problems)} problems")
-        self.problems = problems
-        self.text = text
+    async def __call__(self, slot: int) -> Worker: ...  # slot -1: a worker of its own; raises StartFailed
 
-
-Launch = Callable[[int], Awaitable[Worker]]  # slot number (-1: a worker of its own) → a ready worker, or StartFailed
+    async def aclose(self) -> None: ...
 
 
 class Pool:
     """``size`` workers made by ``launch``; a lost one is replaced when a case next needs its slot."""
 
-    def __init__(self, plan: Plan, caller: Caller, size: int, launch: Launch, after: Callable[[], Awaitable[None]] | None = None):
-        self.plan = plan
-        self.after = after  # what ends the executor itself (Ray: the connection)
-        self.caller = caller
+    def __init__(self, size: int, launch: Launcher):
         self.size = max(1, size)
         self.launch = launch
         self.slots: list[Worker | None] = [None] * self.size
         self.placed: dict[tuple[str, str], int] = {}  # a case → its slot
         self.warnings: list[str] = []
+        self.timeout = 300.0
         self._locks = [asyncio.Lock() for _ in range(self.size)]
+        self._extra: set[Worker] = set()  # the workers of cases run again alone
 
-    async def start(self) -> None:
-        """Every worker ready before the first case (a server that cannot start is exit 2, said once)."""
-        started = await asyncio.gather(*(self.launch(i) for i in range(self.size)), return_exceptions=True)
-        failure = next((s for s in started if isinstance(s, BaseException)), None)
+    async def start(self, plan: Plan) -> list[Problem]:
+        """Start every worker before the first case; returns the problems their MCP servers met (said once)."""
+        self.launch.plan = plan
+        self.timeout = plan.config.timeout
+        starting = asyncio.ensure_future(asyncio.gather(*(self.launch(i) for i in range(self.size)), return_exceptions=True))
+        with _signals(starting) as caught:
+            try:
+                started = await starting
+            except asyncio.CancelledError:
+                await self.aclose()
+                if not caught:
+                    raise
+                raise Interrupted(caught[0]) from None
         for i, s in enumerate(started):
             if not isinstance(s, BaseException):
                 self.slots[i] = s
+        failure = next((s for s in started if isinstance(s, BaseException)), None)
         if failure is None:
             self.warnings = list(dict.fromkeys(w for s in self.slots if s is not None for w in s.warnings))
-            return
+            return []
         await self.aclose()
         if isinstance(failure, StartFailed):
-            if failure.problems:
-                raise InputError(failure.problems)
-            raise AgentTestError(f"a worker could not start: {failure.text}")
+            return failure.problems or [Problem(f"a worker could not start: {failure.text}")]
         raise failure
 
     async def _worker(self, slot: int) -> Worker:
@@ -89,7 +112,7 @@ class Pool:
             return worker
 
     def _slot_for(self, unit: Unit) -> int:
-        key = (unit.case.file, unit.case.id)
+        key = (unit.item.case.file, unit.item.case.id)
         if key not in self.placed:
             loads = [(w.in_flight if w is not None else 0, i) for i, w in enumerate(self.slots)]
             self.placed[key] = min(loads)[1]
@@ -99,37 +122,67 @@ class Pool:
         """The unit's result, whatever happens to the workers that run it. After a loss it runs once more
         alone, in a fresh worker of its own: a case beside the culprit must not go down with it twice."""
         loop = asyncio.get_running_loop()
-        deadline = unit.case.timeout or self.plan.timeout
+        deadline = unit.item.case.timeout or self.timeout
         for attempt in (1, 2):
             started = loop.time()
             try:
                 worker = await (self._worker(self._slot_for(unit)) if attempt == 1 else self.launch(-1))
             except StartFailed as exc:
                 text = exc.text or "; ".join(str(p) for p in exc.problems)
-                return self._lost(unit, "error", f"worker lost, and a fresh worker could not start: {text}")
+                return lost(unit, "error", f"worker lost, and a fresh worker could not start: {text}")
+            if attempt == 2:
+                self._extra.add(worker)
             try:
                 return await worker.run(unit)
-            except WorkerLost as lost:
+            except WorkerLost as gone:
                 if loop.time() - started >= deadline:
-                    return self._lost(unit, "timeout", f"timeout after {format_timeout(deadline)} (worker lost: {lost.reason})")
+                    return lost(unit, "timeout", f"timeout after {format_timeout(deadline)} (worker lost: {gone.reason})")
                 if attempt == 2:
-                    return self._lost(unit, "error", f"worker lost: {lost.reason} (the case took down 2 workers)")
+                    return lost(unit, "error", f"worker lost: {gone.reason} (the case took down 2 workers)")
             finally:
                 if attempt == 2:
+                    self._extra.discard(worker)
                     await worker.stop()
         raise AssertionError("unreachable")
 
-    def _lost(self, unit: Unit, status: str, error: str) -> CaseResult:
-        case = unit.case
-        return CaseResult(case.id, status, case.name, case.input, error=error, run=unit.run, index=unit.index,  # type: ignore[arg-type]
-                            dynamic=case.dynamic, file=case.file, line=case.location.line or 0,
-                            description=case.description, tags=case.tags,
-                            connector=connector_label(self.plan, self.caller, case, unit.connector or self.plan.connector))
-
     async def aclose(self) -> None:
-        """Stop every worker (each stops its MCP servers), then kill what is left of what the run started."""
+        """Stop every worker (each stops its MCP servers and whatever runs under it). Safe to call twice."""
+        workers = [w for w in [*self.slots, *self._extra] if w is not None]
+        self.slots = [None] * self.size
         try:
-            await asyncio.gather(*(w.stop() for w in self.slots if w is not None), return_exceptions=True)
+            await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
         finally:
-            if self.after is not None:
-                await self.after()
+            await self.launch.aclose()
+
+
+def lost(unit: Unit, status: Status, error: str) -> CaseResult:
+    """The result of a unit whose worker was lost."""
+    case = unit.item.case
+    return CaseResult(case.id, status, case.name, case.input, error=error, run=unit.run, index=unit.index, dynamic=case.dynamic,
+                      file=case.file, line=case.location.line or 0, description=case.description, tags=case.tags,
+                      connector=unit.item.label)
+
+
+@contextmanager
+def _signals(task: asyncio.Future[Any]) -> Iterator[list[signal.Signals]]:
+    """While the workers start (before the run's own handlers): the first Ctrl-C or SIGTERM cancels ``task``."""
+    loop = asyncio.get_running_loop()
+    caught: list[signal.Signals] = []
+    installed = []
+
+    def stop(sig: signal.Signals) -> None:
+        if not caught:
+            caught.append(sig)
+        task.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop, sig)
+            installed.append(sig)
+        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+            pass
+    try:
+        yield caught
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)

@@ -8,7 +8,6 @@ import os
 from agenttest.agents.caller import Caller
 from agenttest.config import RunConfig
 from agenttest.errors import AgentTestError
-from agenttest.model import Plan
 from agenttest.runner.controller import Pool
 
 EXECUTORS = ("local", "ray")
@@ -27,8 +26,9 @@ def parse(text: str) -> int:
     return value
 
 
-def pool_for(config: RunConfig, plan: Plan, caller: Caller) -> Pool | None:
-    """The workers a run uses; None when its cases run in this process."""
+def pool_for(config: RunConfig, caller: Caller) -> Pool | None:
+    """The workers a run uses (started by ``Pool.start`` once the plan is resolved); None when its cases
+    run in this process."""
     if config.executor == "ray":
         try:
             import ray  # noqa: F401
@@ -36,10 +36,9 @@ def pool_for(config: RunConfig, plan: Plan, caller: Caller) -> Pool | None:
             raise AgentTestError("--executor ray: Ray is not installed", hint="pip install 'agent-test[ray]'") from None
         from agenttest.runner.ray import Actors
 
-        actors = Actors(config, plan, caller)
-        return Pool(plan, caller, config.workers or 1, actors.launch, actors.aclose)
+        return Pool(config.workers or 1, Actors(config, caller))
     if config.workers == 0:
         return None
     from agenttest.runner.workers import Local
 
-    return Pool(plan, caller, config.workers, Local(plan, caller))
+    return Pool(config.workers, Local(caller))

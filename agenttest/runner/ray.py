@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import replace
 from typing import Any
 
 from agenttest.agents.caller import Caller
 from agenttest.config import RunConfig
-from agenttest.errors import AgentTestError, InputError
-from agenttest.model import CaseResult, Plan
+from agenttest.errors import AgentTestError
+from agenttest.model import Case, CaseResult, Plan
 from agenttest.runner.controller import StartFailed, WorkerLost
 from agenttest.runner.scheduling import Unit
 from agenttest.runner.workers import SILENCE, absorb
@@ -30,9 +29,9 @@ EXCLUDES = [".git", ".venv", "venv", "node_modules", "__pycache__", ".agent-test
 class Actors:
     """Connects to Ray once and launches one actor per worker slot."""
 
-    def __init__(self, config: RunConfig, plan: Plan, caller: Caller):
+    def __init__(self, config: RunConfig, caller: Caller):
         self.config = config
-        self.plan = plan
+        self.plan: Plan | None = None  # set by the pool once resolved
         self.caller = caller
         self.started_ray = False
         self.shipped = False  # the app folder is the actors' working directory
@@ -65,14 +64,14 @@ class Actors:
         self.shipped = self.started_ray
         self.actor_class = ray.remote(num_cpus=1, max_restarts=0)(ActorWorker)
 
-    async def launch(self, slot: int) -> RayWorker:
+    async def __call__(self, slot: int) -> RayWorker:
+        assert self.plan is not None
         async with self._connecting:  # off the loop: starting a local Ray takes seconds, and Ctrl-C must still work
             await asyncio.to_thread(self._connect)
-        plan = replace(self.plan, hooks={}, before_all=None, after_all=None)  # functions: each actor resolves its own
-        size = max(1, self.config.workers)
         root = "" if self.shipped else self.caller.catalog.app.root
+        cases = list(self.plan.cases)  # data only: each actor resolves its own hooks and connectors
         try:
-            actor = self.actor_class.remote(self.config, plan, self.caller.identity, root, size)
+            actor = self.actor_class.remote(self.config, cases, self.plan.agent, self.caller.identity, root, max(1, self.config.workers))
         except Exception as exc:  # noqa: BLE001 — Ray refused the actor
             raise StartFailed([], f"Ray did not create the actor: {_first_line(exc)}") from None
         worker = RayWorker(actor, self.caller.catalog.cassettes)
@@ -196,44 +195,41 @@ class RayWorker:
 class ActorWorker:
     """The actor: one worker's plan, caller and MCP servers, in the actor's event loop."""
 
-    def __init__(self, config: RunConfig, plan: Plan, identity: Any, root: str, size: int):
+    def __init__(self, config: RunConfig, cases: list[Case], agent: str, identity: Any, root: str, size: int):
         self.config = config
-        self.plan = plan
+        self.cases = cases
+        self.agent = agent
         self.identity = identity
         self.root = root or os.getcwd()  # "": the app folder was shipped as the working directory
         self.size = size
         self.caller: Caller | None = None
+        self.plan: Plan | None = None
         self.units: dict[int, Unit] = {}
 
     async def ready(self) -> tuple[str, Any]:
-        from agenttest.app.folders import App
+        """Resolve the plan here (hooks are functions of this process), start the MCP servers."""
         from agenttest.agents.catalog import Catalog
+        from agenttest.app.folders import App
         from agenttest.connectors.cassettes import Cassettes
         from agenttest.connectors.throttle import Traffic
-        from agenttest.resolution.resolve import resolve
+        from agenttest.resolution import planning
         from agenttest.runner import slots
         from agenttest.runner.scheduling import units
-        from agenttest.runner.workers import prepare
         from agenttest.util.secrets import Secrets
 
-        config, plan = self.config, self.plan
-        secrets = Secrets()
-        tapes = Cassettes(self.root, config.record, config.replay, config.replay_roles, secrets) if config.record or config.replay else None
+        config, secrets = self.config, Secrets()
         traffic = Traffic(config.parallel)
         slots.share(traffic, self.size)
-        catalog = Catalog(App(self.root), secrets, strict=config.strict, cassettes=tapes, traffic=traffic)
-        self.caller = caller = Caller(catalog, self.identity)
-        caller.loop = asyncio.get_running_loop()
         try:
-            resolved = resolve(list(plan.cases), catalog, plan.agent, plan.matrix[0] if plan.matrix else plan.connector, None, None)
-            if resolved.problems:
-                raise InputError(resolved.problems)
-            self.plan = plan = replace(plan, hooks=resolved.hooks)
-            warnings = await prepare(plan, caller)
+            catalog = Catalog(App(self.root), secrets, strict=config.strict, cassettes=Cassettes.for_run(self.root, config, secrets),
+                              traffic=traffic)
+            self.caller = caller = Caller(catalog, self.identity)
+            caller.loop = asyncio.get_running_loop()
+            self.plan, _ = await planning.build(self.cases, catalog, self.agent, config)
         except AgentTestError as exc:
             return "problems", exc.problems
-        self.units = {u.index: u for u in units(plan, caller)}
-        return "ready", warnings
+        self.units = {u.index: u for u in units(self.plan)}
+        return "ready", catalog.warnings
 
     async def ping(self) -> bool:
         return True
@@ -242,10 +238,10 @@ class ActorWorker:
         from agenttest.runner.scheduling import run_case
         from agenttest.runner.workers import tapes_of
 
-        assert self.caller is not None
+        assert self.caller is not None and self.plan is not None
         unit = self.units[index]
-        result = await run_case(unit.case, unit.run, unit.index, self.plan, self.caller, unit.connector)
-        return result, tapes_of(unit.case, self.caller)
+        result = await run_case(unit.item, unit.run, unit.index, self.plan, self.caller)
+        return result, tapes_of(unit.item.case, self.caller)
 
     async def stop(self) -> None:
         if self.caller is not None:

@@ -18,9 +18,9 @@ from typing import Any
 
 from agenttest.agents.caller import Caller
 from agenttest.connectors.cassettes import Cassettes, cassette_name
-from agenttest.errors import AgentTestError, InputError
+from agenttest.errors import Problem
 from agenttest.model import Case, CaseResult, Plan
-from agenttest.resolution.resolve import unknown_tools
+from agenttest.resolution import planning
 from agenttest.runner import processes, slots
 from agenttest.runner.controller import StartFailed, WorkerLost
 from agenttest.runner.scheduling import AFTER_GRACE, Unit, internal_error, run_case, units
@@ -30,18 +30,10 @@ SILENCE = float(os.environ.get("AGENTTEST_WORKER_SILENCE") or 4.0)  # seconds wi
 STOP_GRACE = AFTER_GRACE + 1.0  # a stopping worker's After hooks and MCP servers get this long
 
 
-async def prepare(plan: Plan, caller: Caller) -> list[str]:
-    """Start the MCP servers of the loaded agents and check the cases' mocks and faults against their
-    tools; returns the warnings. A server that cannot start, or an unknown tool, is an InputError."""
-    catalog = caller.catalog
-    before = len(catalog.warnings)
-    await catalog.start()
-    if catalog.agent(plan.agent).spec.mcp:  # its MCP tools are known now
-        tools = catalog.agent(plan.agent).tools
-        late = [p for c in plan.cases if c.mode != "script" for p in unknown_tools(c, tools)]
-        if late:
-            raise InputError(late)
-    return catalog.warnings[before:]
+async def prepare(plan: Plan, caller: Caller) -> list[Problem]:
+    """In a worker: start the MCP servers and check the mocks and faults that name their tools (as
+    resolution does in-process); the problems found."""
+    return await planning.mcp_tools(list(plan.cases), caller.catalog, plan.agent)
 
 
 class Channel:
@@ -197,15 +189,19 @@ class LocalWorker:
 
 
 class Local:
-    """Launches local workers by forking this process."""
+    """Launches local workers by forking this process (once ``plan`` is resolved)."""
 
-    def __init__(self, plan: Plan, caller: Caller):
-        self.plan = plan
+    def __init__(self, caller: Caller):
         self.caller = caller
+        self.plan: Plan | None = None
         self.live: dict[int, LocalWorker] = {}
-        caller.catalog.warm()
+        self._warmed = False
 
     async def __call__(self, slot: int) -> LocalWorker:
+        assert self.plan is not None
+        if not self._warmed:
+            self.caller.catalog.warm()
+            self._warmed = True
         ours, theirs = socket.socketpair()
         inherited = [w.channel.fileno() for w in self.live.values()]
         for stream in (sys.stdout, sys.stderr):
@@ -224,6 +220,9 @@ class Local:
             raise
         worker.warnings = warnings
         return worker
+
+    async def aclose(self) -> None:
+        """Nothing to end beyond the workers themselves."""
 
 
 def _child(sock: socket.socket, parent: int, inherited: list[int], plan: Plan, caller: Caller) -> None:
@@ -260,14 +259,15 @@ async def serve(sock: socket.socket, plan: Plan, caller: Caller) -> None:
     caller.catalog.forked()
     remotes = slots.borrow(caller.catalog.traffic, channel.send)
     beat = loop.create_task(_beat(channel))  # from the start: MCP servers may take a while
-    try:
-        warnings = await prepare(plan, caller)
-    except AgentTestError as exc:
-        channel.send(("problems", exc.problems))
+    before = len(caller.catalog.warnings)
+    problems = await prepare(plan, caller)
+    if problems:
+        channel.send(("problems", problems))
+        beat.cancel()
         await _close(channel, caller)
         return
-    channel.send(("ready", warnings))
-    by_index = {u.index: u for u in units(plan, caller)}
+    channel.send(("ready", caller.catalog.warnings[before:]))
+    by_index = {u.index: u for u in units(plan)}
     tasks: dict[int, asyncio.Task[None]] = {}
     try:
         while (message := await channel.recv()) is not None and message[0] != "stop":
@@ -308,12 +308,12 @@ async def _beat(channel: Channel) -> None:
 
 async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel) -> None:
     try:
-        result = await run_case(unit.case, unit.run, unit.index, plan, caller, unit.connector)
+        result = await run_case(unit.item, unit.run, unit.index, plan, caller)
     except asyncio.CancelledError:
         channel.send(("cancelled", unit.index))
         return
     try:
-        channel.send(("result", unit.index, result, tapes_of(unit.case, caller)))
+        channel.send(("result", unit.index, result, tapes_of(unit.item.case, caller)))
     except Exception as exc:  # noqa: BLE001 — e.g. user data in the result that cannot be pickled
         message, tb = internal_error(exc)
         failed = CaseResult(result.id, "error", result.name, result.input, error=f"the result could not be sent: {message}",
