@@ -49,7 +49,7 @@ def test_the_same_verdicts_as_local_workers(cluster, app, server):
     assert result.exit_code == 1, result.output
     got = report(out)["results"]
     assert [(r["id"], r["run"], r["status"]) for r in got] == [(f"c{i:02d}", run, "failed" if i % 3 == 0 else "passed")
-                                                                for i in range(8) for run in (1, 2)]
+                                                                for i in range(8) for run in (1, 2)], [r.get("error") for r in got if r["status"] == "error"]
     assert len(server.requests) == 16  # every run called the model once, from the actors
 
 

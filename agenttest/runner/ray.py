@@ -2,8 +2,8 @@
 names (a local Ray started for the run when neither is given). The app folder goes to them as the
 actors' working directory (Ray's runtime environment); each actor resolves the same plan from the
 cases and configuration the controller sends, starts its own MCP servers, and answers one call per
-unit with its result. A ping every half second that goes unanswered for ``SILENCE`` seconds, or an
-actor that dies, is a lost worker (``controller.py`` decides what that means for its cases).
+unit with its result. A ping every half second that goes unanswered for ``SILENCE`` seconds (15), or
+an actor that dies, is a lost worker (``controller.py`` decides what that means for its cases).
 
 Connector limits are shared by dividing them: each of N actors gets 1/N of a connector's
 ``max_concurrency`` and ``rpm`` (the controller's scheduler already holds ``--parallel`` for the run)."""
@@ -20,9 +20,11 @@ from agenttest.errors import AgentTestError
 from agenttest.model import Case, CaseResult, Plan
 from agenttest.runner.controller import StartFailed, WorkerLost
 from agenttest.runner.scheduling import Unit
-from agenttest.runner.workers import SILENCE, absorb
+from agenttest.runner.workers import SILENCE as LOCAL_SILENCE, absorb
 
 HEARTBEAT = 0.5
+# an actor call crosses Ray's scheduler (and maybe a network): a ping gets longer to come back than a local worker's beat
+SILENCE = float(os.environ.get("AGENTTEST_RAY_SILENCE") or max(15.0, LOCAL_SILENCE))
 EXCLUDES = [".git", ".venv", "venv", "node_modules", "__pycache__", ".agent-test", "output-*.json"]
 
 
