@@ -24,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import load  # noqa: E402
+import scaleout  # noqa: E402
 from workloads import dynamic_cases, expected_runs_with_early_stop, flaky_cases, make_app, standard_cases, write_cases  # noqa: E402
 
 
@@ -273,6 +274,7 @@ class Bench:
             "dynamic": self.dynamic, "early_stop": self.early_stop, "replay": self.replay, "dry_run": self.dry_run, "scale": self.scale,
             "rate_limited": lambda: load.rate_limited(self), "wide": lambda: load.wide(self),
             "huge_mock": lambda: load.huge_mock(self), "first_request": lambda: load.first_request(self),
+            **scaleout.workloads(self),
         }
 
     def all(self, only: str | None = None) -> None:
@@ -307,7 +309,8 @@ SMOKE_WORKLOADS = ("agent-test --help", "start-up: 1 case", "standard, 0 ms", "o
                    "runner's own CPU per case vs SDK post", "standard, 50 ms, --parallel 20", "standard, 200 ms, --parallel 50",
                    "dynamic × 3 turns", "--early-stop: requests saved", "replay of the recorded", "--dry-run of", "(memory)",
                    "in flight allowed (429 + Retry-After beyond)", "standard, 200 ms, --parallel 200", "SDK alone (create), same workload, runs interleaved",
-                   "on the mock connector, --parallel 20 (memory", "start-up to the first request")
+                   "on the mock connector, --parallel 20 (memory", "start-up to the first request",
+                   "one worker process", "with --workers 2")
 
 
 def main() -> None:

@@ -76,7 +76,7 @@ class Actors:
             actor = self.actor_class.remote(self.config, cases, self.plan.agent, self.caller.identity, root, max(1, self.config.workers))
         except Exception as exc:  # noqa: BLE001 — Ray refused the actor
             raise StartFailed([], f"Ray did not create the actor: {_first_line(exc)}") from None
-        worker = RayWorker(actor, self.caller.catalog.cassettes)
+        worker = RayWorker(actor, self.caller.catalog)
         try:
             kind, value = await asyncio.wait_for(_ref(actor.ready.remote()), max(60.0, SILENCE))
         except Exception as exc:  # noqa: BLE001 — Ray's own errors: the actor could not start
@@ -120,9 +120,10 @@ def _death(exc: BaseException) -> str:
 class RayWorker:
     """The controller's handle on one actor."""
 
-    def __init__(self, actor: Any, cassettes: Any):
+    def __init__(self, actor: Any, catalog: Any):
         self.actor = actor
-        self.cassettes = cassettes
+        self.cassettes = catalog.cassettes
+        self.secrets = catalog.secrets
         self.warnings: list[str] = []
         self.lost: str | None = None
         self.pending = 0
@@ -171,8 +172,9 @@ class RayWorker:
         ref = self.actor.run.remote(unit.index)
         self.pending += 1
         try:
-            result, tapes = await ref
+            result, tapes, secrets = await ref
             absorb(self.cassettes, tapes)
+            self.secrets.learn(secrets)
         except asyncio.CancelledError:
             ray.cancel(ref)  # the actor's case is cancelled: its After hook runs there
             raise
@@ -217,8 +219,10 @@ class ActorWorker:
         from agenttest.resolution import planning
         from agenttest.runner import slots
         from agenttest.runner.scheduling import units
+        from agenttest.runtime import usercalls
         from agenttest.util.secrets import Secrets
 
+        usercalls.capturing().__enter__()  # for the actor's life: what user code prints goes to its case
         config, secrets = self.config, Secrets()
         traffic = Traffic(config.parallel)
         slots.share(traffic, self.size)
@@ -236,14 +240,14 @@ class ActorWorker:
     async def ping(self) -> bool:
         return True
 
-    async def run(self, index: int) -> tuple[CaseResult, dict[str, Any]]:
+    async def run(self, index: int) -> tuple[CaseResult, dict[str, Any], Any]:
         from agenttest.runner.scheduling import run_case
         from agenttest.runner.workers import tapes_of
 
         assert self.caller is not None and self.plan is not None
         unit = self.units[index]
         result = await run_case(unit.item, unit.run, unit.index, self.plan, self.caller)
-        return result, tapes_of(unit.item.case, self.caller)
+        return result, tapes_of(unit.item.case, self.caller), self.caller.catalog.secrets.state()
 
     async def stop(self) -> None:
         if self.caller is not None:

@@ -23,6 +23,7 @@ from agenttest.model import Case, CaseResult, Plan
 from agenttest.resolution import planning
 from agenttest.runner import processes, slots
 from agenttest.runner.controller import StartFailed, WorkerLost
+from agenttest.runtime import usercalls
 from agenttest.runner.scheduling import AFTER_GRACE, Unit, internal_error, run_case, units
 
 HEARTBEAT = 0.5
@@ -78,6 +79,7 @@ class LocalWorker:
         self.channel = channel
         self.fleet = fleet
         self.cassettes = caller.catalog.cassettes
+        self.secrets = caller.catalog.secrets
         self.lender = slots.Lender(caller.catalog.traffic, channel.send)
         self.pending: dict[int, asyncio.Future[CaseResult]] = {}
         self.acks: dict[int, asyncio.Future[None]] = {}  # cases told to stop (Ctrl-C): their After hooks ran
@@ -132,8 +134,9 @@ class LocalWorker:
     def _handle(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
         if kind == "result":
-            _, index, result, tapes = message
+            _, index, result, tapes, secrets = message
             absorb(self.cassettes, tapes)
+            self.secrets.learn(secrets)  # connectors made in the worker: their keys are hidden here too
             self._settle(index, result)
         elif kind == "cancelled":
             self._settle(message[1], None)
@@ -245,7 +248,8 @@ def _child(sock: socket.socket, parent: int, inherited: list[int], plan: Plan, c
         asyncio.events._set_running_loop(None)  # the controller's loop, frozen in this copy, is never touched
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        loop.run_until_complete(serve(sock, plan, caller))
+        with usercalls.capturing():  # what user code prints goes to its case, as in the controller
+            loop.run_until_complete(serve(sock, plan, caller))
         code = 0
     finally:
         os._exit(code)
@@ -313,13 +317,13 @@ async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel) -> None
         channel.send(("cancelled", unit.index))
         return
     try:
-        channel.send(("result", unit.index, result, tapes_of(unit.item.case, caller)))
+        channel.send(("result", unit.index, result, tapes_of(unit.item.case, caller), caller.catalog.secrets.state()))
     except Exception as exc:  # noqa: BLE001 — e.g. user data in the result that cannot be pickled
         message, tb = internal_error(exc)
         failed = CaseResult(result.id, "error", result.name, result.input, error=f"the result could not be sent: {message}",
                             traceback=tb, run=result.run, index=result.index, file=result.file, line=result.line,
                             connector=result.connector)
-        channel.send(("result", unit.index, failed, {}))
+        channel.send(("result", unit.index, failed, {}, caller.catalog.secrets.state()))
 
 
 def tapes_of(case: Case, caller: Caller) -> dict[str, Any]:

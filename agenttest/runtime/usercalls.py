@@ -76,6 +76,9 @@ class _Router(io.TextIOBase):
 def capturing() -> Iterator[None]:
     """Route ``print`` of user code to the capture of the case it runs for (for the whole run)."""
     old_out, old_err = sys.stdout, sys.stderr
+    if isinstance(old_out, _Router):  # already routed (a worker forked during the run)
+        yield
+        return
     sys.stdout, sys.stderr = _Router(old_out, "stdout"), _Router(old_err, "stderr")  # type: ignore[assignment]
     try:
         yield

@@ -52,6 +52,18 @@ class Secrets:
         """Variables whose values were too short to be hidden (a warning says so once)."""
         return sorted(self._short)
 
+    def state(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """What a worker learned (values, short variables' names), for the controller to ``learn``."""
+        with self._lock:
+            return tuple(self._ordered), tuple(sorted(self._short))
+
+    def learn(self, state: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+        values, short = state
+        for value in values:
+            self.add(value)
+        with self._lock:
+            self._short.update(short)
+
     def __bool__(self) -> bool:
         return bool(self._ordered)
 
