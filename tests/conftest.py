@@ -124,3 +124,29 @@ def report(path: Path) -> dict[str, Any]:
 
 
 __all__ = ["Answer", "AppBuilder", "OpenAIServer", "cli", "last_user", "report"]
+
+
+def tool_app(root: Path, tools: tuple[str, ...], tools_py: str) -> Path:
+    """An app whose agent ``bot`` (on the mock connector) calls tool NAME for a message "call NAME";
+    ``tools_py`` is its src/tools.py."""
+    agent = root / "assistants" / "bot"
+    (agent / "src").mkdir(parents=True)
+    (root / "connectors").mkdir()
+    (root / "connectors" / "mock.conn.yao").write_text(json.dumps({"type": "mock"}))
+    described = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in tools]
+    (agent / "package.yao").write_text(json.dumps({"name": "bot", "connector": "mock", "tools": described}))
+    rules = "rules:\n  - tool: \"*\"\n    reply: \"done: {{ tool_result }}\"\n" + "".join(
+        f"  - user: \"^call {name}\"\n    tool_calls: [{{name: {name}}}]\n" for name in tools) + "default: \"echo: {{ user }}\"\n"
+    (agent / "mock.yml").write_text(rules)
+    (agent / "src" / "tools.py").write_text(textwrap.dedent(tools_py))
+    return agent
+
+
+def alive(pid: int) -> bool:
+    """A process that runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
+

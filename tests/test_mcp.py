@@ -19,7 +19,7 @@ from agenttest.app.folders import App
 from agenttest.assertions.static import name_matches
 from agenttest.agents.catalog import Catalog
 from agenttest.model import Context
-from helpers import REPO, Answer, cli, report
+from helpers import REPO, Answer, alive, cli, report
 from mcp_server import HttpServer
 
 SERVER = str(REPO / "tests" / "mcp_server.py")
@@ -32,14 +32,6 @@ def stdio(app, rel: str, pid_file: Path | None = None, *extra: str, **keys) -> N
     if pid_file is not None:
         data["env"] = {"MCP_PID_FILE": str(pid_file)}
     app.file(rel, json.dumps(data))
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ")[-1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def pids(path: Path) -> list[int]:

@@ -15,11 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, report
+from helpers import REPO, report, tool_app
 
 TOOL_NAMES = ("sleeper", "exiter", "threader", "interrupter")
-RULES = "rules:\n  - tool: \"*\"\n    reply: \"done: {{ tool_result }}\"\n" + "".join(
-    f"  - user: \"^call {name}\"\n    tool_calls: [{{name: {name}}}]\n" for name in TOOL_NAMES) + "default: \"echo: {{ user }}\"\n"
 TOOLS_PY = """
 import sys, threading, time
 def sleeper(ctx):
@@ -59,19 +57,11 @@ def TestSleeps(t, ctx):
 
 @pytest.fixture
 def app_dir(tmp_path: Path) -> Path:
-    root = tmp_path / "app"
-    agent = root / "assistants" / "bot"
-    (agent / "src").mkdir(parents=True)
-    (root / "connectors").mkdir()
-    (root / "connectors" / "mock.conn.yao").write_text(json.dumps({"type": "mock"}))
-    tools = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in TOOL_NAMES]
-    (agent / "package.yao").write_text(json.dumps({"name": "bot", "connector": "mock", "tools": tools}))
-    (agent / "mock.yml").write_text(RULES)
-    (agent / "src" / "tools.py").write_text(textwrap.dedent(TOOLS_PY))
+    agent = tool_app(tmp_path / "app", TOOL_NAMES, TOOLS_PY)
     (agent / "src" / "env_test.py").write_text(textwrap.dedent(ENV_TEST))
     (agent / "src" / "suite_test.py").write_text(textwrap.dedent(ENV_TEST))
     (tmp_path / "marks").mkdir()
-    return root
+    return tmp_path / "app"
 
 
 def agent_test(app_dir: Path, cases: list[dict] | None, *args: str, env: dict[str, str] | None = None, wait: bool = True):

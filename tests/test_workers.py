@@ -9,18 +9,15 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from helpers import REPO, Answer, cli, report
+from helpers import REPO, Answer, alive, cli, report, tool_app
 
 TOOLS = ("hog", "segfault", "quit", "nap", "once", "spawn")
-RULES = "rules:\n  - tool: \"*\"\n    reply: \"done: {{ tool_result }}\"\n" + "".join(
-    f"  - user: \"^call {name}\"\n    tool_calls: [{{name: {name}}}]\n" for name in TOOLS) + "default: \"echo: {{ user }}\"\n"
 TOOLS_PY = """
 import ctypes, os, re, subprocess, sys, time
 MARK = os.environ["MARK_DIR"]
@@ -53,17 +50,9 @@ def spawn(ctx):
 
 @pytest.fixture
 def app_dir(tmp_path: Path) -> Path:
-    root = tmp_path / "app"
-    agent = root / "assistants" / "bot"
-    (agent / "src").mkdir(parents=True)
-    (root / "connectors").mkdir()
-    (root / "connectors" / "mock.conn.yao").write_text(json.dumps({"type": "mock"}))
-    tools = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in TOOLS]
-    (agent / "package.yao").write_text(json.dumps({"name": "bot", "connector": "mock", "tools": tools}))
-    (agent / "mock.yml").write_text(RULES)
-    (agent / "src" / "tools.py").write_text(textwrap.dedent(TOOLS_PY))
+    tool_app(tmp_path / "app", TOOLS, TOOLS_PY)
     (tmp_path / "marks").mkdir()
-    return root
+    return tmp_path / "app"
 
 
 def agent_test(app_dir: Path, cases: list[dict], *args: str, env: dict[str, str] | None = None, wait: bool = True):
@@ -82,14 +71,6 @@ def agent_test(app_dir: Path, cases: list[dict], *args: str, env: dict[str, str]
 def mark(app_dir: Path, name: str) -> str:
     path = app_dir.parent / "marks" / name
     return path.read_text() if path.exists() else ""
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ")[-1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def results(out: Path) -> dict[str, dict]:

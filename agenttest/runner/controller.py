@@ -47,8 +47,10 @@ class Interrupted(AgentTestError):
 
 
 class Worker(Protocol):
-    in_flight: int
     warnings: list[str]  # what starting it said (its MCP servers)
+
+    @property
+    def in_flight(self) -> int: ...
 
     async def run(self, unit: Unit) -> CaseResult: ...
 

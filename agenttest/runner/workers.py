@@ -170,11 +170,14 @@ class LocalWorker:
         self.channel.close()
         self.lender.close()
         self.fleet.live.pop(self.pid, None)
-        for fut in [*self.pending.values(), self.ready, *self.acks.values()]:
+        if not self.ready.done():
+            self.ready.set_exception(StartFailed([], f"it ended while starting ({self.lost})"))
+        waiting: list[asyncio.Future[Any]] = [*self.pending.values(), *self.acks.values()]
+        for fut in waiting:
             if not fut.done():
-                fut.set_exception(StartFailed([], f"it ended while starting ({self.lost})") if fut is self.ready
-                                  else WorkerLost(self.lost))
-        for fut in [self.ready, *self.acks.values()]:
+                fut.set_exception(WorkerLost(self.lost))
+        retrieved: list[asyncio.Future[Any]] = [self.ready, *self.acks.values()]
+        for fut in retrieved:
             if fut.done() and not fut.cancelled():
                 fut.exception()  # retrieved: nobody may be waiting for these any more
 
@@ -279,7 +282,7 @@ async def serve(sock: socket.socket, plan: Plan, caller: Caller) -> None:
             if kind == "run":
                 unit = by_index[message[1]]
                 tasks[unit.index] = task = loop.create_task(_one(unit, plan, caller, channel))
-                task.add_done_callback(lambda t, i=unit.index: tasks.pop(i, None))
+                task.add_done_callback(lambda _, i=unit.index: tasks.pop(i, None))  # type: ignore[misc]
             elif kind == "cancel" and message[1] in tasks:
                 tasks[message[1]].cancel()
             elif kind == "granted":
