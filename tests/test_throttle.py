@@ -233,3 +233,13 @@ def test_a_plug_in_connector_gets_the_same_retries_and_a_local_one_is_left_alone
     assert traffic.load()[0].absorbed == 2
     mock = create(ConnectorSpec("mock", "mock", {}))
     assert traffic.wrap(mock) is mock and len(traffic.throttles) == 1
+
+
+def test_try_acquire_grants_a_free_slot_at_once_and_nothing_when_full_or_spaced():
+    """The controller's fast path for a worker's request (runner/slots.py): no task when a slot is free."""
+    t = Throttle("x", Limits(ceiling=2))
+    assert t.try_acquire() == 0 and t.try_acquire() == 0 and t.in_flight == 2 and t.stats["requests"] == 2
+    assert t.try_acquire() is None and t.in_flight == 2  # full: the request queues instead
+    t.release()
+    assert t.try_acquire() == 0 and t.peak == 2
+    assert Throttle("y", Limits(ceiling=2, rpm=60)).try_acquire() is None  # spacing needs the async path

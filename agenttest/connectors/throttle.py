@@ -90,6 +90,15 @@ class Throttle:
         self.stats["requests"] += 1
         return self.epoch
 
+    def try_acquire(self) -> int | None:
+        """A slot now if one is free and nothing waits or spaces requests (the epoch), else None."""
+        if self.down or self.limits.rpm or self._waiters or self.in_flight >= self.limit:
+            return None
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        self.stats["requests"] += 1
+        return self.epoch
+
     async def _queue(self) -> None:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)

@@ -143,7 +143,13 @@ class Lender:
         kind, *rest = message
         if kind == "acquire":
             rid, name, limits = rest
-            self.waiting[rid] = asyncio.create_task(self._grant(rid, self.throttle(name, limits)))
+            throttle = self.throttle(name, limits)
+            epoch = throttle.try_acquire()
+            if epoch is not None:  # a free slot: granted at once, with no task in between
+                self.held[name] = self.held.get(name, 0) + 1
+                self.send(("granted", name, rid, epoch, ""))
+            else:
+                self.waiting[rid] = asyncio.create_task(self._grant(rid, throttle))
             return
         if kind == "withdraw":
             task = self.waiting.pop(rest[0], None)

@@ -43,6 +43,7 @@ class Channel:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         self.reader = reader
         self.writer = writer
+        self._out: list[bytes] = []  # frames sent in one turn of the loop go out in one write
 
     @classmethod
     async def open(cls, sock: socket.socket) -> Channel:
@@ -53,7 +54,14 @@ class Channel:
         if self.writer.is_closing():
             return
         data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
-        self.writer.write(len(data).to_bytes(4, "big") + data)
+        if not self._out:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._out += (len(data).to_bytes(4, "big"), data)
+
+    def _flush(self) -> None:
+        out, self._out = self._out, []
+        if not self.writer.is_closing():
+            self.writer.write(b"".join(out))
 
     async def recv(self) -> tuple[Any, ...] | None:
         """The next message; None when the other end has closed."""
@@ -90,7 +98,9 @@ class LocalWorker:
         self.warnings: list[str] = []
         loop = asyncio.get_running_loop()
         self.ready: asyncio.Future[list[str]] = loop.create_future()
+        self.heard = loop.time()
         self.reader = loop.create_task(self._read())
+        self.watcher = loop.create_task(self._watch())
 
     @property
     def in_flight(self) -> int:
@@ -117,19 +127,22 @@ class LocalWorker:
 
     async def _read(self) -> None:
         reason: str | None = None
+        loop = asyncio.get_running_loop()
         try:
-            while True:
-                try:
-                    message = await asyncio.wait_for(self.channel.recv(), SILENCE)
-                except TimeoutError:
-                    reason = f"no answer for {SILENCE:g} s"
-                    break
-                if message is None:
-                    break
+            while (message := await self.channel.recv()) is not None:
+                self.heard = loop.time()
                 self._handle(message)
         except Exception as exc:  # noqa: BLE001 — a message we cannot read: the worker cannot be trusted
             reason = internal_error(exc)[0]
         self._lose(reason)
+
+    async def _watch(self) -> None:
+        """A worker silent for SILENCE seconds (its event loop cannot run: the GIL is held) is lost."""
+        loop = asyncio.get_running_loop()
+        while self.lost is None:
+            await asyncio.sleep(HEARTBEAT)
+            if loop.time() - self.heard > SILENCE:
+                self._lose(f"no answer for {SILENCE:g} s")
 
     def _handle(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
@@ -192,6 +205,7 @@ class LocalWorker:
                 pass
         self._lose("stopped")
         self.reader.cancel()
+        self.watcher.cancel()
 
 
 class Local:
@@ -301,6 +315,7 @@ async def _close(channel: Channel, caller: Caller) -> None:
         await asyncio.wait_for(caller.catalog.aclose(), STOP_GRACE)
     except Exception:  # noqa: BLE001 — the controller kills what did not stop
         pass
+    channel._flush()
     try:
         await channel.writer.drain()
     except ConnectionError:
