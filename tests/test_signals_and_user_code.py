@@ -119,11 +119,12 @@ def test_script_tests_and_after_all_that_misbehave(app_dir, tmp_path):
     assert any("AfterAll did not return within" in w for w in report(out)["metadata"]["warnings"])
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_signal_stops_the_run_after_and_after_all_run_and_the_report_is_written(app_dir, tmp_path, sig, code):
+def test_a_signal_stops_the_run_after_and_after_all_run_and_the_report_is_written(app_dir, tmp_path, sig, code, workers):
     cases = [{"id": "quick", "input": "hi"}] + [{"id": f"slow{i}", "input": "call sleeper", "after": "env_test.After"} for i in range(3)]
     out = tmp_path / "r.json"
-    proc = agent_test(app_dir, cases, "-o", str(out), "--parallel", "2", "--after", "env_test.AfterAll", wait=False)
+    proc = agent_test(app_dir, cases, "-o", str(out), "--parallel", "2", "--after", "env_test.AfterAll", "--workers", workers, wait=False)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -28,6 +27,7 @@ def hog(ctx):
     mark("hog", str(os.getpid()) + "\\n")
     return bool(re.match(r'^(a+)+$', 'a' * 40 + 'b'))  # catastrophic backtracking: holds the GIL for ages
 def segfault(ctx):
+    time.sleep(0.3)  # the case beside it is in its tool by now
     ctypes.string_at(0)
 def quit(ctx):
     os._exit(0)
@@ -100,6 +100,7 @@ def test_a_segfault_errors_its_case_after_two_workers_and_the_innocent_case_besi
     got = results(out)
     assert got["crash"]["status"] == "error" and got["crash"]["error"] == "worker lost: signal SIGSEGV (the case took down 2 workers)"
     assert got["innocent"]["status"] == "passed" and got["later"]["status"] == "passed"
+    assert mark(app_dir, "nap") == "xx"  # the innocent case was cut short by the crash beside it, and ran again
     assert "ERROR" in stdout and "worker lost: signal SIGSEGV" in stdout
 
 
@@ -160,28 +161,6 @@ def test_what_a_tool_spawned_does_not_outlive_the_run(app_dir, tmp_path):
     assert code == 0, stderr
     (child,) = [int(p) for p in mark(app_dir, "spawned").split()]
     assert not alive(child)
-
-
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_signal_with_two_workers_stops_both_and_writes_the_report(app_dir, tmp_path, sig, code):
-    cases = [{"id": "quick", "input": "hi"}] + [{"id": f"slow{i}", "input": "call nap"} for i in range(4)]
-    out = tmp_path / "r.json"
-    proc = agent_test(app_dir, cases, "-o", str(out), "--workers", "2", "--parallel", "4", env={"NAP": "60"}, wait=False)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
-    reader.start()
-    deadline = time.time() + 30
-    while time.time() < deadline and not any("[quick]" in line for line in lines):
-        time.sleep(0.05)
-    time.sleep(0.5)
-    start = time.perf_counter()
-    proc.send_signal(sig)
-    proc.wait(timeout=30)
-    assert time.perf_counter() - start < 3
-    reader.join(timeout=5)
-    assert proc.returncode == code, proc.stderr.read()
-    data = report(out)
-    assert [r["id"] for r in data["results"]] == ["quick"] and data["summary"]["interrupted"] is True
 
 
 # ---- in-process CLI runs against the loopback server ----------------------------------------------
