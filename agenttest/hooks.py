@@ -1,7 +1,8 @@
 """Test hooks by reference: per case (``"before": "env_test.Before"``) and global (``--before``/``--after``).
 
-A ref ``mod.Func`` is ``<agent>/src/mod.py`` (``env.Before`` also finds ``env_test.py``). Hooks run as
-user code (``usercode.call``); this module finds them and reads what they return."""
+A ref ``mod.Func`` is ``<agent>/src/mod.py`` (``env.Before`` also finds ``env_test.py``), else Yao's
+``mod.ts``/``mod.js`` of that name, run in Node. Hooks run as user code (``usercode.call``); this module
+finds them and reads what they return."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 from typing import Any
 
 from .errors import AgentTestError
+from .runtime import node
 from .userfiles import function
 
 
@@ -19,6 +21,10 @@ def hook_path(agent_dir: str, module: str) -> str:
         path = os.path.join(src, *name.split(".")) + ".py"
         if os.path.isfile(path):
             return path
+    for name in candidates:
+        path = os.path.join(src, *name.split(".")) + ".py"
+        if node.source_beside(path):
+            return path
     return os.path.join(src, *candidates[-1].split(".")) + ".py"
 
 
@@ -27,7 +33,11 @@ def resolve(agent_dir: str, ref: str, what: str) -> Any:
     module, _, name = ref.rpartition(".")
     if not module or not name:
         raise AgentTestError(f"{what} '{ref}' must be <module>.<Function>", hint="e.g. env_test.Before")
-    return function(hook_path(agent_dir, module), name, f"{what} '{ref}'")
+    path = hook_path(agent_dir, module)
+    script = node.source_beside(path)
+    if script is not None:
+        return node.function(script, name, f"{what} '{ref}'")
+    return function(path, name, f"{what} '{ref}'")
 
 
 def data_of(returned: Any) -> Any:

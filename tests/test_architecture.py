@@ -20,7 +20,7 @@ LAYERS: dict[str, int] = {
     "selection": 2, "lastfailed": 2, "scaffold": 2, "outputfiles": 0, "positions": 2, "userfiles": 2, "messages": 2, "attachments": 2, "prompts": 2, "tracking": 2, "usercode": 2, "plugins": 2, "records": 2,
     "verdict": 2, "workerprotocol": 2, "app": 2, "mcpfiles": 2, "costs": 2, "budgets": 2, "gates": 2,
     "requestdiff": 2, "sharding": 2, "reportfiles": 2, "parameters": 2,
-    "connectors": 3, "assertions": 3, "world": 3, "comparison": 3, "merging": 3,
+    "connectors": 3, "assertions": 3, "world": 3, "runtime": 3, "comparison": 3, "merging": 3,
     "caseschema": 4, "validation": 4, "loading": 4, "agents": 4, "hooks": 4, "mcpservers": 4, "cassettes": 4,
     "catalog": 5, "identity": 5,
     "caller": 6,

@@ -1,0 +1,1 @@
+"""What one case holds while it runs: trace, world, user code."""
