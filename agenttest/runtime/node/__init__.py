@@ -12,10 +12,10 @@ import sys
 import threading
 from typing import Any
 
-from ... import usercode
-from ...errors import AgentTestError, CallError, Location, did_you_mean
-from ...model import Context
-from .process import JsError, NodeMissing, NodeProcess, find_node
+from agenttest.errors import AgentTestError, CallError, Location, did_you_mean
+from agenttest.model import Context
+from agenttest.runtime import usercalls
+from agenttest.runtime.node.process import JsError, NodeMissing, NodeProcess, find_node
 
 __all__ = ["JsError", "JsFunction", "NodeMissing", "function", "run_test", "script_tests", "source_beside"]
 
@@ -93,7 +93,7 @@ class JsFunction:
     def __call__(self, *args: Any) -> Any:
         ctx = next((a for a in args if isinstance(a, Context)), None)
         payload = {"file": self.path, "fn": self.name, "args": [{CTX: context_data(a)} if isinstance(a, Context) else a for a in args]}
-        answer = self.node.request("call", payload, callbacks(ctx), print_console, usercode.abandoned.get())
+        answer = self.node.request("call", payload, callbacks(ctx), print_console, usercalls.abandoned.get())
         _keep_world(ctx, answer.get("world"))
         return answer.get("value")
 
@@ -101,7 +101,7 @@ class JsFunction:
 def run_test(node: NodeProcess, path: str, name: str, ctx: Context, handlers: dict[str, Any]) -> dict[str, Any]:
     """Run ``name(t, ctx)``: ``{"status", "results", "logs", "skip_reason"}``. Raises CallError."""
     payload = {"file": path, "fn": name, "ctx": context_data(ctx)}
-    answer = node.request("test", payload, {**callbacks(ctx), **handlers}, print_console, usercode.abandoned.get())
+    answer = node.request("test", payload, {**callbacks(ctx), **handlers}, print_console, usercalls.abandoned.get())
     _keep_world(ctx, answer.get("world"))
     return dict(answer)
 

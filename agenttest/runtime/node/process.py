@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import AgentTestError, CallError
+from agenttest.errors import AgentTestError, CallError
 
 MIN_VERSION = (22, 6)
 HOST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "host.mjs")

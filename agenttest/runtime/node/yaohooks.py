@@ -9,9 +9,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import CallError
-from ...model import Context
-from . import JsFunction, function, source_beside
+from agenttest.errors import CallError
+from agenttest.model import Context
+from agenttest.runtime.node import JsFunction, declared, function, source_beside
 
 Hook = Callable[..., Any]
 
@@ -21,8 +21,6 @@ def index_hooks(src: str) -> tuple[Hook | None, Hook | None]:
     path = source_beside(os.path.join(src, "index.py"))
     if path is None:
         return None, None
-    from . import declared
-
     names = {name for _, name in declared(path)}
     create = function(path, "Create", "hook Create") if "Create" in names else None
     next_ = function(path, "Next", "hook Next") if "Next" in names else None
