@@ -548,3 +548,62 @@ def test_no_suitable_node_is_exit_2_naming_the_file(app, tmp_path, monkeypatch):
     result = cli("-i", str(path))
     assert result.exit_code == 2, result.output
     assert "does not run" in result.stderr
+
+
+# ---- an agent with TypeScript hooks called from a TypeScript script test; cases in parallel ----
+
+GREETER_INDEX = """\
+export function Create(ctx: agent.Context, messages: agent.Message[]) {
+  console.log("greeter Create");
+  return { messages: [{ role: "system", content: "GREETER" }, ...messages] };
+}
+export function Next(ctx: agent.Context, payload: any) {
+  return { data: { greeting: payload.completion.content, pid: process.pid } };
+}
+"""
+
+CALLS_GREETER = """\
+function TestCallsAnAgentWithTypeScriptHooks(t: testing.T, ctx: agent.Context) {
+  const reply = ctx.agent("greeter").Stream("say:hello");
+  t.assert.Equal(reply.output.greeting, "hello");
+  t.assert.Equal(reply.output.pid, process.pid, "the same Node process runs the nested hooks");
+  const again = ctx.agent.Call("greeter", [{ role: "user", content: "say:again" }]);
+  t.assert.Equal(again.content, "again");
+}
+"""
+
+PID_ENV = """\
+function Before(ctx: any, testCase: any) {
+  console.log(`before ${testCase.id} in ${process.pid}`);
+  return { data: { pid: process.pid } };
+}
+function After(ctx: any, testCase: any, result: any, beforeData: any) {
+  console.log(`after ${testCase.id} in ${beforeData.pid}`);
+}
+"""
+
+
+def test_a_script_test_calls_an_agent_whose_hooks_are_typescript(node, app, server):
+    server.responder = scripted
+    app.agent("greeter", files={"src/index.ts": GREETER_INDEX})
+    app.agent("caller", files={"src/calls_test.ts": CALLS_GREETER})
+    out = app.root / "r.json"
+    result = cli("-i", "scripts.calls", "-n", "caller", "-o", str(out), cwd=app.root)
+    assert result.exit_code == 0, result.output
+    assert server.bodies()[0]["messages"][0] == {"role": "system", "content": "GREETER"}
+    assert report(out)["results"][0]["stdout"] == "greeter Create\ngreeter Create\n"
+
+
+def test_parallel_cases_share_one_node_process_and_keep_their_own_output(node, app, server):
+    server.responder = scripted
+    app.agent("bot", files={"src/env_test.ts": PID_ENV})
+    cases = [{"id": f"c{i}", "input": "slow:0.2:ok", "before": "env_test.Before", "after": "env_test.After"} for i in range(6)]
+    path = app.cases("assistants/bot/tests/inputs.jsonl", cases)
+    out = app.root / "r.json"
+    result = cli("-i", str(path), "--parallel", "6", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    results = report(out)["results"]
+    pids = {line.split(" in ")[1] for r in results for line in r["stdout"].splitlines()}
+    assert len(pids) == 1  # one Node process for the run
+    for r in results:
+        assert r["stdout"].splitlines() == [f"before {r['id']} in {pids.copy().pop()}", f"after {r['id']} in {pids.copy().pop()}"]

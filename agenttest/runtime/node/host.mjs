@@ -2,13 +2,19 @@
 // ("load"), call a hook ("call") or run a script test ("test"); each answer is one "result" message.
 // The JavaScript runs on this one thread, one request at a time; deadlines are Python's business (a
 // call that runs past its deadline is ended by ending this process).
-import { register } from "node:module";
+import module from "node:module";
 import { pathToFileURL } from "node:url";
+import * as hooks from "./loader.mjs";
 import { current, onNested, receive, send } from "./channel.mjs";
 import { install, makeContext } from "./yao.mjs";
 import { makeT, Skip, Stop } from "./testing.mjs";
 
-register("./loader.mjs", import.meta.url);
+// With synchronous hooks a file loads synchronously (require of an ES module), so a request that arrives
+// while JavaScript waits for Python (an agent whose hooks were never called before) can still load it.
+const sync = typeof module.registerHooks === "function";
+if (sync) module.registerHooks({ resolve: hooks.resolve, load: hooks.load });
+else module.register("./loader.mjs", import.meta.url);
+const requireFile = module.createRequire(import.meta.url);
 install(globalThis);
 for (const name of ["stdout", "stderr"]) {
   // user code writing to process.stdout would break the wire: its text goes to the case like console's
@@ -20,8 +26,23 @@ const modules = new Map();
 const CTX = "__agenttest_ctx__";
 const OURS = new URL("./", import.meta.url).href;
 
+function loadNow(file) {
+  if (!modules.has(file)) {
+    if (!sync) throw new Error(`${file} cannot be loaded while another call waits (Node ${process.versions.node}; 22.15 or later can)`);
+    modules.set(file, requireFile(file));
+  }
+  return modules.get(file);
+}
+
 async function importFile(file) {
-  if (!modules.has(file)) modules.set(file, await import(pathToFileURL(file).href));
+  if (sync || modules.has(file)) {
+    try {
+      return loadNow(file);
+    } catch (error) {
+      if (error.code !== "ERR_REQUIRE_ASYNC_MODULE") throw error; // top-level await: import() below
+    }
+  }
+  modules.set(file, await import(pathToFileURL(file).href));
   return modules.get(file);
 }
 
@@ -36,7 +57,7 @@ function describe(error) {
   const frames = stack.split("\n").filter((l) => /^\s+at /.test(l))
     .filter((l) => !l.includes(OURS) && !l.includes("node:")).map((l) => l.replace(/file:\/\//g, ""));
   // a syntax error has no frames: its stack starts with the file and line
-  const site = frames[0] ?? (/^file:\/\/\S+:\d+/.exec(stack) || [""])[0];
+  const site = frames[0] ?? (/^(?:file:\/\/)?\/\S+:\d+/.exec(stack) || [""])[0];
   const m = /([^/\s(]+\.(?:ts|js|mts|mjs)):(\d+)/.exec(site);
   return { name: e.name, message: e.message, where: m ? `${m[1]}:${m[2]}` : "", stack: [`${e.name}: ${e.message}`, ...frames].join("\n") };
 }
@@ -99,14 +120,13 @@ async function handle(request) {
   }
 }
 
-// A request that arrives while JavaScript waits for Python runs now, synchronously: its file must be
-// loaded already (Python loads every file it will call before the run) and its function not async.
+// A request that arrives while JavaScript waits for Python runs now, synchronously (its function must
+// not be async).
 onNested((request) => {
   const outer = current.id;
   current.id = request.id;
   try {
-    const mod = modules.get(request.file);
-    if (mod === undefined) throw new Error(`${request.file} was not loaded before the run`);
+    const mod = loadNow(request.file);
     const value = request.op === "test" ? test(mod, request) : request.op === "call" ? call(mod, request) : { functions: functions(mod) };
     if (value && typeof value.then === "function") throw new Error(`${request.fn} is async and was called while another call waits`);
     send({ type: "result", id: request.id, ok: true, value });

@@ -2,6 +2,8 @@
 // fetch.ts, `@yao/runtime` is agent-test's stand-in for Yao's, every file under the app is an ES module,
 // and a function declared at the top level without `export` (Yao's scripts share one global scope) is
 // exported so that agent-test can call it. Lines are kept: what is added goes after the last line.
+// The hooks are synchronous (module.registerHooks, Node >= 22.15); `next` answers a promise when they
+// run as module.register's off-thread hooks instead (older Node), which they pass on unchanged.
 import { readFileSync, statSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -22,7 +24,7 @@ function userFile(url) {
   return url.startsWith("file:") && !url.startsWith(OURS) && !url.includes("/node_modules/") && /\.(ts|mts|js|mjs)$/.test(url);
 }
 
-export async function resolve(specifier, context, next) {
+export function resolve(specifier, context, next) {
   if (specifier === "@yao/runtime") return { url: RUNTIME, shortCircuit: true };
   const relative = specifier.startsWith("./") || specifier.startsWith("../");
   if (relative && context.parentURL && userFile(context.parentURL)) {
@@ -46,7 +48,7 @@ export function exportsToAdd(source) {
   return names.length ? `\n;export { ${names.join(", ")} };\n` : "";
 }
 
-export async function load(url, context, next) {
+export function load(url, context, next) {
   if (!userFile(url)) return next(url, context);
   const source = readFileSync(fileURLToPath(url), "utf8");
   const typescript = /\.m?ts$/.test(url);
