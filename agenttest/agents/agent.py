@@ -25,7 +25,8 @@ from agenttest.app.yaofiles import load_module, read_jsonc, typescript_port
 KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "mcp", "max_tool_rounds"}
 YAO_KEYS = {"label", "type", "public", "placeholder", "prompts", "automated", "mentionable", "readonly",
             "built_in", "sort", "tags", "avatar", "locales", "uses", "kb", "db", "search", "workflow",
-            "modes", "default_mode", "source", "prompt_presets", "disable_global_prompts", "created_at", "updated_at"}
+            "modes", "default_mode", "source", "prompt_presets", "disable_global_prompts", "created_at", "updated_at",
+            "sandbox", "hooks"}
 DEFAULT_TOOL_ROUNDS = 10
 
 
