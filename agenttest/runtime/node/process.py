@@ -5,6 +5,7 @@ next request starts again."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -36,6 +37,15 @@ class NodeMissing(AgentTestError):
 
 
 def node_version(path: str) -> tuple[int, ...] | None:
+    """``node --version`` as numbers (asked once per binary: it takes a while to start)."""
+    try:
+        return _version(path, os.stat(path).st_mtime_ns)
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=8)
+def _version(path: str, mtime: int) -> tuple[int, ...] | None:
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
