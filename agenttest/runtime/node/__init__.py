@@ -6,6 +6,7 @@ and failures-as-data apply unchanged. ``script_tests`` and ``run_test`` do the s
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import sys
@@ -37,9 +38,16 @@ def runtime(needed_by: str) -> NodeProcess:
     """The run's Node process (one per Python process); NodeMissing names ``needed_by``."""
     command = tuple(find_node(needed_by))
     with _runtimes_lock:
+        if not _runtimes:
+            atexit.register(_stop_all)  # a Node busy in a loop would not notice its input closing
         if command not in _runtimes:
             _runtimes[command] = NodeProcess(list(command))
         return _runtimes[command]
+
+
+def _stop_all() -> None:
+    for process in list(_runtimes.values()):
+        process.stop()
 
 
 def _load(path: str, what: str) -> tuple[NodeProcess, list[str]]:
