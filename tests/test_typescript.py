@@ -608,3 +608,15 @@ def test_parallel_cases_share_one_node_process_and_keep_their_own_output(node, a
     assert len(pids) == 1  # one Node process for the run
     for r in results:
         assert r["stdout"].splitlines() == [f"before {r['id']} in {pids.copy().pop()}", f"after {r['id']} in {pids.copy().pop()}"]
+
+
+def test_a_create_that_returns_neither_null_nor_an_object_errors_its_case(node, app, server):
+    server.responder = scripted
+    app.agent("bot", files={"src/index.ts": 'function Create(ctx, messages) { return "go"; }\n'})
+    path = app.cases("assistants/bot/tests/inputs.jsonl", [{"id": "a", "input": "say:x"}])
+    out = app.root / "r.json"
+    assert cli("-i", str(path), "-o", str(out)).exit_code == 1
+    case = report(out)["results"][0]
+    assert case["status"] == "error"
+    assert case["error"] == ("agent error: create hook failed: hook Create returned str; "
+                             "return null or an object with 'messages' and/or 'connector'")
