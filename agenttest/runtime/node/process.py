@@ -96,6 +96,7 @@ class NodeProcess:
         self._stderr: deque[str] = deque(maxlen=20)
         self.loaded: dict[str, list[str]] = {}  # every file loaded, again after a restart
         self._stamps: dict[str, tuple[tuple[str, int], ...]] = {}  # what the sources looked like when loaded
+        self._why: dict[int, str] = {}  # pid → why agent-test stopped that process
 
     def request(self, op: str, payload: dict[str, Any], handlers: dict[str, Handler], on_console: Callable[[str, str], None],
                 abandoned: threading.Event | None = None, timeout: float | None = None) -> Any:
@@ -110,7 +111,7 @@ class NodeProcess:
                     message = pending.inbox.get(timeout=POLL_SECONDS)
                 except queue.Empty:
                     if (abandoned is not None and abandoned.is_set()) or (ends is not None and time.monotonic() > ends):
-                        self.stop(proc)
+                        self.stop(proc, "another call ran past its deadline")
                         raise CallError("Node.js was stopped: the call ran past its deadline") from None
                     continue
                 kind = message.get("type")
@@ -141,22 +142,24 @@ class NodeProcess:
         folder = os.path.dirname(path)
         return folder in self._stamps and self._stamps[folder] != _stamp(folder)
 
-    def stop(self, proc: subprocess.Popen[bytes] | None = None) -> None:
-        """End the process (``proc``: only if it is still the current one)."""
+    def stop(self, proc: subprocess.Popen[bytes] | None = None, why: str = "") -> None:
+        """End the process (``proc``: only if it is still the current one); ``why`` is what calls that
+        were waiting on it are told."""
         with self._lock:
             if self._proc is None or (proc is not None and proc is not self._proc):
                 return
             proc, self._proc = self._proc, None
+            self._why[proc.pid] = why
         proc.kill()
 
     def _send(self, op: str, payload: dict[str, Any], abandoned: threading.Event | None) -> tuple[str, _Pending, subprocess.Popen[bytes]]:
         restarted = False
         if op == "load" and self._changed(payload["file"]):
-            self.stop()  # a file changed since Node imported it (a long-lived Python process): start afresh
+            self.stop(why="its files changed")  # a file changed since Node imported it (a long-lived Python process): start afresh
         with self._lock:
             stuck = [p for p in self._pending.values() if p.abandoned is not None and p.abandoned.is_set()]
         for p in stuck:  # a request given up on may still run: end it before this one queues behind it
-            self.stop(p.proc)
+            self.stop(p.proc, "another call ran past its deadline")
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
@@ -206,7 +209,12 @@ class NodeProcess:
                 pending.inbox.put(message)
         proc.wait()
         ready.put({"type": "exit"})
-        reason = f"Node.js ended (exit code {proc.returncode}){': ' + self._last_words() if self._stderr else ''}"
+        with self._lock:
+            why = self._why.pop(proc.pid, None)
+        if why:
+            reason = f"Node.js was stopped: {why}"
+        else:
+            reason = f"Node.js ended (exit code {proc.returncode}){': ' + self._last_words() if self._stderr else ''}"
         with self._lock:
             if self._proc is proc:
                 self._proc = None
