@@ -155,7 +155,7 @@ class NodeProcess:
     def _send(self, op: str, payload: dict[str, Any], abandoned: threading.Event | None) -> tuple[str, _Pending, subprocess.Popen[bytes]]:
         restarted = False
         if op == "load" and self._changed(payload["file"]):
-            self.stop(why="its files changed")  # a file changed since Node imported it (a long-lived Python process): start afresh
+            self.stop(why="its files changed")  # since Node imported them (a long-lived Python process)
         with self._lock:
             stuck = [p for p in self._pending.values() if p.abandoned is not None and p.abandoned.is_set()]
         for p in stuck:  # a request given up on may still run: end it before this one queues behind it
