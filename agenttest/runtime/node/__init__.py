@@ -18,7 +18,7 @@ from agenttest.model import Context
 from agenttest.runtime import usercalls
 from agenttest.runtime.node.process import JsError, NodeMissing, NodeProcess, find_node
 
-__all__ = ["JsError", "JsFunction", "NodeMissing", "function", "run_test", "script_tests", "source_beside"]
+__all__ = ["JsError", "JsFunction", "NodeMissing", "function", "load", "run_test", "script_tests", "source_beside"]
 
 CTX = "__agenttest_ctx__"
 _DECLARED = re.compile(r"^(?:export\s+)?(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)", re.M)
@@ -50,7 +50,7 @@ def _stop_all() -> None:
         process.stop()
 
 
-def _load(path: str, what: str) -> tuple[NodeProcess, list[str]]:
+def load(path: str, what: str) -> tuple[NodeProcess, list[str]]:
     """Load the file in Node at resolution time: a syntax or import error is a usage error at its line."""
     node = runtime(path)
     try:
@@ -69,7 +69,7 @@ def _line_in(message: str, path: str) -> int | None:
 
 def function(path: str, name: str, what: str) -> JsFunction:
     """``name`` from a TypeScript/JavaScript file, checked now: the file loads and has the function."""
-    node, names = _load(path, what)
+    node, names = load(path, what)
     if name not in names:
         raise AgentTestError(f"{what}: {path} has no function '{name}'", hint=did_you_mean(name, names))
     return JsFunction(node, path, name)
@@ -84,7 +84,7 @@ def declared(path: str) -> list[tuple[int, str]]:
 
 def script_tests(path: str) -> tuple[NodeProcess, list[tuple[int, str]]]:
     """The ``Test*`` functions of a ``*_test.ts`` file, loaded and checked."""
-    node, names = _load(path, f"script tests {os.path.basename(path)}")
+    node, names = load(path, f"script tests {os.path.basename(path)}")
     return node, [(line, n) for line, n in declared(path) if n.startswith("Test") and n in names]
 
 

@@ -1,7 +1,7 @@
 // How agent-test loads a Yao agent's TypeScript, as Yao resolves it: `import … from "./fetch"` finds
 // fetch.ts, `@yao/runtime` is agent-test's stand-in for Yao's, every file under the app is an ES module,
-// and a function declared at the top level without `export` (Yao's scripts share one global scope) is
-// exported so that agent-test can call it. Lines are kept: what is added goes after the last line.
+// and a function (or const) declared at the top level without `export` (Yao's scripts share one global
+// scope) is exported so that agent-test can call it. Lines are kept: what is added goes after the last line.
 // The hooks are synchronous (module.registerHooks, Node >= 22.15); `next` answers a promise when they
 // run as module.register's off-thread hooks instead (older Node), which they pass on unchanged.
 import { readFileSync, statSync } from "node:fs";
@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const OURS = new URL("./", import.meta.url).href;
 const RUNTIME = new URL("./yao.mjs", import.meta.url).href;
 const SUFFIXES = [".ts", ".js", ".mjs", "/index.ts", "/index.js"];
-const DECLARED = /^(export\s+)?(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)/gm;
+const DECLARED = /^(export\s+)?(?:(?:async\s+)?function\s*\*?\s*|(?:const|let|var)\s+)([A-Za-z_$][\w$]*)/gm;
 
 function isFile(path) {
   try {

@@ -11,7 +11,7 @@ from typing import Any
 
 from agenttest.errors import CallError
 from agenttest.model import Context
-from agenttest.runtime.node import JsFunction, declared, function, source_beside
+from agenttest.runtime.node import JsFunction, load, source_beside
 
 Hook = Callable[..., Any]
 
@@ -21,10 +21,9 @@ def index_hooks(src: str) -> tuple[Hook | None, Hook | None]:
     path = source_beside(os.path.join(src, "index.py"))
     if path is None:
         return None, None
-    names = {name for _, name in declared(path)}
-    create = function(path, "Create", "hook Create") if "Create" in names else None
-    next_ = function(path, "Next", "hook Next") if "Next" in names else None
-    return (_create(create) if create else None), next_
+    runtime, names = load(path, f"hooks in {os.path.basename(path)}")
+    create = _create(JsFunction(runtime, path, "Create")) if "Create" in names else None
+    return create, JsFunction(runtime, path, "Next") if "Next" in names else None
 
 
 def _create(js: JsFunction) -> Hook:
