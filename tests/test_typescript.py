@@ -314,6 +314,16 @@ export function TestCreateGamePage(t: testing.T, ctx: agent.Context) {
   const saved = createGamePage("/ai/1");
   t.assert.NotNil(saved);
 }
+
+// lines of a template string that look like declarations are not declarations
+export function TestUnwrappedCode(t: testing.T, ctx: agent.Context) {
+  const code = `const canvas = document.getElementById('game');
+const ctx = canvas.getContext('2d');
+function loop() {}`;
+  t.assert.False(isWrapped(code), "Should detect unwrapped code");
+}
+
+const isWrapped = (code: string): boolean => /^function init\(\)/.test(code);
 """
 
 CRAFT_INDEX = """\
@@ -342,7 +352,7 @@ def test_yao_craft_tests_run_and_unsupported_apis_fail_only_their_case(node, cra
     assert result.exit_code == 1, result.output
     data = report(out)
     assert [(r["id"], r["status"]) for r in data["results"]] == [
-        ("TestExtractCSS", "passed"), ("TestExtractEmpty", "passed"), ("TestCreateGamePage", "error")]
+        ("TestExtractCSS", "passed"), ("TestExtractEmpty", "passed"), ("TestCreateGamePage", "error"), ("TestUnwrappedCode", "passed")]
     error = data["results"][2]["error"]
     assert error.startswith('UnsupportedYaoAPI: Process("sui.page.save") is a Yao API with no counterpart in agent-test')
     assert error.endswith("(sui.ts:11)")  # the line in the user's TypeScript, where it was called

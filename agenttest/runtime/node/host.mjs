@@ -46,8 +46,17 @@ async function importFile(file) {
   return modules.get(file);
 }
 
+/** The module's functions: its exports, and what it declares for Yao's one global scope. */
+function callable(mod) {
+  const found = {};
+  for (const source of [mod[hooks.GLOBALS] || {}, mod]) {
+    for (const k of Object.keys(source)) if (typeof source[k] === "function") found[k] = source[k];
+  }
+  return found;
+}
+
 function functions(mod) {
-  return Object.keys(mod).filter((k) => typeof mod[k] === "function");
+  return Object.keys(callable(mod));
 }
 
 /** The error as Python reports it: message, the innermost line of the user's own code, their stack. */
@@ -63,7 +72,7 @@ function describe(error) {
 }
 
 function fn(mod, request) {
-  const f = mod[request.fn];
+  const f = callable(mod)[request.fn];
   if (typeof f !== "function") throw new Error(`${request.file} has no function ${request.fn}`);
   return f;
 }

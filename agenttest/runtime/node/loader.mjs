@@ -1,7 +1,7 @@
 // How agent-test loads a Yao agent's TypeScript, as Yao resolves it: `import … from "./fetch"` finds
 // fetch.ts, `@yao/runtime` is agent-test's stand-in for Yao's, every file under the app is an ES module,
 // and a function (or const) declared at the top level without `export` (Yao's scripts share one global
-// scope) is exported so that agent-test can call it. Lines are kept: what is added goes after the last line.
+// scope) is made reachable so that agent-test can call it. Lines are kept: what is added goes after the last line.
 // The hooks are synchronous (module.registerHooks, Node >= 22.15); `next` answers a promise when they
 // run as module.register's off-thread hooks instead (older Node), which they pass on unchanged.
 import { readFileSync, statSync } from "node:fs";
@@ -10,6 +10,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const OURS = new URL("./", import.meta.url).href;
 const RUNTIME = new URL("./yao.mjs", import.meta.url).href;
 const SUFFIXES = [".ts", ".js", ".mjs", "/index.ts", "/index.js"];
+export const GLOBALS = "__agenttest_globals__";
 const DECLARED = /^(export\s+)?(?:(?:async\s+)?function\s*\*?\s*|(?:const|let|var)\s+)([A-Za-z_$][\w$]*)/gm;
 
 function isFile(path) {
@@ -37,15 +38,15 @@ export function resolve(specifier, context, next) {
   return next(specifier, context);
 }
 
-/** `export { … }` for the top-level functions a file declares without exporting them. */
+/** What a file declares at the top level without exporting it, exported as getters of one object: a
+ * name that only looks declared (a line of a template string) reads `undefined` instead of breaking. */
 export function exportsToAdd(source) {
   const names = [];
   for (const m of source.matchAll(DECLARED)) {
-    const name = m[2];
-    const listed = new RegExp(`export\\s*\\{[^}]*\\b${name.replace(/\$/g, "\\$")}\\b`).test(source);
-    if (!m[1] && !listed && !names.includes(name)) names.push(name);
+    if (!m[1] && !names.includes(m[2])) names.push(m[2]);
   }
-  return names.length ? `\n;export { ${names.join(", ")} };\n` : "";
+  const getters = names.map((n) => `get ${n}() { return typeof ${n} === "undefined" ? undefined : ${n}; }`);
+  return names.length ? `\n;export const ${GLOBALS} = { ${getters.join(", ")} };\n` : "";
 }
 
 export function load(url, context, next) {
