@@ -323,7 +323,7 @@ function loop() {}`;
   t.assert.False(isWrapped(code), "Should detect unwrapped code");
 }
 
-const isWrapped = (code: string): boolean => /^function init\(\)/.test(code);
+const isWrapped = (code: string): boolean => /^function init\\(\\)/.test(code);
 """
 
 CRAFT_INDEX = """\
