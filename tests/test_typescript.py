@@ -239,6 +239,7 @@ def pages():
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/page"
     httpd.shutdown()
+    httpd.server_close()
 
 
 @pytest.fixture
