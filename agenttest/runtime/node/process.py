@@ -208,6 +208,11 @@ class NodeProcess:
             if pending is not None:
                 pending.inbox.put(message)
         proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            try:
+                pipe.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
         ready.put({"type": "exit"})
         with self._lock:
             why = self._why.pop(proc.pid, None)
@@ -226,6 +231,7 @@ class NodeProcess:
         assert proc.stderr is not None
         for line in proc.stderr:
             self._stderr.append(line.decode("utf-8", "replace").rstrip())
+        proc.stderr.close()
 
     def _last_words(self) -> str:
         return " / ".join(line for line in self._stderr if line.strip())[-500:]
