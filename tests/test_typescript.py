@@ -451,9 +451,19 @@ function TestThrows(t: testing.T, ctx: agent.Context) {
 function TestUnknownScript(t: testing.T, ctx: agent.Context) {
   Process("scripts.rates.Missing");
 }
+
+function TestAPythonErrorIsAJavaScriptError(t: testing.T, ctx: agent.Context) {
+  t.assert.Panic(() => Process("scripts.rates.Boom", "XYZ"));
+  try {
+    Process("scripts.rates.Boom", "XYZ");
+  } catch (e) {
+    t.assert.Equal(e.message, "ValueError: no rate for XYZ");
+  }
+}
 """
 
-RATES = "def Lookup(currency, amount):\n    return {'currency': currency, 'amount': amount, 'rate': 1.1}\n"
+RATES = ("def Lookup(currency, amount):\n    return {'currency': currency, 'amount': amount, 'rate': 1.1}\n\n"
+         "def Boom(currency):\n    raise ValueError(f'no rate for {currency}')\n")
 
 
 @pytest.fixture
@@ -479,7 +489,7 @@ def test_every_yao_assert_and_t_method(node, asserts_app, tmp_path):
     by_id = {r["id"]: r for r in data["results"]}
     assert {k: r["status"] for k, r in by_id.items()} == {
         "TestEveryAssertHolds": "passed", "TestEveryAssertFails": "failed", "TestFatalStops": "failed",
-        "TestSkips": "skipped", "TestThrows": "error", "TestUnknownScript": "error"}
+        "TestSkips": "skipped", "TestThrows": "error", "TestUnknownScript": "error", "TestAPythonErrorIsAJavaScriptError": "passed"}
     holds = by_id["TestEveryAssertHolds"]
     assert len(holds["assertions"]) == 25 and all(a["passed"] for a in holds["assertions"]), holds["assertions"]
     assert holds["logs"] == ["reply: hi there"]
