@@ -641,3 +641,12 @@ def test_a_create_that_returns_neither_null_nor_an_object_errors_its_case(node, 
     assert case["status"] == "error"
     assert case["error"] == ("agent error: create hook failed: hook Create returned str; "
                              "return null or an object with 'messages' and/or 'connector'")
+
+
+def test_a_syntax_error_in_an_imported_file_points_at_that_file(node, app):
+    app.agent("bot", files={"src/env_test.ts": 'import { helper } from "./util";\nfunction Before(ctx) { return helper(); }\n',
+                            "src/util.ts": "export function helper() {\n  return (1;\n}\n"})
+    path = app.cases("assistants/bot/tests/inputs.jsonl", [{"id": "a", "input": "hi", "before": "env_test.Before"}])
+    result = cli("-i", str(path))
+    assert result.exit_code == 2
+    assert "assistants/bot/src/util.ts:2: hook 'env_test.Before': loading env_test.ts failed: SyntaxError" in result.stderr

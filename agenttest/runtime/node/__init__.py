@@ -55,16 +55,10 @@ def load(path: str, what: str) -> tuple[NodeProcess, list[str]]:
     node = runtime(path)
     try:
         return node, node.load(path)
-    except JsError as exc:
-        line = _line_in(str(exc), path)
-        raise AgentTestError(f"{what}: loading {os.path.basename(path)} failed: {exc.cause}", Location(path, line)) from None
+    except JsError as exc:  # at the line of the file that failed, which may be one it imports
+        raise AgentTestError(f"{what}: loading {os.path.basename(path)} failed: {exc.cause}", Location(exc.file or path, exc.line)) from None
     except CallError as exc:
         raise AgentTestError(f"{what}: loading {path} failed: {exc}") from None
-
-
-def _line_in(message: str, path: str) -> int | None:
-    m = re.search(re.escape(os.path.basename(path)) + r":(\d+)\)$", message)
-    return int(m.group(1)) if m else None
 
 
 def function(path: str, name: str, what: str) -> JsFunction:

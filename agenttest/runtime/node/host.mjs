@@ -67,8 +67,9 @@ function describe(error) {
     .filter((l) => !l.includes(OURS) && !l.includes("node:")).map((l) => l.replace(/file:\/\//g, ""));
   // a syntax error has no frames: its stack starts with the file and line
   const site = frames[0] ?? (/^(?:file:\/\/)?\/\S+:\d+/.exec(stack) || [""])[0];
-  const m = /([^/\s(]+\.(?:ts|js|mts|mjs)):(\d+)/.exec(site);
-  return { name: e.name, message: e.message, where: m ? `${m[1]}:${m[2]}` : "", stack: [`${e.name}: ${e.message}`, ...frames].join("\n") };
+  const m = /((?:\/[^\s():]+)*\/([^/\s():]+\.(?:ts|js|mts|mjs))):(\d+)/.exec(site);
+  return { name: e.name, message: e.message, where: m ? `${m[2]}:${m[3]}` : "", file: m ? m[1] : "", line: m ? Number(m[3]) : null,
+    stack: [`${e.name}: ${e.message}`, ...frames].join("\n") };
 }
 
 function fn(mod, request) {

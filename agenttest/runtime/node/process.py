@@ -279,6 +279,10 @@ def _plain(value: Any) -> Any:
 class JsError(CallError):
     """An error thrown by the user's JavaScript: its message, where in their file, their stack."""
 
+    def __init__(self, message: str, traceback: str, cause: str, file: str = "", line: int | None = None):
+        super().__init__(message, traceback, cause)
+        self.file, self.line = file, line
+
 
 def _outcome(message: dict[str, Any]) -> Any:
     if message.get("ok"):
@@ -286,4 +290,4 @@ def _outcome(message: dict[str, Any]) -> Any:
     error = message.get("error") or {}
     text = f"{error.get('name') or 'Error'}: {error.get('message', '')}"
     where = error.get("where")
-    raise JsError(text + (f" ({where})" if where else ""), error.get("stack", ""), text)
+    raise JsError(text + (f" ({where})" if where else ""), error.get("stack", ""), text, error.get("file") or "", error.get("line"))
