@@ -92,12 +92,20 @@ class JsFunction:
         self.node, self.path, self.name = node, path, name
         self.__name__ = name
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Sent to a worker process, it runs in that worker's own Node process."""
+        return _reopen, (self.path, self.name)
+
     def __call__(self, *args: Any) -> Any:
         ctx = next((a for a in args if isinstance(a, Context)), None)
         payload = {"file": self.path, "fn": self.name, "args": [{CTX: context_data(a)} if isinstance(a, Context) else a for a in args]}
         answer = self.node.request("call", payload, callbacks(ctx), print_console, usercalls.abandoned.get())
         _keep_world(ctx, answer.get("world"))
         return answer.get("value")
+
+
+def _reopen(path: str, name: str) -> JsFunction:
+    return JsFunction(runtime(path), path, name)
 
 
 def run_test(node: NodeProcess, path: str, name: str, ctx: Context, handlers: dict[str, Any]) -> dict[str, Any]:
