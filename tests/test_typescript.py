@@ -650,3 +650,14 @@ def test_a_syntax_error_in_an_imported_file_points_at_that_file(node, app):
     result = cli("-i", str(path))
     assert result.exit_code == 2
     assert "assistants/bot/src/util.ts:2: hook 'env_test.Before': loading env_test.ts failed: SyntaxError" in result.stderr
+
+
+def test_a_typescript_hook_pickles_for_a_worker_process(node, app):
+    import pickle
+
+    from agenttest.app.hooks import resolve
+    from agenttest.model import Context
+
+    folder = app.agent("bot", files={"src/env_test.ts": "function Before(ctx, c) { return { data: c.id + '!' }; }\n"})
+    hook = pickle.loads(pickle.dumps(resolve(str(folder), "env_test.Before", "hook")))
+    assert hook(Context(), {"id": "x"}) == {"data": "x!"}
