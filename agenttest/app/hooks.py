@@ -15,17 +15,11 @@ from agenttest.runtime import node
 
 
 def hook_path(agent_dir: str, module: str) -> str:
+    """The ``.py`` file a ref names: one that exists, else one with Yao's ``.ts`` beside it, else the last tried."""
     src = os.path.join(agent_dir, "src")
     candidates = [module] if module.endswith("_test") else [module, module + "_test"]
-    for name in candidates:
-        path = os.path.join(src, *name.split(".")) + ".py"
-        if os.path.isfile(path):
-            return path
-    for name in candidates:
-        path = os.path.join(src, *name.split(".")) + ".py"
-        if node.source_beside(path):
-            return path
-    return os.path.join(src, *candidates[-1].split(".")) + ".py"
+    paths = [os.path.join(src, *name.split(".")) + ".py" for name in candidates]
+    return next((p for p in paths if os.path.isfile(p)), None) or next((p for p in paths if node.source_beside(p)), paths[-1])
 
 
 def resolve(agent_dir: str, ref: str, what: str) -> Any:
