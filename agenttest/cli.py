@@ -6,6 +6,7 @@ subcommand. The only place that prints errors and exits."""
 from __future__ import annotations
 
 import asyncio
+import difflib
 import importlib
 import os
 import re
@@ -64,9 +65,10 @@ class RunCommand(click.Command):
                 _error_event(exc.format_message(), ExitCode.USAGE)
             raise exc from None
         except click.UsageError as exc:
+            exc = _extra_argument(exc, ctx=parent) or exc
             if "--json" in args:
                 _error_event(exc.format_message(), ExitCode.USAGE)
-            raise
+            raise exc from None
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_usage(ctx.find_root().info_name or "agent-test", "[OPTIONS]   (or: COMMAND [ARGS]...)")
@@ -99,6 +101,21 @@ class Main(click.Group):
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:  # ``agent-test run --help``
         self.commands["run"].format_help(ctx, formatter)
+
+
+def _extra_argument(exc: click.UsageError, ctx: click.Context | None) -> click.UsageError | None:
+    """``agent-test tests`` (no ``-i``): click's "unexpected extra argument" with what was likely meant."""
+    found = re.match(r"Got unexpected extra arguments? \((.*)\)", exc.message)
+    if found is None:
+        return None
+    words = found.group(1).split(" ")
+    group = ctx.command if ctx is not None and isinstance(ctx.command, click.Group) else None
+    command = next(iter(difflib.get_close_matches(words[0], [c for c in group.commands if c != "run"], 1, 0.75)), None) if group else None
+    if command is not None and not os.path.exists(words[0]):
+        hint = f"did you mean the command '{command}'? (agent-test {command} --help)"
+    else:
+        hint = "did you mean " + " ".join(f"-i {w}" for w in words) + "? (inputs are given with -i; -m TEXT sends a message)"
+    return click.UsageError(f"{exc.message}; {hint}", ctx=exc.ctx)
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
@@ -202,8 +219,11 @@ def main() -> None:
 
 
 @main.command("run", cls=RunCommand, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("-i", "--input", "inputs", required=True, multiple=True, metavar="SOURCE", cls=Option, section="Input and selection",
-              help="Input, repeatable: a case file (.jsonl/.json/.yaml), a folder or glob of them, a literal message, agents:ID?count=N, scripts:mod.func, or scripts.NAME (script tests).")
+@click.option("-i", "--input", "inputs", multiple=True, metavar="SOURCE", cls=Option, section="Input and selection",
+              help="Input, repeatable: a case file (.jsonl/.json/.yaml), a folder or glob of them, a literal message, message:TEXT, "
+                   "agents:ID?count=N, scripts:mod.func, or scripts.NAME (script tests).")
+@click.option("-m", "--message", "messages", multiple=True, metavar="TEXT", cls=Option, section="Input and selection",
+              help="A message to send to the agent, never taken for a path (same as -i message:TEXT)")
 @click.option("-n", "--name", "agent", metavar="AGENT", cls=Option, section="Input and selection",
               help="Agent under test, e.g. assistants.expense  [default: nearest package.yao above the case file]")
 @click.option("--run", "run_filter", metavar="REGEX", callback=_regex, cls=Option, section="Input and selection",
@@ -273,10 +293,16 @@ def main() -> None:
 def run_command(**flags: Any) -> None:
     """Test LLM agents: run test cases against an agent and report the verdicts."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    inputs = (*flags["inputs"], *(f"message:{m}" for m in flags["messages"]))
+    if not inputs:
+        error = click.UsageError("Missing option '-i' / '--input' (or -m TEXT).", ctx=click.get_current_context())
+        if flags["json_events"]:
+            _error_event(error.format_message(), ExitCode.USAGE)
+        raise error
 
     def work() -> int:
         config = RunConfig(
-            inputs=tuple(flags["inputs"]), agent=flags["agent"], outputs=tuple(flags["outputs"]),
+            inputs=inputs, agent=flags["agent"], outputs=tuple(flags["outputs"]),
             user=flags["user"], team=flags["team"], verbose=flags["verbose"], ctx_file=flags["ctx_file"],
             simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
             parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], keyword=flags["keyword"],

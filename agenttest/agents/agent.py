@@ -24,7 +24,9 @@ from agenttest.app.yaofiles import MIGRATING, load_module, read_jsonc, typescrip
 KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "mcp", "max_tool_rounds"}
 YAO_KEYS = {"label", "type", "public", "placeholder", "prompts", "automated", "mentionable", "readonly",
             "built_in", "sort", "tags", "avatar", "locales", "uses", "kb", "db", "search", "workflow",
-            "modes", "default_mode", "source", "prompt_presets", "disable_global_prompts", "created_at", "updated_at"}
+            "modes", "default_mode", "source", "prompt_presets", "disable_global_prompts", "created_at", "updated_at",
+            "sandbox", "capabilities", "share", "icon"}
+YAO_META_PREFIX = "__yao_"  # what Yao's store writes on save: __yao_created_by, __yao_team_id, …
 DEFAULT_TOOL_ROUNDS = 10
 
 
@@ -66,14 +68,14 @@ def load_spec(agent_id: str, folder: str, warnings: list[str], strict: bool = Fa
     if not isinstance(pkg, dict):
         raise AgentTestError("package.yao must be a JSON object", Location(pkg_path))
     for key in pkg:
-        if key in KNOWN_KEYS or key in YAO_KEYS:
+        if key in KNOWN_KEYS or key in YAO_KEYS or key.startswith(YAO_META_PREFIX):
             continue
         typo = typo_of(key, KNOWN_KEYS)
         if typo or strict:
             hint = f"did you mean '{typo}'?" if typo else "unknown keys are errors with --strict"
             raise AgentTestError(f"'{key}' is not a field of package.yao", Location(pkg_path), hint)
         warnings.append(f"{pkg_path}: '{key}' is not a field of package.yao; ignored")
-    ignored = [k for k in pkg if k in YAO_KEYS]
+    ignored = [k for k in pkg if k in YAO_KEYS or k.startswith(YAO_META_PREFIX)]
     if ignored:
         warnings.append(f"{pkg_path}: ignored (not used by agent-test): {', '.join(ignored)}")
     options = dict(pkg.get("options") or {})
