@@ -195,7 +195,7 @@ def _lookup(scope: dict[str, Any], dotted: str) -> Any:
         elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
             current = current[int(part)]
         else:
-            where = ".".join(walked) or "the template scope"
+            where = "".join(f"[{w}]" if w.isdigit() else f".{w}" for w in walked).lstrip(".") or "the template scope"
             if isinstance(current, dict):
                 has = f"its keys: {', '.join(map(str, current)) or 'none'}"
             elif isinstance(current, list):

@@ -103,7 +103,8 @@ def _assertion(d: dict[str, Any]) -> AssertionResult:
     score = d.get("score")
     return AssertionResult(str(d.get("type", "")), bool(d.get("passed")), str(d.get("message", "")), d.get("expected"),
                            d.get("actual"), float(score) if isinstance(score, (int, float)) else None,
-                           d.get("details") if isinstance(d.get("details"), dict) else None, bool(d.get("error")))
+                           d.get("details") if isinstance(d.get("details"), dict) else None, bool(d.get("error")),
+                           checked=str(d.get("checked", "")))
 
 
 def _tool_call(d: dict[str, Any]) -> ToolCall:

@@ -27,6 +27,8 @@ def assertion_dict(a: AssertionResult) -> dict[str, Any]:
         out["details"] = a.details
     if a.error:
         out["error"] = True
+    if a.checked:
+        out["checked"] = a.checked
     return out
 
 

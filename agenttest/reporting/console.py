@@ -11,7 +11,7 @@ from agenttest.model import Case, CaseResult, RunHeader, RunReport, ToolCall
 from agenttest.history.writing import change_text, preview, summary_dict
 from agenttest.reporting import figures
 from agenttest.util.secrets import Secrets
-from agenttest.util.text import as_text, printable, shorten
+from agenttest.util.text import as_text, plural, printable, shorten
 
 PREVIEW = 47  # characters of a case's input shown on its line, as Yao shows them
 RULE = "═" * 63
@@ -171,7 +171,7 @@ class Console:
         if result.dynamic and self.quiet:
             reached = sum(1 for c in result.checkpoints if c.reached)
             self.line(f"► {self._title(result.id, result.run, runs, result.connector)} {safe(result.name or '')} {status} ({took}) - "
-                      f"{len(result.turns)} turns, {reached}/{len(result.checkpoints)} checkpoints")
+                      f"{plural(len(result.turns), 'turn')}, {reached}/{len(result.checkpoints)} checkpoints")
             self._reasons(result)
         elif result.dynamic:
             self._tree(result, runs, status, took)
@@ -205,7 +205,8 @@ class Console:
             for a in r.assertions:
                 mark = self.paint("✓", "green") if a.passed else self.paint("✗", "red")
                 score = f" (score {a.score:g})" if a.score is not None else ""
-                self.line(f"  │  {mark} {safe(a.type)}{score}" + ("" if a.passed else f": {safe(a.message)}"))
+                what = f" {self._cut(a.checked, 120)}" if a.checked else ""
+                self.line(f"  │  {mark} {safe(a.type)}{what}{score}" + ("" if a.passed else f": {safe(a.message)}"))
         self._reasons(r)
 
     def _reasons(self, r: CaseResult) -> None:
@@ -235,7 +236,7 @@ class Console:
         if r.world is None:
             return
         changes = r.world.changes
-        self.line(f"{indent}world: {len(changes)} change{'s' if len(changes) != 1 else ''}" if changes else f"{indent}world: unchanged")
+        self.line(f"{indent}world: {plural(len(changes), 'change')}" if changes else f"{indent}world: unchanged")
         for c in changes[:WORLD_LINES]:
             self.line(f"{indent}  {safe(change_text(c))}")
         if len(changes) > WORLD_LINES:
@@ -247,7 +248,8 @@ class Console:
             last = i == len(r.turns) - 1
             branch, stem = ("└─", "   ") if last else ("├─", "│  ")
             attached = "".join(f" + [{safe(name)}]" for name in t.attachments)
-            self.line(f"  {branch} Turn {t.turn}: \"{self._cut(as_text(t.input), 40)}\"{attached} → \"{self._cut(as_text(t.output), 40)}\"")
+            width = 300 if self.verbose else 40  # -v shows what was said, not a glimpse of it
+            self.line(f"  {branch} Turn {t.turn}: \"{self._cut(as_text(t.input), width)}\"{attached} → \"{self._cut(as_text(t.output), width)}\"")
             for j, cp_id in enumerate(t.checkpoints):
                 cp = next((c for c in r.checkpoints if c.id == cp_id), None)
                 tool = f" (tool: {cp.tool})" if cp is not None and cp.tool else ""
@@ -257,8 +259,7 @@ class Console:
                 for c in t.tool_calls:
                     self.line(f"  {stem}   tool {safe(c.name)}({self._cut(as_text(c.arguments), 60)}){self._marks(c)}")
         reached = sum(1 for c in r.checkpoints if c.reached)
-        turns = len(r.turns)
-        self.line(f"  {status} ({took}) - {turns} turn{'s' if turns != 1 else ''}, {reached}/{len(r.checkpoints)} checkpoints")
+        self.line(f"  {status} ({took}) - {plural(len(r.turns), 'turn')}, {reached}/{len(r.checkpoints)} checkpoints")
         for cp in r.checkpoints:  # a missed required one is among the reasons; a missed optional one is said here
             if not cp.reached and not cp.required:
                 self.line(f"  {self.paint('○', 'dim')} optional checkpoint not reached: {safe(cp.id)}")
@@ -280,7 +281,8 @@ class Console:
         rows = [("Agent", report.agent_id), ("Connector", report.connector), ("Simulator", report.simulator),
                 ("Total", s["total"]), ("Passed", s["passed"]), ("Failed", s["failed"])]
         rows += [(k, v) for k, v in (("Errors", s["errors"]), ("Timeouts", s["timeouts"]), ("Skipped", s["skipped"])) if v]
-        rows.append(("Pass Rate", f"{s['pass_rate']:.1f}%"))
+        ran = s["total"] - report.not_run - s["skipped"]
+        rows.append(("Pass Rate", f"{s['pass_rate']:.1f}%" + (f" (of the {ran} that ran)" if report.interrupted else "")))
         took = format_duration(report.duration_ms / 1000)
         if self.parallel > 1 and s["total"]:
             took += f" (effective: {format_duration(report.duration_ms / 1000 / s['total'])}/test with {self.parallel} parallel)"
@@ -295,7 +297,7 @@ class Console:
                 self.line(f"  {label + ':':<10} {safe(value)}")
         self._figures(report, s)
         if report.not_run:
-            self.line(f"  Not run:   {report.not_run} (stopped early)")
+            self.line(f"  Not run:   {report.not_run} ({'interrupted' if report.interrupted else 'stopped early'})")
         for w in report.warnings:
             if w not in self._warned:  # each warning once: those of the header are not repeated
                 self.line(f"  {self.paint('⚠', 'yellow')} {safe(w)}")

@@ -102,3 +102,8 @@ def printable(text: str, newlines: bool = False) -> str:
     """``text`` safe for a terminal: escape sequences and other control characters are shown escaped
     (``\\x1b[2K``), never obeyed. Newlines are kept only when ``newlines``."""
     return text.translate(_CONTROLS if newlines else _CONTROLS_ONE_LINE)
+
+
+def plural(count: int, word: str) -> str:
+    """``1 turn``, ``2 turns``."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"

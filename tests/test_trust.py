@@ -1,0 +1,134 @@
+"""Issue 28 from the command line: verdicts a CI can trust (no false green, reasons that say why, diffs
+without noise) and what a new user trips over (pipes, habits, real Yao files)."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import cli, report
+
+SEARCH_TOOL = [{"name": "search", "description": "find books", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]
+SEARCH_RULES = """\
+rules:
+  - name: ask
+    user: 'find (?P<q>\\w+)'
+    tool_calls:
+      - name: search
+        arguments: {q: "{{ q }}"}
+  - name: {name}
+    tool: search
+    reply: "Top hit: {template}"
+default: hi
+"""
+SEARCH_TOOLS_PY = "def search(ctx, q):\n    return {'results': [{'title': 'Dune'}], 'count': 1}\n"
+
+
+def _bookshop(app, template: str, name: str = "found"):
+    rules = SEARCH_RULES.replace("{name}", name).replace("{template}", template)
+    app.agent("shop", connector="mock", tools=SEARCH_TOOL, files={"mock.yml": rules, "src/tools.py": SEARCH_TOOLS_PY})
+    return app.cases("assistants/shop/tests/t.jsonl", [{"id": "find", "input": "find dune", "assert": [{"type": "contains", "value": "Top hit"}]}])
+
+
+def test_mock_template_with_a_missing_field_is_the_cases_error_not_a_pass(offline_app, tmp_path):
+    path = _bookshop(offline_app, "{{ tool_result.results[0].name }}")
+    result = cli("-i", str(path), "-o", str(tmp_path / "r.json"))
+    (row,) = report(tmp_path / "r.json")["results"]
+    assert result.exit_code == 1 and row["status"] == "error"
+    assert row["error"] == ("agent error: mock rule 'found': a template names a missing field: {{ tool_result.results[0].name }}: "
+                            "tool_result.results[0] has no 'name' (its keys: title)")
+    path = _bookshop(offline_app, "{{ tool_result.hits.0 }}")
+    result = cli("-i", str(path), "-o", str(tmp_path / "r.json"))
+    assert "tool_result has no 'hits' (its keys: results, count)" in report(tmp_path / "r.json")["results"][0]["error"]
+
+
+def test_mock_template_indexes_lists_with_brackets_or_dots(offline_app, tmp_path):
+    for template in ("{{ tool_result.results[0].title }}", "{{ tool_result.results.0.title }}"):
+        path = _bookshop(offline_app, template)
+        result = cli("-i", str(path), "-o", str(tmp_path / "r.json"))
+        (row,) = report(tmp_path / "r.json")["results"]
+        assert result.exit_code == 0 and row["output"] == "Top hit: Dune", template
+
+
+def test_strict_accepts_yao_package_keys_and_rejects_unknown_mock_keys(offline_app):
+    yao = {"sandbox": {"image": "x"}, "capabilities": {"vision": True}, "__yao_created_by": "u1", "__yao_team_id": "t1"}
+    offline_app.agent("bot", connector="mock", files={"mock.yml": "default: hi\n"}, **yao)
+    path = offline_app.cases("assistants/bot/tests/t.jsonl", [{"id": "a", "input": "hello", "assert": [{"type": "contains", "value": "hi"}]}])
+    ok = cli("-i", str(path), "--strict", "-o", str(offline_app.root / "r.json"))
+    assert ok.exit_code == 0, ok.output + ok.stderr
+    (offline_app.root / "assistants/bot/mock.yml").write_text("default: hi\nflavour: x\n")
+    lenient = cli("-i", str(path), "-o", str(offline_app.root / "r.json"))
+    assert lenient.exit_code == 0 and "'flavour' is not a field of mock.yml; ignored" in lenient.output
+    strict = cli("-i", str(path), "--strict", "-o", str(offline_app.root / "r.json"))
+    assert strict.exit_code == 2 and "'flavour' is not a field of mock.yml; unknown keys are errors with --strict" in strict.stderr
+    (offline_app.root / "assistants/bot/package.yao").write_text(json.dumps({"name": "bot", "connector": "mock", "colour": "x"}))
+    unknown = cli("-i", str(path), "--strict")
+    assert unknown.exit_code == 2 and "'colour' is not a field of package.yao" in unknown.stderr
+
+
+LONG = "I would like to order three copies of the collected works of Ursula K. Le Guin, please, in hardcover"
+
+
+def _talker(app):
+    """An offline agent with a tool that changes the world, and a mock simulator."""
+    tools = [{"name": "order", "description": "order books", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}]
+    rules = "rules:\n  - user: 'three'\n    tool_calls: [{name: order, arguments: {n: 3}}]\n  - tool: order\n    reply: 'Ordered: {{ tool_result.n }} copies of everything you asked for, in hardcover'\ndefault: ok\n"
+    tools_py = "def order(ctx, n):\n    ctx.world['orders'].append(n)\n    return {'n': n}\n"
+    app.agent("shop", connector="mock", tools=tools, files={"mock.yml": rules, "src/tools.py": tools_py})
+    app.agent("sim", connector="mock", files={"mock.yml": "default:\n  json: {message: '" + LONG + "', goal_achieved: false}\n"})
+
+
+def test_verbose_shows_what_each_assertion_checked_and_whole_dynamic_turns(offline_app):
+    _talker(offline_app)
+    state = [{"type": "state", "path": "$.orders[0]", "value": 3}, {"type": "state", "path": "$.orders", "value": [3]}]
+    path = offline_app.cases("assistants/shop/tests/t.jsonl", [
+        {"id": "std", "input": LONG, "world": {"orders": []}, "assert": state},
+        {"id": "dyn", "world": {"orders": []}, "simulator": {"use": "sim"},
+         "checkpoints": [{"id": "ordered", "assert": {"type": "tool_called", "value": "order"}}]},
+    ])
+    result = cli("-i", str(path), "-n", "shop", "-v", "-o", str(offline_app.root / "r.json"))
+    assert result.exit_code == 0, result.output
+    assert '│  ✓ state path=$.orders[0] value=3' in result.output and '│  ✓ state path=$.orders value=[3]' in result.output
+    assert f'Turn 1: "{LONG}" → "Ordered: 3 copies of everything you asked for, in hardcover"' in result.output
+    assert "1 turn, 1/1 checkpoints" in result.output and "1 turns" not in result.output
+    first = report(offline_app.root / "r.json")["results"][0]["assertions"][0]
+    assert first["checked"] == "path=$.orders[0] value=3"
+    quiet = cli("-i", str(path), "-n", "shop", "-q")
+    assert "1 turn, 1/1 checkpoints" in quiet.output and "1 turns" not in quiet.output
+    short = cli("-i", str(path), "-n", "shop")
+    assert f'Turn 1: "{LONG}"' not in short.output  # without -v, the tree stays a glimpse
+
+
+def test_failing_every_run_is_stable_not_highly_unstable(offline_app, tmp_path):
+    offline_app.agent("bot", connector="mock", files={"mock.yml": "default: hi\n"})
+    path = offline_app.cases("assistants/bot/tests/t.jsonl", [
+        {"id": "never", "input": "x", "assert": [{"type": "contains", "value": "bye"}]},
+        {"id": "always", "input": "x", "assert": [{"type": "contains", "value": "hi"}]}])
+    result = cli("-i", str(path), "--runs", "5", "-o", str(tmp_path / "r.json"))
+    classes = {s["id"]: s["classification"] for s in report(tmp_path / "r.json")["summary"]["stability"]}
+    assert result.exit_code == 1 and classes == {"never": "stable", "always": "stable"}
+    assert "highly_unstable" not in result.output
+
+
+def test_ctrl_c_before_any_case_finished_is_not_a_100_percent_pass_rate(offline_app, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers import REPO
+
+    offline_app.agent("bot", connector="mock", files={"mock.yml": "rules:\n  - user: slow\n    delay: 30\n    reply: late\ndefault: hi\n"})
+    path = offline_app.cases("assistants/bot/tests/t.jsonl", [{"id": f"c{i}", "input": "slow"} for i in range(3)])
+    proc = subprocess.Popen([sys.executable, "-m", "agenttest", "-i", str(path), "-o", str(tmp_path / "r.json")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    seen, deadline = "", time.time() + 20
+    while "► [c0]" not in seen and time.time() < deadline:  # the first case is running
+        seen += os.read(proc.stdout.fileno(), 4096).decode()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=20)
+    stdout = seen + stdout
+    assert proc.returncode == 130, stderr
+    assert "Pass Rate: 0.0% (of the 0 that ran)" in stdout and "100.0%" not in stdout
+    assert "Not run:   3 (interrupted)" in stdout and "INTERRUPTED after 0 of 3 tests" in stdout
+    assert report(tmp_path / "r.json")["summary"]["pass_rate"] == 0.0
