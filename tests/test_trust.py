@@ -132,3 +132,36 @@ def test_ctrl_c_before_any_case_finished_is_not_a_100_percent_pass_rate(offline_
     assert "Pass Rate: 0.0% (of the 0 that ran)" in stdout and "100.0%" not in stdout
     assert "Not run:   3 (interrupted)" in stdout and "INTERRUPTED after 0 of 3 tests" in stdout
     assert report(tmp_path / "r.json")["summary"]["pass_rate"] == 0.0
+
+
+BUGGY_TOOLS_PY = """\
+def search(ctx, q):
+    print(f"searching {q}")
+    return {"results": [], "per_page": 10 / len(q.strip("dune"))}
+"""
+
+
+def test_a_tool_that_raises_says_where_in_report_console_and_markdown(offline_app, tmp_path):
+    rules = SEARCH_RULES.replace("{name}", "found").replace("{template}", "{{ tool_result }}")
+    offline_app.agent("shop", connector="mock", tools=SEARCH_TOOL, files={"mock.yml": rules, "src/tools.py": BUGGY_TOOLS_PY})
+    path = offline_app.cases("assistants/shop/tests/t.jsonl", [
+        {"id": "find", "input": "find dune", "tags": ["search", "smoke"], "assert": [{"type": "contains", "value": "Top hit"}]},
+        {"id": "bye", "input": "bye", "tags": ["smoke"], "assert": [{"type": "contains", "value": "hi"}]}])
+    out = [str(tmp_path / f"r.{ext}") for ext in ("json", "md", "xml", "html")]
+    result = cli("-i", str(path), *[x for o in out for x in ("-o", o)])
+    data = report(out[0])
+    call = data["results"][0]["tool_calls"][0]
+    assert call["error"] == "ZeroDivisionError: division by zero" and call["location"] == "tools.py:3"
+    assert 'tools.py", line 3, in search' in call["traceback"] and "agenttest" not in call["traceback"]
+    assert data["results"][0]["stdout"] == "searching dune\n"
+    assert "└─ tool search raised ZeroDivisionError: division by zero at tools.py:3 (-v: its traceback)" in result.output
+    verbose = cli("-i", str(path), "-v")
+    assert "→ error: ZeroDivisionError: division by zero (tools.py:3)" in verbose.output
+    assert 'tools.py", line 3, in search' in verbose.output and "│  stdout: searching dune" in verbose.output
+    md = (tmp_path / "r.md").read_text()
+    assert "**Tool `search` raised** at `tools.py:3`" in md and 'tools.py", line 3, in search' in md and "searching dune" in md
+    assert "## Tags" in md and "| search | 1 | 1 | 0 | 100% |" in md and "| smoke | 2 | 2 | 0 | 100% |" in md
+    assert "| Tags |" in md and "| search, smoke |" in md
+    assert '<property name="tags" value="search,smoke" />' in (tmp_path / "r.xml").read_text()
+    assert "<h2>Tags</h2>" in (tmp_path / "r.html").read_text()
+    assert "  Tags:\n    tag     cases  passed  not passed  pass rate\n    search  1      1       0           100%\n    smoke   2" in result.output

@@ -301,7 +301,7 @@ class Agent:
         of the tool — an injected fault, else a matching mock."""
         start = time.perf_counter()
         tool = self.tools.get(call.name)
-        result, error, outcome = None, None, None
+        result, error, outcome, raised = None, None, None, None
         world = tool_world()
         if tool is None:
             error = f"agent {self.spec.id} has no tool '{call.name}'"
@@ -315,10 +315,11 @@ class Agent:
             try:
                 result = await tool.call(ctx, call.arguments)
             except CallError as exc:
-                error = exc.cause
+                error, raised = exc.cause, exc
         server = tool.server if tool is not None else None
         done = ToolCall(call.name, call.arguments, call.id, result, error, (time.perf_counter() - start) * 1000, server,
-                        mocked=outcome is not None and outcome.mocked, fault=outcome.fault if outcome is not None else None)
+                        mocked=outcome is not None and outcome.mocked, fault=outcome.fault if outcome is not None else None,
+                        location=raised.location if raised else "", traceback=(raised.traceback or "") if raised else "")
         record_tool_call(done)
         return done
 

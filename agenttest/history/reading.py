@@ -111,7 +111,7 @@ def _tool_call(d: dict[str, Any]) -> ToolCall:
     error = d.get("error")
     return ToolCall(str(d.get("name", "")), d.get("arguments"), str(d.get("id", "")), d.get("result"),
                     str(error) if error is not None else None, float(d.get("duration_ms") or 0), d.get("server"),
-                    bool(d.get("mocked")), d.get("fault"))
+                    bool(d.get("mocked")), d.get("fault"), str(d.get("location") or ""), str(d.get("traceback") or ""))
 
 
 def _usage(d: Any) -> Usage:

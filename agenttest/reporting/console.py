@@ -191,8 +191,11 @@ class Console:
         """Under a case: with -v (or for a literal message) what it did first, then why it did not pass."""
         if (self.verbose or self.show_reply) and not self.quiet:
             for c in r.tool_calls:
-                result = f"error: {safe(c.error)}" if c.error else self._cut(as_text(c.result), 100)
+                result = f"error: {safe(c.error)}" + (f" ({safe(c.location)})" if c.location else "") if c.error else self._cut(as_text(c.result), 100)
                 self.line(f"  │  tool {safe(c.name)}({self._cut(as_text(c.arguments), 80)}) → {result}{self._marks(c)}")
+                if self.verbose:
+                    for text in c.traceback.rstrip().splitlines():
+                        self.line(f"  │     {self.paint(printable(text), 'dim')}")
             if self.verbose:
                 self._world(r, "  │  ")
             if r.status != "skipped" and r.output is not None:
@@ -219,6 +222,11 @@ class Console:
                 self.line(f"     {self.paint(printable(text), 'dim')}")
         for w in r.warnings:
             self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
+        if not self.verbose and not self.quiet:  # a bug in the user's own tool is said even when the agent coped
+            for c in r.tool_calls:
+                if c.traceback:
+                    where = f" at {safe(c.location)}" if c.location else ""
+                    self.line(f"  └─ {self.paint(f'tool {safe(c.name)} raised {safe(c.error)}{where} (-v: its traceback)', 'yellow')}")
 
     def _captured(self, r: CaseResult) -> None:
         """What user code printed while the case ran (-v)."""
@@ -324,6 +332,11 @@ class Console:
             self.line()
             self.line("  Matrix (the agent under test on each connector):")
             self._table(matrix)
+        tagged = figures.tag_table(report)
+        if tagged is not None:
+            self.line()
+            self.line("  Tags:")
+            self._table(tagged)
         lines = figures.cost_lines(report)
         if lines:
             self.line()
