@@ -325,9 +325,10 @@ def run_command(**flags: Any) -> None:
 @main.command("diff", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("base", metavar="BASE")
 @click.argument("new", metavar="NEW")
-@click.option("-o", "--output", metavar="FILE", help="Also write the comparison: .md (a pull-request comment), .html or .json  [default: the console only]")
+@click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
+              help="Also write the comparison, repeatable: .md (a pull-request comment), .html or .json  [default: the console only]")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case regressed (passed in BASE, not in NEW)  [default: exit 0]")
-def diff_command(base: str, new: str, output: str | None, fail_on_regression: bool) -> None:
+def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on_regression: bool) -> None:
     """Compare two JSON reports case by case: regressed, fixed, still failing, new, removed, flaky, changed."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
@@ -337,12 +338,12 @@ def diff_command(base: str, new: str, output: str | None, fail_on_regression: bo
         from agenttest.history.reading import read
         from agenttest.reporting import diffs
 
-        if output:
+        for output in outputs:
             diffs.check_path(output)
         comparison = compare(read(base), read(new), base, new)
         for line in diffs.console_lines(comparison, color):
             click.echo(line)
-        if output:
+        for output in outputs:
             write_atomic(output, diffs.render(comparison, output))
             click.echo(f"  Output: {output}")
         return ExitCode.FAILED if fail_on_regression and comparison.regressions else ExitCode.OK

@@ -165,3 +165,34 @@ def test_a_tool_that_raises_says_where_in_report_console_and_markdown(offline_ap
     assert '<property name="tags" value="search,smoke" />' in (tmp_path / "r.xml").read_text()
     assert "<h2>Tags</h2>" in (tmp_path / "r.html").read_text()
     assert "  Tags:\n    tag     cases  passed  not passed  pass rate\n    search  1      1       0           100%\n    smoke   2" in result.output
+
+
+def _two_connectors(app):
+    app.connector("stub", {"type": "mock", "options": {"rules": "stub.yml"}})
+    app.agent("bot", connector="mock", files={"mock.yml": "default: hello there\n", "stub.yml": "default: bye\n"})
+    return app.cases("assistants/bot/tests/t.jsonl", [
+        {"id": "greet", "input": "hi", "assert": [{"type": "contains", "value": "hello"}]},
+        {"id": "any", "input": "hi", "assert": [{"type": "regex", "value": "."}]}])
+
+
+def test_diff_of_more_runs_saying_the_same_is_not_changed(offline_app, tmp_path):
+    path = _two_connectors(offline_app)
+    one, five = tmp_path / "one.json", tmp_path / "five.json"
+    assert cli("-i", str(path), "-o", str(one)).exit_code == 0
+    assert cli("-i", str(path), "--runs", "5", "-o", str(five)).exit_code == 0
+    result = cli("diff", str(one), str(five), "-o", str(tmp_path / "d.md"), "-o", str(tmp_path / "d.json"))
+    assert result.exit_code == 0 and "CHANGED" not in result.output
+    assert json.loads((tmp_path / "d.json").read_text())["counts"]["changed"] == 0
+    assert f"Output: {tmp_path / 'd.md'}" in result.output and f"Output: {tmp_path / 'd.json'}" in result.output
+
+
+def test_diff_against_a_matrix_compares_connector_by_connector(offline_app, tmp_path):
+    path = _two_connectors(offline_app)
+    single, matrix = tmp_path / "single.json", tmp_path / "matrix.json"
+    assert cli("-i", str(path), "-o", str(single)).exit_code == 0
+    assert cli("-i", str(path), "-c", "mock,stub", "-o", str(matrix)).exit_code == 1
+    result = cli("diff", str(single), str(matrix), "-o", str(tmp_path / "d.json"), "--fail-on-regression")
+    data = json.loads((tmp_path / "d.json").read_text())
+    assert result.exit_code == 0 and data["counts"]["regressed"] == 0 and "runs passed" not in result.output
+    assert {(c["id"], c["connector"], c["kind"]) for c in data["cases"]} == {
+        ("greet", "mock", "unchanged"), ("any", "mock", "unchanged"), ("greet", "stub", "new"), ("any", "stub", "new")}
