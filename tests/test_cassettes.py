@@ -142,7 +142,7 @@ def test_cassettes_are_stable_readable_and_hold_no_key(own):
                            '{"content": "yes", "role": "user"}], "model": "fake-model", "tools": [')
     entry = json.loads(line)
     assert set(entry) == {"role", "turn", "request", "response"}
-    assert entry["response"]["tool_calls"] == [{"id": "call_0", "name": "create_expense", "arguments": {"amount": 50, "type": "meals"}}]
+    assert entry["response"]["tool_calls"] == [{"id": "call_1", "name": "create_expense", "arguments": {"amount": 50, "type": "meals"}}]
 
 
 def test_runs_replay_each_run_as_recorded_at_any_parallel(own):

@@ -196,3 +196,28 @@ def test_diff_against_a_matrix_compares_connector_by_connector(offline_app, tmp_
     assert result.exit_code == 0 and data["counts"]["regressed"] == 0 and "runs passed" not in result.output
     assert {(c["id"], c["connector"], c["kind"]) for c in data["cases"]} == {
         ("greet", "mock", "unchanged"), ("any", "mock", "unchanged"), ("greet", "stub", "new"), ("any", "stub", "new")}
+
+
+def test_re_recording_the_same_conversation_gives_the_same_cassette_bytes(app, server, tmp_path):
+    import uuid
+
+    from helpers import Answer
+
+    def endpoint(request):  # a real endpoint makes up new tool-call ids on every call
+        if request["messages"][-1]["role"] == "tool":
+            return Answer("Found: Dune")
+        return Answer(tool_calls=[{"name": "search", "arguments": {"q": "dune"}}], call_ids=[f"call_{uuid.uuid4().hex[:12]}"])
+
+    server.responder = endpoint
+    app.agent("shop", tools=SEARCH_TOOL, files={"src/tools.py": SEARCH_TOOLS_PY})
+    path = app.cases("assistants/shop/tests/t.jsonl", [{"id": "find", "input": "find dune", "assert": [{"type": "contains", "value": "Dune"}]}])
+    texts = []
+    for attempt in ("a", "b"):
+        tapes = tmp_path / attempt
+        assert cli("-i", str(path), "--record", str(tapes), "-o", str(tmp_path / f"{attempt}.json")).exit_code == 0
+        (tape,) = tapes.rglob("*.jsonl")
+        texts.append(tape.read_text())
+    assert texts[0] == texts[1] and '"id": "call_1"' in texts[0] and '"tool_call_id":"call_1"' in texts[0].replace(" ", "")
+    replayed = cli("-i", str(path), "--replay", str(tmp_path / "a"), "-o", str(tmp_path / "r.json"))
+    assert replayed.exit_code == 0
+    assert report(tmp_path / "r.json")["results"][0]["tool_calls"][0]["id"] == report(tmp_path / "a.json")["results"][0]["tool_calls"][0]["id"]
