@@ -175,7 +175,8 @@ def test_a_changed_prompt_is_a_miss_naming_the_first_differing_message(own):
     plain = next(r for r in data["results"] if r["id"] == "plain")
     assert plain["status"] == "error"
     assert plain["error"] == ('replay miss: agent at turn 1: message 1 (system) content: recorded "You file expenses.", '
-                              f'now "You file expenses politely." (nearest: {tapes / "tests" / "cases" / "plain.jsonl"}:1)')
+                              f'now "You file expenses politely." (nearest: {tapes / "tests" / "cases" / "plain.jsonl"}:1); '
+                              f'to record it, run with --replay {tapes} --record {tapes} (misses are called live and added)')
     dynamic = next(r for r in data["results"] if r["id"] == "dynamic")
     assert dynamic["status"] == "error" and dynamic["error"].startswith("replay miss: agent at turn 1: message 1 (system)")
     assert [t["input"] for t in dynamic["turns"]] == []  # nothing after the miss is made up

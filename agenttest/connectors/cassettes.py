@@ -284,7 +284,8 @@ class Cassettes:
                     trace.notes.append(f"the recorded user has no turn {turn}: the conversation ended there (--replay-roles)")
                 return user_left(turn)
             if not self.record:
-                miss = f"replay miss: {role} at turn {turn}: {tape.explain(run, role, entry.key, normal)}"
+                miss = (f"replay miss: {role} at turn {turn}: {tape.explain(run, role, entry.key, normal)}; to record it, "
+                        f"run with --replay {self.replay} --record {self.replay} (misses are called live and added)")
                 if trace is not None and not trace.miss:
                     trace.miss = miss
                 raise CallError(miss)
