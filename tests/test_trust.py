@@ -221,3 +221,17 @@ def test_re_recording_the_same_conversation_gives_the_same_cassette_bytes(app, s
     replayed = cli("-i", str(path), "--replay", str(tmp_path / "a"), "-o", str(tmp_path / "r.json"))
     assert replayed.exit_code == 0
     assert report(tmp_path / "r.json")["results"][0]["tool_calls"][0]["id"] == report(tmp_path / "a.json")["results"][0]["tool_calls"][0]["id"]
+
+
+def test_merge_keeps_the_stability_figures_of_a_cases_runs_field(offline_app, tmp_path):
+    offline_app.agent("bot", connector="mock", files={"mock.yml": "default: hi\n"})
+    path = offline_app.cases("assistants/bot/tests/t.jsonl", [
+        {"id": f"c{i}", "input": "x", "runs": 3, "assert": [{"type": "contains", "value": "hi"}]} for i in range(4)])
+    shards = [tmp_path / f"s{k}.json" for k in (1, 2)]
+    for k, out in enumerate(shards, 1):
+        assert cli("-i", str(path), "--shard", f"{k}/2", "-o", str(out)).exit_code == 0
+    assert all(report(s)["summary"].get("stability") for s in shards if report(s)["results"])
+    result = cli("merge", *map(str, shards), "-o", str(tmp_path / "all.json"))
+    merged = report(tmp_path / "all.json")["summary"]
+    assert result.exit_code == 0 and len(merged["stability"]) == 4 and merged["stable_cases"] == 4
+    assert {s["runs"] for s in merged["stability"]} == {3}
