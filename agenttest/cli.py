@@ -314,10 +314,12 @@ def run_command(**flags: Any) -> None:
             shard=flags["shard"], baseline=flags["baseline"], **_matrix(flags["connector"]),
         )
         from agenttest.session import Session
+        from agenttest.util.pipes import PipeSafe
 
+        out, err = PipeSafe(sys.stdout), PipeSafe(sys.stderr)  # type: ignore[arg-type]  # `| head`: the run goes on
         if config.json:  # stdout carries the events; the console goes to stderr
-            return asyncio.run(Session(config, sys.stderr, events=sys.stdout).run())
-        return asyncio.run(Session(config, sys.stdout).run())
+            return asyncio.run(Session(config, err, events=out).run())  # type: ignore[arg-type]
+        return asyncio.run(Session(config, out).run())  # type: ignore[arg-type]
 
     finish(work, events=flags["json_events"])
 

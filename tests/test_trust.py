@@ -235,3 +235,21 @@ def test_merge_keeps_the_stability_figures_of_a_cases_runs_field(offline_app, tm
     merged = report(tmp_path / "all.json")["summary"]
     assert result.exit_code == 0 and len(merged["stability"]) == 4 and merged["stable_cases"] == 4
     assert {s["runs"] for s in merged["stability"]} == {3}
+
+
+def test_a_reader_that_leaves_early_gets_no_broken_pipe_traceback_and_the_report_is_written(offline_app, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from helpers import REPO
+
+    offline_app.agent("bot", connector="mock", files={"mock.yml": "default: hi\n"})
+    path = offline_app.cases("assistants/bot/tests/t.jsonl", [{"id": f"c{i}", "input": "x" * 400, "assert": {"type": "contains", "value": "hi"}} for i in range(80)])
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for extra in ([], ["--list"], ["-v"], ["--json"]):
+        shell = f"{sys.executable} -m agenttest -i {path} -o {tmp_path / 'r.json'} {' '.join(extra)} | head -3"
+        done = subprocess.run(["bash", "-c", f"set -o pipefail; {shell}"], capture_output=True, text=True, env=env, timeout=120)
+        assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr and "Exception ignored" not in done.stderr, (extra, done.stderr)
+        assert len(done.stdout.splitlines()) == 3
+    assert len(report(tmp_path / "r.json")["results"]) == 80
