@@ -253,3 +253,22 @@ def test_a_reader_that_leaves_early_gets_no_broken_pipe_traceback_and_the_report
         assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr and "Exception ignored" not in done.stderr, (extra, done.stderr)
         assert len(done.stdout.splitlines()) == 3
     assert len(report(tmp_path / "r.json")["results"]) == 40
+
+
+def test_the_sdk_is_imported_before_the_first_case_not_during_it(app, server, tmp_path):
+    """The first call to a local endpoint took 0.7–1.1 s: the openai SDK's import, made at that call. It is
+    made while resolving now, so a case's time (and deadline) is the call's own. (A fresh process: the test's
+    own process has imported the SDK long ago.)"""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import REPO
+
+    seen = tmp_path / "seen.txt"
+    app.agent("bot", files={"src/env_test.py": f"import sys\ndef Before(ctx, case):\n    open({str(seen)!r}, 'a').write(str('openai' in sys.modules))\n"})
+    path = app.cases("assistants/bot/tests/t.jsonl", [{"id": "a", "input": "hi", "before": "env_test.Before"}])
+    done = subprocess.run([sys.executable, "-m", "agenttest", "-i", str(path), "-o", str(tmp_path / "r.json")], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert seen.read_text() == "True"
