@@ -229,7 +229,7 @@ def main() -> None:
 @click.option("--run", "run_filter", metavar="REGEX", callback=_regex, cls=Option, section="Input and selection",
               help="Run only cases whose id matches the regex (a search)  [default: all]")
 @click.option("-k", "keyword", metavar="EXPR", cls=Option, section="Input and selection",
-              help="Run only cases matching a pytest-style expression over id, name and tags, e.g. 'expense and not slow'")
+              help="Run only cases matching a pytest-style expression over id, name, tags and file name, e.g. 'expense and not slow'")
 @click.option("--lf", "--last-failed", "last_failed", is_flag=True, cls=Option, section="Input and selection",
               help="Run only the cases that did not pass last time with these inputs (all if none failed)")
 @click.option("--list", "list_only", is_flag=True, cls=Option, section="Input and selection",
@@ -282,7 +282,7 @@ def main() -> None:
 @click.option("--baseline", metavar="REPORT", cls=Option, section="Output",
               help="Compare with an earlier JSON report after the summary; exit 1 only when a case regressed or a new case does not pass  [default: off]")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",
-              help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: output-<timestamp>.json beside a case file]")
+              help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: reports/output-<timestamp>.json in the app root, for a case file]")
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output",
               help="Show outputs, tool calls, what user code printed and whole tracebacks under every case  [default: off]")
 @click.option("--json", "json_events", is_flag=True, cls=Option, section="Output",

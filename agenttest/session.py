@@ -261,8 +261,8 @@ class Session:
             except Exception as exc:  # a bug of ours outside any case: exit 3, after writing what ran
                 failure = exc
             outputs = list(config.outputs)
-            if not outputs and source.report_folder() is not None:
-                outputs = [outputfiles.default_report(source.report_folder() or ".")]
+            if not outputs and source.report_folder() is not None:  # a case file's run: a report in the app's reports/
+                outputs = [outputfiles.default_report(os.path.join(caller.catalog.app.root, outputfiles.REPORTS))]
             report = self._report(plan, source, caller, state, header, outputs)
             written = [await self._write(report, path) for path in outputs]
             lastfailed.save(caller.catalog.app.root, config.inputs, report.results, report.gates)

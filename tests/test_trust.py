@@ -272,3 +272,32 @@ def test_the_sdk_is_imported_before_the_first_case_not_during_it(app, server, tm
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert seen.read_text() == "True"
+
+
+def test_init_writes_a_gitignore_and_default_reports_go_to_one_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("AGENTTEST_APP", raising=False)
+    assert cli("init", str(tmp_path / "shop")).exit_code == 0
+    app = tmp_path / "shop"
+    ignored = (app / ".gitignore").read_text().split()
+    assert {"reports/", "output-*.json", ".agent-test/"} <= set(ignored)
+    for _ in range(2):
+        ran = cli("-i", "tests", cwd=app)
+        assert ran.exit_code == 0
+    reports = sorted((app / "reports").glob("output-*.json"))
+    assert len(reports) == 2 and not list((app / "tests").glob("output-*"))
+    named = ran.output.split("Output: ")[1].split()[0]
+    assert named.startswith("reports/output-") and (app / named).is_file()
+    again = cli("-i", "tests", "--list", cwd=app)  # the reports folder holds no cases
+    assert again.exit_code == 0 and "reports/" not in again.output
+
+
+def test_k_matches_the_case_files_name(offline_app):
+    offline_app.agent("bot", connector="mock", files={"mock.yml": "default: hi\n"})
+    offline_app.cases("assistants/bot/tests/smoke.jsonl", [{"id": "a", "input": "x"}])
+    offline_app.cases("assistants/bot/tests/deep.jsonl", [{"id": "b", "input": "x"}, {"id": "c", "input": "x", "tags": ["smoke"]}])
+    folder = str(offline_app.root / "assistants/bot/tests")
+    listed = cli("-i", folder, "--list", "-k", "smoke")
+    assert listed.exit_code == 0 and "2 cases selected" in listed.output
+    assert sorted(line.split()[0] for line in listed.output.splitlines()[:2]) == ["a", "c"]
+    only = cli("-i", folder, "--list", "-k", "deep and not smoke")
+    assert only.exit_code == 0 and "1 case selected" in only.output and only.output.startswith("b ")
