@@ -301,3 +301,25 @@ def test_k_matches_the_case_files_name(offline_app):
     assert sorted(line.split()[0] for line in listed.output.splitlines()[:2]) == ["a", "c"]
     only = cli("-i", folder, "--list", "-k", "deep and not smoke")
     assert only.exit_code == 0 and "1 case selected" in only.output and only.output.startswith("b ")
+
+
+def test_qq_with_one_gated_case_prints_the_gates_line_not_the_whole_table(offline_app):
+    offline_app.agent("bot", connector="mock", files={"mock.yml": "default: hi\n"})
+    cases = [{"id": f"plain{i}", "input": "x", "assert": [{"type": "contains", "value": "hi"}]} for i in range(5)]
+    path = offline_app.cases("assistants/bot/tests/t.jsonl", [*cases, {"id": "gated", "input": "x", "min_pass_rate": 0.5,
+                                                               "assert": [{"type": "contains", "value": "bye"}]}])
+    full = cli("-i", str(path))
+    assert "plain3" in full.output.split("Gates:")[1]  # the whole table, without -qq
+    brief = cli("-i", str(path), "-qq")
+    summary = brief.output.split("Gates:")[1]
+    assert brief.exit_code == 1 and "5/6 passed, 1 failed" in summary
+    assert "plain" not in brief.output and "gated" in summary and "class" in summary  # the failed gate's row, with its header
+
+
+def test_an_unknown_connector_suggests_c(offline_app):
+    offline_app.agent("bot", connector="nowhere", files={"mock.yml": "default: hi\n"})
+    path = offline_app.cases("assistants/bot/tests/t.jsonl", [{"id": "a", "input": "x"}])
+    result = cli("-i", str(path))
+    assert result.exit_code == 2 and "unknown connector 'nowhere'" in result.stderr
+    assert "known connectors: mock (run with one of them: -c mock); or openai.<model>" in result.stderr
+    assert cli("-i", str(path), "-c", "mock").exit_code == 0

@@ -281,6 +281,7 @@ class Console:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+        brief = self.quiet >= 2
         self.quiet = min(self.quiet, 1)  # -qq shows the summary, and only it
         s = summary_dict(report)
         if not self._blank:
@@ -303,7 +304,7 @@ class Console:
         for label, value in rows:
             if value not in ("", None):
                 self.line(f"  {label + ':':<10} {safe(value)}")
-        self._figures(report, s)
+        self._figures(report, s, brief)
         if report.not_run:
             self.line(f"  Not run:   {report.not_run} ({'interrupted' if report.interrupted else 'stopped early'})")
         for w in report.warnings:
@@ -317,14 +318,18 @@ class Console:
         self.line("  " + self._verdict(report, s))
         self.line(RULE)
 
-    def _figures(self, report: RunReport, s: dict[str, Any]) -> None:
+    def _figures(self, report: RunReport, s: dict[str, Any], brief: bool = False) -> None:
         """The gates (with Yao's stability class and figures), the model matrix and the costs, each when
-        there is something to show."""
+        there is something to show; ``brief`` (-qq): of the gates, only the line and the failed ones."""
         gates = figures.gate_table(report)
         if gates is not None:
             self.line()
             self.line(f"  Gates:     {figures.gate_summary(report)}")
-            self._table(gates)
+            if brief:
+                gates = figures.Table(gates.headers, [r for r, v in zip(gates.rows, gates.verdicts) if v != "passed"],
+                                      [v for v in gates.verdicts if v != "passed"])
+            if gates.rows:
+                self._table(gates)
         if report.stability:
             self.line(f"  Overall:   {s['overall_pass_rate']}% of runs passed; {s['stable_cases']}/{len(report.stability)} cases stable")
         matrix = figures.matrix_table(report)
