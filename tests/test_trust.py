@@ -323,3 +323,23 @@ def test_an_unknown_connector_suggests_c(offline_app):
     assert result.exit_code == 2 and "unknown connector 'nowhere'" in result.stderr
     assert "known connectors: mock (run with one of them: -c mock); or openai.<model>" in result.stderr
     assert cli("-i", str(path), "-c", "mock").exit_code == 0
+
+
+def test_same_id_in_two_files_each_result_names_its_file_and_chat_ids_differ(offline_app, tmp_path):
+    seen = tmp_path / "chats.txt"
+    hook = f"def Before(ctx, case):\n    open({str(seen)!r}, 'a').write(ctx.chat_id + '\\n')\n"
+    offline_app.connector("stub", {"type": "mock"})
+    offline_app.agent("bot", connector="mock", files={"mock.yml": "default: hi\n", "src/env_test.py": hook})
+    one = offline_app.cases("assistants/bot/tests/one.jsonl", [{"id": "a", "input": "x", "before": "env_test.Before"}])
+    two = offline_app.cases("assistants/bot/tests/two.jsonl", [{"id": "a", "input": "x", "before": "env_test.Before"}])
+    ctx = tmp_path / "ctx.json"
+    ctx.write_text('{"chat_id": "ci-42"}')
+    result = cli("-i", str(one), "-i", str(two), "--ctx", str(ctx), "-c", "mock,stub", "-o", str(tmp_path / "r.json"))
+    assert result.exit_code == 0, result.output
+    chats = seen.read_text().split()
+    assert len(chats) == 4 and len(set(chats)) == 4 and all(c.startswith("ci-42-a-1-") for c in chats)
+    assert sorted(r["file"] for r in report(tmp_path / "r.json")["results"]) == sorted([str(one), str(one), str(two), str(two)])
+    assert result.output.index(str(one)) < result.output.index(str(two))  # the console names each file before its cases
+    (offline_app.root / "assistants/bot/tests/one.jsonl").write_text('{"id": "a", "input": "x"}\n{"id": "a", "input": "y"}\n')
+    dup = cli("-i", str(one))
+    assert dup.exit_code == 2 and f"{one}:2:1: duplicate id 'a' (first used at line 1); ids must be unique in a file" in dup.stderr

@@ -86,7 +86,7 @@ async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller
     current_trace.set(trace)
     usercalls.current_capture.set(capture)
     start = time.perf_counter()
-    ctx = caller.context(case, run)
+    ctx = caller.context(case, run, connector=scheduled or "")
     world = trace.world = ToolWorld(case, ctx.world, plan.seed, run)
     connector = scheduled or case.options.get("connector")
     policy = attachments.Policy((os.path.realpath(caller.catalog.app.root),), plan.max_attachment)
