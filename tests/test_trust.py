@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from helpers import cli, report
 
 SEARCH_TOOL = [{"name": "search", "description": "find books", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]
@@ -343,3 +345,26 @@ def test_same_id_in_two_files_each_result_names_its_file_and_chat_ids_differ(off
     (offline_app.root / "assistants/bot/tests/one.jsonl").write_text('{"id": "a", "input": "x"}\n{"id": "a", "input": "y"}\n')
     dup = cli("-i", str(one))
     assert dup.exit_code == 2 and f"{one}:2:1: duplicate id 'a' (first used at line 1); ids must be unique in a file" in dup.stderr
+
+
+PREVIEW_BAD = {
+    "unknown connector": ({"connector": "nowhere"}, {}, []),
+    "unknown assertion type": ({}, {"assert": [{"type": "contans", "value": "x"}]}, []),
+    "missing hook function": ({}, {"before": "env_test.Nope"}, []),
+    "unknown validator agent": ({}, {"assert": [{"type": "agent", "use": "agents:nobody", "value": "is polite"}]}, []),
+    "mock of a tool the agent lacks": ({}, {"mocks": [{"tool": "no_such_tool", "returns": 1}]}, []),
+    "budget cost without pricing": ({}, {"budget": {"cost": 0.01}}, []),
+    "unknown mock.yml key under --strict": ({"mock": "default: hi\nflavour: x\n"}, {}, ["--strict"]),
+    "case option typo": ({}, {"options": {"temprature": 0.2}}, []),
+}
+
+
+@pytest.mark.parametrize("what", list(PREVIEW_BAD))
+def test_dry_run_and_list_are_exit_2_where_a_run_is(offline_app, what):
+    """--dry-run and --list check what a run checks: neither says 0 where the run would say 2."""
+    agent, case, flags = PREVIEW_BAD[what]
+    offline_app.agent("bot", connector=agent.get("connector", "mock"), files={"mock.yml": agent.get("mock", "default: hi\n"),
+                                                                              "src/env_test.py": "def Before(ctx, case):\n    pass\n"})
+    path = offline_app.cases("assistants/bot/tests/t.jsonl", [{"id": "a", "input": "x", **case}])
+    codes = {mode: cli("-i", str(path), *flags, *extra).exit_code for mode, extra in (("run", []), ("dry-run", ["--dry-run"]), ("list", ["--list"]))}
+    assert codes == {"run": 2, "dry-run": 2, "list": 2}
