@@ -147,8 +147,9 @@ def test_a_tool_that_raises_says_where_in_report_console_and_markdown(offline_ap
     rules = SEARCH_RULES.replace("{name}", "found").replace("{template}", "{{ tool_result }}")
     offline_app.agent("shop", connector="mock", tools=SEARCH_TOOL, files={"mock.yml": rules, "src/tools.py": BUGGY_TOOLS_PY})
     path = offline_app.cases("assistants/shop/tests/t.jsonl", [
-        {"id": "find", "input": "find dune", "tags": ["search", "smoke"], "assert": [{"type": "contains", "value": "Top hit"}]},
-        {"id": "bye", "input": "bye", "tags": ["smoke"], "assert": [{"type": "contains", "value": "hi"}]}])
+        {"id": "find", "input": "find dune", "tags": ["search", "smoke"], "assert": [{"type": "contains", "value": "Dune"}]},
+        {"id": "bye", "input": "bye", "tags": ["smoke"], "assert": [{"type": "contains", "value": "hi"}]},
+        {"id": "coped", "input": "find dune", "assert": [{"type": "contains", "value": "Top hit"}]}])
     out = [str(tmp_path / f"r.{ext}") for ext in ("json", "md", "xml", "html")]
     result = cli("-i", str(path), *[x for o in out for x in ("-o", o)])
     data = report(out[0])
@@ -161,12 +162,15 @@ def test_a_tool_that_raises_says_where_in_report_console_and_markdown(offline_ap
     assert "→ error: ZeroDivisionError: division by zero (tools.py:3)" in verbose.output
     assert 'tools.py", line 3, in search' in verbose.output and "│  stdout: searching dune" in verbose.output
     md = (tmp_path / "r.md").read_text()
-    assert "**Tool `search` raised** at `tools.py:3`" in md and 'tools.py", line 3, in search' in md and "searching dune" in md
-    assert "## Tags" in md and "| search | 1 | 1 | 0 | 100% |" in md and "| smoke | 2 | 2 | 0 | 100% |" in md
+    assert "(raised at `tools.py:3`)" in md and "**Tool `search` raised** at `tools.py:3`" in md
+    assert 'tools.py", line 3, in search' in md and "searching dune" in md
+    assert "## Tags" in md and "| search | 1 | 0 | 1 | 0% |" in md and "| smoke | 2 | 1 | 1 | 50% |" in md
     assert "| Tags |" in md and "| search, smoke |" in md
     assert '<property name="tags" value="search,smoke" />' in (tmp_path / "r.xml").read_text()
     assert "<h2>Tags</h2>" in (tmp_path / "r.html").read_text()
-    assert "  Tags:\n    tag     cases  passed  not passed  pass rate\n    search  1      1       0           100%\n    smoke   2" in result.output
+    assert "  Tags:\n    tag     cases  passed  not passed  pass rate\n    search  1      0       1           0%\n    smoke   2" in result.output
+    coped = cli("-i", str(path), "-k", "coped")  # the agent coped with the error: the case line says nothing more
+    assert coped.exit_code == 0 and "raised" not in coped.output
 
 
 def _two_connectors(app):

@@ -222,7 +222,7 @@ class Console:
                 self.line(f"     {self.paint(printable(text), 'dim')}")
         for w in r.warnings:
             self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
-        if not self.verbose and not self.quiet:  # a bug in the user's own tool is said even when the agent coped
+        if not self.verbose and not self.quiet and not r.ok:  # a tool that raised may be why: where (-v: the traceback)
             for c in r.tool_calls:
                 if c.traceback:
                     where = f" at {safe(c.location)}" if c.location else ""
