@@ -191,11 +191,7 @@ class Console:
         """Under a case: with -v (or for a literal message) what it did first, then why it did not pass."""
         if (self.verbose or self.show_reply) and not self.quiet:
             for c in r.tool_calls:
-                result = f"error: {safe(c.error)}" + (f" ({safe(c.location)})" if c.location else "") if c.error else self._cut(as_text(c.result), 100)
-                self.line(f"  │  tool {safe(c.name)}({self._cut(as_text(c.arguments), 80)}) → {result}{self._marks(c)}")
-                if self.verbose:
-                    for text in c.traceback.rstrip().splitlines():
-                        self.line(f"  │     {self.paint(printable(text), 'dim')}")
+                self._tool_call(c, "  │  ", 80)
             if self.verbose:
                 self._world(r, "  │  ")
             if r.status != "skipped" and r.output is not None:
@@ -234,6 +230,14 @@ class Console:
             for text_line in text.rstrip("\n").splitlines() if text else ():
                 self.line(f"  │  {name}: {printable(text_line)}")
 
+    def _tool_call(self, c: ToolCall, indent: str, width: int) -> None:
+        """A tool call, what it gave (an error with where the tool raised), and with -v its traceback."""
+        result = f"error: {safe(c.error)}" + (f" ({safe(c.location)})" if c.location else "") if c.error else self._cut(as_text(c.result), 100)
+        self.line(f"{indent}tool {safe(c.name)}({self._cut(as_text(c.arguments), width)}) → {result}{self._marks(c)}")
+        if self.verbose:
+            for text in c.traceback.rstrip().splitlines():
+                self.line(f"{indent}   {self.paint(printable(text), 'dim')}")
+
     def _marks(self, c: ToolCall) -> str:
         """What answered a call instead of the tool: a mock, or an injected fault."""
         if c.fault is not None:
@@ -265,7 +269,7 @@ class Console:
                 self.line(f"  {stem}{leaf} {self.paint('✓', 'green')} checkpoint: {safe(cp_id)}{safe(tool)}")
             if self.verbose:
                 for c in t.tool_calls:
-                    self.line(f"  {stem}   tool {safe(c.name)}({self._cut(as_text(c.arguments), 60)}){self._marks(c)}")
+                    self._tool_call(c, f"  {stem}   ", 60)
         reached = sum(1 for c in r.checkpoints if c.reached)
         self.line(f"  {status} ({took}) - {plural(len(r.turns), 'turn')}, {reached}/{len(r.checkpoints)} checkpoints")
         for cp in r.checkpoints:  # a missed required one is among the reasons; a missed optional one is said here
