@@ -85,13 +85,16 @@ def test_verbose_shows_what_each_assertion_checked_and_whole_dynamic_turns(offli
     path = offline_app.cases("assistants/shop/tests/t.jsonl", [
         {"id": "std", "input": LONG, "world": {"orders": []}, "assert": state},
         {"id": "dyn", "world": {"orders": []}, "simulator": {"use": "sim"},
-         "checkpoints": [{"id": "ordered", "assert": {"type": "tool_called", "value": "order"}}]},
+         "checkpoints": [{"id": "ordered", "assert": {"type": "tool_called", "value": "order"}}],
+         "assert": [{"type": "state", "path": "$.orders[0]", "value": 3}, {"type": "state", "path": "$.orders", "value": [3]}]},
     ])
     result = cli("-i", str(path), "-n", "shop", "-v", "-o", str(offline_app.root / "r.json"))
     assert result.exit_code == 0, result.output
     assert '│  ✓ state path=$.orders[0] value=3' in result.output and '│  ✓ state path=$.orders value=[3]' in result.output
     assert f'Turn 1: "{LONG}" → "Ordered: 3 copies of everything you asked for, in hardcover"' in result.output
     assert "1 turn, 1/1 checkpoints" in result.output and "1 turns" not in result.output
+    tree = result.output.split("► [dyn]")[1]
+    assert "\n  ✓ state path=$.orders[0] value=3\n  ✓ state path=$.orders value=[3]\n" in tree  # the final assertions, with paths
     first = report(offline_app.root / "r.json")["results"][0]["assertions"][0]
     assert first["checked"] == "path=$.orders[0] value=3"
     quiet = cli("-i", str(path), "-n", "shop", "-q")

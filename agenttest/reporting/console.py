@@ -201,12 +201,16 @@ class Console:
                 self.line(f"  │  log: {safe(log)}")
             self._captured(r)
         if self.verbose:  # every verdict, then why the case did not pass: the tree ends with the reasons
-            for a in r.assertions:
-                mark = self.paint("✓", "green") if a.passed else self.paint("✗", "red")
-                score = f" (score {a.score:g})" if a.score is not None else ""
-                what = f" {self._cut(a.checked, 120)}" if a.checked else ""
-                self.line(f"  │  {mark} {safe(a.type)}{what}{score}" + ("" if a.passed else f": {safe(a.message)}"))
+            self._verdicts(r, "  │  ")
         self._reasons(r)
+
+    def _verdicts(self, r: CaseResult, indent: str) -> None:
+        """Each assertion's verdict and what it checked (``✓ state path=$.a value=1``)."""
+        for a in r.assertions:
+            mark = self.paint("✓", "green") if a.passed else self.paint("✗", "red")
+            score = f" (score {a.score:g})" if a.score is not None else ""
+            what = f" {self._cut(a.checked, 120)}" if a.checked else ""
+            self.line(f"{indent}{mark} {safe(a.type)}{what}{score}" + ("" if a.passed else f": {safe(a.message)}"))
 
     def _reasons(self, r: CaseResult) -> None:
         for why in r.reasons:
@@ -276,6 +280,7 @@ class Console:
             if not cp.reached and not cp.required:
                 self.line(f"  {self.paint('○', 'dim')} optional checkpoint not reached: {safe(cp.id)}")
         if self.verbose:
+            self._verdicts(r, "  ")  # a dynamic case's final assertions
             self._world(r, "  ")
             self._captured(r)
         self._reasons(r)
