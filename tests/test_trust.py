@@ -349,6 +349,10 @@ def test_same_id_in_two_files_each_result_names_its_file_and_chat_ids_differ(off
     assert len(chats) == 4 and len(set(chats)) == 4 and all(c.startswith("ci-42-a-1-") for c in chats)
     assert sorted(r["file"] for r in report(tmp_path / "r.json")["results"]) == sorted([str(one), str(one), str(two), str(two)])
     assert result.output.index(str(one)) < result.output.index(str(two))  # the console names each file before its cases
+    both = cli("-i", str(one), "-i", str(two), "-o", str(tmp_path / "r.md"), "-o", str(tmp_path / "r.xml"))
+    md, xml = (tmp_path / "r.md").read_text(), (tmp_path / "r.xml").read_text()
+    assert both.exit_code == 0 and "| ID | File |" in md and md.count("| a |") == 2
+    assert xml.count(f'file="{one}"') == 1 and xml.count(f'file="{two}"') == 1
     (offline_app.root / "assistants/bot/tests/one.jsonl").write_text('{"id": "a", "input": "x"}\n{"id": "a", "input": "y"}\n')
     dup = cli("-i", str(one))
     assert dup.exit_code == 2 and f"{one}:2:1: duplicate id 'a' (first used at line 1); ids must be unique in a file" in dup.stderr

@@ -60,6 +60,8 @@ def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate
         name += f" [{gate.connector}]"
     took = sum(r.duration_ms for r in runs) / 1000
     case = ET.SubElement(suite, "testcase", classname=report.agent_id or "agent-test", name=name, time=f"{took:.3f}")
+    if first is not None and first.file:
+        case.set("file", first.file)  # as pytest's JUnit: ids are unique per file only
     full = gate is not None and (gate.planned > 1 or bool(report.matrix) or gate.min_pass_rate < 1)
     _properties(case, gate, full, tags=first.tags if first else ())
     single = len(runs) == 1 and (gate is None or gate.planned == 1)

@@ -47,7 +47,8 @@ def _title(r: CaseResult, report: RunReport) -> str:
     """A result's id with its connector (a matrix) and run number (repeated runs)."""
     where = f" @ {_text(r.connector)}" if report.matrix else ""
     run = f" (run {r.run})" if _repeated(report) else ""
-    return f"{_text(r.id)}{where}{run}"
+    file = f" in {_code(r.file)}" if r.file and len({x.file for x in report.results}) > 1 else ""
+    return f"{_text(r.id)}{where}{run}{file}"
 
 
 def _repeated(report: RunReport) -> bool:
@@ -208,12 +209,14 @@ def _cases(report: RunReport) -> list[str]:
     """One row per result: the run number with repeated runs, the connector in a matrix."""
     run, conn = _repeated(report), bool(report.matrix)
     tagged = any(r.tags for r in report.results)
-    head = "| | ID |" + (" Connector |" if conn else "") + (" Run |" if run else "") + (" Tags |" if tagged else "") + " Input | Status | Duration | Reason |"
-    rule = "|---|---|" + ("---|" if conn else "") + ("---:|" if run else "") + ("---|" if tagged else "") + "---|---|---:|---|"
+    files = len({r.file for r in report.results}) > 1  # ids are unique per file only: say which
+    head = "| | ID |" + (" File |" if files else "") + (" Connector |" if conn else "") + (" Run |" if run else "") + (" Tags |" if tagged else "") + " Input | Status | Duration | Reason |"
+    rule = "|---|---|" + ("---|" if files else "") + ("---|" if conn else "") + ("---:|" if run else "") + ("---|" if tagged else "") + "---|---|---:|---|"
     lines = [head, rule]
     for r in report.results:
         reason = r.reasons[0] if r.reasons else ""
-        lines.append(f"| {ICONS.get(r.status, '')} | {_cell(r.id, 40)} |" + (f" {_cell(r.connector)} |" if conn else "")
+        lines.append(f"| {ICONS.get(r.status, '')} | {_cell(r.id, 40)} |" + (f" {_cell(r.file)} |" if files else "")
+                     + (f" {_cell(r.connector)} |" if conn else "")
                      + (f" {r.run} |" if run else "") + (f" {_cell(', '.join(r.tags))} |" if tagged else "")
                      + f" {_cell(row_input(r), 50)} | {r.status} | {format_duration(r.duration_ms / 1000)} | {_cell(reason)} |")
     return lines
