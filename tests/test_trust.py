@@ -367,6 +367,9 @@ PREVIEW_BAD = {
     "budget cost without pricing": ({}, {"budget": {"cost": 0.01}}, []),
     "unknown mock.yml key under --strict": ({"mock": "default: hi\nflavour: x\n"}, {}, ["--strict"]),
     "case option typo": ({}, {"options": {"temprature": 0.2}}, []),
+    "missing script of a script assertion": ({}, {"assert": [{"type": "script", "script": "scripts.nope.check"}]}, []),
+    "unknown agent": ({}, {}, ["-n", "nobody"]),
+    "a simulator that does not exist": ({}, {"simulator": {"use": "nobody"}, "checkpoints": [{"id": "c", "assert": {"type": "contains", "value": "x"}}]}, []),
 }
 
 
