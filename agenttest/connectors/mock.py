@@ -188,7 +188,7 @@ class MissingField(Exception):
 def _lookup(scope: dict[str, Any], dotted: str) -> Any:
     """``a.b.0.c`` or ``a.b[0].c`` in the scope; a missing part raises MissingField saying what is there."""
     current: Any = scope
-    walked = []
+    walked: list[str] = []
     for part in _INDEX.sub(r".\1", dotted).split("."):
         if isinstance(current, dict) and part in current:
             current = current[part]
