@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
+from agenttest.plugins import SOURCES
 from agenttest.runtime import usercalls
 from agenttest.agents.agent import Agent
 from agenttest.app.folders import App
@@ -251,21 +252,11 @@ MESSAGE_PREFIX = "message:"
 
 
 def classify(text: str) -> Source:
-    """What an ``-i`` value names."""
-    if text.startswith("agents:"):
-        ref, _, query = text[len("agents:"):].partition("?")
-        if not ref:
-            raise AgentTestError("-i agents: needs a generator agent ID", hint="e.g. -i \"agents:workers.test.generator?count=10\"")
-        return GeneratorAgent(ref, dict(parse_qsl(query, keep_blank_values=True)))
-    if text.startswith("scripts:"):
-        ref, _, query = text[len("scripts:"):].partition("?")
-        if "." not in ref:
-            raise AgentTestError(f"-i {text}: a script generator is scripts:<module>.<function>")
-        return GeneratorScript(ref, dict(parse_qsl(query, keep_blank_values=True)))
-    if text.startswith(MESSAGE_PREFIX):  # -m TEXT: a message whatever it looks like
-        if not text[len(MESSAGE_PREFIX):].strip():
-            raise AgentTestError("-m is empty", hint="give the message to send, e.g. -m \"Where is my order?\"")
-        return Message(text[len(MESSAGE_PREFIX):], explicit=True)
+    """What an ``-i`` value names: a registered source whose prefix it starts with (``agents:``,
+    ``scripts:``, ``message:`` and plug-ins), else script tests, a case file or folder, or a message."""
+    for prefix in sorted(SOURCES, key=len, reverse=True):
+        if text.startswith(prefix):
+            return SOURCES.get(prefix)(text[len(prefix):])  # type: ignore[no-any-return, misc]
     if text.startswith("scripts.") and not os.path.exists(text) and " " not in text:
         return ScriptTests(text[len("scripts."):])
     if not text.strip():
@@ -273,6 +264,30 @@ def classify(text: str) -> Source:
     if looks_like_a_path(text):
         return CaseFile(text)
     return Message(text)
+
+
+@SOURCES.register("agents:")
+def _generator_agent(rest: str) -> Source:
+    ref, _, query = rest.partition("?")
+    if not ref:
+        raise AgentTestError("-i agents: needs a generator agent ID", hint="e.g. -i \"agents:workers.test.generator?count=10\"")
+    return GeneratorAgent(ref, dict(parse_qsl(query, keep_blank_values=True)))
+
+
+@SOURCES.register("scripts:")
+def _generator_script(rest: str) -> Source:
+    ref, _, query = rest.partition("?")
+    if "." not in ref:
+        raise AgentTestError(f"-i scripts:{rest}: a script generator is scripts:<module>.<function>")
+    return GeneratorScript(ref, dict(parse_qsl(query, keep_blank_values=True)))
+
+
+@SOURCES.register(MESSAGE_PREFIX)
+def _message(rest: str) -> Source:
+    """-m TEXT: a message whatever it looks like."""
+    if not rest.strip():
+        raise AgentTestError("-m is empty", hint="give the message to send, e.g. -m \"Where is my order?\"")
+    return Message(rest, explicit=True)
 
 
 def looks_like_a_path(text: str) -> bool:
