@@ -15,6 +15,7 @@ from agenttest.agents.catalog import Catalog
 from agenttest.app.hooks import resolve as resolve_hook
 from agenttest.runtime.context import Identity
 from agenttest.inputs.casefiles import parse_text
+from agenttest import plugins
 from agenttest.config import RunConfig
 from agenttest.model import Plan
 from agenttest.resolution.planning import plan_of
@@ -128,7 +129,7 @@ def test_a_bug_of_ours_inside_a_case_is_an_internal_error_with_its_traceback(bot
         raise ZeroDivisionError("a bug")
 
     monkeypatch.setattr(standard, "run", broken)
-    monkeypatch.setitem(__import__("agenttest.modes", fromlist=["_MODES"])._MODES, "standard", standard)
+    monkeypatch.setitem(plugins.MODES._items, "standard", standard)
     plan, caller = make(bot, [{"id": "a", "input": "hi"}])
     (result,) = go(plan, caller)
     assert result.status == "error" and result.error == "internal error: ZeroDivisionError: a bug"

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from agenttest.plugins import ASSERTIONS
 from agenttest.model import AssertionResult, AssertionSpec, Case, Message, ToolCall
 from agenttest.util.text import as_text
 
@@ -94,8 +95,7 @@ class AssertionType:
         return frozenset(self.params)
 
 
-_REGISTRY: dict[str, AssertionType] = {}
-_version = [0]  # bumped by register: what was derived from the registry (the case schema) is rebuilt
+_REGISTRY = ASSERTIONS._items  # name → AssertionType (the plug-in registry of assertion types)
 
 
 def register(
@@ -109,8 +109,7 @@ def register(
 
     def decorate(fn: Evaluate) -> Evaluate:
         doc = description or (fn.__doc__ or "").strip().split("\n")[0]
-        _REGISTRY[name] = AssertionType(name, fn, {**COMMON_FIELDS, **declared}, check, inspect.iscoroutinefunction(fn), doc, needs)
-        _version[0] += 1
+        ASSERTIONS.add(name, AssertionType(name, fn, {**COMMON_FIELDS, **declared}, check, inspect.iscoroutinefunction(fn), doc, needs))
         return fn
 
     return decorate
@@ -129,7 +128,7 @@ def types() -> list[AssertionType]:
 
 def version() -> int:
     """Changes whenever a type is registered."""
-    return _version[0]
+    return ASSERTIONS.version
 
 
 def get(name: str) -> AssertionType | None:
@@ -211,6 +210,7 @@ def _crashed(spec: AssertionSpec, exc: Exception) -> AssertionResult:
 
 
 def _finish(spec: AssertionSpec, result: AssertionResult) -> AssertionResult:
+    result = replace(result, checked=result.checked or checked(spec))
     if spec.params.get("negate") and not result.error:
         passed = not result.passed
         message = "" if passed else f"not: {result.message or describe(spec)} (negated assertion held)"
@@ -233,6 +233,13 @@ def _evaluate_sync(spec: AssertionSpec, obs: Observation) -> AssertionResult:
     except Exception as exc:
         result = _crashed(spec, exc)
     return _finish(spec, result)  # type: ignore[arg-type]
+
+
+def checked(spec: AssertionSpec) -> str:
+    """What an assertion checks, its parameters as ``key=value`` (``path=$.a value="x"``), for ``-v`` and reports."""
+    shown = {k: v for k, v in spec.params.items() if k not in ("type", "message", "negate", "options")}
+    return " ".join(f"{k}={v if isinstance(v, str) and k in ('path', 'tool', 'mode', 'call', 'match') else as_text(v)}"
+                    for k, v in shown.items())
 
 
 def describe(spec: AssertionSpec) -> str:

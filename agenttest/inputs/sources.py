@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
+from agenttest.plugins import SOURCES
 from agenttest.runtime import usercalls
 from agenttest.agents.agent import Agent
 from agenttest.app.folders import App
@@ -102,6 +103,7 @@ class _NotAFile:
 @dataclass(frozen=True)
 class Message(_NotAFile):
     text: str
+    explicit: bool = False  # -m / message:TEXT, never a path
     needs_agent = False
 
     def describe(self, count: int) -> str:
@@ -112,9 +114,7 @@ class Message(_NotAFile):
         return app.agent_above(os.path.join(os.getcwd(), "-"))
 
     async def load(self, env: LoadEnv) -> Loaded:
-        near = meant_path(self.text)
-        warnings = [f"-i '{self.text}' is sent as a message; did you mean {near}?"] if near else []
-        return Loaded([make_case({"id": "message", "input": self.text}, Location("<message>"), os.getcwd())], warnings=warnings)
+        return Loaded([make_case({"id": "message", "input": self.text}, Location("<message>"), os.getcwd())])
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ class ScriptTests(_NotAFile):
             agent, module = ".".join(parts[:cut]), ".".join(parts[cut:])
             folder = app.agent_folder(agent)
             if folder and any(os.path.isfile(os.path.join(folder, "src", f"{module.removesuffix('_test')}_test{ext}"))
-                              for ext in (".py", ".ts")):
+                              for ext in (".py", ".ts", ".js")):
                 return agent, module
         return None, self.name
 
@@ -248,18 +248,15 @@ class GeneratorScript(_Generator):
         return self.validate(items, env)
 
 
+MESSAGE_PREFIX = "message:"
+
+
 def classify(text: str) -> Source:
-    """What an ``-i`` value names."""
-    if text.startswith("agents:"):
-        ref, _, query = text[len("agents:"):].partition("?")
-        if not ref:
-            raise AgentTestError("-i agents: needs a generator agent ID", hint="e.g. -i \"agents:workers.test.generator?count=10\"")
-        return GeneratorAgent(ref, dict(parse_qsl(query, keep_blank_values=True)))
-    if text.startswith("scripts:"):
-        ref, _, query = text[len("scripts:"):].partition("?")
-        if "." not in ref:
-            raise AgentTestError(f"-i {text}: a script generator is scripts:<module>.<function>")
-        return GeneratorScript(ref, dict(parse_qsl(query, keep_blank_values=True)))
+    """What an ``-i`` value names: a registered source whose prefix it starts with (``agents:``,
+    ``scripts:``, ``message:`` and plug-ins), else script tests, a case file or folder, or a message."""
+    for prefix in sorted(SOURCES, key=len, reverse=True):
+        if text.startswith(prefix):
+            return SOURCES.get(prefix)(text[len(prefix):])  # type: ignore[no-any-return, misc]
     if text.startswith("scripts.") and not os.path.exists(text) and " " not in text:
         return ScriptTests(text[len("scripts."):])
     if not text.strip():
@@ -267,6 +264,30 @@ def classify(text: str) -> Source:
     if looks_like_a_path(text):
         return CaseFile(text)
     return Message(text)
+
+
+@SOURCES.register("agents:")
+def _generator_agent(rest: str) -> Source:
+    ref, _, query = rest.partition("?")
+    if not ref:
+        raise AgentTestError("-i agents: needs a generator agent ID", hint="e.g. -i \"agents:workers.test.generator?count=10\"")
+    return GeneratorAgent(ref, dict(parse_qsl(query, keep_blank_values=True)))
+
+
+@SOURCES.register("scripts:")
+def _generator_script(rest: str) -> Source:
+    ref, _, query = rest.partition("?")
+    if "." not in ref:
+        raise AgentTestError(f"-i scripts:{rest}: a script generator is scripts:<module>.<function>")
+    return GeneratorScript(ref, dict(parse_qsl(query, keep_blank_values=True)))
+
+
+@SOURCES.register(MESSAGE_PREFIX)
+def _message(rest: str) -> Source:
+    """-m TEXT: a message whatever it looks like."""
+    if not rest.strip():
+        raise AgentTestError("-m is empty", hint="give the message to send, e.g. -m \"Where is my order?\"")
+    return Message(rest, explicit=True)
 
 
 def looks_like_a_path(text: str) -> bool:
@@ -303,7 +324,11 @@ def expand(texts: list[str]) -> tuple[list[Source], list[Problem]]:
     problems: list[Problem] = []
     for text in texts:
         source = classify(text)
-        if not isinstance(source, CaseFile):
+        near = meant_path(text) if isinstance(source, Message) and not source.explicit else None
+        if near is not None:  # a mistyped path sent as a message would run something else and could pass
+            problems.append(Problem(f"-i '{text}': no such file or folder; did you mean {near}?",
+                                    hint=f"to send it to the agent as a message, use -m '{text}' (or -i 'message:{text}')"))
+        elif not isinstance(source, CaseFile):
             sources.append(source)
         elif os.path.isdir(text):
             found = _case_files(text)

@@ -15,8 +15,6 @@ __all__ = ["Render", "check_path", "extensions", "register", "render", "write", 
 
 
 def extensions() -> list[str]:
-    from agenttest.reporting import html, jsonfile, junit, markdown  # noqa: F401  the built-ins register themselves
-
     return registered()
 
 
