@@ -15,6 +15,7 @@ from agenttest.connectors import ChatRequest, Connector, ConnectorSpec
 from agenttest.errors import AgentTestError, CallError, Location, Problem
 from agenttest.model import Case, Completion, ToolCall, Usage
 from agenttest.connectors.requestdiff import first_difference, nearest
+from agenttest.util.text import loads
 from agenttest.util.secrets import Secrets
 from agenttest.util.paths import source_key
 from agenttest.runtime.trace import Trace, current_role, current_trace
@@ -118,7 +119,7 @@ class Entry:
 def parse_line(text: str, where: Location) -> Entry:
     """One cassette line; a malformed one is a usage error at its place."""
     try:
-        data = json.loads(text)
+        data = loads(text)
     except ValueError as exc:
         raise AgentTestError(f"not a JSON line: {exc}", where, "re-record it with --record") from None
     if not isinstance(data, dict) or not isinstance(data.get("request"), dict) or not isinstance(data.get("response"), dict) \

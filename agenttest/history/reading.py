@@ -12,6 +12,7 @@ from typing import Any
 from agenttest.errors import AgentTestError, Location
 from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Gate, ModelCall, RunReport, Spend, Stability,
                     ToolCall, Turn, Usage, WorldChange, WorldRecord)
+from agenttest.util.text import loads
 from agenttest.util.positions import json_offset, line_col
 
 STATUSES = ("passed", "failed", "error", "timeout", "skipped")
@@ -34,7 +35,7 @@ def read(path: str) -> RunReport:
     except (OSError, UnicodeDecodeError) as exc:
         raise AgentTestError(f"{path}: cannot be read: {exc}", hint=HINT) from None
     try:
-        data = json.loads(text)
+        data = loads(text)
     except ValueError as exc:
         line, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)
         raise AgentTestError(f"not valid JSON: {getattr(exc, 'msg', exc)}", Location(path, line, col), HINT) from None

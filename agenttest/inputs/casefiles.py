@@ -7,7 +7,7 @@ import json
 import linecache
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agenttest.verdicts import budgets
@@ -17,6 +17,7 @@ from agenttest.errors import InputError, Location, Problem, closest
 from agenttest.model.messages import normalize
 from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, SimulatorSpec
 from agenttest.util.positions import json_hint, json_offset, line_col, yaml_mark
+from agenttest.util.text import cleaned, escapes_surrogates
 from agenttest.inputs.validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml")
@@ -131,6 +132,8 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
     if not docs and not loaded.problems:  # never a silent green: a file with no cases is not a passing suite
         loaded.problems.append(Problem(f"holds no test cases: {_emptiness(text, kind)}", Location(source),
                                        "add cases, or point -i at the file that has them"))
+    if escapes_surrogates(text):  # "\\ud83d" alone (a cut emoji): made safe before anything holds it
+        docs = [replace(d, raw=cleaned(d.raw)) for d in docs]
     loaded.cases = build_cases(docs, base_dir, default_simulator, loaded, policy)
     return loaded
 

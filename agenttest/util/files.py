@@ -11,13 +11,17 @@ from datetime import datetime
 
 from agenttest.errors import AgentTestError
 
+# A lone surrogate that reached a writer anyway is written as its escape (``\ud83d``), never a failed write:
+# inside a JSON string that is the same JSON escape, so the file stays valid and reads back.
+WRITE_ERRORS = "backslashreplace"
+
 
 def write_atomic(path: str, content: str | Iterable[str]) -> None:
     """Write to a temporary file beside ``path``, then rename over it."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".agent-test-", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=WRITE_ERRORS) as fh:
             fh.writelines([content] if isinstance(content, str) else content)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report gets the usual permissions
         os.replace(tmp, path)
@@ -78,7 +82,7 @@ def default_report(folder: str) -> str:
 def rescue(content: Iterable[str], name: str) -> str:
     """When a report cannot be written where asked after the run, keep it in a temporary file."""
     fd, tmp = tempfile.mkstemp(prefix="agent-test-report-", suffix=os.path.splitext(name)[1])
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+    with os.fdopen(fd, "w", encoding="utf-8", errors=WRITE_ERRORS) as fh:
         fh.writelines(content)
     return tmp
 

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import decimal
+import enum
 import json
+import pathlib
 import re
+import uuid
 from typing import Any
+
+from agenttest.errors import CallError
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|jsonc)?[ \t]*\n(.*?)```", re.DOTALL)
 _decoder = json.JSONDecoder()
@@ -102,3 +110,110 @@ def printable(text: str, newlines: bool = False) -> str:
     """``text`` safe for a terminal: escape sequences and other control characters are shown escaped
     (``\\x1b[2K``), never obeyed. Newlines are kept only when ``newlines``."""
     return text.translate(_CONTROLS if newlines else _CONTROLS_ONE_LINE)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean(text: str) -> str:
+    """``text`` with every lone surrogate (half of an emoji cut by a proxy, ``"\\ud83d"``) replaced by U+FFFD,
+    so that it can be encoded as UTF-8 anywhere it goes; surrogate pairs are joined. Applied where text
+    enters a run: replies, tool-call arguments, cassettes, case files, reports read back."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def cleaned(value: Any) -> Any:
+    """``value`` (parsed JSON: dicts, lists, strings) with every string made safe by ``clean``, keys included.
+    Containers are changed in place, without recursion (a value nested as deep as the parser allows is fine)."""
+    if isinstance(value, str):
+        return clean(value)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if any(isinstance(k, str) and _SURROGATE.search(k) for k in item):  # rebuilt, keeping the order
+                renamed = {clean(k) if isinstance(k, str) else k: v for k, v in item.items()}
+                item.clear()
+                item.update(renamed)
+            pairs: Any = item.items()
+        elif isinstance(item, list):
+            pairs = enumerate(item)
+        else:
+            continue
+        for key, v in list(pairs):
+            if isinstance(v, str):
+                if _SURROGATE.search(v):
+                    item[key] = clean(v)
+            elif isinstance(v, (dict, list)):
+                stack.append(v)
+    return value
+
+
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def escapes_surrogates(text: str) -> bool:
+    """Whether JSON or YAML ``text`` may spell a surrogate as an escape (``"\\ud83d"``): parsed, it needs ``cleaned``."""
+    return _ESCAPED_SURROGATE.search(text) is not None
+
+
+def loads(text: str) -> Any:
+    """``json.loads``, with lone surrogates that the text spells as escapes (``"\\ud83d"``) made safe."""
+    value = json.loads(text)
+    return cleaned(value) if escapes_surrogates(text) else value
+
+
+MAX_RESULT_DEPTH = 100  # a tool result nested deeper is refused (the model could not use it anyway)
+_TEXT_FORMS = (decimal.Decimal, uuid.UUID, pathlib.PurePath)
+
+
+def sendable(value: Any, what: str) -> Any:
+    """``value`` — what user code (a tool) returned — as the JSON the model is sent and the report keeps:
+    tuples and sets become lists, bytes text, dates ISO text, dataclasses objects. A circular structure or
+    an object with no JSON form is a CallError naming ``what``, never a silent ``str()``."""
+    return _sendable(value, what, (), 0)
+
+
+def _sendable(value: Any, what: str, path: tuple[int, ...], depth: int) -> Any:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, _TEXT_FORMS):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return _sendable(value.value, what, path, depth)
+    if depth > MAX_RESULT_DEPTH:
+        raise CallError(f"{what} returned a value nested more than {MAX_RESULT_DEPTH} levels deep")
+    if id(value) in path:
+        raise CallError(f"{what} returned a circular structure (a {type(value).__name__} that contains itself), "
+                        "which cannot be sent to the model")
+    inner = (*path, id(value))
+    if isinstance(value, dict):
+        return {_key(k, what): _sendable(v, what, inner, depth + 1) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        items = [_sendable(v, what, inner, depth + 1) for v in value]
+        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))  # a set has no order: give it one
+    if isinstance(value, (list, tuple)):
+        return [_sendable(v, what, inner, depth + 1) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _sendable(getattr(value, f.name), what, inner, depth + 1) for f in dataclasses.fields(value)}
+    if callable(getattr(value, "model_dump", None)):  # a pydantic model
+        return _sendable(value.model_dump(), what, inner, depth + 1)
+    kind = type(value)
+    raise CallError(f"{what} returned a {kind.__module__}.{kind.__qualname__} object, which has no JSON form and cannot be "
+                    "sent to the model (return dicts, lists, strings and numbers)")
+
+
+def _key(key: Any, what: str) -> str:
+    if isinstance(key, str):
+        return clean(key)
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)  # as json.dumps writes such keys: 1 → "1", True → "true"
+    raise CallError(f"{what} returned a dict with a {type(key).__name__} key ({shorten(repr(key), 60)}); JSON keys are strings")
