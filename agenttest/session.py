@@ -41,6 +41,7 @@ from agenttest.resolution.resolve import resolve, unknown_tools
 from agenttest.runner.scheduling import RunState
 from agenttest.verdicts.costs import spend_of
 from agenttest.util.secrets import MIN_LENGTH, Secrets
+from agenttest.util.text import printable
 from agenttest.selection.filters import select
 from agenttest.inputs.sources import Inputs, LoadEnv, expand, normalized
 from agenttest.runtime.trace import Trace, current_trace
@@ -178,9 +179,9 @@ class Session:
 
     def _list(self, cases: list[Case]) -> ExitCode:
         """``--list``: the selected cases, one a line — id, mode, tags, file:line — and nothing runs."""
-        for case in cases:
+        for case in cases:  # ids, tags and file names are shown inert: no escape sequence or RTL override acts
             tags = f" [{', '.join(case.tags)}]" if case.tags else ""
-            self.out.write(f"{case.id}  {case.mode}{tags}  {case.location}\n")
+            self.out.write(self.secrets.redact(printable(f"{case.id}  {case.mode}{tags}  {case.location}")) + "\n")
         self.out.write(f"{len(cases)} {'case' if len(cases) == 1 else 'cases'} selected\n")
         return ExitCode.OK
 

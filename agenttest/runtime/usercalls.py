@@ -8,7 +8,9 @@ its deadline (a daemon thread is never waited for, so it cannot keep the run fro
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextvars
+import inspect
 import io
 import os
 import sys
@@ -71,6 +73,31 @@ class _Router(io.TextIOBase):
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self.real, "encoding", "utf-8")
 
+    @property
+    def buffer(self) -> _BinaryRouter:
+        """``sys.stdout.buffer.write(b"…")`` works in user code too: the bytes are captured as UTF-8 text."""
+        return _BinaryRouter(self)
+
+
+class _BinaryRouter(io.RawIOBase):
+    """The ``buffer`` of a _Router: bytes decoded (bad bytes escaped) and written as text."""
+
+    def __init__(self, text: _Router):
+        self.text = text
+        self._decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:  # type: ignore[override]
+        if current_capture.get() is None:
+            return getattr(self.text.real, "buffer", self.text.real).write(data)
+        self.text.write(self._decoder.decode(bytes(data)))
+        return len(data)
+
+    def flush(self) -> None:
+        self.text.flush()
+
 
 @contextmanager
 def capturing() -> Iterator[None]:
@@ -101,6 +128,8 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
     def target() -> None:
         try:
             value = context.run(fn, *args, **kwargs)
+            if inspect.isawaitable(value):  # an ``async def`` tool or hook: awaited in this thread's own loop
+                value = context.run(asyncio.run, _awaited(value))
         except BaseException as exc:  # noqa: BLE001 — user code may raise anything; none of it may escape
             failure = _failure(what, exc)
             _post(loop, settle, False, failure)
@@ -115,6 +144,10 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
         future.cancel()
         raise Deadline(f"{what} did not return within {timeout:g}s")
     return future.result()
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _post(loop: asyncio.AbstractEventLoop, settle: Callable[..., None], ok: bool, value: Any) -> None:

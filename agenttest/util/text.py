@@ -103,12 +103,16 @@ def shorten(value: Any, limit: int, marker: str = "…") -> str:
 
 
 _CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)] if c not in (0x09, 0x0A)}
+# Bidirectional overrides and isolates (and the marks) reorder what follows them on screen: an id could show
+# "passed" spelt backwards over "failed". They are shown as their code, like control characters.
+BIDI = {c: f"\\u{c:04x}" for c in [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+_CONTROLS.update(BIDI)
 _CONTROLS_ONE_LINE = {**_CONTROLS, 0x0A: "\\n"}
 
 
 def printable(text: str, newlines: bool = False) -> str:
-    """``text`` safe for a terminal: escape sequences and other control characters are shown escaped
-    (``\\x1b[2K``), never obeyed. Newlines are kept only when ``newlines``."""
+    """``text`` safe for a terminal: escape sequences, other control characters and right-to-left overrides
+    are shown escaped (``\\x1b[2K``, ``\\u202e``), never obeyed. Newlines are kept only when ``newlines``."""
     return text.translate(_CONTROLS if newlines else _CONTROLS_ONE_LINE)
 
 
