@@ -4,7 +4,7 @@ failures inside a case are ``CallError``s, which become that case's result."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -66,6 +66,21 @@ class AgentTestError(Exception):
 
     def __str__(self) -> str:
         return self.format_message()
+
+    def redacted(self, hide: Callable[[str], str]) -> AgentTestError:
+        """This error with ``hide`` (secrets → ``***``) applied to every message, hint and file name, before it
+        is printed or sent as the ``--json`` error event."""
+        self.problems = [_hidden(p, hide) for p in self.problems]
+        if getattr(self, "traceback", None):
+            self.traceback = hide(self.traceback)  # type: ignore[attr-defined]
+        return self
+
+
+def _hidden(problem: Problem, hide: Callable[[str], str]) -> Problem:
+    where = problem.location
+    if where is not None:
+        where = Location(hide(where.file), where.line, where.column)
+    return Problem(hide(problem.message), where, hide(problem.hint) if problem.hint else problem.hint)
 
 
 class InputError(AgentTestError):

@@ -63,6 +63,19 @@ class Session:
         self.events = EventStream(events, self.secrets) if events is not None else None
 
     async def run(self) -> ExitCode:
+        """The run; an error that ends it says no secret (a generator may have echoed the key into its cases)."""
+        try:
+            return await self._session()
+        except AgentTestError as exc:
+            raise exc.redacted(self.secrets.redact) from None
+        except BrokenPipeError:  # the reader left (agent-test … | head): the CLI says nothing more
+            raise
+        except Exception as exc:  # a bug of ours outside any case: exit 3, its text redacted too
+            import traceback
+
+            raise InternalError(f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc))).redacted(self.secrets.redact) from None
+
+    async def _session(self) -> ExitCode:
         plugins.load()  # third-party assertion types, connectors and report formats
         config = self.config
         self._check_outputs()
@@ -186,7 +199,7 @@ class Session:
         return ExitCode.OK
 
     async def _dry_run(self, cases: list[Case]) -> ExitCode:
-        rows = [normalized(c) for c in cases]
+        rows = [self.secrets.scrub(normalized(c)) for c in cases]  # generated cases may hold an echoed key
         for row in rows:
             self.out.write(json.dumps(row, ensure_ascii=False) + "\n")
         for output in self.config.outputs:

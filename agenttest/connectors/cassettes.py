@@ -78,18 +78,26 @@ def user_left(turn: int) -> Completion:
     return Completion(json.dumps({"message": "", "goal_achieved": True, "reasoning": reasoning}))
 
 
+MAX_NAME = 80  # characters of one file-name part: far below any file system's limit (255 bytes), with room for a hash
+
+
 def _safe(part: str) -> str:
-    """A path part that is a plain file name on every system; an altered one keeps a short hash of the original."""
+    """A path part that is a plain, short file name on every system; an altered or shortened one keeps a short
+    hash of the original, so that two ids never share a cassette."""
     clean = re.sub(r"[^A-Za-z0-9._-]+", "_", part).strip("._") or "_"
-    return clean if clean == part else f"{clean}-{hashlib.sha256(part.encode()).hexdigest()[:8]}"
+    if clean == part and len(part) <= MAX_NAME:
+        return clean
+    return f"{clean[:MAX_NAME].rstrip('._-') or '_'}-{hashlib.sha256(part.encode()).hexdigest()[:8]}"
 
 
-def cassette_name(case: Case, root: str) -> str:
-    """``tests/inputs/T001.jsonl``: the case file's path without its suffix, then the case id."""
+def cassette_name(case: Case, root: str, secrets: Secrets | None = None) -> str:
+    """``tests/inputs/T001.jsonl``: the case file's path without its suffix, then the case id. A secret in either
+    (a generator that echoed the key into its cases) is hidden first: cassette file names get committed."""
+    hide = secrets.redact if secrets else str
     source = source_key(case.file, root)
     stem = os.path.splitext(source)[0] if os.path.isfile(case.file) else source
-    parts = [_safe(p) for p in stem.split("/") if p] or ["_"]
-    return "/".join([*parts, _safe(case.id) + ".jsonl"])
+    parts = [_safe(hide(p)) for p in stem.split("/") if p] or ["_"]
+    return "/".join([*parts, _safe(hide(case.id)) + ".jsonl"])
 
 
 @dataclass
@@ -221,14 +229,14 @@ class Cassettes:
         return self.tapes[name]
 
     def name(self, trace: Trace | None) -> str:
-        return cassette_name(trace.case, self.root) if trace is not None and trace.case is not None else OUTSIDE
+        return cassette_name(trace.case, self.root, self.secrets) if trace is not None and trace.case is not None else OUTSIDE
 
     def preload(self, cases: list[Case]) -> list[Problem]:
         """Read the cassettes of the cases about to run, so that a malformed one stops the run before it starts."""
         problems = []
         for case in cases:
             try:
-                self.tape(cassette_name(case, self.root))
+                self.tape(cassette_name(case, self.root, self.secrets))
             except AgentTestError as exc:
                 problems += exc.problems
         return problems

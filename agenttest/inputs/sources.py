@@ -191,8 +191,9 @@ class _Generator(_NotAFile):
             loaded.warnings.append(f"{self.text} returned {count + dropped} cases for count={count}; the last {dropped} were dropped")
         if loaded.problems:
             fd, path = tempfile.mkstemp(prefix="agent-test-generated-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            hide = env.caller.catalog.secrets.redact if env.caller is not None else str
+            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+                fh.write(hide(text) + "\n")  # kept for the user to read: never with a key in it
             loaded.problems = [Problem(p.message, p.location and Location(path, p.location.line, p.location.column), p.hint)
                                for p in loaded.problems]
             loaded.problems.append(Problem(f"the cases {self.text} generated are saved in {path}"))
