@@ -61,6 +61,11 @@ class Session:
         self.selected = 0  # cases selected before --shard took its part
         self.baseline: RunReport | None = None
         self.events = EventStream(events, self.secrets) if events is not None else None
+        self.cwd = os.getcwd()  # where relative paths point, whatever user code does to the working directory
+
+    def here(self, path: str) -> str:
+        """``path`` as the user meant it when the run started (a tool's ``os.chdir`` moves no file)."""
+        return os.path.join(self.cwd, path)
 
     async def run(self) -> ExitCode:
         """The run; an error that ends it says no secret (a generator may have echoed the key into its cases)."""
@@ -112,7 +117,8 @@ class Session:
             raise AgentTestError(f"--record {config.record}: not a folder")
         if not (config.record or config.replay):
             return None
-        return Cassettes(root, config.record, config.replay, config.replay_roles, self.secrets)
+        return Cassettes(root, config.record and self.here(config.record), config.replay and self.here(config.replay),
+                         config.replay_roles, self.secrets, self.cwd)
 
     async def _save(self, cassettes: Cassettes) -> None:
         for path, text in cassettes.files().items():
@@ -212,7 +218,7 @@ class Session:
                 import yaml
 
                 text = yaml.safe_dump(rows, allow_unicode=True, sort_keys=False)
-            await asyncio.to_thread(outputfiles.write_atomic, output, text)
+            await asyncio.to_thread(outputfiles.write_atomic, self.here(output), text)
         return ExitCode.OK
 
     def header(self, plan: Plan, source: Inputs, caller: Caller) -> RunHeader:
@@ -265,7 +271,7 @@ class Session:
         failure: BaseException | None = None
         with self._signals(task):
             try:
-                with usercalls.capturing():
+                with usercalls.capturing(self.cwd):
                     await task
             except asyncio.CancelledError:
                 if self.signalled is None:
@@ -276,7 +282,7 @@ class Session:
                 failure = exc
             outputs = list(config.outputs)
             if not outputs and source.report_folder() is not None:
-                outputs = [outputfiles.default_report(source.report_folder() or ".")]
+                outputs = [outputfiles.default_report(self.here(source.report_folder() or "."), self.cwd)]
             report = self._report(plan, source, caller, state, header, outputs)
             written = [await self._write(report, path) for path in outputs]
             lastfailed.save(caller.catalog.app.root, config.inputs, report.results, report.gates)
@@ -325,7 +331,7 @@ class Session:
 
     async def _write(self, report: RunReport, path: str) -> str:
         """Write one report; if that fails after the run, it is kept in a temporary file (said on stderr)."""
-        rescued = await asyncio.to_thread(reporting.write, report, path, self.secrets)
+        rescued = await asyncio.to_thread(reporting.write, report, self.here(path), self.secrets)
         if rescued is None:
             return path
         sys.stderr.write(f"warning: could not write the report to {path}; it is saved in {rescued}\n")

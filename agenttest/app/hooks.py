@@ -9,17 +9,18 @@ import os
 from typing import Any
 
 from agenttest.errors import AgentTestError
+from agenttest.util.paths import inside
 from agenttest.app.yaofiles import function
 
 
-def hook_path(agent_dir: str, module: str) -> str:
-    src = os.path.join(agent_dir, "src")
+def hook_path(agent_dir: str, module: str, what: str = "hook") -> str:
+    """``<agent>/src/mod.py`` (or ``mod_test.py``): never a file outside the agent's folder."""
     candidates = [module] if module.endswith("_test") else [module, module + "_test"]
     for name in candidates:
-        path = os.path.join(src, *name.split(".")) + ".py"
+        path = inside(agent_dir, name, "src", suffix=".py", what=what)
         if os.path.isfile(path):
             return path
-    return os.path.join(src, *candidates[-1].split(".")) + ".py"
+    return inside(agent_dir, candidates[-1], "src", suffix=".py", what=what)
 
 
 def resolve(agent_dir: str, ref: str, what: str) -> Any:
@@ -27,7 +28,7 @@ def resolve(agent_dir: str, ref: str, what: str) -> Any:
     module, _, name = ref.rpartition(".")
     if not module or not name:
         raise AgentTestError(f"{what} '{ref}' must be <module>.<Function>", hint="e.g. env_test.Before")
-    return function(hook_path(agent_dir, module), name, f"{what} '{ref}'")
+    return function(hook_path(agent_dir, module, what), name, f"{what} '{ref}'")
 
 
 def data_of(returned: Any) -> Any:

@@ -90,12 +90,14 @@ def _safe(part: str) -> str:
     return f"{clean[:MAX_NAME].rstrip('._-') or '_'}-{hashlib.sha256(part.encode()).hexdigest()[:8]}"
 
 
-def cassette_name(case: Case, root: str, secrets: Secrets | None = None) -> str:
+def cassette_name(case: Case, root: str, secrets: Secrets | None = None, cwd: str = "") -> str:
     """``tests/inputs/T001.jsonl``: the case file's path without its suffix, then the case id. A secret in either
     (a generator that echoed the key into its cases) is hidden first: cassette file names get committed."""
     hide = secrets.redact if secrets else str
-    source = source_key(case.file, root)
-    stem = os.path.splitext(source)[0] if os.path.isfile(case.file) else source
+    file = os.path.join(cwd, case.file) if case.file else case.file
+    file = file if os.path.isfile(file) else case.file  # a path, or a source such as agents:… as written
+    source = source_key(file, root)
+    stem = os.path.splitext(source)[0] if os.path.isfile(file) else source
     parts = [_safe(hide(p)) for p in stem.split("/") if p] or ["_"]
     return "/".join([*parts, _safe(hide(case.id)) + ".jsonl"])
 
@@ -207,8 +209,9 @@ class Cassettes:
     """--record / --replay / --replay-roles for one run: wraps every connector the catalog makes."""
 
     def __init__(self, root: str, record: str | None = None, replay: str | None = None, roles: tuple[str, ...] | None = None,
-                 secrets: Secrets | None = None):
+                 secrets: Secrets | None = None, cwd: str | None = None):
         self.root = root
+        self.cwd = cwd or os.getcwd()  # case files named relative to it: the same cassette after a tool's os.chdir
         self.record = record
         self.replay = replay
         self.roles = roles  # None: every role is replayed
@@ -229,14 +232,14 @@ class Cassettes:
         return self.tapes[name]
 
     def name(self, trace: Trace | None) -> str:
-        return cassette_name(trace.case, self.root, self.secrets) if trace is not None and trace.case is not None else OUTSIDE
+        return cassette_name(trace.case, self.root, self.secrets, self.cwd) if trace is not None and trace.case is not None else OUTSIDE
 
     def preload(self, cases: list[Case]) -> list[Problem]:
         """Read the cassettes of the cases about to run, so that a malformed one stops the run before it starts."""
         problems = []
         for case in cases:
             try:
-                self.tape(cassette_name(case, self.root, self.secrets))
+                self.tape(cassette_name(case, self.root, self.secrets, self.cwd))
             except AgentTestError as exc:
                 problems += exc.problems
         return problems

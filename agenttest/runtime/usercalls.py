@@ -99,15 +99,30 @@ class _BinaryRouter(io.RawIOBase):
         self.text.flush()
 
 
+_home: list[str] = []  # the run's working directory, while a run captures user code
+
+
 @contextmanager
-def capturing() -> Iterator[None]:
-    """Route ``print`` of user code to the capture of the case it runs for (for the whole run)."""
+def capturing(home: str | None = None) -> Iterator[None]:
+    """Route ``print`` of user code to the capture of the case it runs for (for the whole run); a call that
+    changed the working directory (``os.chdir`` in a tool) is followed by a return to ``home``."""
     old_out, old_err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Router(old_out, "stdout"), _Router(old_err, "stderr")  # type: ignore[assignment]
+    _home.append(home or os.getcwd())
     try:
         yield
     finally:
         sys.stdout, sys.stderr = old_out, old_err
+        _home.pop()
+
+
+def _go_home() -> None:
+    """After a user call: back in the run's working directory, wherever the call went."""
+    if _home:
+        try:
+            os.chdir(_home[-1])
+        except OSError:  # home itself is gone: every path of the run is absolute anyway
+            pass
 
 
 class Deadline(CallError):
@@ -132,8 +147,10 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
                 value = context.run(asyncio.run, _awaited(value))
         except BaseException as exc:  # noqa: BLE001 — user code may raise anything; none of it may escape
             failure = _failure(what, exc)
+            _go_home()
             _post(loop, settle, False, failure)
         else:
+            _go_home()
             _post(loop, settle, True, value)
 
     threading.Thread(target=target, name=f"agent-test: {what}", daemon=True).start()

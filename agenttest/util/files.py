@@ -65,7 +65,7 @@ def _file_in_the_way(folder: str) -> str | None:
     return folder if os.path.isfile(folder) else None
 
 
-def default_report(folder: str) -> str:
+def default_report(folder: str, cwd: str | None = None) -> str:
     """``output-YYYYMMDDHHMMSS.json`` in ``folder``, reserved at once so that a second run in the same second
     gets ``output-YYYYMMDDHHMMSS-2.json`` instead of overwriting the first one's report."""
     stamp = datetime.now().strftime("%Y%m%d%H%M%S")
@@ -73,7 +73,7 @@ def default_report(folder: str) -> str:
         path = os.path.join(folder or ".", f"output-{stamp}{'' if n == 1 else f'-{n}'}.json")
         try:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            return _relative(path)
+            return _relative(path, cwd)
         except FileExistsError:
             continue
     raise AgentTestError(f"cannot find a free report name in {folder}")
@@ -87,9 +87,9 @@ def rescue(content: Iterable[str], name: str) -> str:
     return tmp
 
 
-def _relative(path: str) -> str:
-    """A path below the current folder as a relative one (as the user would write it), others as they are."""
+def _relative(path: str, cwd: str | None = None) -> str:
+    """A path below the current folder (``cwd``) as a relative one (as the user would write it), others as they are."""
     if not os.path.isabs(path):
         return path
-    shorter = os.path.relpath(path)
+    shorter = os.path.relpath(path, cwd)
     return path if shorter.startswith("..") else shorter
