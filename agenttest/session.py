@@ -157,14 +157,14 @@ class Session:
         agent = catalog.agent(agent_id) if agent_id and (source.needs_agent or not previewing) else None
         token = current_trace.set(self.generation)  # what a generator agent spends is counted apart
         try:
-            loaded: Loaded = await source.load(LoadEnv(config.simulator, agent, caller, KeyPolicy(strict=config.strict)))
+            loaded: Loaded = await source.load(LoadEnv(config.simulator, agent, caller, KeyPolicy(strict=config.strict), config.timeout))
         finally:
             current_trace.reset(token)
         if config.dry_run:
             return await self._dry_run(loaded.check())
         cases, note = loaded.cases, ""
         if not loaded.problems:
-            remembered = lastfailed.load(catalog.app.root, config.inputs) if config.last_failed else None
+            remembered = lastfailed.load(catalog.app.root, config.inputs, catalog.warnings) if config.last_failed else None
             cases, note = select(cases, config.run_filter, config.keyword, remembered)
         self.selected = len(cases)
         if config.shard is not None:

@@ -31,6 +31,7 @@ class LoadEnv:
     agent: Agent | None = None
     caller: Caller | None = None
     policy: KeyPolicy = KeyPolicy()  # unknown keys (--strict)
+    timeout: float | None = None  # --timeout: a generator (agent or script) gets as long as one case
 
 
 class Source(Protocol):
@@ -215,8 +216,12 @@ class GeneratorAgent(_Generator):
         info = env.agent.spec.info() if env.agent else {"id": "", "description": "", "tools": []}
         payload = {"target_agent": info, "count": count, "focus": focus, "extra": extra}
         try:
-            items = await ask_json(env.caller, self.ref, payload, "generator", _listed,
-                                   metadata={"target_agent": info, "count": count, "focus": focus})
+            async with asyncio.timeout(env.timeout):
+                items = await ask_json(env.caller, self.ref, payload, "generator", _listed,
+                                       metadata={"target_agent": info, "count": count, "focus": focus})
+        except TimeoutError:
+            raise AgentTestError(f"generator {self.text} did not answer within {env.timeout:g}s (--timeout)",
+                                 hint="raise --timeout, or check the generator's endpoint") from None
         except ProtocolError as exc:
             raise AgentTestError(f"generator {self.text}: {exc}") from None
         except CallError as exc:
@@ -235,7 +240,8 @@ class GeneratorScript(_Generator):
         fn = env.caller.script(self.ref)
         info = env.agent.spec.info() if env.agent else {"id": "", "description": "", "tools": []}
         try:
-            returned = await usercalls.call(fn, info, {"count": count, "focus": focus, **extra}, what=f"generator {self.text}")
+            returned = await usercalls.call(fn, info, {"count": count, "focus": focus, **extra}, what=f"generator {self.text}",
+                                            timeout=env.timeout)
         except CallError as exc:
             raise AgentTestError(str(exc)) from None
         if isinstance(returned, str):
