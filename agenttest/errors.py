@@ -103,6 +103,14 @@ class HookError(AgentTestError):
     """A global hook (BeforeAll) failed: the run stops before any case."""
 
 
+class Interrupted(AgentTestError):
+    """Ctrl-C or SIGTERM before any case ran (e.g. while MCP servers started): exit 130 or 143, no report."""
+
+    def __init__(self, message: str, code: ExitCode):
+        super().__init__(f"{message} while MCP servers started; no case ran")
+        self.exit_code = code
+
+
 class InternalError(AgentTestError):
     """A bug in agent-test outside any case: exit 3, with the traceback and a plea for a bug report."""
 

@@ -29,7 +29,7 @@ from agenttest.agents.catalog import Catalog
 from agenttest.history.comparison import Comparison, compare
 from agenttest.config import RunConfig
 from agenttest.connectors.throttle import Traffic
-from agenttest.errors import AgentTestError, ExitCode, HookError, InputError, InternalError
+from agenttest.errors import AgentTestError, ExitCode, HookError, InputError, InternalError, Interrupted
 from agenttest.runtime.context import Identity, read_ctx
 from agenttest.inputs.casefiles import SUFFIXES, KeyPolicy, Loaded, load_file
 from agenttest.model import Case, CaseResult, Plan, RunHeader, RunReport
@@ -187,7 +187,7 @@ class Session:
                                     lambda c: [runner.connector_label(plan, caller, c, conn) for conn in plan.connectors], catalog.prices)
         if unpriced:
             raise InputError(unpriced)
-        await catalog.start()  # MCP servers: a server that cannot start is exit 2, before any case runs
+        await self._start_servers(catalog)
         if catalog.agent(agent_id).spec.mcp:  # its MCP tools are known now: check mocks and faults
             tools = catalog.agent(agent_id).tools
             late = [p for c in cases if c.mode != "script" for p in unknown_tools(c, tools)]
@@ -195,6 +195,21 @@ class Session:
                 raise InputError(late)
         warnings = [*([note] if note else []), *loaded.warnings, *catalog.warnings, *resolved.warnings, *self._short_secrets()]
         return await self._execute(plan, source, caller, warnings)
+
+    async def _start_servers(self, catalog: Catalog) -> None:
+        """MCP servers, before the first model call (one that cannot start is exit 2). Ctrl-C or SIGTERM while
+        they start stops them at once: nothing ran, so there is no report to write."""
+        task = asyncio.current_task()
+        assert task is not None
+        with self._signals(task):
+            try:
+                await catalog.start()
+            except asyncio.CancelledError:
+                if self.signalled is None:
+                    raise
+        if self.signalled is not None:
+            terminated = self.signalled == signal.SIGTERM
+            raise Interrupted("terminated" if terminated else "interrupted", ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED)
 
     def _list(self, cases: list[Case]) -> ExitCode:
         """``--list``: the selected cases, one a line — id, mode, tags, file:line — and nothing runs."""

@@ -1,0 +1,104 @@
+"""MCP edges (issue 25, item 7), with real stdio servers written with the ``mcp`` SDK: no grandchild outlives
+the run, Ctrl-C while servers start is honoured at once, a token printed before the protocol is never shown,
+and a server gets the SDK's default environment plus its declared ``env`` — never a connector's key."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import REPO, Answer, cli, last_user, report
+
+SERVER = str(REPO / "tests" / "mcp_hostile_server.py")
+KEY = "sk-test-SECRET-0123456789"  # the loopback connector's key (conftest)
+
+
+def server_file(app, *flags: str, **keys) -> None:
+    app.file("mcps/edges.mcp.yao", json.dumps({"transport": "stdio", "command": "python", "arguments": [SERVER, *flags], **keys}))
+    app.agent("bot", mcp={"servers": ["edges"]})
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def calling(name: str, arguments: dict):
+    def respond(request):
+        if request["messages"][-1]["role"] == "tool":
+            return Answer("done: " + request["messages"][-1]["content"])
+        return Answer("", tool_calls=[{"name": f"edges__{name}", "arguments": arguments}])
+    return respond
+
+
+def test_a_stdio_server_gets_the_default_environment_and_its_env_only(app, server, monkeypatch):
+    monkeypatch.setenv("UNRELATED_TOKEN", "tok-SECRET-ABCDEFGHIJ")
+    server_file(app, env={"GREETING": "hello-from-env"})
+    server.responder = lambda req: calling("env", {"name": json.loads(last_user(req))["ask"]})(req)
+    cases = [{"id": name, "input": json.dumps({"ask": name})} for name in ("FAKE_OPENAI_KEY", "UNRELATED_TOKEN", "GREETING", "PATH")]
+    path = app.cases("c.jsonl", cases)
+    out = app.root / "r.json"
+    result = cli("-i", str(path), "-n", "bot", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    got = {r["id"]: r["tool_calls"][0]["result"] for r in report(out)["results"]}
+    assert got["FAKE_OPENAI_KEY"] == "" and got["UNRELATED_TOKEN"] == ""  # not inherited
+    assert got["GREETING"] == "hello-from-env" and got["PATH"] == os.environ["PATH"]
+    assert all(KEY not in json.dumps(b) for b in server.bodies())  # never sent to the model
+
+
+def test_a_token_printed_before_the_protocol_is_never_shown(app, server, tmp_path):
+    server_file(app, "--chatty")
+    server.responder = calling("env", {"name": "GREETING"})
+    path = app.cases("c.jsonl", [{"id": "a", "input": "x"}])
+    proc = subprocess.run([sys.executable, "-m", "agenttest", "-i", str(path), "-n", "bot", "-o", str(tmp_path / "r.json"), "-v"],
+                          capture_output=True, text=True, cwd=app.root, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tok-LEAKED" not in proc.stdout + proc.stderr + (tmp_path / "r.json").read_text()
+    assert "Traceback" not in proc.stderr
+
+
+def test_grandchildren_of_a_stdio_server_do_not_outlive_the_run(app, server, tmp_path):
+    pids = tmp_path / "pids"
+    server_file(app, env={"MCP_PID_FILE": str(pids)})
+    server.responder = calling("spawn", {})
+    path = app.cases("c.jsonl", [{"id": "a", "input": "x"}])
+    result = cli("-i", str(path), "-n", "bot", "-o", str(tmp_path / "r.json"))
+    assert result.exit_code == 0, result.output
+    started = [int(p) for p in pids.read_text().split()]
+    assert len(started) == 2  # the server and the grandchild its tool started
+    deadline = time.time() + 5
+    while time.time() < deadline and any(alive(p) for p in started):
+        time.sleep(0.05)
+    assert not any(alive(p) for p in started)
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_servers_start_is_honoured_at_once(app, server, tmp_path, sig, code):
+    pids = tmp_path / "pids"
+    server_file(app, "--slow", "30", env={"MCP_PID_FILE": str(pids)})
+    path = app.cases("c.jsonl", [{"id": "a", "input": "x"}])
+    proc = subprocess.Popen([sys.executable, "-m", "agenttest", "-i", str(path), "-n", "bot", "-o", str(tmp_path / "r.json")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=app.root)
+    deadline = time.time() + 20
+    while time.time() < deadline and not pids.exists():  # the server process is starting
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(sig)
+    sent = time.perf_counter()
+    stdout, stderr = proc.communicate(timeout=20)
+    took = time.perf_counter() - sent
+    assert proc.returncode == code, stdout + stderr
+    assert "Traceback" not in stderr
+    assert took < 3, took  # not the server's 30 s start, nor the 30 s start timeout
+    (pid,) = [int(p) for p in pids.read_text().split()]
+    assert not alive(pid)
+    assert server.requests == []
