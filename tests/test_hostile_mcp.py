@@ -102,3 +102,56 @@ def test_a_signal_while_servers_start_is_honoured_at_once(app, server, tmp_path,
     (pid,) = [int(p) for p in pids.read_text().split()]
     assert not alive(pid)
     assert server.requests == []
+
+
+# ---- servers written for mcp 1.x ------------------------------------------------------------------
+
+V1_SERVER = """
+from mcp.server.fastmcp import FastMCP  # mcp 1.x; in 2.x this import fails
+
+app = FastMCP("old")
+
+
+@app.tool()
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+if __name__ == "__main__":
+    app.run()
+"""
+V1_PACKAGES = ["mcp==1.30.0", "httpx", "httpcore", "h11", "httpx-sse", "pydantic-settings", "python-dotenv", "certifi", "idna"]
+
+
+@pytest.fixture(scope="session")
+def mcp1(pytestconfig):
+    """mcp 1.x and what it needs beyond this environment, in a folder of their own (kept in pytest's cache):
+    what ``PYTHONPATH`` (or a separate virtual environment) gives a server written for 1.x."""
+    folder = pytestconfig.cache.mkdir("mcp1")
+    if not (folder / "mcp" / "server" / "fastmcp").is_dir():
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(folder), *V1_PACKAGES],
+                       check=True, capture_output=True, timeout=300)
+    return folder
+
+
+def test_a_server_written_for_mcp_1_runs_from_its_own_environment(app, server, mcp1):
+    app.file("mcps/old_server.py", V1_SERVER)
+    app.agent("bot", mcp={"servers": ["edges"]})
+    app.file("mcps/edges.mcp.yao", json.dumps({"transport": "stdio", "command": "python", "arguments": ["mcps/old_server.py"],
+                                               "env": {"PYTHONPATH": str(mcp1)}}))
+    server.responder = calling("add", {"a": 2, "b": 3})
+    out = app.root / "r.json"
+    result = cli("-i", str(app.cases("c.jsonl", [{"id": "a", "input": "x", "assert": {"type": "contains", "value": "done: 5"}}])), "-n", "bot", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert report(out)["results"][0]["tool_calls"][0]["result"] == "5"
+
+
+def test_agent_test_beside_mcp_1_says_how_to_keep_both(app, server, mcp1, tmp_path):
+    server_file(app)
+    path = app.cases("c.jsonl", [{"id": "a", "input": "x"}])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(mcp1), str(REPO)])}  # as after pip install 'mcp<2'
+    proc = subprocess.run([sys.executable, "-m", "agenttest", "-i", str(path), "-n", "bot"], capture_output=True, text=True,
+                          cwd=app.root, env=env, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "agent-test's MCP client needs the mcp SDK 2.x, but this environment has mcp 1.30.0" in proc.stderr
+    assert ".venv-mcp1/bin/python" in proc.stderr and "Traceback" not in proc.stderr

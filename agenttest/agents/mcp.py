@@ -137,6 +137,7 @@ class Connection:
 
     async def start(self) -> list[ToolInfo]:
         """Start (or connect to) the server and list its tools; a failure is a usage error naming it."""
+        _need_sdk_2(self.spec)
         ready: asyncio.Future[list[ToolInfo]] = asyncio.get_running_loop().create_future()
         if self.spec.transport == "stdio":
             await self._spawn(ready)
@@ -218,6 +219,23 @@ class Connection:
         if self._stderr is not None and not now:
             self._stderr.close()
 
+
+
+def _need_sdk_2(spec: ServerSpec) -> None:
+    """agent-test's MCP client is the 2.x SDK; an environment that has 1.x instead (``pip install 'mcp<2'`` for
+    a server's sake) is exit 2 saying how to keep both, not a traceback."""
+    try:
+        from mcp import Client  # noqa: F401
+    except ImportError:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = f"mcp {version('mcp')}"
+        except PackageNotFoundError:
+            found = "no usable mcp"
+        raise AgentTestError(f"mcp server '{spec.id}': agent-test's MCP client needs the mcp SDK 2.x, but this environment has {found}",
+                             Location(spec.path), "install agent-test where mcp>=2 is, and run a server written for mcp 1.x from its own "
+                             "environment: \"command\": \".venv-mcp1/bin/python\" (docs/mcp.md, 'Servers written for mcp 1.x')") from None
 
 
 async def _listing(client: Any) -> list[ToolInfo]:
