@@ -104,11 +104,11 @@ class HookError(AgentTestError):
 
 
 class Interrupted(AgentTestError):
-    """Ctrl-C or SIGTERM before any case ran (e.g. while MCP servers started): exit 130 or 143, no report."""
+    """Ctrl-C or SIGTERM before any case ran (while MCP servers started, say): exit 130 or 143, no report."""
 
-    def __init__(self, message: str, code: ExitCode):
-        super().__init__(f"{message} while MCP servers started; no case ran")
-        self.exit_code = code
+    def __init__(self, terminated: bool):
+        super().__init__(f"{'terminated' if terminated else 'interrupted'} before any case ran")
+        self.exit_code = ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED
 
 
 class InternalError(AgentTestError):
@@ -119,6 +119,12 @@ class InternalError(AgentTestError):
     def __init__(self, message: str, traceback: str):
         super().__init__(message)
         self.traceback = traceback
+
+    @classmethod
+    def of(cls, exc: BaseException) -> InternalError:
+        import traceback
+
+        return cls(f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
 
     def format_message(self) -> str:
         return (f"internal error: {self.problems[0].message}\n{self.traceback.rstrip()}\n"
