@@ -71,8 +71,6 @@ class AgentTestError(Exception):
         """This error with ``hide`` (secrets → ``***``) applied to every message, hint and file name, before it
         is printed or sent as the ``--json`` error event."""
         self.problems = [_hidden(p, hide) for p in self.problems]
-        if getattr(self, "traceback", None):
-            self.traceback = hide(self.traceback)  # type: ignore[attr-defined]
         return self
 
 
@@ -125,6 +123,11 @@ class InternalError(AgentTestError):
         import traceback
 
         return cls(f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
+
+    def redacted(self, hide: Callable[[str], str]) -> InternalError:
+        super().redacted(hide)
+        self.traceback = hide(self.traceback)
+        return self
 
     def format_message(self) -> str:
         return (f"internal error: {self.problems[0].message}\n{self.traceback.rstrip()}\n"

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from helpers import REPO, Answer, cli, last_user, report
+from test_mcp import alive
 
 SERVER = str(REPO / "tests" / "mcp_hostile_server.py")
 KEY = "sk-test-SECRET-0123456789"  # the loopback connector's key (conftest)
@@ -22,14 +23,6 @@ KEY = "sk-test-SECRET-0123456789"  # the loopback connector's key (conftest)
 def server_file(app, *flags: str, **keys) -> None:
     app.file("mcps/edges.mcp.yao", json.dumps({"transport": "stdio", "command": "python", "arguments": [SERVER, *flags], **keys}))
     app.agent("bot", mcp={"servers": ["edges"]})
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ")[-1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def calling(name: str, arguments: dict):
