@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import decimal
 import enum
 import json
-import pathlib
+import os
 import re
-import uuid
 from typing import Any
 
 from agenttest.errors import CallError
@@ -170,7 +168,7 @@ def loads(text: str) -> Any:
 
 
 MAX_RESULT_DEPTH = 100  # a tool result nested deeper is refused (the model could not use it anyway)
-_TEXT_FORMS = (decimal.Decimal, uuid.UUID, pathlib.PurePath)
+_TEXT_FORMS = {("decimal", "Decimal"), ("uuid", "UUID")}  # by name: their modules need not be imported for this
 
 
 def sendable(value: Any, what: str) -> Any:
@@ -189,8 +187,10 @@ def _sendable(value: Any, what: str, path: tuple[int, ...], depth: int) -> Any:
         return bytes(value).decode("utf-8", "backslashreplace")
     if isinstance(value, (datetime.date, datetime.time)):
         return value.isoformat()
-    if isinstance(value, _TEXT_FORMS):
+    if (type(value).__module__, type(value).__name__) in _TEXT_FORMS:
         return str(value)
+    if isinstance(value, os.PathLike):
+        return _sendable(os.fspath(value), what, path, depth)
     if isinstance(value, enum.Enum):
         return _sendable(value.value, what, path, depth)
     if depth > MAX_RESULT_DEPTH:
