@@ -55,7 +55,7 @@ def test_what_user_code_returns_is_sent_as_json_or_is_an_error():
     import datetime
 
     from agenttest.errors import CallError
-    from agenttest.util.text import sendable
+    from agenttest.util.values import sendable
 
     @dataclasses.dataclass
     class Point:

@@ -18,7 +18,8 @@ from agenttest.connectors import ChatRequest, Connector
 from agenttest.errors import AgentTestError, CallError, Location, did_you_mean, typo_of
 from agenttest.model import Completion, Context, Message, Reply, ToolCall, Usage
 from agenttest.model.parameters import CHAT_PARAMETERS, TRANSPORT, not_sent, request_options
-from agenttest.util.text import clean, cleaned, sendable
+from agenttest.util.text import clean, cleaned
+from agenttest.util.values import sendable
 from agenttest.runtime.trace import record_call, record_tool_call, tool_world
 from agenttest.app.yaofiles import MIGRATING, load_module, read_jsonc, typescript_port
 
