@@ -90,8 +90,9 @@ class _BinaryRouter(io.RawIOBase):
         return True
 
     def write(self, data: Any) -> int:  # type: ignore[override]
-        if current_capture.get() is None:
-            return getattr(self.text.real, "buffer", self.text.real).write(data)
+        real = getattr(self.text.real, "buffer", None)
+        if current_capture.get() is None and real is not None:  # outside any case: the real stream's bytes
+            return int(real.write(data))
         self.text.write(self._decoder.decode(bytes(data)))
         return len(data)
 
