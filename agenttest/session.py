@@ -177,13 +177,16 @@ class Session:
     async def _plan(self, cases: list[Case], catalog: Catalog, agent_id: str | None, loaded: Loaded) -> tuple[Plan, list[str]]:
         """The plan (MCP servers start here). Ctrl-C or SIGTERM meanwhile stops it at once: no case ran, so
         there is no report to write."""
+        task = asyncio.current_task()
+        assert task is not None
         with execution.Signals() as signals:
-            signals.task = asyncio.current_task()
+            signals.task = task
             try:
                 return await planning.build(cases, catalog, agent_id, self.config, loaded.problems)
             except asyncio.CancelledError:
                 if signals.caught is None:
                     raise
+                task.uncancel()  # the stop is handled: closing the catalog may await again
         raise Interrupted(signals.caught == signal.SIGTERM)
 
     async def _preview(self, loaded: Loaded, cases: list[Case]) -> ExitCode:
