@@ -40,7 +40,7 @@ def test_shorten_makes_one_line_within_the_limit():
 # ---- text that enters a run, values that leave user code ---------------------------------------------
 
 def test_lone_surrogates_become_the_replacement_character_and_pairs_are_joined():
-    from agenttest.util.text import clean, loads
+    from agenttest.util.text import loads, safe_text as clean
 
     assert clean("ok \ud83d cut") == "ok \ufffd cut" and clean("\ud83d\ude00") == "😀" and clean("plain") == "plain"
     assert loads('{"k\\ud83d": ["\\ud83d", {"x": "\\ude00"}], "n": 1}') == {"k\ufffd": ["\ufffd", {"x": "\ufffd"}], "n": 1}

@@ -109,29 +109,32 @@ def printable(text: str, newlines: bool = False) -> str:
     return text.translate(_CONTROLS if newlines else _CONTROLS_ONE_LINE)
 
 
+def safe_text(text: str) -> str:
+    """``text`` that can always be encoded: a surrogate pair written as two code points is joined, a lone
+    surrogate (a string cut mid-emoji) becomes U+FFFD. Almost every string takes the fast path."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def clean(text: str) -> str:
-    """``text`` with every lone surrogate (half of an emoji cut by a proxy, ``"\\ud83d"``) replaced by U+FFFD,
-    so that it can be encoded as UTF-8 anywhere it goes; surrogate pairs are joined. Applied where text
-    enters a run: replies, tool-call arguments, cassettes, case files, reports read back."""
-    if _SURROGATE.search(text) is None:
-        return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
 def cleaned(value: Any) -> Any:
-    """``value`` (parsed JSON: dicts, lists, strings) with every string made safe by ``clean``, keys included.
+    """``value`` (parsed JSON: dicts, lists, strings) with every string made safe by ``safe_text``, keys included.
     Containers are changed in place, without recursion (a value nested as deep as the parser allows is fine)."""
     if isinstance(value, str):
-        return clean(value)
+        return safe_text(value)
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             if any(isinstance(k, str) and _SURROGATE.search(k) for k in item):  # rebuilt, keeping the order
-                renamed = {clean(k) if isinstance(k, str) else k: v for k, v in item.items()}
+                renamed = {safe_text(k) if isinstance(k, str) else k: v for k, v in item.items()}
                 item.clear()
                 item.update(renamed)
             pairs: Any = item.items()
@@ -142,7 +145,7 @@ def cleaned(value: Any) -> Any:
         for key, v in list(pairs):
             if isinstance(v, str):
                 if _SURROGATE.search(v):
-                    item[key] = clean(v)
+                    item[key] = safe_text(v)
             elif isinstance(v, (dict, list)):
                 stack.append(v)
     return value
@@ -160,4 +163,3 @@ def loads(text: str) -> Any:
     """``json.loads``, with lone surrogates that the text spells as escapes (``"\\ud83d"``) made safe."""
     value = json.loads(text)
     return cleaned(value) if escapes_surrogates(text) else value
-

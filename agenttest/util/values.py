@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from agenttest.errors import CallError
-from agenttest.util.text import clean, shorten
+from agenttest.util.text import safe_text, shorten
 
 
 MAX_RESULT_DEPTH = 100  # a tool result nested deeper is refused (the model could not use it anyway)
@@ -29,7 +29,7 @@ def _sendable(value: Any, what: str, path: tuple[int, ...], depth: int) -> Any:
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
-        return clean(value)
+        return safe_text(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "backslashreplace")
     if isinstance(value, (datetime.date, datetime.time)):
@@ -64,7 +64,7 @@ def _sendable(value: Any, what: str, path: tuple[int, ...], depth: int) -> Any:
 
 def _key(key: Any, what: str) -> str:
     if isinstance(key, str):
-        return clean(key)
+        return safe_text(key)
     if key is None or isinstance(key, (bool, int, float)):
         return json.dumps(key)  # as json.dumps writes such keys: 1 → "1", True → "true"
     raise CallError(f"{what} returned a dict with a {type(key).__name__} key ({shorten(repr(key), 60)}); JSON keys are strings")
