@@ -1,10 +1,6 @@
 """Crafted reports (issue 25, item 5), from the outside: a report given to ``merge``/``diff``/``--baseline``
 is input like a case file — a crafted world change never becomes an executable attribute in the merged
-HTML, and a wrong-typed field is exit 2 with its location, never a traceback or a silent acceptance.
-
-Some of these wait for the report codec of issue 23 (history/codec.py, which validates report files as
-they are read): they are marked ``xfail(strict=True)`` with that reason, so they fail loudly the moment
-they start to pass and the mark must go."""
+HTML, and a wrong-typed field is exit 2 with its location, never a traceback or a silent acceptance."""
 
 from __future__ import annotations
 
@@ -15,7 +11,6 @@ import pytest
 
 from helpers import cli
 
-CODEC = "waits for the report codec (issue 23): report files are validated as they are read"
 RULES = """
 rules:
   - tool: "*"
@@ -51,7 +46,6 @@ class Attributes(HTMLParser):
         self.handlers += [(tag, name, value) for name, value in attrs if name.lower().startswith("on")]
 
 
-@pytest.mark.xfail(strict=True, reason=CODEC + "; and the viewer (issue 27) escapes every attribute value")
 def test_a_crafted_world_change_never_becomes_an_executable_attribute(base, tmp_path):
     base["results"][0]["world"]["changes"][0]["op"] = '"><img src=x onerror=alert(1)>'
     crafted = tmp_path / "crafted.json"
@@ -91,8 +85,6 @@ WRONG = {  # name: (path in the report, value); each is exit 2 with the file's n
     "summary": (("summary",), 5),
     "deep": (("results", 0, "metadata"), DEEP),
 }
-# what already holds without the codec (checked by these tests all the same)
-HOLDS = {"results", "status", "id"}
 
 
 def _write(tmp_path, data: dict) -> str:
@@ -105,7 +97,7 @@ def _write(tmp_path, data: dict) -> str:
 
 
 @pytest.mark.parametrize("command", ["diff", "merge", "--baseline"])
-@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in HOLDS else pytest.mark.xfail(strict=True, reason=CODEC)) for n in WRONG])
+@pytest.mark.parametrize("name", list(WRONG))
 def test_a_wrong_typed_report_field_is_exit_2_with_its_location(base, tmp_path, offline_app, command, name):
     field, value = WRONG[name]
     good = tmp_path / "good.json"
