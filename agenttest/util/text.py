@@ -163,3 +163,8 @@ def loads(text: str) -> Any:
     """``json.loads``, with lone surrogates that the text spells as escapes (``"\\ud83d"``) made safe."""
     value = json.loads(text)
     return cleaned(value) if escapes_surrogates(text) else value
+
+
+def plural(count: int, word: str) -> str:
+    """``1 turn``, ``2 turns``."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
