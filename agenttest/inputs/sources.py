@@ -32,6 +32,7 @@ class LoadEnv:
     agent: Agent | None = None
     caller: Caller | None = None
     policy: KeyPolicy = KeyPolicy()  # unknown keys (--strict)
+    timeout: float | None = None  # --timeout: a generator (agent or script) gets as long as one case
 
 
 class Source(Protocol):
@@ -191,8 +192,9 @@ class _Generator(_NotAFile):
             loaded.warnings.append(f"{self.text} returned {count + dropped} cases for count={count}; the last {dropped} were dropped")
         if loaded.problems:
             fd, path = tempfile.mkstemp(prefix="agent-test-generated-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            hide = env.caller.catalog.secrets.redact if env.caller is not None else str
+            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+                fh.write(hide(text) + "\n")  # kept for the user to read: never with a key in it
             loaded.problems = [Problem(p.message, p.location and Location(path, p.location.line, p.location.column), p.hint)
                                for p in loaded.problems]
             loaded.problems.append(Problem(f"the cases {self.text} generated are saved in {path}"))
@@ -214,8 +216,12 @@ class GeneratorAgent(_Generator):
         info = env.agent.spec.info() if env.agent else {"id": "", "description": "", "tools": []}
         payload = {"target_agent": info, "count": count, "focus": focus, "extra": extra}
         try:
-            items = await ask_json(env.caller, self.ref, payload, "generator", _listed,
-                                   metadata={"target_agent": info, "count": count, "focus": focus})
+            async with asyncio.timeout(env.timeout):
+                items = await ask_json(env.caller, self.ref, payload, "generator", _listed,
+                                       metadata={"target_agent": info, "count": count, "focus": focus})
+        except TimeoutError:
+            raise AgentTestError(f"generator {self.text} did not answer within {env.timeout:g}s (--timeout)",
+                                 hint="raise --timeout, or check the generator's endpoint") from None
         except ProtocolError as exc:
             raise AgentTestError(f"generator {self.text}: {exc}") from None
         except CallError as exc:
@@ -234,7 +240,8 @@ class GeneratorScript(_Generator):
         fn = env.caller.script(self.ref)
         info = env.agent.spec.info() if env.agent else {"id": "", "description": "", "tools": []}
         try:
-            returned = await usercalls.call(fn, info, {"count": count, "focus": focus, **extra}, what=f"generator {self.text}")
+            returned = await usercalls.call(fn, info, {"count": count, "focus": focus, **extra}, what=f"generator {self.text}",
+                                            timeout=env.timeout)
         except CallError as exc:
             raise AgentTestError(str(exc)) from None
         if isinstance(returned, str):

@@ -1,5 +1,5 @@
 """The controller's side of the workers (FORMATS §15): starting them while the plan is resolved (each
-starts its MCP servers; Ctrl-C and SIGTERM meanwhile stop them), which worker runs a case (all runs of
+starts its MCP servers; Ctrl-C and SIGTERM meanwhile stop them all), which worker runs a case (all runs of
 one case on one), and what a lost worker means for the cases it held — past its deadline a ``timeout``,
 else run once more, alone, on a fresh worker; a case that takes down two workers is ``error``
 "worker lost: …".
@@ -10,12 +10,9 @@ processes; ``ray.py``: Ray actors); ``Pool.run`` is what the scheduler calls for
 from __future__ import annotations
 
 import asyncio
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Protocol
 
-from agenttest.errors import AgentTestError, ExitCode, Problem
+from agenttest.errors import Problem
 from agenttest.model import CaseResult, Plan, Status
 from agenttest.runner.scheduling import Unit
 from agenttest.util.durations import format_timeout
@@ -36,14 +33,6 @@ class StartFailed(Exception):
         super().__init__(text or f"{len(problems)} problems")
         self.problems = problems
         self.text = text
-
-
-class Interrupted(AgentTestError):
-    """Ctrl-C or SIGTERM while the workers started: they are stopped and nothing ran (130 / 143)."""
-
-    def __init__(self, sig: signal.Signals):
-        super().__init__(f"{sig.name} while the workers started (and their MCP servers); nothing was run")
-        self.exit_code = ExitCode.TERMINATED if sig == signal.SIGTERM else ExitCode.INTERRUPTED
 
 
 class Worker(Protocol):
@@ -84,15 +73,11 @@ class Pool:
         """Start every worker before the first case; returns the problems their MCP servers met (said once)."""
         self.launch.plan = plan
         self.timeout = plan.config.timeout
-        starting = asyncio.ensure_future(asyncio.gather(*(self.launch(i) for i in range(self.size)), return_exceptions=True))
-        with _signals(starting) as caught:
-            try:
-                started = await starting
-            except asyncio.CancelledError:
-                await self.aclose()
-                if not caught:
-                    raise
-                raise Interrupted(caught[0]) from None
+        try:
+            started = await asyncio.gather(*(self.launch(i) for i in range(self.size)), return_exceptions=True)
+        except asyncio.CancelledError:  # Ctrl-C or SIGTERM while they start (session._plan): none is left behind
+            await self.aclose()
+            raise
         for i, s in enumerate(started):
             if not isinstance(s, BaseException):
                 self.slots[i] = s
@@ -163,28 +148,3 @@ def lost(unit: Unit, status: Status, error: str) -> CaseResult:
     return CaseResult(case.id, status, case.name, case.input, error=error, run=unit.run, index=unit.index, dynamic=case.dynamic,
                       file=case.file, line=case.location.line or 0, description=case.description, tags=case.tags,
                       connector=unit.item.label)
-
-
-@contextmanager
-def _signals(task: asyncio.Future[Any]) -> Iterator[list[signal.Signals]]:
-    """While the workers start (before the run's own handlers): the first Ctrl-C or SIGTERM cancels ``task``."""
-    loop = asyncio.get_running_loop()
-    caught: list[signal.Signals] = []
-    installed = []
-
-    def stop(sig: signal.Signals) -> None:
-        if not caught:
-            caught.append(sig)
-        task.cancel()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop, sig)
-            installed.append(sig)
-        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
-            pass
-    try:
-        yield caught
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
