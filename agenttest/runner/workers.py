@@ -349,7 +349,7 @@ def tapes_of(case: Case, caller: Caller) -> dict[str, Any]:
     cassettes = caller.catalog.cassettes
     if cassettes is None or not cassettes.record:
         return {}
-    name = cassette_name(case, cassettes.root)
+    name = cassette_name(case, cassettes.root, cassettes.secrets, cassettes.cwd)  # as the tape was named when recorded
     tape = cassettes.tapes.get(name)
     return {name: tape.recorded} if tape is not None and tape.recorded else {}
 
