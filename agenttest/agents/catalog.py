@@ -71,6 +71,10 @@ class Catalog:
         for r in started:
             if isinstance(r, BaseException):
                 raise r
+        for connector in list(self._connectors.values()):  # network clients made now, not inside a case's deadline
+            warm = getattr(connector, "start", None)
+            if warm is not None:
+                warm()
 
     def connector(self, connector_id: str) -> Connector:
         """The Connector for an ID (a file under connectors/, or the implicit ``openai.<model>``), its
