@@ -107,7 +107,9 @@ def test_400_is_not_retried(server):
     assert len(server.requests) == 1
 
 
-def test_unreachable_host_is_an_agent_error():
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_unreachable_host_is_an_agent_error(monkeypatch, transport):
+    monkeypatch.setenv("AGENTTEST_HTTP", transport)
     conn = create(ConnectorSpec("x", "openai", {"model": "m", "host": "http://127.0.0.1:9", "max_retries": 0}))
     with pytest.raises(AgentError, match="cannot reach 127.0.0.1:9: connection refused"):
         complete(conn)
