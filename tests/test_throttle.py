@@ -27,7 +27,11 @@ def ask(conn, text: str):
 
 
 async def many(conn, n: int, prefix: str = "case"):
-    return await asyncio.gather(*(ask(conn, f"{prefix} {i}") for i in range(n)), return_exceptions=True)
+    """n calls at once; the connector's clients closed after them, in the loop that made them (as a run does)."""
+    try:
+        return await asyncio.gather(*(ask(conn, f"{prefix} {i}") for i in range(n)), return_exceptions=True)
+    finally:
+        await conn.aclose()
 
 
 # ---- the throttle alone ------------------------------------------------------------------------
@@ -56,6 +60,27 @@ def test_halves_on_a_429_once_per_epoch_then_grows_back_one_per_success():
             t.succeeded()
         assert t.limit == 8  # never above the ceiling
         assert t.load().lowest_limit == 4 and t.load().rate_limited == 2
+
+    asyncio.run(go())
+
+
+def test_a_probe_that_meets_a_429_steps_back_by_one_and_a_429_after_it_halves():
+    async def go():
+        t = Throttle("x", Limits(ceiling=20))
+        epochs = [await t.acquire() for _ in range(10)]
+        t.rate_limited(epochs[-1])  # 10 in flight were too many
+        assert (t.limit, t.recover_to) == (5, 9)
+        for _ in range(10):
+            t.release()
+        for _ in range(4 + 3 * 9):  # back to 9, then one window set of successes past it: a probe to 10
+            t.succeeded()
+        assert (t.limit, t.recover_to) == (10, 10)
+        probe = await t.acquire()
+        t.rate_limited(probe)  # the probe was one too many: back to the last good level
+        assert (t.limit, t.recover_to) == (9, 9) and t.load().lowest_limit == 5
+        again = await t.acquire()
+        t.rate_limited(again)  # at a level the endpoint took before: it takes less now, so halve
+        assert t.limit == 1  # min(limit 9, in flight 2) // 2
 
     asyncio.run(go())
 
