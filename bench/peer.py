@@ -38,11 +38,16 @@ def run_inspect(b: Any, cmd: list[str], n: int, concurrency: int) -> tuple[Any, 
     logs = os.path.join(b.tmp, "inspect-logs")
     shutil.rmtree(logs, ignore_errors=True)
     here = os.path.dirname(os.path.abspath(__file__))
-    env = {"BENCH_CASES": str(n), "OPENAI_API_KEY": "bench-key", "OPENAI_BASE_URL": b.server.url, "PYTHONPATH": here}
-    m = b.measure(["env", *(f"{k}={v}" for k, v in env.items()), *cmd, "eval", os.path.join(here, "inspect_task.py"),
+    for name in ("inspect_task.py", "workloads.py"):  # inspect eval takes a task path relative to where it runs
+        shutil.copy(os.path.join(here, name), b.tmp)
+    env = {"BENCH_CASES": str(n), "OPENAI_API_KEY": "bench-key", "OPENAI_BASE_URL": b.server.url}
+    m = b.measure(["env", *(f"{k}={v}" for k, v in env.items()), *cmd, "eval", "inspect_task.py",
                    "--model", "openai/bench-model", "-M", "responses_api=false", "--max-connections", str(concurrency),
                    "--max-retries", "100", "--display", "none", "--log-dir", logs, "--log-format", "json"], ok=(0, 1))
-    (path,) = glob.glob(os.path.join(logs, "*.json"))
+    logged = glob.glob(os.path.join(logs, "*.json"))
+    if len(logged) != 1:
+        raise SystemExit(f"inspect eval wrote no log in {logs} (exit {m.code})")
+    path = logged[0]
     with open(path) as fh:
         results = json.load(fh).get("results") or {}
     done = int(results.get("completed_samples", 0))
