@@ -146,7 +146,7 @@ def compare(b: Any, which: str = "promptfoo") -> None:
         ours = medians["agent-test"][0].wall
         for who, (m, passed, lost) in medians.items():
             own = {"agent-test": b.startup, "openai SDK alone": b.sdk_startup}.get(who) or startups[who]
-            vs = "(side by side)" if who == "agent-test" else f"agent-test is {m.wall / ours:.2f}× faster"
+            vs = "(side by side)" if who == "agent-test" else f"its wall ÷ agent-test's: {m.wall / ours:.2f}"
             b.row(f"{who}: {what}: {passed} passed, {lost} not", m, n, ideal + own, "—", vs, None)
 
 
