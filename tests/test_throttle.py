@@ -26,6 +26,16 @@ def ask(conn, text: str):
     return conn.complete(ChatRequest([{"role": "user", "content": text}]))
 
 
+async def once(conn, text: str):
+    """One call; the connector's clients closed after it, in its loop."""
+    try:
+        return await ask(conn, text)
+    finally:
+        close = getattr(conn, "aclose", None)  # a plug-in connector may have none
+        if close is not None:
+            await close()
+
+
 async def many(conn, n: int, prefix: str = "case"):
     """n calls at once; the connector's clients closed after them, in the loop that made them (as a run does)."""
     try:
@@ -179,7 +189,7 @@ def test_retry_after_in_whole_seconds_and_in_ms_are_honoured(server):
             return Answer(status=429, error="slow down", headers={header: value}) if len(calls) == 1 else Answer("ok")
 
         server.responder = responder
-        assert asyncio.run(ask(Traffic(2).wrap(create(spec(server.host))), "hi")).content == "ok"
+        assert asyncio.run(once(Traffic(2).wrap(create(spec(server.host))), "hi")).content == "ok"
         assert wait - 0.02 <= calls[1] - calls[0] < wait + 1.0
 
 
@@ -187,7 +197,7 @@ def test_a_rate_limit_the_budget_cannot_absorb_is_the_calls_error(server):
     server.responder = lambda req: Answer(status=429, error="quota exceeded", headers={"retry-after-ms": "10"})
     conn = Traffic(2).wrap(create(spec(server.host, rate_limit_retries=2)))
     with pytest.raises(CallError, match=r"model error 429 .*quota exceeded \(still rate limited after 2 retries; try a lower --parallel"):
-        asyncio.run(ask(conn, "hi"))
+        asyncio.run(once(conn, "hi"))
     assert len(server.requests) == 3
 
 
@@ -213,10 +223,10 @@ def test_an_unreachable_endpoint_is_marked_down_after_three_failures_in_a_row():
     conn = traffic.wrap(create(spec(f"http://127.0.0.1:{port}", max_retries=5)))
     start = time.perf_counter()
     with pytest.raises(CallError, match=f"^endpoint unreachable: 127.0.0.1:{port}$"):
-        asyncio.run(ask(conn, "first"))  # attempts 1–3 fail, refused: the third marks it down
+        asyncio.run(once(conn, "first"))  # attempts 1–3 fail, refused: the third marks it down
     for i in range(5):  # the rest fail at once
         with pytest.raises(CallError, match=f"^endpoint unreachable: 127.0.0.1:{port}$"):
-            asyncio.run(ask(conn, f"then {i}"))
+            asyncio.run(once(conn, f"then {i}"))
     assert time.perf_counter() - start < 5  # 0.5 s + 1 s of backoff, not 5 retries each
     assert len(heard) == 1 and "connection refused" in heard[0] and "3 connection attempts in a row" in heard[0]
     assert traffic.load()[0].unreachable and traffic.warnings() == heard
@@ -254,7 +264,7 @@ def test_a_plug_in_connector_gets_the_same_retries_and_a_local_one_is_left_alone
     traffic = Traffic(parallel=3)
     inner = Flaky()
     conn = traffic.wrap(inner)
-    assert asyncio.run(ask(conn, "hi")).content == "ok" and inner.calls == 3
+    assert asyncio.run(once(conn, "hi")).content == "ok" and inner.calls == 3
     assert traffic.load()[0].absorbed == 2
     mock = create(ConnectorSpec("mock", "mock", {}))
     assert traffic.wrap(mock) is mock and len(traffic.throttles) == 1
