@@ -295,3 +295,14 @@ def test_many_calls_in_flight_are_spread_over_several_connection_pools_on_httpx(
     assert all(r.content == "ok" for r in replies) and len(made) == pools and conn._clients == []
     assert all(("Aio" in name) == (transport == "aiohttp") for name in made), made
     assert server.peak_in_flight == SHARD * 2 + 5
+
+
+def test_start_makes_the_first_client_before_any_call(server):
+    """Catalog.warm calls start() as the run begins: the SDK's import and client set-up never count
+    against a case's deadline."""
+    server.responder = lambda req: Answer("ok")
+    conn = connector(server)
+    conn.start()
+    made = list(conn._clients)
+    assert len(made) == 1 and server.requests == []
+    assert complete(conn).content == "ok" and len(server.requests) == 1

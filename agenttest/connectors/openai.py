@@ -252,8 +252,8 @@ class OpenAIConnector:
     def _usage(self, u: Any) -> Usage:
         if u is None:
             return Usage()
-        if not isinstance(u, dict):
-            raise CallError(self._text(f"invalid response from {self.where}: usage is {shorten(repr(u), 80)}, not an object"))
+        if not isinstance(u, dict):  # as the SDK's model read it: no counts to take
+            return Usage()
         counts = []
         for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
             value = u.get(name)
