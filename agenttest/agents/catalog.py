@@ -50,7 +50,7 @@ class Catalog:
             spec = load_spec(self.app.agent_id_for(folder), folder, self.warnings, self.strict, self.global_prompts)
             self.servers.check(spec)
             agent = self._agents[agent_id] = Agent(spec, self.connector)
-            self.warnings += agent.warnings + agent.unported()
+            self.warnings += agent.warnings
         return self._agents[agent_id]
 
     async def ready(self, agent_id: str) -> Agent:
@@ -101,7 +101,10 @@ class Catalog:
         connector = self.connector(agent.connector_id(connector_id))
         prepare = getattr(connector, "prepare", None)
         if prepare is not None:
-            self.warnings += prepare(agent.spec.path) or []
+            found = prepare(agent.spec.path) or []
+            if found and self.strict:  # an unknown key in the connector's own files (mock.yml), as in package.yao
+                raise AgentTestError("; ".join(w.removesuffix("; ignored") for w in found), hint="unknown keys are errors with --strict")
+            self.warnings += found
 
     def script(self, ref: str) -> Any:
         """``mod.func`` (or ``pkg.mod.func``) → the function in ``<root>/scripts/mod.py``."""

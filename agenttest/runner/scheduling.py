@@ -24,7 +24,7 @@ from agenttest.verdicts.costs import spend_of
 from agenttest.errors import AgentTestError, CallError, HookError
 from agenttest.app.hooks import data_of
 from agenttest.model import AssertionResult, Budget, CaseResult, Plan, ResolvedCase, Status
-from agenttest.history.writing import result_dict
+from agenttest.history.codec import result_dict
 from agenttest.runtime.trace import Trace, current_trace
 from agenttest.runtime.world import ToolWorld
 
@@ -75,7 +75,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
     current_trace.set(trace)
     usercalls.current_capture.set(capture)
     start = time.perf_counter()
-    ctx = caller.context(case, run)
+    ctx = caller.context(case, run, connector=item.scheduled or "")
     world = trace.world = ToolWorld(case, ctx.world, config.seed, run)
     policy = attachments.app_policy(caller.catalog.app.root, config.max_attachment)
     budget = item.budget
