@@ -72,6 +72,14 @@ class Catalog:
             if isinstance(r, BaseException):
                 raise r
 
+    def warm(self) -> None:
+        """Before the first case of a run (not for --dry-run or --list): each connector makes what every call
+        needs (the SDK client and its import), so that it never counts against a case's deadline."""
+        for connector in list(self._connectors.values()):
+            start = getattr(connector, "start", None)
+            if start is not None:
+                start()
+
     def connector(self, connector_id: str) -> Connector:
         """The Connector for an ID (a file under connectors/, or the implicit ``openai.<model>``), its
         calls throttled and retried (FORMATS §13)."""
@@ -86,7 +94,7 @@ class Catalog:
             self._connectors[connector_id] = tapes.wrap(connector) if tapes is not None else connector
         return self._connectors[connector_id]
 
-    def warm(self) -> None:
+    def import_sdks(self) -> None:
         """Import now the heavy SDKs the run's connectors and MCP servers will need (``openai``, ``mcp``):
         done once before the workers fork, each worker starts with them loaded."""
         import importlib
@@ -99,9 +107,12 @@ class Catalog:
             importlib.import_module(name)
 
     def forked(self) -> None:
-        """In a forked worker: forget the connectors, whose network clients belong to the controller's event
-        loop and sockets; each is made again on first use (it was checked before the fork)."""
+        """In a forked worker: make the connectors again, since their network clients belong to the controller's
+        event loop and sockets (they were checked before the fork)."""
+        made = list(self._connectors)
         self._connectors.clear()
+        for connector_id in made:
+            self.connector(connector_id)
 
     def check(self, agent_id: str, connector_id: str | None) -> None:
         """Load an agent and the connector it would use, and let the connector check what it needs for

@@ -220,7 +220,7 @@ class Local:
     async def __call__(self, slot: int) -> LocalWorker:
         assert self.plan is not None
         if not self._warmed:
-            self.caller.catalog.warm()
+            self.caller.catalog.import_sdks()
             self._warmed = True
         ours, theirs = socket.socketpair()
         inherited = [w.channel.fileno() for w in self.live.values()]
@@ -277,8 +277,9 @@ async def serve(sock: socket.socket, plan: Plan, caller: Caller) -> None:
     loop = asyncio.get_running_loop()
     caller.loop = loop
     channel = await Channel.open(sock)
+    remotes = slots.borrow(caller.catalog.traffic, channel.send)  # before the connectors are made again
     caller.catalog.forked()
-    remotes = slots.borrow(caller.catalog.traffic, channel.send)
+    caller.catalog.warm()
     beat = loop.create_task(_beat(channel))  # from the start: MCP servers may take a while
     before = len(caller.catalog.warnings)
     problems = await prepare(plan, caller)
