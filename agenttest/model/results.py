@@ -139,7 +139,7 @@ class Stability:
     connector: str = ""  # in a model matrix
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Gate:
     """The verdict of one case (on one connector of a matrix) over its runs (FORMATS §8): passed when
     ``pass_rate >= min_pass_rate``. Skipped runs count nowhere; errors and timeouts count as not passed."""
@@ -189,7 +189,7 @@ class Gate:
         return 0 < self.passed < self.runs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunHeader:
     """What the console header and the report say about a run before it starts."""
 
