@@ -111,6 +111,10 @@ class CallError(Exception):
         self.cause = cause or message  # the exception alone, ``ValueError: bad amount`` (what a model is told)
 
 
+class CallLimit(CallError):
+    """The agent under test was stopped before a model call its budget does not allow (``budget.model_calls``)."""
+
+
 AgentError = CallError  # the name of round 1, kept for plug-ins that raise it
 
 

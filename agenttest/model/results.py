@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -34,6 +35,14 @@ class Turn:
     duration_ms: float = 0.0
     simulator_reasoning: str = ""
     attachments: tuple[str, ...] = ()  # names of the files the user message attached
+    assertions: tuple[AssertionResult, ...] = ()  # a scripted turn's own checks
+    id: str = ""  # a scripted turn's id, as written
+    ended: str = ""  # why the conversation ended after this turn: "goal achieved", "end tool NAME", …
+
+    @property
+    def label(self) -> str:
+        """``turn 2`` or, for a scripted turn with an id, ``turn 2 (confirm)``."""
+        return f"turn {self.turn}" + (f" ({self.id})" if self.id else "")
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,14 @@ class CaseResult:
     connector: str = ""  # the connector of the agent under test in a model matrix (-c a,b)
     spend: tuple[Spend, ...] = ()  # tokens and cost by role and connector
     model_calls: tuple[ModelCall, ...] = ()
+    scripted: bool = False  # a scripted conversation (FORMATS §14): ``turns`` hold each turn's checks
+    variants: tuple[str, ...] = ()  # the variant ids of a case of a product
+    not_run_turns: int = 0  # a scripted conversation stopped early: its turns that did not run
+
+    @property
+    def conversation(self) -> bool:
+        """Whether the result is a conversation shown turn by turn (dynamic or scripted)."""
+        return self.dynamic or self.scripted
 
     @property
     def ok(self) -> bool:
@@ -115,13 +132,14 @@ class CaseResult:
         if self.status == "passed":
             return []
         lines = [self.error] if self.error else []
-        lines += self.assertion_errors
+        lines += [a for a in self.assertion_errors if not (self.error and self.error.endswith(a))]  # said once
         return list(dict.fromkeys(lines)) or [self.status]
 
     @property
     def assertion_errors(self) -> list[str]:
-        """The message of every assertion that did not hold."""
-        return [a.message for a in self.assertions if not a.passed]
+        """The message of every assertion that did not hold (a scripted turn's named by its turn)."""
+        turns = [f"{t.label}: {a.message}" for t in self.turns for a in t.assertions if not a.passed]
+        return turns + [a.message for a in self.assertions if not a.passed]
 
 
 @dataclass(frozen=True)
@@ -173,6 +191,16 @@ class Gate:
         return "passed" if self.pass_rate >= self.min_pass_rate - 1e-9 else "failed"
 
     @property
+    def pass_hat(self) -> tuple[float, ...]:
+        """pass^k for k = 1 … runs, unbiased: C(c, k) / C(n, k) (the chance that k runs drawn all pass)."""
+        return tuple(pass_hat(self.runs, self.passed, k) for k in range(1, self.runs + 1))
+
+    @property
+    def pass_at(self) -> tuple[float, ...]:
+        """pass@k for k = 1 … runs, unbiased: 1 - C(n - c, k) / C(n, k) (at least one of k runs passes)."""
+        return tuple(1 - pass_hat(self.runs, self.runs - self.passed, k) for k in range(1, self.runs + 1))
+
+    @property
     def pass_hat_k(self) -> bool:
         """pass^k: every run passed."""
         return self.runs > 0 and self.passed == self.runs
@@ -186,6 +214,11 @@ class Gate:
     def flaky(self) -> bool:
         """Some runs passed and some did not."""
         return 0 < self.passed < self.runs
+
+
+def pass_hat(n: int, c: int, k: int) -> float:
+    """C(c, k) / C(n, k): the chance that k of n runs, c of which passed, drawn without replacement all passed."""
+    return math.comb(c, k) / math.comb(n, k) if 0 < k <= n else 0.0
 
 
 @dataclass(frozen=True)

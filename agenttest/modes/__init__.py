@@ -1,16 +1,17 @@
 """Test modes — how one case runs: ``standard`` (one call), ``dynamic`` (a simulator-driven conversation),
-``script`` (a Python ``Test*`` function). Each mode module has ``run(case, env, trace)`` and
-``partial(case, trace, status, error)``, the result of a run cut short (it keeps the work done)."""
+``scripted`` (a conversation whose user turns the case writes), ``script`` (a Python ``Test*`` function).
+Each mode module has ``run(case, env, trace)`` and ``partial(case, trace, status, error)``, the result of a
+run cut short (it keeps the work done)."""
 
 from __future__ import annotations
 
 from ..model import Case
-from . import dynamic, scripttest, standard
+from . import dynamic, scripted, scripttest, standard
 from .base import CaseEnv, Mode
 
 __all__ = ["CaseEnv", "Mode", "get"]
 
-_MODES: dict[str, Mode] = {"standard": standard, "dynamic": dynamic, "script": scripttest}  # type: ignore[dict-item]
+_MODES: dict[str, Mode] = {"standard": standard, "dynamic": dynamic, "scripted": scripted, "script": scripttest}  # type: ignore[dict-item]
 
 
 def get(case: Case) -> Mode:
