@@ -261,6 +261,8 @@ def main() -> None:
               help="Compare with an earlier JSON report after the summary; exit 1 only when a case regressed or a new case does not pass  [default: off]")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",
               help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: output-<timestamp>.json beside a case file]")
+@click.option("--report-world", type=click.Choice(["full", "changes"]), default="full", show_default=True, cls=Option, section="Output",
+              help="What reports keep of each case's tool world: the initial and final world and their changes, or the changes only.")
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output",
               help="Show outputs, tool calls, what user code printed and whole tracebacks under every case  [default: off]")
 @click.option("--json", "json_events", is_flag=True, cls=Option, section="Output",
@@ -283,7 +285,7 @@ def run_command(**flags: Any) -> None:
             max_attachment=flags["max_attachment"], strict=flags["strict"],
             seed=flags["seed"], min_pass_rate=flags["min_pass_rate"], early_stop=flags["early_stop"], budget=flags["budget"],
             record=flags["record"], replay=flags["replay"], replay_roles=flags["replay_roles"],
-            shard=flags["shard"], baseline=flags["baseline"], **_matrix(flags["connector"]),
+            shard=flags["shard"], baseline=flags["baseline"], report_world=flags["report_world"], **_matrix(flags["connector"]),
         )
         from .session import Session
 

@@ -117,4 +117,5 @@ class RunConfig:
     replay_roles: tuple[str, ...] | None = None  # --replay-roles: replay only these roles (None: all)
     shard: tuple[int, int] | None = None  # --shard K/N
     baseline: str | None = None  # --baseline REPORT: compare with it and gate on regressions
+    report_world: str = "full"  # --report-world: "full" (initial and final world) or "changes"
     json: bool = False  # --json: NDJSON events on stdout, the console on stderr

@@ -30,7 +30,8 @@ def assertion_dict(a: AssertionResult) -> dict[str, Any]:
 
 
 def turn_dict(t: Turn) -> dict[str, Any]:
-    out = {
+    out: dict[str, Any] = {"id": t.id} if t.id else {}
+    out |= {
         "turn": t.turn,
         "input": t.input,
         "output": t.output,
@@ -42,6 +43,11 @@ def turn_dict(t: Turn) -> dict[str, Any]:
         out["simulator_reasoning"] = t.simulator_reasoning
     if t.attachments:
         out["attachments"] = list(t.attachments)
+    if t.assertions:
+        out["assertions"] = [assertion_dict(a) for a in t.assertions]
+        out["passed"] = all(a.passed for a in t.assertions)
+    if t.ended:
+        out["ended"] = t.ended
     return out
 
 
@@ -74,7 +80,8 @@ def change_dict(c: WorldChange) -> dict[str, Any]:
 
 
 def world_dict(w: WorldRecord) -> dict[str, Any]:
-    return {"initial": w.initial, "final": w.final, "changes": [change_dict(c) for c in w.changes]}
+    changes = [change_dict(c) for c in w.changes]
+    return {"initial": w.initial, "final": w.final, "changes": changes} if w.kept else {"changes": changes}
 
 
 def change_text(c: WorldChange, limit: int = 80) -> str:
@@ -105,10 +112,15 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
     out["assertions"] = [assertion_dict(a) for a in r.assertions]
     out["tool_calls"] = [c.as_dict() for c in r.tool_calls]
     out["usage"] = r.usage.as_dict()
-    if r.dynamic:
+    if r.conversation:
         out["turns"] = [turn_dict(t) for t in r.turns]
-        out["checkpoints"] = [checkpoint_dict(c) for c in r.checkpoints]
+        if r.dynamic:
+            out["checkpoints"] = [checkpoint_dict(c) for c in r.checkpoints]
         out["total_turns"] = len(r.turns)
+        if r.not_run_turns:
+            out["turns_not_run"] = r.not_run_turns
+    if r.variants:
+        out["variants"] = list(r.variants)
     if r.world is not None:
         out["world"] = world_dict(r.world)
     if r.warnings:

@@ -88,7 +88,8 @@ def result_of(d: Any, index: int) -> CaseResult:
         tool_calls=tuple(_tool_call(c) for c in d.get("tool_calls") or () if isinstance(c, dict)),
         usage=_usage(d.get("usage")), turns=tuple(_turn(t) for t in d.get("turns") or () if isinstance(t, dict)),
         checkpoints=tuple(_checkpoint(c) for c in d.get("checkpoints") or () if isinstance(c, dict)),
-        dynamic="turns" in d or "checkpoints" in d, run=int(d.get("run") or 1),
+        dynamic="checkpoints" in d, scripted="turns" in d and "checkpoints" not in d, run=int(d.get("run") or 1),
+        variants=tuple(str(v) for v in d.get("variants") or ()), not_run_turns=int(d.get("turns_not_run") or 0),
         warnings=tuple(str(w) for w in d.get("warnings") or ()), logs=tuple(str(x) for x in d.get("logs") or ()),
         index=index, file=str(d.get("file", "")), line=int(d.get("line") or 0), traceback=str(d.get("traceback", "")),
         stdout=str(d.get("stdout", "")), stderr=str(d.get("stderr", "")), world=_world(d.get("world")),
@@ -152,7 +153,8 @@ def _turn(d: dict[str, Any]) -> Turn:
     return Turn(int(d.get("turn") or 0), d.get("input"), d.get("output"),
                 tuple(_tool_call(c) for c in d.get("tool_calls") or () if isinstance(c, dict)),
                 tuple(str(c) for c in d.get("checkpoints") or ()), float(d.get("duration_ms") or 0), str(d.get("simulator_reasoning", "")),
-                tuple(str(a) for a in d.get("attachments") or ()))
+                tuple(str(a) for a in d.get("attachments") or ()),
+                tuple(_assertion(a) for a in d.get("assertions") or () if isinstance(a, dict)), str(d.get("id", "")), str(d.get("ended", "")))
 
 
 def _checkpoint(d: dict[str, Any]) -> CheckpointResult:
@@ -167,7 +169,7 @@ def _world(d: Any) -> WorldRecord | None:
         return None
     changes = tuple(WorldChange(str(c.get("path", "")), c.get("op", "changed"), c.get("before"), c.get("after"))
                     for c in d.get("changes") or () if isinstance(c, dict))
-    return WorldRecord(d.get("initial"), d.get("final"), changes)
+    return WorldRecord(d.get("initial"), d.get("final"), changes, kept="initial" in d)
 
 
 def _stability(d: dict[str, Any]) -> Stability:

@@ -115,7 +115,7 @@ async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller
             message, tb = internal_error(exc)
             result = replace(mode.partial(case, trace, "error", message), traceback=tb)
         result = replace(result, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index, file=case.file,
-                         line=case.location.line or 0, world=world.record(),
+                         line=case.location.line or 0, world=world.record(plan.world_snapshots),
                          spend=spend_of(trace.by_connector, trace.calls, caller.catalog.prices))
         if budget is not None:
             result = over_budget(result, budget, trace, caller)

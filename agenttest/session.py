@@ -155,7 +155,7 @@ class Session:
         assert agent_id is not None
         plan = Plan(tuple(cases), agent_id, config.connector, config.runs, config.parallel, config.timeout, config.fail_fast,
                     resolved.before_all, resolved.after_all, resolved.hooks, config.max_attachment, config.seed,
-                    config.matrix, config.min_pass_rate, config.early_stop, config.budget)
+                    config.matrix, config.min_pass_rate, config.early_stop, config.budget, config.report_world == "full")
         unpriced = budgets.problems(cases, lambda c: c.budget.over(plan.budget) if c.budget else plan.budget,
                                     lambda c: [runner.connector_label(plan, caller, c, conn) for conn in plan.connectors], catalog.prices)
         if unpriced:
@@ -344,5 +344,6 @@ class Session:
             "early_stop": c.early_stop, "budget": budgets.limits(c.budget) if c.budget is not None else None,
             "shard": f"{c.shard[0]}/{c.shard[1]}" if c.shard else None, "record": c.record, "replay": c.replay,
             "replay_roles": ",".join(c.replay_roles) if c.replay_roles else None, "baseline": c.baseline,
+            "report_world": c.report_world if c.report_world != "full" else None,
         }.items() if v not in (None, False)}
 

@@ -78,6 +78,7 @@ class WorldRecord:
     initial: Any
     final: Any
     changes: tuple[WorldChange, ...] = ()
+    kept: bool = True  # False: the report keeps the changes only (--report-world changes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,6 +333,7 @@ class Plan:
     min_pass_rate: float = 1.0  # the gate of cases that set none
     early_stop: bool = False  # stop a case's runs once its gate is settled
     budget: Budget | None = None  # --budget: limits of cases that set none
+    world_snapshots: bool = True  # --report-world: keep the initial and final world (else the changes only)
 
     def runs_of(self, case: Case) -> int:
         return case.runs if case.runs is not None else self.runs
