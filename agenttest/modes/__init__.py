@@ -5,9 +5,9 @@ run cut short (it keeps the work done)."""
 
 from __future__ import annotations
 
-from ..model import Case
-from . import dynamic, scripted, scripttest, standard
-from .base import CaseEnv, Mode
+from agenttest.model import Case
+from agenttest.modes import dynamic, scripted, scripttest, standard
+from agenttest.modes.base import CaseEnv, Mode
 
 __all__ = ["CaseEnv", "Mode", "get"]
 

@@ -7,14 +7,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import budgets
-from ..assertions import Observation, evaluate_all
-from ..errors import CallError, CallLimit
-from ..messages import last_user_content
-from ..model import AssertionResult, AssertionSpec, Case, Limits, Message, Reply, ToolCall, Turn, Usage
-from ..tracking import Trace
-from .base import CaseEnv, world_view
-from .standard import expectations
+from agenttest.verdicts import budgets
+from agenttest.assertions import Observation, evaluate_all
+from agenttest.errors import CallError, CallLimit
+from agenttest.model.messages import last_user_content
+from agenttest.model import AssertionResult, AssertionSpec, Case, Limits, Message, Reply, ToolCall, Turn, Usage
+from agenttest.runtime.trace import Trace
+from agenttest.modes.base import CaseEnv, world_view
+from agenttest.modes.standard import expectations
 
 
 class BudgetStop(Exception):

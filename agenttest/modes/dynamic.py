@@ -8,15 +8,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..assertions import Observation, evaluate
-from ..errors import CallError
-from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Status
-from ..tracking import Trace
-from . import simulator
-from .base import CaseEnv
-from .conversation import BudgetStop, Conversation, agent_turn, check_budget, final, final_reason
-from .simulator import SimulatorError
-from .standard import verdict
+from agenttest.assertions import Observation, evaluate
+from agenttest.errors import CallError
+from agenttest.model import AssertionResult, Case, CaseResult, CheckpointResult, Status
+from agenttest.runtime.trace import Trace
+from agenttest.modes import simulator
+from agenttest.modes.base import CaseEnv
+from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, final, final_reason
+from agenttest.modes.simulator import SimulatorError
+from agenttest.modes.standard import verdict
 
 
 class CheckpointError(Exception):

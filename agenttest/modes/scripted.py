@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..assertions import evaluate_all
-from ..errors import CallError
-from ..model import AssertionResult, Case, CaseResult, Status
-from ..tracking import Trace
-from .base import CaseEnv
-from .conversation import BudgetStop, Conversation, agent_turn, check_budget, final, final_reason
-from .standard import verdict
+from agenttest.assertions import evaluate_all
+from agenttest.errors import CallError
+from agenttest.model import AssertionResult, Case, CaseResult, Status
+from agenttest.runtime.trace import Trace
+from agenttest.modes.base import CaseEnv
+from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, final, final_reason
+from agenttest.modes.standard import verdict
 
 
 async def _turns(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> None:

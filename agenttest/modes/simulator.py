@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import CallError
-from ..messages import content_text
-from ..model import Case, Message
-from ..workerprotocol import ProtocolError, ask_json
-from .base import CaseEnv
+from agenttest.errors import CallError
+from agenttest.model.messages import content_text
+from agenttest.model import Case, Message
+from agenttest.agents.protocols import ProtocolError, ask_json
+from agenttest.modes.base import CaseEnv
 
 PLAIN_TEXT = "(the simulator replied in plain text; it was taken as the user's message)"
 

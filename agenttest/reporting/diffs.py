@@ -7,11 +7,11 @@ import os
 from html import escape
 from typing import Any
 
-from ..comparison import KINDS, CaseDiff, Comparison
-from ..errors import AgentTestError
-from ..outputfiles import prepare
-from .console import RULE, THIN, cut, safe
-from .markdown import _code, _text
+from agenttest.history.comparison import KINDS, CaseDiff, Comparison
+from agenttest.errors import AgentTestError
+from agenttest.util.files import prepare
+from agenttest.reporting.console import RULE, THIN, cut, safe
+from agenttest.reporting.markdown import _code, _text
 
 ICONS = {"regressed": "🔴", "fixed": "🟢", "still failing": "❌", "new": "🆕", "removed": "➖", "flaky": "🟡",
          "changed": "🔄", "unchanged": "⚪"}

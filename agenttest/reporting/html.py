@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from html import escape
 
-from ..config import format_duration
-from ..texts import as_text, shorten
-from ..model import AssertionResult, CaseResult, RunReport, ToolCall
-from . import figures
-from .formats import register
-from ..records import change_text, row_input, summary_dict
+from agenttest.util.durations import format_duration
+from agenttest.util.text import as_text, shorten
+from agenttest.model import AssertionResult, CaseResult, RunReport, ToolCall
+from agenttest.reporting import figures
+from agenttest.reporting.formats import register
+from agenttest.history.writing import change_text, row_input, summary_dict
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
@@ -28,7 +28,7 @@ h2{font-size:1.15rem;margin-top:1.8rem}.warn{color:#8a5a00}
 
 def _conversation(value: object) -> str:
     """A message history as ``role: text`` lines; anything else as text."""
-    from ..messages import content_text
+    from agenttest.model.messages import content_text
 
     if isinstance(value, list) and all(isinstance(m, dict) and "content" in m for m in value):
         return "\n".join(f"{m.get('role', 'user')}: {content_text(m.get('content'))}" for m in value)

@@ -1,0 +1,1 @@
+"""Earlier runs: the report codec (write and read), diff, merge."""
