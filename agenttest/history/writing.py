@@ -8,7 +8,7 @@ from typing import Any
 
 from agenttest.verdicts import costs
 from agenttest.verdicts import gates
-from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Gate, ModelCall, RunReport, Spend, Turn, Usage,
+from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Gate, ModelCall, PassK, RunReport, Spend, Turn, Usage,
                     WorldChange, WorldRecord)
 from agenttest.util.text import as_text, shorten
 
@@ -162,6 +162,9 @@ def gate_dict(g: Gate) -> dict[str, Any]:
     out.update(verdict=g.verdict, runs=g.runs, planned=g.planned, passed=g.passed, pass_rate=round(g.pass_rate, 4),
                min_pass_rate=g.min_pass_rate, pass_hat_k=g.pass_hat_k, pass_at_k=g.pass_at_k, flaky=g.flaky,
                classification=gates.classify(100 * g.pass_rate) if g.runs else None)
+    if g.runs > 1:
+        out["pass_hat"] = [round(p, 6) for p in g.pass_hat]
+        out["pass_at"] = [round(p, 6) for p in g.pass_at]
     if g.saved:
         out["saved"] = g.saved
     if g.skipped:
@@ -173,6 +176,12 @@ def gate_dict(g: Gate) -> dict[str, Any]:
     if g.total_cost is not None:
         out["total_cost"] = round(g.total_cost, 8)
     return out
+
+
+def pass_k_dict(table: PassK) -> dict[str, Any]:
+    """The suite's pass^k and pass@k for k = 1 … N, item k-1 of each list."""
+    return {"k": list(table.k), "pass_hat": [round(p, 6) for p in table.pass_hat], "pass_at": [round(p, 6) for p in table.pass_at],
+            "cases": list(table.cases)}
 
 
 def _spent(usage: Usage, cost: float | None) -> dict[str, Any]:
@@ -240,6 +249,12 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
         out["gates_passed"] = sum(1 for g in report.gates if g.verdict == "passed")
         out["gates_failed"] = len(gates.failed(report.gates))
         out["gates"] = [gate_dict(g) for g in report.gates]
+        table = gates.pass_k(report.gates)
+        if table is not None:
+            out["pass_k"] = pass_k_dict(table)
+        if report.matrix:
+            by = {c: gates.pass_k([g for g in report.gates if g.connector == c]) for c in report.matrix}
+            out["pass_k_by_connector"] = {c: pass_k_dict(t) for c, t in by.items() if t is not None}
     if report.matrix:
         out["matrix"] = list(report.matrix)
     saved = gates.runs_saved(report.gates)

@@ -217,6 +217,17 @@ class Gate:
         return 0 < self.passed < self.runs
 
 
+@dataclass(frozen=True)
+class PassK:
+    """A suite's pass^k and pass@k for k = 1 … N (item k-1): the mean over the cases that ran at least k
+    times (``cases[k-1]`` of them) of each case's unbiased estimate — tau-bench's table."""
+
+    k: tuple[int, ...]
+    pass_hat: tuple[float, ...]
+    pass_at: tuple[float, ...]
+    cases: tuple[int, ...]
+
+
 def pass_hat(n: int, c: int, k: int) -> float:
     """C(c, k) / C(n, k): the chance that k of n runs, c of which passed, drawn without replacement all passed."""
     return math.comb(c, k) / math.comb(n, k) if 0 < k <= n else 0.0
