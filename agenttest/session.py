@@ -211,7 +211,7 @@ class Session:
             connector = ""
         if plan.matrix:
             connector = ", ".join(plan.matrix)
-        simulators = sorted({c.simulator.use for c in plan.cases if c.dynamic and c.simulator})
+        simulators = sorted({c.simulator.use or "scripted user (offline)" for c in plan.cases if c.dynamic and c.simulator})
         described = source.describe(len(plan.cases))
         if config.shard is not None:
             described += f", shard {config.shard[0]}/{config.shard[1]} of {self.selected}"
