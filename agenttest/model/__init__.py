@@ -24,6 +24,7 @@ from agenttest.model.cases import (
                       SimulatorSpec,
                       astuple_shallow,
 )
+from agenttest.model.plan import Plan, ResolvedCase
 from agenttest.model.kinds import FaultKind, Message, Mode, Role, Status
 from agenttest.model.results import (
                       AssertionResult,
@@ -31,7 +32,6 @@ from agenttest.model.results import (
                       CheckpointResult,
                       Gate,
                       PassK,
-                      Plan,
                       RunHeader,
                       RunReport,
                       Stability,
@@ -64,6 +64,7 @@ __all__ = [
     "PassK",
     "Plan",
     "Reply",
+    "ResolvedCase",
     "Role",
     "RunHeader",
     "RunReport",
