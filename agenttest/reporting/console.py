@@ -370,8 +370,8 @@ def _tally(r: CaseResult) -> str:
     turns = f"{len(r.turns)} turn{'s' if len(r.turns) != 1 else ''}"
     if r.dynamic:
         ended = r.turns[-1].ended if r.turns else ""
-        return f"{turns}{f' (ended: {ended})' if ended and ended not in ('checkpoints reached', 'max turns') else ''}, " \
-               f"{sum(1 for c in r.checkpoints if c.reached)}/{len(r.checkpoints)} checkpoints"
+        said = f"{turns}{f' (ended: {ended})' if ended and ended not in ('checkpoints reached', 'max turns') else ''}"
+        return f"{said}, {sum(1 for c in r.checkpoints if c.reached)}/{len(r.checkpoints)} checkpoints" if r.checkpoints else said
     checks = [a for t in r.turns for a in t.assertions]
     return f"{turns}, {sum(1 for a in checks if a.passed)}/{len(checks)} turn checks" + (f", {r.not_run_turns} not run" if r.not_run_turns else "")
 
