@@ -235,3 +235,51 @@ def test_bad_conversation_input_is_exit_2_before_any_call(conv_app, server, case
     assert message in result.stderr and "c.jsonl:1:" in result.stderr, result.stderr
     assert play.agent_requests == 0 and not play.sim_payloads
     assert "Traceback" not in result.stderr
+
+
+def test_a_failed_scripted_turn_is_in_markdown_and_html(conv_app, server, tmp_path):
+    case = scripted()
+    case["turns"][2]["assert"] = {"type": "contains", "value": "nope"}
+    server.responder = Play()
+    path = conv_app.cases("c.jsonl", [case])
+    md, html = tmp_path / "r.md", tmp_path / "r.html"
+    cli("-i", str(path), "-n", "bot", "-o", str(md), "-o", str(html))
+    text = md.read_text()
+    assert "- Turn 1 (greet): “hi” → “echo: hi”" in text and "  - ✗ `contains`: output does not contain 'nope': echo: bye" in text
+    assert "✗ output does not contain &#x27;nope&#x27;: echo: bye" in html.read_text()
+
+
+def test_dry_run_writes_each_case_of_a_product_loadable_back(conv_app, server):
+    case = {"id": "v", "turns": [{"variants": [{"id": "en", "input": "hello"}, {"id": "fr", "input": "bonjour"}],
+                                  "assert": {"type": "contains", "value": "echo"}}]}
+    path = conv_app.cases("c.jsonl", [case])
+    dry = conv_app.root / "dry.jsonl"
+    assert cli("-i", str(path), "-n", "bot", "--dry-run", "-o", str(dry)).exit_code == 0
+    rows = [json.loads(line) for line in dry.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["v[en]", "v[fr]"] and rows[1]["turns"][0]["input"] == [{"role": "user", "content": "bonjour"}]
+    listed = cli("-i", str(dry), "-n", "bot", "--list")
+    assert "v[en]  scripted" in listed.stdout and "v[fr]  scripted" in listed.stdout
+
+
+def test_pass_hat_k_estimator_is_the_papers():
+    from math import comb
+
+    from agenttest.model import Gate
+    from agenttest.verdicts.gates import pass_k
+
+    g = Gate("a", runs=5, passed=3, planned=5)
+    assert g.pass_hat == pytest.approx(tuple(comb(3, k) / comb(5, k) for k in range(1, 6)))
+    assert g.pass_at == pytest.approx(tuple(1 - comb(2, k) / comb(5, k) for k in range(1, 6)))
+    assert g.pass_hat[-1] == 0 and Gate("b", runs=5, passed=5).pass_hat[-1] == 1  # pass^N is "every run passed"
+    table = pass_k([g, Gate("b", runs=5, passed=5), Gate("c", runs=0, skipped=5)])  # a case that never ran counts nowhere
+    assert table is not None and table.k == (1, 2, 3, 4, 5) and table.cases == (2,) * 5
+    assert table.pass_hat[1] == pytest.approx((3 / 10 + 1) / 2)
+    assert pass_k([Gate("a", runs=1, passed=1)]) is None  # one run: nothing beyond the pass rate
+
+
+def test_state_failure_on_an_object_names_the_differing_fields():
+    from agenttest.assertions.state import fields_differing
+
+    message = fields_differing("$.user", {"name": "Mia", "balance": 100, "trips": ["A"]}, {"name": "Mia", "balance": 40, "trips": ["A", "B"]})
+    assert message == "$.user differs in 2 fields: $.user.balance: expected 100, got 40; $.user.trips[1]: expected absent, got B"
+    assert fields_differing("$.n", 1, 2) == ""  # plain values keep json_path's message
