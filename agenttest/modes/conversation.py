@@ -4,14 +4,15 @@ one agent turn, the budget check after a turn, and the final assertions judged a
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agenttest.verdicts import budgets
 from agenttest.assertions import Observation, evaluate_all
 from agenttest.errors import CallError, CallLimit
 from agenttest.model.messages import last_user_content
-from agenttest.model import AssertionResult, AssertionSpec, Case, Limits, Message, Reply, ToolCall, Turn, Usage
+from agenttest.model import AssertionResult, AssertionSpec, Case, CaseResult, Limits, Message, Reply, Status, ToolCall, Turn, Usage
 from agenttest.runtime.trace import Trace
 from agenttest.modes.base import CaseEnv, world_view
 from agenttest.modes.standard import expectations
@@ -37,6 +38,18 @@ class Conversation:
 
     def missing(self) -> list[str]:
         return [c.id for c in self.case.checkpoints if c.required and c.id not in self.reached]
+
+
+Result = Callable[[Case, Conversation, Status, str], CaseResult]
+
+
+def cut_short(case: Case, trace: Trace, status: Status, error: str, result: Result, missing: bool = False) -> CaseResult:
+    """A conversation cut short (timeout, error) keeps its turns; the agent's calls in an unfinished turn come
+    from the trace. A timeout says the turn it interrupted (and, with ``missing``, the checkpoints not reached)."""
+    conv = trace.state if isinstance(trace.state, Conversation) else Conversation(case)
+    if status == "timeout":
+        error += f" (during turn {len(conv.turns) + 1})" + (f"; missing checkpoints: {', '.join(conv.missing())}" if missing else "")
+    return replace(result(case, conv, status, error), tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
 
 
 def reply_text(reply: Reply) -> Any:

@@ -14,7 +14,7 @@ from agenttest.model import AssertionResult, Case, CaseResult, CheckpointResult,
 from agenttest.runtime.trace import Trace
 from agenttest.modes import simulator
 from agenttest.modes.base import CaseEnv
-from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, final, final_reason
+from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, cut_short, final, final_reason
 from agenttest.modes.simulator import SimulatorError
 from agenttest.modes.standard import verdict
 
@@ -167,9 +167,5 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
-    """A conversation cut short keeps its turns; the agent's calls in an unfinished turn come from the trace."""
-    conv = trace.state if isinstance(trace.state, Conversation) else Conversation(case)
-    if status == "timeout":
-        error += f" (during turn {len(conv.turns) + 1}); missing checkpoints: {', '.join(conv.missing())}"
-    result = _result(case, conv, status, error)
-    return replace(result, tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
+    """A conversation cut short keeps its turns (and a timeout names the checkpoints missing)."""
+    return cut_short(case, trace, status, error, _result, missing=True)

@@ -11,7 +11,7 @@ from agenttest.errors import CallError
 from agenttest.model import AssertionResult, Case, CaseResult, Status
 from agenttest.runtime.trace import Trace
 from agenttest.modes.base import CaseEnv
-from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, final, final_reason
+from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, cut_short, final, final_reason
 from agenttest.modes.standard import verdict
 
 
@@ -56,8 +56,4 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
     """A conversation cut short keeps the turns it ran; the later ones are counted as not run."""
-    conv = trace.state if isinstance(trace.state, Conversation) else Conversation(case)
-    if status == "timeout":
-        error += f" (during turn {len(conv.turns) + 1})"
-    result = _result(case, conv, status, error)
-    return replace(result, tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
+    return cut_short(case, trace, status, error, _result)
