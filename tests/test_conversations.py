@@ -283,3 +283,14 @@ def test_state_failure_on_an_object_names_the_differing_fields():
     message = fields_differing("$.user", {"name": "Mia", "balance": 100, "trips": ["A"]}, {"name": "Mia", "balance": 40, "trips": ["A", "B"]})
     assert message == "$.user differs in 2 fields: $.user.balance: expected 100, got 40; $.user.trips[1]: expected absent, got B"
     assert fields_differing("$.n", 1, 2) == ""  # plain values keep json_path's message
+
+
+def test_budget_model_calls_bounds_a_standard_case_too(conv_app, server):
+    play = Play()
+    server.responder = lambda req: Answer("", tool_calls=[{"name": "lookup", "arguments": {}}]) if play(req) else None
+    path = conv_app.cases("c.jsonl", [{"id": "s", "input": "loop", "budget": {"model_calls": 2}}])
+    out = conv_app.root / "r.json"
+    result = cli("-i", str(path), "-n", "bot", "-o", str(out))
+    r = report(out)["results"][0]
+    assert result.exit_code == 1 and r["status"] == "failed" and r["error"] == "budget exceeded: model_calls > 2"
+    assert play.agent_requests == 2 and len(r["tool_calls"]) == 2
