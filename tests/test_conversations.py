@@ -294,3 +294,12 @@ def test_budget_model_calls_bounds_a_standard_case_too(conv_app, server):
     r = report(out)["results"][0]
     assert result.exit_code == 1 and r["status"] == "failed" and r["error"] == "budget exceeded: model_calls > 2"
     assert play.agent_requests == 2 and len(r["tool_calls"]) == 2
+
+
+def test_end_simulator_cases_take_the_simulator_flag(conv_app, server):
+    play = Play([{"message": "hello", "goal_achieved": True}])
+    case = {"id": "d", "end": "simulator", "assert": {"type": "contains", "value": "echo: hello"}}
+    result, data = run(conv_app, server, play, [case], "--simulator", "sim")
+    assert result.exit_code == 0 and data["results"][0]["total_turns"] == 1, result.output
+    refused, _ = run(conv_app, server, Play(), [case])
+    assert refused.exit_code == 2 and "\"end\": \"simulator\" needs a 'simulator'" in refused.stderr

@@ -441,7 +441,7 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
     if sim:
         script = tuple(sim["script"]) if "script" in sim else None
         simulator = SimulatorSpec(sim.get("use", ""), sim.get("options") or {}, script, bool(sim.get("hide_checkpoints", False)))
-    if simulator is None and checkpoints and default_simulator:
+    if simulator is None and (checkpoints or raw.get("end") == "simulator") and default_simulator:
         simulator = SimulatorSpec(default_simulator)
     return Case(
         id=raw["id"],

@@ -151,11 +151,12 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
             out.append(Finding(("budget", "duration"), f"bad 'duration': {exc}", None, False))
     checkpoints = raw.get("checkpoints")
     ends_by_simulator = raw.get("end", "checkpoints") != "checkpoints"  # a misspelt value is its own error, not more
+    simulated = "simulator" in raw or (ends_by_simulator and bool(default_simulator))
     out += _simulator_problems(raw.get("simulator"))
     if "simulator" in raw and not checkpoints and not ends_by_simulator:
         out.append(Finding(("simulator",), "a dynamic case needs 'checkpoints' as well as 'simulator'",
                            "or \"end\": \"simulator\" to let the simulator end it and final assertions judge it", True))
-    if ends_by_simulator and "simulator" not in raw and not checkpoints:
+    if ends_by_simulator and "simulator" not in raw and not checkpoints and not default_simulator:
         out.append(Finding(("end",), "\"end\": \"simulator\" needs a 'simulator'", "add \"simulator\": {\"use\": \"workers.test.user-simulator\"} or {\"script\": [...]}", True))
     if "turns" in raw:
         out += _turns_problems(raw)
@@ -163,14 +164,14 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
         if "simulator" not in raw and not default_simulator:
             out.append(Finding(("checkpoints",), "checkpoints need a simulator", "add \"simulator\": {\"use\": \"workers.test.user-simulator\"} or pass --simulator", True))
         out += _checkpoint_problems(checkpoints)
-    elif "simulator" in raw:
+    elif simulated:
         pass  # the simulator opens the conversation
     elif "input" not in raw or raw.get("input") in ("", [], None):
         if "input" not in raw:
             out.append(Finding((), "missing required field 'input'", "standard cases need 'input'; dynamic cases need 'checkpoints'", False))
         else:
             out.append(Finding(("input",), "'input' is empty", None, False))
-    out += _without_effect(raw, bool(checkpoints) or "simulator" in raw)
+    out += _without_effect(raw, bool(checkpoints) or simulated)
     return out
 
 
