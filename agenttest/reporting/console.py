@@ -373,7 +373,8 @@ def _tally(r: CaseResult) -> str:
         said = f"{turns}{f' (ended: {ended})' if ended and ended not in ('checkpoints reached', 'max turns') else ''}"
         return f"{said}, {sum(1 for c in r.checkpoints if c.reached)}/{len(r.checkpoints)} checkpoints" if r.checkpoints else said
     checks = [a for t in r.turns for a in t.assertions]
-    return f"{turns}, {sum(1 for a in checks if a.passed)}/{len(checks)} turn checks" + (f", {r.not_run_turns} not run" if r.not_run_turns else "")
+    said = f"{turns}, {sum(1 for a in checks if a.passed)}/{len(checks)} turn checks" if checks else turns
+    return said + (f", {r.not_run_turns} not run" if r.not_run_turns else "")
 
 
 def case_verdicts(report: RunReport) -> tuple[dict[str, int], int]:
