@@ -297,7 +297,7 @@ def diff_command(base: str, new: str, output: str | None, fail_on_regression: bo
     def work() -> int:
         from agenttest.history.comparison import compare
         from agenttest.util.files import write_atomic
-        from agenttest.history.reading import read
+        from agenttest.history.codec import read
         from agenttest.reporting import diffs
 
         if output:
@@ -324,7 +324,7 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...]) -> None:
     def work() -> int:
         from agenttest import reporting
         from agenttest.history.merging import merge
-        from agenttest.history.reading import read
+        from agenttest.history.codec import read
         from agenttest.reporting.console import Console
         from agenttest.verdicts.outcome import exit_code
 

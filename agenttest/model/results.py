@@ -73,12 +73,12 @@ class WorldChange:
 
 @dataclass(frozen=True)
 class WorldRecord:
-    """A case's tool world: as the agent found it, as it left it, and the difference."""
+    """A case's tool world: as the agent found it, as it left it, and the difference (with --report-world
+    changes, the difference only: ``initial`` and ``final`` are None)."""
 
-    initial: Any
-    final: Any
+    initial: Any = None
+    final: Any = None
     changes: tuple[WorldChange, ...] = ()
-    kept: bool = True  # False: the report keeps the changes only (--report-world changes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,8 @@ from agenttest.util.text import as_text, shorten
 from agenttest.model import AssertionResult, CaseResult, RunReport, ToolCall
 from agenttest.reporting import figures
 from agenttest.reporting.formats import register
-from agenttest.history.writing import change_text, row_input, summary_dict
+from agenttest.history.codec import summary_dict
+from agenttest.reporting.rows import change_text, row_input
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}

@@ -94,7 +94,7 @@ class ToolWorld:
         changes = diff(self.initial, final)
         if self.case.world is None and not changes and not final:
             return None
-        return WorldRecord(self.initial, final, changes) if snapshots else WorldRecord(None, None, changes, kept=False)
+        return WorldRecord(self.initial, final, changes) if snapshots else WorldRecord(changes=changes)
 
 
 def _injected(fault: Fault, tool: str) -> Outcome:
