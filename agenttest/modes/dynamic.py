@@ -5,9 +5,11 @@ budget; the case's own assertions then judge it once, as it ended."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from typing import Any
 
+from agenttest.plugins import MODES
 from agenttest.assertions import Observation, evaluate
 from agenttest.errors import CallError
 from agenttest.model import AssertionResult, Case, CaseResult, CheckpointResult, Status
@@ -169,3 +171,6 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
     """A conversation cut short keeps its turns (and a timeout names the checkpoints missing)."""
     return cut_short(case, trace, status, error, _result, missing=True)
+
+
+MODES.add("dynamic", sys.modules[__name__])  # the built-in mode registers as a plug-in would

@@ -4,8 +4,10 @@ turns still run; an agent error stops the conversation. The case's own assertion
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 
+from agenttest.plugins import MODES
 from agenttest.assertions import evaluate_all
 from agenttest.errors import CallError
 from agenttest.model import AssertionResult, Case, CaseResult, Status
@@ -57,3 +59,6 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
     """A conversation cut short keeps the turns it ran; the later ones are counted as not run."""
     return cut_short(case, trace, status, error, _result)
+
+
+MODES.add("scripted", sys.modules[__name__])  # the built-in mode registers as a plug-in would
