@@ -74,7 +74,8 @@ def _result(rng: random.Random, index: int) -> CaseResult:
 def _report(seed: int) -> RunReport:
     rng = random.Random(seed)
     results = tuple(_result(rng, i) for i in range(8))
-    gate = Gate("case-0", "mock", "tests/cases.jsonl", 3, 3, 2, 0.5, 1, 1, 10.0, 11.0, 9.0, 12.5, 1.25, 300, 0.01, 0.02)
+    gate = Gate(id="case-0", connector="mock", file="tests/cases.jsonl", planned=3, runs=3, passed=2, min_pass_rate=0.5, skipped=1,
+                saved=1, mean_ms=10.0, median_ms=11.0, min_ms=9.0, max_ms=12.5, std_ms=1.25, tokens=300, cost=0.01, total_cost=0.02)
     return RunReport(
         results=results, started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z", duration_ms=1000.5,
         agent_id="bot", agent_path="/app/assistants/bot", connector="mock", simulator="sim", input_source="tests/cases.jsonl",

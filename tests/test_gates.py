@@ -266,7 +266,7 @@ def test_compute_counts_skips_errors_and_not_run():
     assert a.pass_at_k and not a.pass_hat_k and a.flaky
     assert (s.runs, s.skipped, s.verdict) == (0, 1, "skipped") and n.verdict == "not run"
     assert gatemod.failed([a, s, n]) == [] and gatemod.shown([a, s, n])
-    assert not gatemod.shown([Gate("x", planned=1)]) and gatemod.shown([Gate("x")], ["m1", "m2"])
+    assert not gatemod.shown([Gate(id="x", planned=1)]) and gatemod.shown([Gate(id="x")], ["m1", "m2"])
 
 
 def test_pass_hat_k_of_an_80_percent_agent_is_33_percent():

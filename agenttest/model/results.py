@@ -158,7 +158,7 @@ class Stability:
     connector: str = ""  # in a model matrix
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Gate:
     """The verdict of one case (on one connector of a matrix) over its runs (FORMATS §8): passed when
     ``pass_rate >= min_pass_rate``. Skipped runs count nowhere; errors and timeouts count as not passed."""
@@ -234,7 +234,7 @@ def pass_hat(n: int, c: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k) if 0 < k <= n else 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunHeader:
     """What the console header and the report say about a run before it starts."""
 

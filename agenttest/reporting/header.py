@@ -27,5 +27,6 @@ def header_of(plan: Plan, described: str, catalog: Catalog, selected: int) -> Ru
                                 f"{'; misses called live and recorded' if config.record else ''})"))
     if config.record:
         notes.append(("Record", config.record))
-    return RunHeader(config.agent or plan.agent, connector, ", ".join(simulators), described,
-                     config.timeout, plan.total, config.runs, config.parallel, modes == {True}, len(modes) > 1, tuple(notes))
+    return RunHeader(agent=config.agent or plan.agent, connector=connector, simulator=", ".join(simulators), input=described,
+                     timeout=config.timeout, total=plan.total, runs=config.runs, parallel=config.parallel,
+                     dynamic=modes == {True}, mixed=len(modes) > 1, notes=tuple(notes))
