@@ -299,6 +299,8 @@ def main() -> None:
               help="Compare with an earlier JSON report after the summary; exit 1 only when a case regressed or a new case does not pass  [default: off]")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",
               help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: reports/output-<timestamp>.json in the app root, for a case file]")
+@click.option("--report-world", type=click.Choice(["full", "changes"]), default="full", show_default=True, cls=Option, section="Output",
+              help="What reports keep of each case's tool world: the initial and final world and their changes, or the changes only.")
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output",
               help="Show outputs, tool calls, what user code printed and whole tracebacks under every case  [default: off]")
 @click.option("--json", "json", is_flag=True, cls=Option, section="Output",

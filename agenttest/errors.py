@@ -144,6 +144,10 @@ class CallError(Exception):
         self.location = location  # ``tools.py:12``: where in the user's code it was raised
 
 
+class CallLimit(CallError):
+    """The agent under test was stopped before a model call its budget does not allow (``budget.model_calls``)."""
+
+
 AgentError = CallError  # the name of round 1, kept for plug-ins that raise it
 
 

@@ -66,7 +66,7 @@ BUILTINS = (
     "agenttest.connectors.openai", "agenttest.connectors.mock",
     "agenttest.reporting.jsonfile", "agenttest.reporting.markdown", "agenttest.reporting.html", "agenttest.reporting.junit",
     "agenttest.inputs.sources",
-    "agenttest.modes.standard", "agenttest.modes.dynamic", "agenttest.modes.scripttest",
+    "agenttest.modes.standard", "agenttest.modes.dynamic", "agenttest.modes.scripted", "agenttest.modes.scripttest",
 )
 
 _loaded: set[str] = set()

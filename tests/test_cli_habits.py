@@ -238,7 +238,7 @@ def test_init_makes_an_app_whose_suite_passes(tmp_path):
     demo = tmp_path / "demo"
     ran = subprocess.run([sys.executable, "-m", "agenttest", "-i", "tests"], cwd=demo, capture_output=True, text=True, env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "ALL TESTS PASSED" in ran.stdout and "Total:     6" in ran.stdout
+    assert "ALL TESTS PASSED" in ran.stdout and "Total:     7" in ran.stdout
     scripts = subprocess.run([sys.executable, "-m", "agenttest", "-i", "scripts.support.support"], cwd=demo, capture_output=True, text=True, env=env)
     assert scripts.returncode == 0, scripts.stdout
     again = subprocess.run([sys.executable, "-m", "agenttest", "init", "demo"], cwd=tmp_path, capture_output=True, text=True, env=env)

@@ -134,3 +134,21 @@ def test_example_mcp_server_suite(tmp_path):
     converted, refused = report(out)["results"]
     assert [c["server"] for c in converted["tool_calls"] + refused["tool_calls"]] == ["rates", "rates"]
     assert "no rate for 'CHF'" in refused["tool_calls"][0]["error"]
+
+
+def test_airline_example_runs_offline_with_the_pass_hat_k_table(tmp_path):
+    """examples/airline: a tau-bench-style task port — a world, tools, scripted and mock simulators,
+    end: "simulator", final state assertions — run with --runs 4 as docs/dynamic.md shows."""
+    out = tmp_path / "r.json"
+    result = cli("--app", "examples/airline", "-i", "examples/airline/assistants/airline/tests/tasks.jsonl", "-n", "airline",
+                 "--runs", "4", "-o", str(out), cwd=REPO)
+    assert result.exit_code == 0, result.output
+    data = report(out)
+    passed = {g["id"]: g["passed"] for g in data["summary"]["gates"]}
+    assert passed == {"cancel-insured": 4, "refuse-uninsured": 4, "compensation": 4, "cancel-flaky-backend": 2}
+    # by hand, over the four cases: C(c,k)/C(4,k) with c = 4, 4, 4, 2
+    assert data["summary"]["pass_k"]["pass_hat"] == [0.875, round((3 + 1 / 6) / 4, 6), 0.75, 0.75]
+    compensation = next(r for r in data["results"] if r["id"] == "compensation")
+    assert compensation["turns"][-1]["ended"] == "end tool transfer_to_human_agents"
+    assert {c["role"] for c in compensation["model_calls"]} == {"agent", "simulator"}
+    assert "pass^k  0.875  0.792  0.750  0.750" in result.stdout

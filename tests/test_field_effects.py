@@ -97,6 +97,12 @@ EFFECTS: dict[str, dict[str, Probe | str]] = {
                     "dynamic": ([{"id": "never", "assert": {"type": "contains", "value": "nope"}}], lambda a, b: a["status"] == "failed" and b["status"] == "passed")},
     "max_turns": {"standard": "'max_turns' applies only to dynamic cases",
                   "dynamic": (1, lambda a, b: a["total_turns"] == 1 and b["total_turns"] == 2)},  # the base allows 2
+    "end": {"standard": "'end' applies only to dynamic cases",
+            "dynamic": ("simulator", lambda a, b: a["total_turns"] == 2 and b["total_turns"] == 1)},  # on until max_turns, not the checkpoint
+    "end_tools": {"standard": "'end_tools' applies only to dynamic cases",
+                  "dynamic": (["peek"], lambda a, b: a["turns"][0]["output"] == "" and b["turns"][0]["output"].startswith("seen:"))},
+    "turns": {"standard": ([{"input": "hello"}], lambda a, b: a["turns"][0]["output"] == "echo: hello" and "turns" not in b),
+              "dynamic": "a case has 'turns' (a scripted conversation) or 'checkpoints' (a simulated one), not both"},
     "tags": {m: (["smoke"], lambda a, b: a.get("tags") == ["smoke"] and "tags" not in b) for m in MODES},
     "world": {m: ({"orders": 1}, lambda a, b: tool_result(a)["world"] == {"orders": 1} and tool_result(b)["world"] == {}) for m in MODES},
     "mocks": {m: ([{"tool": "peek", "returns": "mocked!"}], lambda a, b: a["tool_calls"][0].get("mocked") and not b["tool_calls"][0].get("mocked")) for m in MODES},
@@ -108,7 +114,8 @@ EFFECTS: dict[str, dict[str, Probe | str]] = {
     "faults": {m: ([{"tool": "peek", "kind": "empty"}], lambda a, b: a["tool_calls"][0].get("fault") == "empty" and not b["tool_calls"][0].get("fault")) for m in MODES},
 }
 MARKED = {"before", "after"}  # their effect is the hook having run, seen in the marks file
-REFUSED_VALUES = {"skip_reason": "not today", "max_turns": 2, "simulator": {"use": "sim"}}
+REFUSED_VALUES = {"skip_reason": "not today", "max_turns": 2, "simulator": {"use": "sim"}, "end": "simulator", "end_tools": ["peek"],
+                  "turns": [{"input": "x"}]}
 
 
 def test_every_case_field_has_a_probe():

@@ -15,8 +15,8 @@ from typing import Any
 from agenttest.app import prompts
 from agenttest.runtime import usercalls
 from agenttest.connectors import ChatRequest, Connector
-from agenttest.errors import AgentTestError, CallError, Location, did_you_mean, typo_of
-from agenttest.model import Completion, Context, Message, Reply, ToolCall, Usage
+from agenttest.errors import AgentTestError, CallError, CallLimit, Location, did_you_mean, typo_of
+from agenttest.model import Completion, Context, Limits, Message, Reply, ToolCall, Usage
 from agenttest.model.parameters import CHAT_PARAMETERS, TRANSPORT, not_sent, request_options
 from agenttest.util.text import cleaned, safe_text
 from agenttest.util.values import sendable
@@ -245,8 +245,11 @@ class Agent:
             raise AgentTestError(f"agent {self.spec.id} has no connector", hint="set \"connector\" in package.yao or pass -c")
         return chosen
 
-    async def run(self, ctx: Context, messages: list[Message], connector: str | None = None, options: dict[str, Any] | None = None) -> Reply:
-        """Answer a conversation: hooks, model calls and the tool loop. Failures raise CallError."""
+    async def run(self, ctx: Context, messages: list[Message], connector: str | None = None, options: dict[str, Any] | None = None,
+                  limits: Limits = Limits()) -> Reply:
+        """Answer a conversation: hooks, model calls and the tool loop. Failures raise CallError; a model call
+        past ``limits.model_calls`` raises CallLimit; a call of one of ``limits.end_tools`` ends the loop
+        after its result, without asking the model again."""
         conversation = self._prompts(ctx) + list(messages)
         if self.create_hook is not None:
             created = await usercalls.call(self.create_hook, ctx, conversation, what="create hook")
@@ -261,6 +264,8 @@ class Agent:
         calls: list[ToolCall] = []
         usage, rounds = Usage(), 0
         while True:
+            if limits.model_calls is not None and rounds >= limits.model_calls:
+                raise CallLimit("the budget allows no more model calls")
             rounds += 1
             started = time.perf_counter()
             try:
@@ -278,6 +283,8 @@ class Agent:
             ran = await asyncio.gather(*(self._run_tool(ctx, c) for c in completion.tool_calls))
             calls += ran
             new += [{"role": "tool", "tool_call_id": c.id, "content": _tool_content(c)} for c in ran]
+            if any(c.name in limits.end_tools for c in ran):
+                break
         reply = Reply(completion.content, tuple(new), tuple(calls), usage, model_calls=rounds)
         if self.next_hook is not None:
             reply = await self._next(ctx, conversation, reply)

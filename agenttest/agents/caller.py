@@ -11,7 +11,7 @@ from typing import Any, cast
 from agenttest.agents.catalog import Catalog
 from agenttest.errors import AgentTestError, CallError
 from agenttest.runtime.context import Identity
-from agenttest.model import Case, Context, Message, Reply, Role
+from agenttest.model import Case, Context, Limits, Message, Reply, Role
 from agenttest.util.text import as_text
 from agenttest.runtime.trace import current_role
 
@@ -57,13 +57,13 @@ class Caller:
         return self.identity.context(case, run, test_mode, metadata, self, connector)
 
     async def call(self, agent_id: str, messages: list[Message], ctx: Context, connector: str | None = None,
-                   options: dict[str, Any] | None = None) -> Reply:
+                   options: dict[str, Any] | None = None, limits: Limits = Limits()) -> Reply:
         """One agent's reply to a conversation; any failure is a CallError."""
         try:
             agent = await self.catalog.ready(agent_id)
         except AgentTestError as exc:
             raise CallError(str(exc)) from None
-        return await agent.run(ctx, messages, connector, options)
+        return await agent.run(ctx, messages, connector, options, limits)
 
     async def ask(self, agent_id: str, messages: list[Message], test_mode: str, metadata: dict[str, Any], connector: str | None) -> str:
         """Call a worker agent (validator, simulator, generator) and return its reply as text."""

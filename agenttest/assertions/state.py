@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from agenttest.model import AssertionResult
+from agenttest.runtime.world import diff
 from agenttest.util.text import shorten
 from agenttest.assertions.registry import CheckProblem, Observation, register
 from agenttest.assertions.static import PATH, VALUE, json_path, parsed_path, path_problems
@@ -60,4 +61,28 @@ def state(params: dict[str, Any], obs: Observation) -> AssertionResult:
         return _unchanged(params["unchanged"], obs)
     result = json_path({**params, "type": "json_path"}, Observation(obs.world))
     assert isinstance(result, AssertionResult)  # json_path is synchronous
+    if not result.passed and "value" in params and result.actual is not None:
+        differing = fields_differing(params["path"], params["value"], result.actual)
+        if differing:
+            return replace(result, type="state", message=f"world {differing}")
     return replace(result, type="state", message=f"world {result.message}" if result.message else "")
+
+
+FIELDS_SHOWN = 8  # differing fields named in a message; the report's expected and actual hold all of them
+
+
+def fields_differing(path: str, expected: Any, actual: Any) -> str:
+    """``$.users.u1 differs in 2 fields: $.users.u1.balance: expected 100, got 40; …`` when both sides are
+    objects or lists (cutting the two values at a width would hide the field that differs); else ""."""
+    if not (isinstance(expected, (dict, list)) and isinstance(actual, type(expected))):
+        return ""
+    changes = diff(expected, actual, path)
+    if not changes:
+        return ""
+    parts = []
+    for c in changes[:FIELDS_SHOWN]:
+        want = "absent" if c.op == "added" else shorten(c.before, 60)
+        got = "absent" if c.op == "removed" else shorten(c.after, 60)
+        parts.append(f"{c.path}: expected {want}, got {got}")
+    more = f"; … {len(changes) - FIELDS_SHOWN} more" if len(changes) > FIELDS_SHOWN else ""
+    return f"{path} differs in {len(changes)} field{'s' if len(changes) != 1 else ''}: " + "; ".join(parts) + more

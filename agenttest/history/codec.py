@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any, Literal
 
 from agenttest.errors import AgentTestError, Location
-from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Gate, ModelCall, RunReport, Spend, Stability,
+from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Gate, ModelCall, PassK, RunReport, Spend, Stability,
                              ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from agenttest.util.positions import json_offset, line_col
 from agenttest.util.text import safe_text
@@ -111,6 +111,14 @@ def _dynamic(r: CaseResult, _: Any) -> bool:
     return r.dynamic
 
 
+def _conversation(r: CaseResult, _: Any) -> bool:
+    return r.conversation
+
+
+def _rates(values: tuple[float, ...]) -> list[float]:
+    return [round(p, 6) for p in values]
+
+
 SHAPES: dict[type, tuple[Key, ...]] = {
     Usage: (Key("prompt_tokens"), Key("completion_tokens"), Key("total_tokens"), Key("cached_tokens", when=_set)),
     AssertionResult: (Key("type"), Key("passed"), Key("message", when=_set), Key("expected", when=_given),
@@ -120,12 +128,14 @@ SHAPES: dict[type, tuple[Key, ...]] = {
                Key("error", when=_given), Key("server", when=_given), Key("mocked", when=_set), Key("fault", when=_given),
                Key("location", when=_set), Key("traceback", when=_set)),
     Turn: (Key("turn"), Key("input"), Key("output"), Key("tool_calls"), Key("checkpoints"), Key("duration_ms", put=_ms),
-           Key("simulator_reasoning", when=_set), Key("attachments", when=_set)),
+           Key("simulator_reasoning", when=_set), Key("attachments", when=_set), Key("id", when=_set), Key("assertions", when=_set),
+           Key("passed", when=lambda t, v: bool(t.assertions), put=lambda t: all(a.passed for a in t.assertions), derived=True),
+           Key("ended", when=_set)),
     CheckpointResult: (Key("id"), Key("reached"), Key("reached_at_turn"), Key("required"),
                        Key("passed", put=lambda c: c.passed, derived=True), Key("description", when=_set), Key("message", when=_set),
                        Key("tool", when=_set), Key("verdict", when=_given)),
     WorldChange: (Key("path"), Key("op"), Key("before", when=lambda c, v: c.op != "added"), Key("after", when=lambda c, v: c.op != "removed")),
-    WorldRecord: (Key("initial"), Key("final"), Key("changes")),
+    WorldRecord: (Key("initial", when=_given), Key("final", when=_given), Key("changes")),
     Spend: (Key("role"), Key("connector"), Key("calls"), Key("usage"), Key("cost", when=_given, put=_usd)),
     ModelCall: (Key("role"), Key("connector"), Key("model", when=_set), Key("duration_ms", put=_ms)),
     CaseResult: (
@@ -133,8 +143,9 @@ SHAPES: dict[type, tuple[Key, ...]] = {
         Key("output"), Key("duration_ms", put=_ms), Key("skip_reason", when=lambda r, v: r.status == "skipped" and bool(v)),
         Key("error", when=_not_passed, put=lambda r: r.reasons[0], derived=True),  # read back by _result_fields
         Key("assertion_errors", when=_not_passed, put=lambda r: r.assertion_errors, derived=True),
-        Key("run"), Key("assertions"), Key("tool_calls"), Key("usage"), Key("turns", when=_dynamic), Key("checkpoints", when=_dynamic),
-        Key("total_turns", when=_dynamic, put=lambda r: len(r.turns), derived=True), Key("world", when=_given),
+        Key("run"), Key("assertions"), Key("tool_calls"), Key("usage"), Key("turns", when=_conversation), Key("checkpoints", when=_dynamic),
+        Key("total_turns", when=_conversation, put=lambda r: len(r.turns), derived=True),
+        Key("turns_not_run", attr="not_run_turns", when=_set), Key("variants", when=_set), Key("world", when=_given),
         Key("warnings", when=_set), Key("logs", when=_set), Key("file", when=_set),
         Key("line", when=lambda r, v: bool(r.file and v)), Key("connector", when=_set), Key("spend", when=_set),
         Key("cost", when=lambda r, v: bool(r.spend) and costs.total(r.spend) is not None, put=lambda r: _usd(costs.total(r.spend) or 0),
@@ -147,6 +158,8 @@ SHAPES: dict[type, tuple[Key, ...]] = {
         Key("pass_hat_k", put=lambda g: g.pass_hat_k, derived=True), Key("pass_at_k", put=lambda g: g.pass_at_k, derived=True),
         Key("flaky", put=lambda g: g.flaky, derived=True),
         Key("classification", put=lambda g: gates.classify(100 * g.pass_rate) if g.runs else None, derived=True),
+        Key("pass_hat", when=lambda g, v: g.runs > 1, put=lambda g: _rates(g.pass_hat), derived=True),
+        Key("pass_at", when=lambda g, v: g.runs > 1, put=lambda g: _rates(g.pass_at), derived=True),
         Key("saved", when=_set), Key("skipped", when=_set),
         Key("duration", put=lambda g: {"median_ms": g.median_ms, "mean_ms": g.mean_ms, "min_ms": g.min_ms, "max_ms": g.max_ms,
                                        "std_ms": g.std_ms}, derived=True),  # read back by _gate_fields
@@ -186,6 +199,11 @@ def gate_dict(g: Gate) -> dict[str, Any]:
 
 def spend_dict(s: Spend) -> dict[str, Any]:
     return encode(s)
+
+
+def pass_k_dict(table: PassK) -> dict[str, Any]:
+    """The suite's pass^k and pass@k for k = 1 … N, item k-1 of each list (docs/gates.md)."""
+    return {"k": list(table.k), "pass_hat": _rates(table.pass_hat), "pass_at": _rates(table.pass_at), "cases": list(table.cases)}
 
 
 def _spent(usage: Usage, cost: float | None) -> dict[str, Any]:
@@ -237,6 +255,12 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
         out["gates_passed"] = sum(1 for g in report.gates if g.verdict == "passed")
         out["gates_failed"] = len(gates.failed(report.gates))
         out["gates"] = [gate_dict(g) for g in report.gates]
+        table = gates.pass_k(report.gates)
+        if table is not None:
+            out["pass_k"] = pass_k_dict(table)
+        if report.matrix:
+            by = {c: gates.pass_k([g for g in report.gates if g.connector == c]) for c in report.matrix}
+            out["pass_k_by_connector"] = {c: pass_k_dict(t) for c, t in by.items() if t is not None}
     if report.matrix:
         out["matrix"] = list(report.matrix)
     saved = gates.runs_saved(report.gates)
@@ -385,7 +409,7 @@ def _result(d: Any, index: int) -> CaseResult:
     skipped = fields["status"] == "skipped"
     error = decode(str, d["error"], [*where, "error"]) if d.get("error") is not None else ""
     fields.update(error="" if skipped else error, skip_reason=fields.get("skip_reason") or (error if skipped else ""),
-                  dynamic="turns" in d or "checkpoints" in d, index=index)
+                  dynamic="checkpoints" in d, scripted="turns" in d and "checkpoints" not in d, index=index)
     return CaseResult(**fields)
 
 

@@ -3,6 +3,7 @@ and building Cases; every problem is kept, with its ``file:line:column``, to be 
 
 from __future__ import annotations
 
+import itertools
 import json
 import linecache
 import os
@@ -17,7 +18,7 @@ from agenttest.inputs.caseschema import plainly_valid
 from agenttest.util.durations import parse_duration
 from agenttest.errors import InputError, Location, Problem, closest
 from agenttest.model.messages import normalize
-from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, SimulatorSpec
+from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, ScriptedTurn, SimulatorSpec
 from agenttest.util.positions import json_hint, json_offset, line_col, yaml_mark
 from agenttest.util.text import cleaned, escapes_surrogates
 from agenttest.inputs.validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
@@ -410,8 +411,22 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
                 first_seen[case_id] = doc
         if all(f.unknown for f in found):  # unknown keys aside, the case is whole: build it without them, so
             known = _without(raw, [f.path for f in found])  # that what it names is resolved in the same round
-            cases.append(make_case(known, doc, base_dir, default_simulator))
+            cases += products(make_case(known, doc, base_dir, default_simulator))
     return cases
+
+
+def products(case: Case) -> list[Case]:
+    """A scripted case whose turns have ``variants``: one case per combination (FORMATS §14), each with
+    the id ``<case id>[<variant id>,…]``; without variants, the case itself."""
+    choices = [case.raw["turns"][i].get("variants") or [None] for i in range(len(case.turns))]
+    if all(c == [None] for c in choices):
+        return [case]
+    out = []
+    for combo in itertools.product(*choices):
+        turns = tuple(t if v is None else replace(t, messages=normalize(v["input"]), input=v["input"]) for t, v in zip(case.turns, combo))
+        ids = tuple(v["id"] for v in combo if v is not None)
+        out.append(replace(case, id=f"{case.id}[{','.join(ids)}]", turns=turns, variants=ids))
+    return out
 
 
 def _without(raw: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
@@ -451,8 +466,11 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
         for i, cp in enumerate(raw.get("checkpoints") or ())
     )
     sim = raw.get("simulator")
-    simulator = SimulatorSpec(sim["use"], sim.get("options") or {}) if sim else None
-    if simulator is None and checkpoints and default_simulator:
+    simulator = None
+    if sim:
+        script = tuple(sim["script"]) if "script" in sim else None
+        simulator = SimulatorSpec(sim.get("use", ""), sim.get("options") or {}, script, bool(sim.get("hide_checkpoints", False)))
+    if simulator is None and (checkpoints or raw.get("end") == "simulator") and default_simulator:
         simulator = SimulatorSpec(default_simulator)
     return Case(
         id=raw["id"],
@@ -485,6 +503,14 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
         runs=raw.get("runs"),
         min_pass_rate=float(raw["min_pass_rate"]) if "min_pass_rate" in raw else None,
         budget=budgets.of_case(raw["budget"]) if raw.get("budget") else None,
+        end=raw.get("end", "checkpoints"),
+        end_tools=tuple(raw.get("end_tools") or ()),
+        turns=tuple(
+            ScriptedTurn(normalize(t.get("input")), t.get("input"),
+                         tuple(spec(p, ("turns", i, *path)) for path, p in assertion_list(t, "assert") + assertion_list(t, "assertions")),
+                         t.get("id", ""))
+            for i, t in enumerate(raw.get("turns") or ())
+        ),
         locator=locator,
     )
 

@@ -34,11 +34,19 @@ CASE_FIELDS: dict[str, Schema] = {
     "before": {"type": "string", "minLength": 1},
     "after": {"type": "string", "minLength": 1},
     "simulator": {
-        "type": "object", "required": ["use"], "additionalProperties": False,
-        "properties": {"use": {"type": "string", "minLength": 1}, "options": _OPTIONS},
+        "type": "object", "additionalProperties": False,
+        "properties": {"use": {"type": "string", "minLength": 1}, "options": _OPTIONS,
+                       "script": {"type": "array", "minItems": 1, "items": {"type": "string"},
+                                  "description": "An offline simulator: the user's messages in order; goal_achieved after the last."},
+                       "hide_checkpoints": {"type": "boolean", "description": "Send the simulator no checkpoint ids or descriptions."}},
     },
     "checkpoints": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/checkpoint"}},
     "max_turns": {"type": "integer", "minimum": 1},
+    "end": {"enum": ["checkpoints", "simulator"],
+            "description": "How a dynamic conversation ends: once every required checkpoint is reached (default), or when the simulator says so."},
+    "end_tools": {"type": "array", "items": {"type": "string", "minLength": 1},
+                  "description": "Tools whose call ends a dynamic conversation (after their result)."},
+    "turns": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/turn"}, "description": "A scripted conversation (FORMATS §14)."},
     "tags": {"type": "array", "items": {"type": "string"}, "description": "for -k selection and report grouping"},
     "world": {"type": "object", "description": "The initial state of the case's tool world (ctx.world)."},
     "mocks": {"type": "array", "items": {"$ref": "#/$defs/mock"}, "description": "Answers that replace tool calls."},
@@ -54,6 +62,17 @@ BUDGET_FIELDS: dict[str, Schema] = {
     "tool_calls": {"type": "integer", "minimum": 0},
     "turns": {"type": "integer", "minimum": 0},
     "duration": {"$ref": "#/$defs/duration"},
+    "model_calls": {"type": "integer", "minimum": 1, "description": "the agent under test's model calls in one conversation"},
+}
+TURN_FIELDS: dict[str, Schema] = {
+    "id": {"type": "string", "minLength": 1},
+    "input": {"$ref": "#/$defs/input"},
+    "assert": {"$ref": "#/$defs/assertions"},
+    "assertions": {"$ref": "#/$defs/assertions"},
+    "variants": {"type": "array", "minItems": 1, "items": {
+        "type": "object", "required": ["id", "input"], "additionalProperties": False,
+        "properties": {"id": {"type": "string", "minLength": 1}, "input": {"$ref": "#/$defs/input"}}},
+        "description": "Inputs that each replace this turn's: the case runs once per combination."},
 }
 FAULT_KINDS = ["error", "timeout", "malformed", "empty"]
 MOCK_FIELDS: dict[str, Schema] = {
@@ -119,7 +138,9 @@ def build() -> Schema:
                 "description": "A string, one message, or a message history.",
                 "anyOf": [{"type": "string"}, {"$ref": "#/$defs/message"}, {"type": "array", "items": {"$ref": "#/$defs/message"}}],
             },
-            "message": {"type": "object", "required": ["content"], "properties": MESSAGE_FIELDS, "additionalProperties": False},
+            "message": {"type": "object", "properties": MESSAGE_FIELDS, "additionalProperties": False,
+                        "anyOf": [{"required": ["content"]}, {"required": ["tool_calls"]}, {"required": ["refusal"]}]},
+            "turn": {"type": "object", "additionalProperties": False, "properties": TURN_FIELDS},
             "part": {"type": "object", "required": ["type"], "properties": {"type": {"enum": PARTS}}},
             "assertions": {"anyOf": [
                 {"type": "string"}, {"$ref": "#/$defs/assertion"},
@@ -203,6 +224,7 @@ def _versions() -> tuple[int, int]:
 STRINGS = ("name", "description", "user", "team", "skip_reason")
 NONEMPTY = ("before", "after")
 MESSAGE_KEYS = frozenset(MESSAGE_FIELDS)
+_SAYS = frozenset(("content", "tool_calls", "refusal"))  # a message has one of these (real transcripts omit content)
 ROLE_SET = frozenset(ROLES)
 PART_SET = frozenset(PARTS)
 CHECKPOINT_KEYS = frozenset(CHECKPOINT_FIELDS)
@@ -219,11 +241,11 @@ def _options(v: Any) -> bool:
 
 
 def _message(m: Any) -> bool:
-    if type(m) is not dict or "content" not in m or not m.keys() <= MESSAGE_KEYS:
+    if type(m) is not dict or not m.keys() & _SAYS or not m.keys() <= MESSAGE_KEYS:
         return False
     if "role" in m and not (_str(m["role"]) and m["role"] in ROLE_SET):
         return False
-    c = m["content"]
+    c = m.get("content")
     if not (c is None or _str(c) or _part(c) or (type(c) is list and all(_part(p) for p in c))):
         return False
     return (("name" not in m or _str(m["name"])) and ("tool_call_id" not in m or _str(m["tool_call_id"]))
@@ -282,6 +304,8 @@ def _number(v: Any, low: float, high: float) -> bool:
 def _gate(raw: dict[str, Any]) -> bool:
     """The repetition, gate and budget fields, if any, certainly fit the schema."""
     budget = raw.get("budget", {"turns": 1})
+    if type(budget) is dict and "model_calls" in budget:
+        return False
     return (("runs" not in raw or _count(raw["runs"], 1))
             and ("min_pass_rate" not in raw or _number(raw["min_pass_rate"], 0, 1))
             and type(budget) is dict and bool(budget) and budget.keys() <= BUDGET_FIELDS.keys()
@@ -325,6 +349,8 @@ def plainly_valid(raw: Any) -> bool:
         return False
     if not _world(raw) or not _gate(raw):
         return False
+    if raw.keys() & {"end", "end_tools", "turns"}:
+        return False  # rarer fields: jsonschema decides
     if "simulator" in raw:
         s = raw["simulator"]
         if type(s) is not dict or not s.keys() <= {"use", "options"} or not _str(s.get("use")) or not s["use"]:

@@ -442,4 +442,9 @@ def normalized(case: Case) -> dict[str, Any]:
              "after": list(c.after) or None, "required": None if c.required else False}.items() if v is not None}
             for c in case.checkpoints
         ]
+    if case.turns:  # a case of a variants product: its own id, each turn with the input it was built with
+        out["id"] = case.id
+        out["turns"] = [{k: v for k, v in {"id": t.id or None, "input": list(t.messages),
+                                           "assertions": [dict(a.params, type=a.type) for a in t.assertions] or None}.items() if v is not None}
+                        for t in case.turns]
     return out

@@ -32,7 +32,8 @@ def container(path: Path) -> str:
     parent = [p for p in path[:-1] if isinstance(p, str)]
     last = parent[-1] if parent else ""
     return {"assert": "an assertion", "assertions": "an assertion", "assertion": "an assertion", "checkpoints": "a checkpoint",
-            "simulator": "a simulator", "input": "a message", "options": "the options"}.get(last, "a case")
+            "simulator": "a simulator", "input": "a message", "options": "the options",
+            "turns": "a turn", "variants": "a variant"}.get(last, "a case")
 
 
 def unknown_key(path: Path, known: Any) -> Finding:
@@ -149,18 +150,68 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
         except ValueError as exc:
             out.append(Finding(("budget", "duration"), f"bad 'duration': {exc}", None, False))
     checkpoints = raw.get("checkpoints")
-    if "simulator" in raw and not checkpoints:
-        out.append(Finding(("simulator",), "a dynamic case needs 'checkpoints' as well as 'simulator'", None, True))
-    if checkpoints and isinstance(checkpoints, list):
+    ends_by_simulator = raw.get("end", "checkpoints") != "checkpoints"  # a misspelt value is its own error, not more
+    simulated = "simulator" in raw or (ends_by_simulator and bool(default_simulator))
+    out += _simulator_problems(raw.get("simulator"))
+    if "simulator" in raw and not checkpoints and not ends_by_simulator:
+        out.append(Finding(("simulator",), "a dynamic case needs 'checkpoints' as well as 'simulator'",
+                           "or \"end\": \"simulator\" to let the simulator end it and final assertions judge it", True))
+    if ends_by_simulator and "simulator" not in raw and not checkpoints and not default_simulator:
+        out.append(Finding(("end",), "\"end\": \"simulator\" needs a 'simulator'", "add \"simulator\": {\"use\": \"workers.test.user-simulator\"} or {\"script\": [...]}", True))
+    if "turns" in raw:
+        out += _turns_problems(raw)
+    elif checkpoints and isinstance(checkpoints, list):
         if "simulator" not in raw and not default_simulator:
             out.append(Finding(("checkpoints",), "checkpoints need a simulator", "add \"simulator\": {\"use\": \"workers.test.user-simulator\"} or pass --simulator", True))
         out += _checkpoint_problems(checkpoints)
+    elif simulated:
+        pass  # the simulator opens the conversation
     elif "input" not in raw or raw.get("input") in ("", [], None):
         if "input" not in raw:
             out.append(Finding((), "missing required field 'input'", "standard cases need 'input'; dynamic cases need 'checkpoints'", False))
         else:
             out.append(Finding(("input",), "'input' is empty", None, False))
-    out += _without_effect(raw, bool(checkpoints))
+    out += _without_effect(raw, bool(checkpoints) or simulated)
+    return out
+
+
+def _simulator_problems(sim: Any) -> list[Finding]:
+    if not isinstance(sim, dict):
+        return []
+    if "use" in sim and "script" in sim:
+        return [Finding(("simulator", "script"), "give a simulator 'use' (an agent) or 'script' (its lines), not both", None, True)]
+    if "use" not in sim and "script" not in sim:
+        return [Finding(("simulator",), "a simulator needs 'use' (a simulator agent) or 'script' (the user's lines)",
+                        "e.g. {\"use\": \"workers.test.user-simulator\"} or {\"script\": [\"Hi\", \"Yes\"]}", False)]
+    if "script" in sim and "options" in sim:
+        return [Finding(("simulator", "options"), "a scripted simulator has no 'options' (no agent is called)", None, True)]
+    return []
+
+
+def _turns_problems(raw: dict[str, Any]) -> list[Finding]:
+    """A scripted conversation (FORMATS §14): each turn says something, its variants have unique ids."""
+    out: list[Finding] = []
+    for key in ("checkpoints", "simulator"):
+        if key in raw:
+            out.append(Finding((key,), f"a case has 'turns' (a scripted conversation) or '{key}' (a simulated one), not both", None, True))
+    for i, turn in enumerate(raw.get("turns") or ()):
+        if not isinstance(turn, dict):
+            continue
+        base = ("turns", i)
+        if "input" in turn and "variants" in turn:
+            out.append(Finding(base + ("variants",), "give a turn 'input' or 'variants', not both", "each variant replaces the turn's whole input", True))
+        elif "input" not in turn and "variants" not in turn:
+            out.append(Finding(base, f"turn {i + 1} needs an 'input' (or 'variants')", None, False))
+        elif turn.get("input") in ("", [], None) and "input" in turn:
+            out.append(Finding(base + ("input",), f"turn {i + 1}'s 'input' is empty", None, False))
+        if "assert" in turn and "assertions" in turn:
+            out.append(Finding(base + ("assertions",), "give 'assert' or 'assertions', not both", None, True))
+        for path, params in assertion_list(turn, "assert") + assertion_list(turn, "assertions"):
+            out += _assertion_problems(base + path, params)
+        ids = [v.get("id") for v in turn.get("variants") or () if isinstance(v, dict)]
+        for j, vid in enumerate(ids):
+            if vid in ids[:j]:
+                out.append(Finding(base + ("variants", j, "id"), f"duplicate variant id '{vid}'", "variant ids name the cases they make", False))
     return out
 
 
@@ -168,8 +219,12 @@ def _without_effect(raw: dict[str, Any], dynamic: bool) -> list[Finding]:
     """Fields that would do nothing in this case are refused, so that no field is silently ignored."""
     out = []
     if not dynamic and "max_turns" in raw:
+        what = "scripted (its turns are its length)" if "turns" in raw else "standard"
         out.append(Finding(("max_turns",), "'max_turns' applies only to dynamic cases (with 'simulator' and 'checkpoints'); "
-                           "this case is standard", "remove it, or add checkpoints", True))
+                           f"this case is {what}", "remove it, or add checkpoints", True))
+    for key in ("end", "end_tools"):
+        if not dynamic and key in raw:
+            out.append(Finding((key,), f"'{key}' applies only to dynamic cases (with a 'simulator')", "remove it, or add a simulator", True))
     if "skip_reason" in raw and raw.get("skip") is not True:
         out.append(Finding(("skip_reason",), "'skip_reason' has no effect without \"skip\": true", "add \"skip\": true, or remove it", True))
     return out

@@ -140,6 +140,15 @@ class Reply:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What bounds one agent reply inside a conversation: the model calls it may still make (None: no
+    limit), and the tools whose call ends the reply after their result (a dynamic case's ``end_tools``)."""
+
+    model_calls: int | None = None
+    end_tools: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class Context:
     """What tools, hooks and scripts receive as ``ctx`` (FORMATS §5)."""
 

@@ -31,8 +31,22 @@ class Checkpoint:
 
 @dataclass(frozen=True)
 class SimulatorSpec:
-    use: str
+    """Who plays the user: a simulator agent (``use``), or a script of user messages said in order."""
+
+    use: str = ""
     options: dict[str, Any] = field(default_factory=dict)
+    script: tuple[str, ...] | None = None  # an offline simulator (FORMATS §14)
+    hide_checkpoints: bool = False  # send the simulator no checkpoint ids or descriptions
+
+
+@dataclass(frozen=True)
+class ScriptedTurn:
+    """One turn of a scripted conversation (FORMATS §14): the user's input and the checks on the reply."""
+
+    messages: tuple[Message, ...]
+    input: Any  # as written (or the chosen variant's)
+    assertions: tuple[AssertionSpec, ...] = ()
+    id: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +113,10 @@ class Case:
     min_pass_rate: float | None = None  # its gate (else --min-pass-rate)
     budget: Budget | None = None
     script: Any = None  # a script test's function (script tests only)
+    end: str = "checkpoints"  # how a dynamic conversation ends: "checkpoints" (Yao's rule) or "simulator"
+    end_tools: tuple[str, ...] = ()  # tools whose call ends a dynamic conversation (after their result)
+    turns: tuple[ScriptedTurn, ...] = ()  # a scripted conversation's turns
+    variants: tuple[str, ...] = ()  # the variant ids this case of a product was built with
     locator: Locator | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -110,7 +128,9 @@ class Case:
     def mode(self) -> Mode:
         if self.script is not None:
             return "script"
-        return "dynamic" if self.checkpoints else "standard"
+        if self.turns:
+            return "scripted"
+        return "dynamic" if self.checkpoints or self.simulator is not None else "standard"
 
     @property
     def dynamic(self) -> bool:
@@ -130,6 +150,7 @@ class Budget:
     tool_calls: int | None = None
     turns: int | None = None
     duration: float | None = None  # seconds
+    model_calls: int | None = None  # the agent under test's model calls in one conversation
 
     def over(self, base: Budget | None) -> Budget:
         """This budget's limits, the ones it leaves open taken from ``base`` (the case over --budget)."""
@@ -139,7 +160,7 @@ class Budget:
 
     def limits(self) -> dict[str, Any]:
         """The limits that are set, by name."""
-        return {name: value for name, value in zip(("tokens", "cost", "tool_calls", "turns", "duration"), astuple_shallow(self))
+        return {name: value for name, value in zip(("tokens", "cost", "tool_calls", "turns", "duration", "model_calls"), astuple_shallow(self))
                 if value is not None}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 Status = Literal["passed", "failed", "error", "timeout", "skipped"]
-Mode = Literal["standard", "dynamic", "script"]
+Mode = Literal["standard", "dynamic", "scripted", "script"]
 Role = Literal["agent", "simulator", "validator", "generator"]
 FaultKind = Literal["error", "timeout", "malformed", "empty"]
 Message = dict[str, Any]

@@ -24,6 +24,8 @@ def normalize(value: Any) -> tuple[Message, ...]:
 
 def _message(m: dict[str, Any]) -> Message:
     out = m if "role" in m else {"role": "user", **m}
+    if "content" not in out:  # a real transcript's assistant message with only tool_calls or a refusal
+        out = {**out, "content": None}
     if isinstance(out.get("content"), dict):
         out = {**out, "content": [out["content"]]}
     calls = out.get("tool_calls")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -35,6 +36,14 @@ class Turn:
     duration_ms: float = 0.0
     simulator_reasoning: str = ""
     attachments: tuple[str, ...] = ()  # names of the files the user message attached
+    assertions: tuple[AssertionResult, ...] = ()  # a scripted turn's own checks
+    id: str = ""  # a scripted turn's id, as written
+    ended: str = ""  # why the conversation ended after this turn: "goal achieved", "end tool NAME", …
+
+    @property
+    def label(self) -> str:
+        """``turn 2`` or, for a scripted turn with an id, ``turn 2 (confirm)``."""
+        return f"turn {self.turn}" + (f" ({self.id})" if self.id else "")
 
 
 @dataclass(frozen=True)
@@ -65,10 +74,11 @@ class WorldChange:
 
 @dataclass(frozen=True)
 class WorldRecord:
-    """A case's tool world: as the agent found it, as it left it, and the difference."""
+    """A case's tool world: as the agent found it, as it left it, and the difference (with --report-world
+    changes, the difference only: ``initial`` and ``final`` are None)."""
 
-    initial: Any
-    final: Any
+    initial: Any = None
+    final: Any = None
     changes: tuple[WorldChange, ...] = ()
 
 
@@ -103,6 +113,14 @@ class CaseResult:
     connector: str = ""  # the connector of the agent under test in a model matrix (-c a,b)
     spend: tuple[Spend, ...] = ()  # tokens and cost by role and connector
     model_calls: tuple[ModelCall, ...] = ()
+    scripted: bool = False  # a scripted conversation (FORMATS §14): ``turns`` hold each turn's checks
+    variants: tuple[str, ...] = ()  # the variant ids of a case of a product
+    not_run_turns: int = 0  # a scripted conversation stopped early: its turns that did not run
+
+    @property
+    def conversation(self) -> bool:
+        """Whether the result is a conversation shown turn by turn (dynamic or scripted)."""
+        return self.dynamic or self.scripted
 
     @property
     def ok(self) -> bool:
@@ -116,13 +134,14 @@ class CaseResult:
         if self.status == "passed":
             return []
         lines = [self.error] if self.error else []
-        lines += self.assertion_errors
+        lines += [a for a in self.assertion_errors if not (self.error and self.error.endswith(a))]  # said once
         return list(dict.fromkeys(lines)) or [self.status]
 
     @property
     def assertion_errors(self) -> list[str]:
-        """The message of every assertion that did not hold."""
-        return [a.message for a in self.assertions if not a.passed]
+        """The message of every assertion that did not hold (a scripted turn's named by its turn)."""
+        turns = [f"{t.label}: {a.message}" for t in self.turns for a in t.assertions if not a.passed]
+        return turns + [a.message for a in self.assertions if not a.passed]
 
 
 @dataclass(frozen=True)
@@ -174,6 +193,16 @@ class Gate:
         return "passed" if self.pass_rate >= self.min_pass_rate - 1e-9 else "failed"
 
     @property
+    def pass_hat(self) -> tuple[float, ...]:
+        """pass^k for k = 1 … runs, unbiased: C(c, k) / C(n, k) (the chance that k runs drawn all pass)."""
+        return tuple(pass_hat(self.runs, self.passed, k) for k in range(1, self.runs + 1))
+
+    @property
+    def pass_at(self) -> tuple[float, ...]:
+        """pass@k for k = 1 … runs, unbiased: 1 - C(n - c, k) / C(n, k) (at least one of k runs passes)."""
+        return tuple(1 - pass_hat(self.runs, self.runs - self.passed, k) for k in range(1, self.runs + 1))
+
+    @property
     def pass_hat_k(self) -> bool:
         """pass^k: every run passed."""
         return self.runs > 0 and self.passed == self.runs
@@ -187,6 +216,22 @@ class Gate:
     def flaky(self) -> bool:
         """Some runs passed and some did not."""
         return 0 < self.passed < self.runs
+
+
+@dataclass(frozen=True)
+class PassK:
+    """A suite's pass^k and pass@k for k = 1 … N (item k-1): the mean over the cases that ran at least k
+    times (``cases[k-1]`` of them) of each case's unbiased estimate — tau-bench's table."""
+
+    k: tuple[int, ...]
+    pass_hat: tuple[float, ...]
+    pass_at: tuple[float, ...]
+    cases: tuple[int, ...]
+
+
+def pass_hat(n: int, c: int, k: int) -> float:
+    """C(c, k) / C(n, k): the chance that k of n runs, c of which passed, drawn without replacement all passed."""
+    return math.comb(c, k) / math.comb(n, k) if 0 < k <= n else 0.0
 
 
 @dataclass(frozen=True, kw_only=True)

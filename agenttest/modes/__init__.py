@@ -1,5 +1,6 @@
 """Test modes — how one case runs: ``standard`` (one call), ``dynamic`` (a simulator-driven conversation),
-``script`` (a Python ``Test*`` function), and plug-ins. A mode is registered in ``plugins.MODES`` and has
+``scripted`` (a conversation whose user turns the case writes), ``script`` (a Python ``Test*`` function),
+and plug-ins. A mode is registered in ``plugins.MODES`` and has
 ``run(case, env, trace)`` and ``partial(case, trace, status, error)``, the result of a run cut short (it
 keeps the work done); a plug-in mode also has ``claims(case)`` — true for the cases it runs — and may
 declare ``fields``, the case keys it reads (as JSON Schema), which case files then accept."""

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from agenttest.runtime import attachments
 from agenttest.verdicts import budgets
 from agenttest.agents.caller import Caller
-from agenttest.model import Budget, Case, CaseResult, Context, Message, Reply, Status
+from agenttest.model import Budget, Case, CaseResult, Context, Limits, Message, Reply, Status
 from agenttest.runtime.trace import Trace
 from agenttest.runtime.world import snapshot
 
@@ -31,9 +31,15 @@ class CaseEnv:
         """What the agent under test has spent so far in this case run."""
         return budgets.spent(trace, self.caller.catalog.prices, turns)
 
-    async def reply(self, messages: list[Message], options: dict[str, Any] | None = None) -> Reply:
-        """The agent under test's reply to a conversation (CallError on failure)."""
-        return await self.caller.call(self.agent, messages, self.ctx, self.connector, options)
+    async def reply(self, messages: list[Message], options: dict[str, Any] | None = None, limits: Limits = Limits()) -> Reply:
+        """The agent under test's reply to a conversation (CallError on failure, CallLimit past the budget)."""
+        return await self.caller.call(self.agent, messages, self.ctx, self.connector, options, limits)
+
+    def calls_left(self, trace: Trace) -> int | None:
+        """The model calls ``budget.model_calls`` still allows the agent in this conversation (None: no limit)."""
+        if self.budget is None or self.budget.model_calls is None:
+            return None
+        return max(0, self.budget.model_calls - self.spent(trace, 0).model_calls)
 
     async def messages(self, case: Case) -> list[Message]:
         """The case's input with its attachments read, off the event loop. A case file's own folder is

@@ -6,8 +6,9 @@ import sys
 
 from agenttest.plugins import MODES
 from agenttest.assertions import Observation, evaluate_all
-from agenttest.errors import CallError
-from agenttest.model import AssertionResult, AssertionSpec, Case, CaseResult, Status
+from agenttest.errors import CallError, CallLimit
+from agenttest.model import AssertionResult, AssertionSpec, Case, CaseResult, Limits, Status
+from agenttest.verdicts import budgets
 from agenttest.runtime.trace import Trace
 from agenttest.modes.base import CaseEnv, world_view
 
@@ -30,7 +31,10 @@ def expectations(case: Case) -> tuple[AssertionSpec, ...]:
 async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     try:
         messages = await env.messages(case)
-        reply = await env.reply(messages, case.options)  # Agent.run keeps only the model parameters
+        reply = await env.reply(messages, case.options, Limits(env.calls_left(trace)))  # Agent.run keeps only the model parameters
+    except CallLimit:
+        assert env.budget is not None
+        return partial(case, trace, "failed", f"{budgets.PREFIX}model_calls > {env.budget.model_calls}")
     except CallError as exc:
         return partial(case, trace, "error", f"agent error: {exc}")
     obs = Observation(reply.output, reply.tool_calls, case.input, case, env.caller, spent=env.spent(trace, 1), **world_view(trace))

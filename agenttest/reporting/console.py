@@ -151,7 +151,7 @@ class Console:
     def started(self, case: Case, run: int, runs: int = 1, connector: str = "") -> None:
         """Sequential standard cases show their line at once and finish it when the result comes."""
         self.begun += 1
-        if self.parallel > 1 or case.dynamic or self.show_reply or self._bar is not None or self.quiet >= 2:
+        if self.parallel > 1 or case.mode in ("dynamic", "scripted") or self.show_reply or self._bar is not None or self.quiet >= 2:
             return
         self._group(case.file)
         self.out.write(f"► {self.secrets.redact(self._title(case.id, run, runs, connector))} {self._cut(preview(case.input) or case.name, PREVIEW)} ")
@@ -169,12 +169,11 @@ class Console:
         took = format_duration(result.duration_ms / 1000)
         if not self._pending_line:
             self._group(result.file)
-        if result.dynamic and self.quiet:
-            reached = sum(1 for c in result.checkpoints if c.reached)
+        if result.conversation and self.quiet:
             self.line(f"► {self._title(result.id, result.run, runs, result.connector)} {safe(result.name or '')} {status} ({took}) - "
-                      f"{plural(len(result.turns), 'turn')}, {reached}/{len(result.checkpoints)} checkpoints")
+                      f"{_tally(result)}")
             self._reasons(result)
-        elif result.dynamic:
+        elif result.conversation:
             self._tree(result, runs, status, took)
         else:
             head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs, result.connector)} {self._cut(preview(result.input) or result.name, PREVIEW)} "
@@ -183,7 +182,7 @@ class Console:
             self._details(result)
         if self._bar is not None:
             self._bar.update(1)
-        elif self.parallel > 1 and result.dynamic and self.done < self.total:
+        elif self.parallel > 1 and result.conversation and self.done < self.total:
             running = self.begun - self.done
             self.line(self.paint(f"[Progress: {self.done}/{self.total} completed, {running} running...]", "dim"))
             self.line()
@@ -249,6 +248,11 @@ class Console:
             return " " + self.paint(f"[fault: {c.fault}]", "yellow")
         return " " + self.paint("[mocked]", "cyan") if c.mocked else ""
 
+    @staticmethod
+    def _tool_of(r: CaseResult, cp_id: str) -> str:
+        cp = next((c for c in r.checkpoints if c.id == cp_id), None)
+        return f" (tool: {cp.tool})" if cp is not None and cp.tool else ""
+
     def _world(self, r: CaseResult, indent: str) -> None:
         if r.world is None:
             return
@@ -265,21 +269,26 @@ class Console:
             last = i == len(r.turns) - 1
             branch, stem = ("└─", "   ") if last else ("├─", "│  ")
             attached = "".join(f" + [{safe(name)}]" for name in t.attachments)
+            label = f"Turn {t.turn}" + (f" ({safe(t.id)})" if t.id else "")
+            called = f" [tools: {safe(', '.join(c.name for c in t.tool_calls))}]" if t.tool_calls and not as_text(t.output) else ""
             width = 300 if self.verbose else 40  # -v shows what was said, not a glimpse of it
-            self.line(f"  {branch} Turn {t.turn}: \"{self._cut(as_text(t.input), width)}\"{attached} → \"{self._cut(as_text(t.output), width)}\"")
-            for j, cp_id in enumerate(t.checkpoints):
-                cp = next((c for c in r.checkpoints if c.id == cp_id), None)
-                tool = f" (tool: {cp.tool})" if cp is not None and cp.tool else ""
-                leaf = "└─" if j == len(t.checkpoints) - 1 else "├─"
-                self.line(f"  {stem}{leaf} {self.paint('✓', 'green')} checkpoint: {safe(cp_id)}{safe(tool)}")
+            self.line(f"  {branch} {label}: \"{self._cut(as_text(t.input), width)}\"{attached} → \"{self._cut(as_text(t.output), width)}\"{called}")
+            leaves = [f"{self.paint('✓', 'green')} checkpoint: {safe(cp_id)}{safe(self._tool_of(r, cp_id))}" for cp_id in t.checkpoints]
+            leaves += [f"{self.paint('✓', 'green')} {safe(a.type)}" if a.passed else f"{self.paint('✗', 'red')} {safe(a.type)}: {reason(a.message)}"
+                       for a in t.assertions]
+            leaves += [self.paint(f"ended: {safe(t.ended)}", "dim")] if t.ended and self.verbose else []
+            for j, leaf in enumerate(leaves):
+                self.line(f"  {stem}{'└─' if j == len(leaves) - 1 else '├─'} {leaf}")
             if self.verbose:
                 for c in t.tool_calls:
                     self._tool_call(c, f"  {stem}   ", 60)
-        reached = sum(1 for c in r.checkpoints if c.reached)
-        self.line(f"  {status} ({took}) - {plural(len(r.turns), 'turn')}, {reached}/{len(r.checkpoints)} checkpoints")
-        for cp in r.checkpoints:  # a missed required one is among the reasons; a missed optional one is said here
-            if not cp.reached and not cp.required:
-                self.line(f"  {self.paint('○', 'dim')} optional checkpoint not reached: {safe(cp.id)}")
+        self.line(f"  {status} ({took}) - {_tally(r)}")
+        for cp in r.checkpoints:  # why each was missed: what it waited for, or its closest attempt
+            if not cp.reached:
+                mark = self.paint("✗", "red") if cp.required else self.paint("○", "dim")
+                what = "checkpoint not reached" if cp.required else "optional checkpoint not reached"
+                self.line(f"  {mark} {what}: {safe(cp.id)}" + (f" — {reason(cp.message.removeprefix('not reached').lstrip('; '))}"
+                                                                  if cp.message.removeprefix("not reached") else ""))
         if self.verbose:
             self._verdicts(r, "  ")  # a dynamic case's final assertions
             self._world(r, "  ")
@@ -340,6 +349,11 @@ class Console:
                                       [v for v in gates.verdicts if v != "passed"])
             if gates.rows:
                 self._table(gates)
+        passk = figures.pass_k_table(report)
+        if passk is not None:
+            self.line()
+            self.line(f"  pass^k:    {figures.pass_k_caption(report)} (unbiased: mean over cases of C(c,k)/C(n,k))")
+            self._table(passk)
         if report.stability:
             self.line(f"  Overall:   {s['overall_pass_rate']}% of runs passed; {s['stable_cases']}/{len(report.stability)} cases stable")
         matrix = figures.matrix_table(report)
@@ -380,6 +394,18 @@ class Console:
         if report.stopped_early:
             return self.paint("⚠ STOPPED EARLY", "yellow")
         return self.paint("✨ ALL TESTS PASSED ✨", "green")
+
+
+def _tally(r: CaseResult) -> str:
+    """``3 turns, 2/3 checkpoints`` (dynamic) or ``3 turns, 4/5 turn checks, 1 not run`` (scripted)."""
+    turns = plural(len(r.turns), "turn")
+    if r.dynamic:
+        ended = r.turns[-1].ended if r.turns else ""
+        said = f"{turns}{f' (ended: {ended})' if ended and ended not in ('checkpoints reached', 'max turns') else ''}"
+        return f"{said}, {sum(1 for c in r.checkpoints if c.reached)}/{len(r.checkpoints)} checkpoints" if r.checkpoints else said
+    checks = [a for t in r.turns for a in t.assertions]
+    said = f"{turns}, {sum(1 for a in checks if a.passed)}/{len(checks)} turn checks" if checks else turns
+    return said + (f", {r.not_run_turns} not run" if r.not_run_turns else "")
 
 
 def case_verdicts(report: RunReport) -> tuple[dict[str, int], int]:

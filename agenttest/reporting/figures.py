@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from agenttest.util.durations import format_duration
 from agenttest.verdicts.costs import money, totals
-from agenttest.verdicts.gates import classify, runs_saved, shown
+from agenttest.verdicts.gates import classify, pass_k, runs_saved, shown
 from agenttest.model import Gate, RunReport
 
 MARK = {True: "✓", False: "✗"}
@@ -64,6 +64,24 @@ def gate_table(report: RunReport) -> Table | None:
         rows.append(row)
         verdicts.append(g.verdict)
     return Table(headers, rows, verdicts)
+
+
+def pass_k_table(report: RunReport) -> Table | None:
+    """The suite's pass^k and pass@k for k = 1 … N as tau-bench tabulates them (unbiased: the mean over cases
+    of C(c,k)/C(n,k)); None when no case ran twice."""
+    table = pass_k(report.gates)
+    if table is None:
+        return None
+    return Table(["k", *map(str, table.k)], [["pass^k", *(f"{p:.3f}" for p in table.pass_hat)],
+                                             ["pass@k", *(f"{p:.3f}" for p in table.pass_at)]], ["", ""])
+
+
+def pass_k_caption(report: RunReport) -> str:
+    """What the pass^k table is over: ``50 cases × 4 runs``."""
+    table = pass_k(report.gates)
+    if table is None:
+        return ""
+    return f"{table.cases[0]} case{'s' if table.cases[0] != 1 else ''} × {table.k[-1]} runs"
 
 
 def gate_summary(report: RunReport) -> str:

@@ -17,7 +17,7 @@ def header_of(plan: Plan, described: str, catalog: Catalog, selected: int) -> Ru
         connector = ""
     if plan.matrix:
         connector = ", ".join(plan.matrix)
-    simulators = sorted({c.simulator.use for c in plan.cases if c.dynamic and c.simulator})
+    simulators = sorted({c.simulator.use or "scripted user (offline)" for c in plan.cases if c.dynamic and c.simulator})
     if config.shard is not None:
         described += f", shard {config.shard[0]}/{config.shard[1]} of {selected}"
     modes = {c.dynamic for c in plan.cases}

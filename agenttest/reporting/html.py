@@ -50,10 +50,11 @@ def _transcript(r: CaseResult) -> str:
     if r.turns:
         rows = "".join(
             f"<tr><td>{t.turn}</td><td>{escape(as_text(t.input))}</td><td>{escape(as_text(t.output))}</td>"
-            f"<td>{escape(', '.join(t.checkpoints))}</td></tr>"
+            f"<td>{escape(', '.join([*t.checkpoints, *(('✓ ' if a.passed else '✗ ') + (a.message or a.type) for a in t.assertions)]))}"
+            f"{escape(' · ended: ' + t.ended) if t.ended else ''}</td></tr>"
             for t in r.turns
         )
-        parts.append(f"<table><tr><th>Turn</th><th>User</th><th>Agent</th><th>Checkpoints</th></tr>{rows}</table>")
+        parts.append(f"<table><tr><th>Turn</th><th>User</th><th>Agent</th><th>Checks</th></tr>{rows}</table>")
     else:
         parts.append(f"<p><b>Input</b></p><pre>{escape(_conversation(r.input))}</pre><p><b>Output</b></p><pre>{escape(as_text(r.output))}</pre>")
     if r.tool_calls:
@@ -111,6 +112,9 @@ def _figures(report: RunReport) -> str:
     gates = figures.gate_table(report)
     if gates is not None:
         parts.append(f"<h2>Gates</h2><p class=\"meta\">Gates {escape(figures.gate_summary(report))}.</p>{_table(gates)}")
+    passk = figures.pass_k_table(report)
+    if passk is not None:
+        parts.append(f"<h2>pass^k</h2><p class=\"meta\">{escape(figures.pass_k_caption(report))}; unbiased over runs.</p>{_table(passk)}")
     matrix = figures.matrix_table(report)
     if matrix is not None:
         parts.append("<h2>Matrix</h2><p class=\"meta\">The agent under test on each connector: verdict, pass rate, tokens, cost, "

@@ -126,6 +126,10 @@ def _figures(report: RunReport) -> list[str]:
     gates = figures.gate_table(report)
     if gates is not None:
         lines += ["", "## Gates", "", f"Gates {_text(figures.gate_summary(report))}.", "", *_table(gates)]
+    passk = figures.pass_k_table(report)
+    if passk is not None:
+        lines += ["", "## pass^k", "", f"{_text(figures.pass_k_caption(report))}; unbiased: the mean over cases of C(c,k)/C(n,k).", "",
+                  *_table(passk)]
     matrix = figures.matrix_table(report)
     if matrix is not None:
         lines += ["", "## Matrix", "", "The agent under test on each connector: verdict, pass rate, tokens, cost, median latency.", "",
@@ -143,9 +147,17 @@ def _mark(c: ToolCall) -> str:
 
 
 def _turns(r: CaseResult) -> list[str]:
-    if not r.dynamic:
+    if not r.conversation:
         return []
-    lines = [f"- Turn {t.turn}: “{_cell(t.input, 200)}” → “{_cell(t.output, 200)}”" + (f" ✓ {', '.join(_code(c) for c in t.checkpoints)}" if t.checkpoints else "") for t in r.turns]
+    lines = []
+    for t in r.turns:
+        lines.append(f"- Turn {t.turn}{f' ({_text(t.id)})' if t.id else ''}: “{_cell(t.input, 200)}” → “{_cell(t.output, 200)}”"
+                     + (f" ✓ {', '.join(_code(c) for c in t.checkpoints)}" if t.checkpoints else "") + (f" — ended: {_text(t.ended)}" if t.ended else ""))
+        lines += [f"  - {'✓' if a.passed else '✗'} {_code(a.type)}" + ("" if a.passed else f": {_text(a.message, 300)}") for a in t.assertions]
+    if r.not_run_turns:
+        lines.append(f"- {r.not_run_turns} later turn{'s' if r.not_run_turns != 1 else ''} not run")
+    if not r.dynamic:
+        return lines + [""]
     reached = sum(1 for c in r.checkpoints if c.reached)
     lines.append(f"- Checkpoints {reached}/{len(r.checkpoints)}: " + ", ".join(f"{'✓' if c.reached else '✗'} {_code(c.id)}" + ("" if c.required else " (optional)") for c in r.checkpoints))
     return lines + [""]

@@ -56,7 +56,7 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
             check(agent_id, case.options["connector"], case.locate(("options", "connector")))  # type: ignore[arg-type]
         for spec in [*case.assertions, *(cp.assertion for cp in case.checkpoints)]:
             _assertion(spec, case, catalog, check, out)
-        if case.dynamic and case.simulator is not None:
+        if case.dynamic and case.simulator is not None and case.simulator.script is None:
             conn = case.simulator.options.get("connector")
             check(case.simulator.use, conn, case.locate(("simulator", "use")))
         if agent is not None:
@@ -87,9 +87,13 @@ def _assertion(spec: AssertionSpec, case: Case, catalog: Catalog, check: Any, ou
 
 
 def unknown_tools(case: Case, tools: Iterable[str]) -> list[Problem]:
-    """Mocks and faults that name a tool the agent under test does not have (they could never apply)."""
+    """Mocks, faults and end tools that name a tool the agent under test does not have (they could never apply)."""
     names = list(tools)
     out = []
+    for i, name in enumerate(case.end_tools):
+        if not any(name_matches(name, n) for n in names):
+            hint = did_you_mean(name, names) or (f"its tools: {', '.join(names)}" if names else "it declares no tools")
+            out.append(Problem(f"end_tools[{i}]: the agent has no tool '{name}'", case.locate(("end_tools", i)), hint))
     for key in ("mocks", "faults"):
         for i, item in enumerate(getattr(case, key)):
             if (key == "faults" and item.tool == "*") or any(name_matches(item.tool, n) for n in names):

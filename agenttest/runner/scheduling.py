@@ -119,7 +119,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
             result = replace(mode.partial(case, trace, "error", message), traceback=tb)
         described: dict[str, Any] = {"description": case.description, "tags": case.tags} if case.description or case.tags else {}
         result = replace(result, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index, file=case.file,
-                         line=case.location.line or 0, world=world.record(), connector=item.label, **described,
+                         line=case.location.line or 0, world=world.record(config.report_world == "full"), connector=item.label, **described,
                          model_calls=tuple(trace.served), spend=spend_of(trace.by_connector, trace.calls, caller.catalog.prices))
         if budget is not None:
             result = over_budget(result, budget, trace, caller)

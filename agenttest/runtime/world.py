@@ -89,13 +89,14 @@ class ToolWorld:
             return draw(self.seed, self.case.id, self.run, index, number) < fault.rate
         return True
 
-    def record(self) -> WorldRecord | None:
-        """The world for the report: kept when the case has one, a hook seeded one, or its tools changed it."""
+    def record(self, snapshots: bool = True) -> WorldRecord | None:
+        """The world for the report: kept when the case has one, a hook seeded one, or its tools changed it;
+        without ``snapshots`` (--report-world changes) only its changes."""
         final = snapshot(self.state)
         changes = diff(self.initial, final)
         if self.case.world is None and not changes and not final:
             return None
-        return WorldRecord(self.initial, final, changes)
+        return WorldRecord(self.initial, final, changes) if snapshots else WorldRecord(changes=changes)
 
 
 def _injected(fault: Fault, tool: str) -> Outcome:

@@ -16,7 +16,7 @@ from agenttest.errors import Problem, did_you_mean
 from agenttest.model import Budget, Case, ResolvedCase
 from agenttest.runtime.trace import Trace
 
-LIMITS = ("tokens", "cost", "tool_calls", "turns", "duration")
+LIMITS = ("tokens", "cost", "tool_calls", "turns", "duration", "model_calls")
 EXAMPLE = "tokens=20000,cost=0.05,tool_calls=10,turns=8,duration=2m"
 
 
@@ -29,10 +29,11 @@ class Spent:
     tool_calls: int = 0
     turns: int = 0
     duration: float = 0.0  # seconds
+    model_calls: int = 0  # the agent under test's
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tokens": self.tokens, "tool_calls": self.tool_calls, "turns": self.turns,
-                               "duration": round(self.duration, 3)}
+                               "duration": round(self.duration, 3), "model_calls": self.model_calls}
         if self.cost is not None:
             out["cost"] = round(self.cost, 8)
         return out
@@ -89,7 +90,8 @@ def spent(trace: Trace, prices: Mapping[str, Pricing | None], turns: int, durati
     agent = [s for s in spend_of(trace.by_connector, trace.calls, prices) if s.role == "agent"]
     cost = None if any(s.cost is None for s in agent) else (total(agent) or 0.0)
     elapsed = time.perf_counter() - trace.started if duration is None else duration
-    return Spent(trace.agent_usage.total_tokens, cost, len(trace.tool_calls), turns, elapsed)
+    calls = sum(n for (role, _), n in trace.calls.items() if role == "agent")
+    return Spent(trace.agent_usage.total_tokens, cost, len(trace.tool_calls), turns, elapsed, calls)
 
 
 def overruns(budget: Budget, now: Spent) -> list[str]:
@@ -103,6 +105,8 @@ def overruns(budget: Budget, now: Spent) -> list[str]:
         out.append(f"tool_calls {now.tool_calls:,} > {budget.tool_calls:,}")
     if budget.turns is not None and now.turns > budget.turns:
         out.append(f"turns {now.turns:,} > {budget.turns:,}")
+    if budget.model_calls is not None and now.model_calls > budget.model_calls:
+        out.append(f"model_calls {now.model_calls:,} > {budget.model_calls:,}")
     if budget.duration is not None and now.duration > budget.duration:
         out.append(f"duration {format_duration(now.duration)} > {format_duration(budget.duration)}")
     return out

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from agenttest.verdicts.costs import add, total
-from agenttest.model import Case, CaseResult, Gate, Plan
+from agenttest.model import Case, CaseResult, Gate, PassK, Plan
 
 Key = tuple[str, str, str]  # (file, case id, connector)
 
@@ -114,6 +114,22 @@ def compute(results: Iterable[CaseResult], planned: Mapping[Key, Policy], saved:
         policy = planned.get(key) or Policy(len(runs), 1.0)
         out.append(gate(key, runs, policy, (saved or {}).get(key, 0)))
     return tuple(out)
+
+
+def pass_k(gates: Iterable[Gate]) -> PassK | None:
+    """The suite's pass^k and pass@k for k = 1 … the fewest runs a case that ran had (every case counts for every
+    k: a case stopped early is not left out of the larger k, which would flatter them); None below two runs."""
+    ran = [g for g in gates if g.runs]
+    most = min((g.runs for g in ran), default=0)
+    if most < 2:
+        return None
+    hats, ats, counts = [], [], []
+    for k in range(1, most + 1):
+        cases = [g for g in ran if g.runs >= k]
+        hats.append(statistics.fmean(g.pass_hat[k - 1] for g in cases))
+        ats.append(statistics.fmean(g.pass_at[k - 1] for g in cases))
+        counts.append(len(cases))
+    return PassK(tuple(range(1, most + 1)), tuple(hats), tuple(ats), tuple(counts))
 
 
 def shown(gates: Iterable[Gate], matrix: Iterable[str] = ()) -> bool:

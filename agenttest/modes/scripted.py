@@ -1,0 +1,64 @@
+"""Scripted conversations (FORMATS §14): the case writes the user's side turn by turn; each turn is sent
+after the agent's actual earlier replies and checked on its own. A failed check fails the case and the later
+turns still run; an agent error stops the conversation. The case's own assertions judge it at the end."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+
+from agenttest.plugins import MODES
+from agenttest.assertions import evaluate_all
+from agenttest.errors import CallError
+from agenttest.model import AssertionResult, Case, CaseResult, Status
+from agenttest.runtime.trace import Trace
+from agenttest.modes.base import CaseEnv
+from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, cut_short, final, final_reason
+from agenttest.modes.standard import verdict
+
+
+async def _turns(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> None:
+    conv.history = list(await env.messages(case)) if case.messages else []
+    for number, turn in enumerate(case.turns, start=1):
+        conv.history += await env.messages(replace(case, messages=turn.messages))
+        ex = await agent_turn(case, env, conv, trace, number)
+        checks = await evaluate_all(turn.assertions, ex.obs)
+        ex.record(conv, assertions=checks, id=turn.id)
+        check_budget(env, trace, number)
+
+
+def _result(case: Case, conv: Conversation, status: Status, error: str, assertions: tuple[AssertionResult, ...] = ()) -> CaseResult:
+    return CaseResult(
+        id=case.id, status=status, name=case.name, input=case.input,
+        output=conv.turns[-1].output if conv.turns else None, error=error, assertions=assertions,
+        tool_calls=tuple(conv.tool_calls), usage=conv.usage, turns=tuple(conv.turns), scripted=True,
+        variants=case.variants, not_run_turns=len(case.turns) - len(conv.turns),
+    )
+
+
+async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
+    conv = trace.state = Conversation(case)
+    try:
+        await _turns(case, env, conv, trace)
+    except BudgetStop as stop:
+        return _result(case, conv, "failed", str(stop))
+    except CallError as exc:
+        return partial(case, trace, "error", str(exc))
+    assertions = await final(case, env, conv, trace)
+    checks = [a for t in conv.turns for a in t.assertions] + list(assertions)
+    status = verdict(tuple(checks))
+    failed = next((t for t in conv.turns if not all(a.passed for a in t.assertions)), None)
+    if failed is not None:
+        first = next(a for a in failed.assertions if not a.passed)
+        reason = f"{failed.label}: {first.message}"
+    else:
+        reason = final_reason(assertions)
+    return _result(case, conv, status, reason, assertions)
+
+
+def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
+    """A conversation cut short keeps the turns it ran; the later ones are counted as not run."""
+    return cut_short(case, trace, status, error, _result)
+
+
+MODES.add("scripted", sys.modules[__name__])  # the built-in mode registers as a plug-in would
