@@ -311,11 +311,12 @@ def diff_command(base: str, new: str, output: str | None, fail_on_regression: bo
 
         if output:
             diffs.check_path(output)
-        comparison = compare(read(base), read(new), base, new)
+        before, after = read(base), read(new)
+        comparison = compare(before, after, base, new)
         for line in diffs.console_lines(comparison, color):
             click.echo(line)
         if output:
-            write_atomic(output, diffs.render(comparison, output))
+            write_atomic(output, diffs.render(comparison, output, before, after))
             click.echo(f"  Output: {output}")
         return ExitCode.FAILED if fail_on_regression and comparison.regressions else ExitCode.OK
 

@@ -105,6 +105,8 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
     out["assertions"] = [assertion_dict(a) for a in r.assertions]
     out["tool_calls"] = [c.as_dict() for c in r.tool_calls]
     out["usage"] = r.usage.as_dict()
+    if r.simulator:
+        out["simulator"] = dict(r.simulator)
     if r.dynamic:
         out["turns"] = [turn_dict(t) for t in r.turns]
         out["checkpoints"] = [checkpoint_dict(c) for c in r.checkpoints]

@@ -96,6 +96,7 @@ def result_of(d: Any, index: int) -> CaseResult:
         connector=str(d.get("connector", "")), spend=tuple(_spend(s) for s in d.get("spend") or () if isinstance(s, dict)),
         model_calls=tuple(ModelCall(str(c.get("role", "")), str(c.get("connector", "")), str(c.get("model", "")),
                                     float(c.get("duration_ms") or 0)) for c in d.get("model_calls") or () if isinstance(c, dict)),
+        simulator=d["simulator"] if isinstance(d.get("simulator"), dict) else None,
     )
 
 

@@ -102,6 +102,7 @@ class CaseResult:
     connector: str = ""  # the connector of the agent under test in a model matrix (-c a,b)
     spend: tuple[Spend, ...] = ()  # tokens and cost by role and connector
     model_calls: tuple[ModelCall, ...] = ()
+    simulator: dict[str, Any] | None = None  # a dynamic case's simulator as the viewer shows it: use, persona, goal
 
     @property
     def ok(self) -> bool:
