@@ -1,7 +1,7 @@
 """agenttest: test LLM agents from the command line, the way Yao's ``yao agent test`` does."""
 
-from .errors import AgentError, AgentTestError, CallError, ExitCode, InputError, Location, Problem
-from .model import (
+from agenttest.errors import AgentError, AgentTestError, CallError, ExitCode, InputError, Location, Problem
+from agenttest.model import (
     AssertionResult,
     AssertionSpec,
     Case,
@@ -15,7 +15,7 @@ from .model import (
     Turn,
     Usage,
 )
-from .version import __version__
+from agenttest.version import __version__
 
 __all__ = [
     "AgentError",

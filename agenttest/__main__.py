@@ -1,5 +1,5 @@
 """``python -m agenttest``."""
 
-from .cli import entry
+from agenttest.cli import entry
 
 entry()

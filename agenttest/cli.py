@@ -17,9 +17,11 @@ from typing import Any
 
 import click
 
-from .config import RunConfig, parse_duration, parse_size
-from .errors import AgentTestError, ExitCode, InternalError
-from .version import __version__
+from agenttest.config import RunConfig
+
+from agenttest.util.durations import parse_duration, parse_size
+from agenttest.errors import AgentTestError, ExitCode, InternalError
+from agenttest.version import __version__
 
 EPILOG = """\b
 Examples:
@@ -153,7 +155,7 @@ def _ref(ctx: click.Context, param: click.Parameter, value: str | None) -> str |
 def _roles(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
     if value is None:
         return None
-    from .cassettes import parse_roles
+    from agenttest.connectors.cassettes import parse_roles
 
     try:
         return parse_roles(value)
@@ -189,7 +191,7 @@ def finish(work: Callable[[], int], events: bool = False) -> None:
 
 
 def _error_event(message: str, code: int) -> None:
-    from .reporting.events import EventStream
+    from agenttest.reporting.events import EventStream
 
     EventStream(sys.stdout).error(message, code)
 
@@ -241,7 +243,7 @@ def main() -> None:
               help="A case passes when this share of its runs passed (a case's 'min_pass_rate' wins); 1.0 is pass^k.")
 @click.option("--early-stop", is_flag=True, cls=Option, section="Running",
               help="Stop a case's runs once no remaining run can change its verdict  [default: off]")
-@click.option("--budget", metavar="LIMITS", callback=_parsed_by("budgets"), cls=Option, section="Running",
+@click.option("--budget", metavar="LIMITS", callback=_parsed_by("verdicts.budgets"), cls=Option, section="Running",
               help="Limits per case run, e.g. tokens=20000,cost=0.05,tool_calls=10,turns=8,duration=2m (a case's 'budget' wins)  [default: none]")
 @click.option("--seed", default=0, show_default=True, type=int, metavar="N", cls=Option, section="Running",
               help="Seed of the faults given with a rate: the same seed injects the same faults.")
@@ -249,7 +251,7 @@ def main() -> None:
               help="Stop scheduling cases after the first that does not pass (with --runs: whose gate failed)  [default: off]")
 @click.option("--max-attachment", default="20MB", show_default=True, callback=_size, metavar="SIZE", cls=Option, section="Running",
               help="Largest file an input may attach (file:// parts): 20MB, 500KB or bytes.")
-@click.option("--shard", metavar="K/N", callback=_parsed_by("sharding"), cls=Option, section="Input and selection",
+@click.option("--shard", metavar="K/N", callback=_parsed_by("selection.shards"), cls=Option, section="Input and selection",
               help="Run shard K of N: a fixed 1/N of the selected cases, the same on every machine (merge the reports with agent-test merge)  [default: all]")
 @click.option("--record", metavar="DIR", cls=Option, section="Running",
               help="Record every model call into cassettes in DIR (one JSONL file per case)  [default: off]")
@@ -285,7 +287,7 @@ def run_command(**flags: Any) -> None:
             record=flags["record"], replay=flags["replay"], replay_roles=flags["replay_roles"],
             shard=flags["shard"], baseline=flags["baseline"], **_matrix(flags["connector"]),
         )
-        from .session import Session
+        from agenttest.session import Session
 
         if config.json:  # stdout carries the events; the console goes to stderr
             return asyncio.run(Session(config, sys.stderr, events=sys.stdout).run())
@@ -304,10 +306,10 @@ def diff_command(base: str, new: str, output: str | None, fail_on_regression: bo
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
     def work() -> int:
-        from .comparison import compare
-        from .outputfiles import write_atomic
-        from .reportfiles import read
-        from .reporting import diffs
+        from agenttest.history.comparison import compare
+        from agenttest.util.files import write_atomic
+        from agenttest.history.reading import read
+        from agenttest.reporting import diffs
 
         if output:
             diffs.check_path(output)
@@ -332,11 +334,11 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...]) -> None:
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
     def work() -> int:
-        from . import reporting
-        from .merging import merge
-        from .reportfiles import read
-        from .reporting.console import Console
-        from .verdict import exit_code
+        from agenttest import reporting
+        from agenttest.history.merging import merge
+        from agenttest.history.reading import read
+        from agenttest.reporting.console import Console
+        from agenttest.verdicts.outcome import exit_code
 
         for path in outputs:
             reporting.check_path(path)
@@ -361,7 +363,7 @@ def init_command(folder: str) -> None:
     """Make a working app in DIR: an agent with a tool, worker agents, cases, hooks and a script test."""
 
     def work() -> int:
-        from .scaffold import init
+        from agenttest.app.scaffold import init
 
         written = init(folder)
         click.echo(f"Made an agent-test app in {folder} ({len(written)} files). Try it (offline):")

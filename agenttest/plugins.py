@@ -3,7 +3,7 @@ They register assertion types, connector types and report formats exactly as the
 
 from __future__ import annotations
 
-from .errors import AgentTestError
+from agenttest.errors import AgentTestError
 
 _loaded = False
 

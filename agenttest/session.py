@@ -14,30 +14,37 @@ from typing import Any, TextIO
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from . import budgets, gates, lastfailed, outputfiles, plugins, reporting, runner, sharding, usercode
-from .app import App, find_root
-from .caller import Caller
-from .cassettes import Cassettes
-from .catalog import Catalog
-from .comparison import Comparison, compare
-from .config import RunConfig
-from .connectors.throttle import Traffic
-from .errors import AgentTestError, ExitCode, HookError, InputError, InternalError
-from .identity import Identity, read_ctx
-from .loading import SUFFIXES, KeyPolicy, Loaded, load_file
-from .model import Case, CaseResult, Plan, RunHeader, RunReport
-from .reporting import diffs
-from .reporting.console import Console
-from .reporting.events import EventStream
-from .reportfiles import read as read_report
-from .resolution import resolve, unknown_tools
-from .runner import RunState
-from .costs import spend_of
-from .secrets import MIN_LENGTH, Secrets
-from .selection import select
-from .sources import Inputs, LoadEnv, expand, normalized
-from .tracking import Trace, current_trace
-from .verdict import exit_code, iso, make_report
+from agenttest import plugins, reporting
+from agenttest.verdicts import budgets
+from agenttest.verdicts import gates
+from agenttest.selection import lastfailed
+from agenttest.util import files as outputfiles
+from agenttest.runner import scheduling as runner
+from agenttest.selection import shards
+from agenttest.runtime import usercalls
+from agenttest.app.folders import App, find_root
+from agenttest.agents.caller import Caller
+from agenttest.connectors.cassettes import Cassettes
+from agenttest.agents.catalog import Catalog
+from agenttest.history.comparison import Comparison, compare
+from agenttest.config import RunConfig
+from agenttest.connectors.throttle import Traffic
+from agenttest.errors import AgentTestError, ExitCode, HookError, InputError, InternalError
+from agenttest.runtime.context import Identity, read_ctx
+from agenttest.inputs.casefiles import SUFFIXES, KeyPolicy, Loaded, load_file
+from agenttest.model import Case, CaseResult, Plan, RunHeader, RunReport
+from agenttest.reporting import diffs
+from agenttest.reporting.console import Console
+from agenttest.reporting.events import EventStream
+from agenttest.history.reading import read as read_report
+from agenttest.resolution.resolve import resolve, unknown_tools
+from agenttest.runner.scheduling import RunState
+from agenttest.verdicts.costs import spend_of
+from agenttest.util.secrets import MIN_LENGTH, Secrets
+from agenttest.selection.filters import select
+from agenttest.inputs.sources import Inputs, LoadEnv, expand, normalized
+from agenttest.runtime.trace import Trace, current_trace
+from agenttest.verdicts.outcome import exit_code, iso, make_report
 
 
 class Session:
@@ -141,7 +148,7 @@ class Session:
             cases, note = select(cases, config.run_filter, config.keyword, remembered)
         self.selected = len(cases)
         if config.shard is not None:
-            cases = sharding.take(cases, config.shard, catalog.app.root)
+            cases = shards.take(cases, config.shard, catalog.app.root)
         if config.list_only:
             loaded.check()
             return self._list(cases)
@@ -244,7 +251,7 @@ class Session:
         failure: BaseException | None = None
         with self._signals(task):
             try:
-                with usercode.capturing():
+                with usercalls.capturing():
                     await task
             except asyncio.CancelledError:
                 if self.signalled is None:
@@ -265,7 +272,7 @@ class Session:
             if events is not None and failure is None:
                 events.summary(report, code)
         if failure is not None:
-            from .runner import internal_error
+            from agenttest.runner.scheduling import internal_error
 
             message, tb = internal_error(failure)
             raise InternalError(message.removeprefix("internal error: "), tb)

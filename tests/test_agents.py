@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from agenttest.app import App, find_root
-from agenttest.catalog import Catalog
-from agenttest.userfiles import strip_comments
+from agenttest.app.folders import App, find_root
+from agenttest.agents.catalog import Catalog
+from agenttest.app.yaofiles import strip_comments
 from agenttest.errors import AgentError, AgentTestError
 from agenttest.model import Context
 from helpers import Answer

@@ -13,22 +13,25 @@ from helpers import REPO
 
 PACKAGE = REPO / "agenttest"
 
-# bottom (0) to top; a package's name stands for all of its modules
+# bottom (0) to top; a package's name stands for all of its modules. The stage packages are the pipeline
+# (docs/architecture.md): inputs (load) → selection → resolution → runner/modes → assertions (check) →
+# verdicts (decide) → reporting → history; app, agents, connectors and runtime are what the stages use.
 LAYERS: dict[str, int] = {
-    "version": 0, "errors": 0, "texts": 0, "config": 0, "schema": 0, "patterns": 0,
-    "model": 1, "secrets": 1,
-    "selection": 2, "lastfailed": 2, "scaffold": 2, "outputfiles": 0, "positions": 2, "userfiles": 2, "messages": 2, "attachments": 2, "prompts": 2, "tracking": 2, "usercode": 2, "plugins": 2, "records": 2,
-    "verdict": 2, "workerprotocol": 2, "app": 2, "mcpfiles": 2, "costs": 2, "budgets": 2, "gates": 2,
-    "requestdiff": 2, "sharding": 2, "reportfiles": 2, "parameters": 2,
-    "connectors": 3, "assertions": 3, "world": 3, "comparison": 3, "merging": 3,
-    "caseschema": 4, "validation": 4, "loading": 4, "agents": 4, "hooks": 4, "mcpservers": 4, "cassettes": 4,
-    "catalog": 5, "identity": 5,
-    "caller": 6,
-    "modes": 7, "resolution": 7,
-    "runner": 8, "sources": 8, "reporting": 8,
-    "session": 9,
-    "cli": 10, "__main__": 10, "__init__": 10,
+    "version": 0, "errors": 0, "schema": 0,
+    "util": 1,
+    "model": 2, "config": 2, "plugins": 2,
+    "runtime": 3, "selection": 3,
+    "app": 4, "verdicts": 4,
+    "connectors": 5,
+    "agents": 6,
+    "assertions": 7, "history": 7,
+    "modes": 8, "resolution": 8, "reporting": 8,
+    "inputs": 9, "runner": 9,
+    "session": 10,
+    "cli": 11, "__main__": 11, "__init__": 11,
 }
+STAGES = ("inputs", "selection", "resolution", "runner", "modes", "assertions", "verdicts", "reporting", "history")
+TOP_LEVEL_MODULES = {"__init__", "__main__", "version", "cli", "config", "errors", "plugins", "session"}
 
 
 def module_name(path: Path) -> str:
@@ -107,10 +110,24 @@ def test_no_import_cycles():
 def test_the_checker_sees_lazy_and_relative_imports():
     edges = graph()
     assert "reporting.html" in edges["reporting"]  # a function-level import of the built-in formats
-    assert "records" in edges["runner"] and "assertions.registry" in edges["assertions.static"]
+    assert "runtime.usercalls" in edges["runner.scheduling"] and "assertions.registry" in edges["assertions.static"]
 
 
 def test_public_api_is_sorted_and_importable():
     assert agenttest.__all__ == sorted(agenttest.__all__)
     for name in agenttest.__all__:
         assert hasattr(agenttest, name), name
+
+
+def test_the_top_level_is_the_stages_and_a_handful_of_modules():
+    modules = {p.stem for p in PACKAGE.glob("*.py")}
+    assert modules == TOP_LEVEL_MODULES, f"a new top-level module belongs in a stage package: {sorted(modules - TOP_LEVEL_MODULES)}"
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert set(STAGES) <= packages
+
+
+def test_every_package_says_its_job():
+    for init in PACKAGE.rglob("__init__.py"):
+        if "templates" in init.relative_to(PACKAGE).parts:
+            continue
+        assert ast.get_docstring(ast.parse(init.read_text())), f"{init.relative_to(REPO)} needs a docstring saying its job"

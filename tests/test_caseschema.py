@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 import json
 
-from agenttest.caseschema import validator as _validator
-from agenttest.caseschema import plainly_valid
+from agenttest.inputs.caseschema import validator as _validator
+from agenttest.inputs.caseschema import plainly_valid
 from helpers import REPO
 
 REPLACEMENTS = [None, 0, -1, 1.5, True, "", "x", "user", "text", [], {}, ["x"], [{}], [{"type": "text"}], {"x": 1}, {"content": "c"}]
@@ -72,7 +72,7 @@ def test_loading_never_crashes_on_garbage():
     import random
 
     from agenttest.errors import InputError
-    from agenttest.loading import parse_text
+    from agenttest.inputs.casefiles import parse_text
 
     rng = random.Random(1234)
     atoms = [None, True, 0, -3, 2.5, "", "x", "contains", [], {}, {"type": "regex", "value": "("}, [{"role": "tool"}]]
@@ -104,7 +104,7 @@ def test_loading_never_crashes_on_garbage():
 
 
 def test_shipped_schema_is_the_one_derived_from_the_registry():
-    from agenttest.caseschema import build
+    from agenttest.inputs.caseschema import build
 
     shipped = json.loads((REPO / "agenttest/schema/case.schema.json").read_text())
     assert shipped == build(), "regenerate: python -m agenttest.caseschema > agenttest/schema/case.schema.json"
@@ -112,7 +112,7 @@ def test_shipped_schema_is_the_one_derived_from_the_registry():
 
 def test_a_registered_type_brings_its_parameters_into_the_schema():
     from agenttest import assertions
-    from agenttest.caseschema import schema
+    from agenttest.inputs.caseschema import schema
     from agenttest.model import AssertionResult
 
     @assertions.register("near_length", fields={"chars": {"type": "integer"}, "slack": {"type": "number"}})

@@ -15,7 +15,7 @@ import termios
 
 import pytest
 
-from agenttest.config import format_duration, format_timeout, parse_duration
+from agenttest.util.durations import format_duration, format_timeout, parse_duration
 from agenttest.model import CaseResult
 from agenttest.reporting.console import Console, cut
 from helpers import REPO

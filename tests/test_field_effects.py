@@ -11,9 +11,10 @@ from typing import Any, Callable
 
 import pytest
 
-from agenttest import assertions, caseschema
+from agenttest import assertions
+from agenttest.inputs import caseschema
 from agenttest.assertions import Observation
-from agenttest.budgets import Spent
+from agenttest.verdicts.budgets import Spent
 from agenttest.model import AssertionSpec, ToolCall
 from helpers import cli, report
 

@@ -240,7 +240,7 @@ def test_case_runs_in_a_json_report_schema(bot, tmp_path):
 
 # ---- the module ------------------------------------------------------------------------------------
 
-from agenttest import gates as gatemod  # noqa: E402
+from agenttest.verdicts import gates as gatemod  # noqa: E402
 from agenttest.model import CaseResult, Gate  # noqa: E402
 
 

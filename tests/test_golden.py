@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agenttest.gates import Policy
+from agenttest.verdicts.gates import Policy
 from agenttest.model import AssertionResult, CaseResult, CheckpointResult, RunReport, Spend, ToolCall, Turn, Usage, WorldChange, WorldRecord
 from agenttest.reporting import render
-from agenttest.verdict import make_report
+from agenttest.verdicts.outcome import make_report
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -203,7 +203,7 @@ rules:
 
 
 def test_finding_json_in_adversarial_text_is_linear():
-    from agenttest.texts import find_json
+    from agenttest.util.text import find_json
 
     start = time.perf_counter()
     for text in ["{" * 300_000, "[1, " * 100_000, '{"a": "' + "x" * 300_000, "{ " * 150_000 + '{"ok": 1}']:

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from agenttest.errors import InputError
-from agenttest.loading import KeyPolicy, load_file, parse, parse_text
+from agenttest.inputs.casefiles import KeyPolicy, load_file, parse, parse_text
 from helpers import cli
 
 
@@ -246,7 +246,7 @@ def test_missing_file_with_hint(tmp_path):
 
 
 def test_attachment_paths_resolve_against_the_case_file(tmp_path):
-    from agenttest.attachments import resolve
+    from agenttest.runtime.attachments import resolve
 
     (tmp_path / "fixtures").mkdir()
     (tmp_path / "fixtures" / "r.png").write_bytes(b"\x89PNG")

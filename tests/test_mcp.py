@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from agenttest.app import App
+from agenttest.app.folders import App
 from agenttest.assertions.static import name_matches
-from agenttest.catalog import Catalog
+from agenttest.agents.catalog import Catalog
 from agenttest.model import Context
 from helpers import REPO, Answer, cli, report
 from mcp_server import HttpServer
@@ -303,7 +303,7 @@ def test_yao_metadata_is_quiet_and_other_keys_warn(app):
 
 
 def test_the_sdk_is_imported_only_when_a_server_starts():
-    code = "import agenttest.cli, agenttest.catalog, agenttest.mcpservers, sys; print('mcp' in sys.modules)"
+    code = "import agenttest.cli, agenttest.agents.catalog, agenttest.agents.mcp, sys; print('mcp' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert r.stdout.split() == ["False"], r.stderr
 

@@ -9,8 +9,8 @@ import pytest
 
 from agenttest.model import AssertionResult, CaseResult, ToolCall
 from agenttest.reporting import check_path, render, write
-from agenttest.records import report_dict
-from agenttest.verdict import make_report
+from agenttest.history.writing import report_dict
+from agenttest.verdicts.outcome import make_report
 
 
 def sample():

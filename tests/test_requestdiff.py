@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agenttest.requestdiff import excerpts, first_difference, nearest
+from agenttest.connectors.requestdiff import excerpts, first_difference, nearest
 
 BASE = {"model": "m", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "File $50 for dinner"}],
         "tools": [{"name": "create", "parameters": {"type": "object"}}], "parameters": {"temperature": 0.2}}

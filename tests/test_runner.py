@@ -8,15 +8,15 @@ import time
 
 import pytest
 
-from agenttest import runner
-from agenttest.app import App
-from agenttest.caller import Caller
-from agenttest.catalog import Catalog
-from agenttest.hooks import resolve as resolve_hook
-from agenttest.identity import Identity
-from agenttest.loading import parse_text
+from agenttest.runner import scheduling as runner
+from agenttest.app.folders import App
+from agenttest.agents.caller import Caller
+from agenttest.agents.catalog import Catalog
+from agenttest.app.hooks import resolve as resolve_hook
+from agenttest.runtime.context import Identity
+from agenttest.inputs.casefiles import parse_text
 from agenttest.model import Plan
-from agenttest.runner import RunState, run_case
+from agenttest.runner.scheduling import RunState, run_case
 
 MOCK_RULES = """
 rules:
@@ -135,9 +135,9 @@ def test_a_bug_of_ours_inside_a_case_is_an_internal_error_with_its_traceback(bot
 def test_print_in_tools_and_hooks_is_captured_per_case(bot, capsys):
     cases = [{"id": f"c{i}", "input": "tool:chatty", "before": "env_test.Before"} for i in range(4)]
     plan, caller = make(bot, cases, parallel=4)
-    from agenttest import usercode
+    from agenttest.runtime import usercalls
 
-    with usercode.capturing():
+    with usercalls.capturing():
         results = go(plan, caller)
     for r in results:
         assert r.stdout == f"before {r.id}\nhello from a tool\n" and r.stderr == "a warning\n"
@@ -179,7 +179,7 @@ def test_a_tool_loop_cut_by_its_bound_keeps_its_calls(bot):
 def test_cancelled_case_still_runs_its_after_hook(bot):
     cases = [{"id": "x", "input": "loop", "before": "env_test.Before", "after": "env_test.After"}]
     plan, caller = make(bot, cases)
-    from agenttest.userfiles import load_module
+    from agenttest.app.yaofiles import load_module
 
     env_test = load_module(str(bot.root / "assistants" / "bot" / "src" / "env_test.py"))
     env_test.LOG.clear()

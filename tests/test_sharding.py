@@ -8,7 +8,7 @@ import pytest
 
 from agenttest.errors import Location
 from agenttest.model import Case
-from agenttest.sharding import parse, shards, source_key
+from agenttest.selection.shards import parse, shards, source_key
 from helpers import Answer, cli, last_user, report
 
 CASES = [{"id": f"c{i:02d}", "input": f"message {i}", "assert": {"type": "contains", "value": "yes"}} for i in range(1, 16)]

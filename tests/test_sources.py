@@ -9,12 +9,12 @@ import os
 
 import pytest
 
-from agenttest.app import App
-from agenttest.caller import Caller
-from agenttest.catalog import Catalog
+from agenttest.app.folders import App
+from agenttest.agents.caller import Caller
+from agenttest.agents.catalog import Catalog
 from agenttest.errors import AgentTestError
-from agenttest.identity import Identity
-from agenttest.sources import CaseFile, GeneratorAgent, GeneratorScript, LoadEnv, Message, ScriptTests, classify, meant_path
+from agenttest.runtime.context import Identity
+from agenttest.inputs.sources import CaseFile, GeneratorAgent, GeneratorScript, LoadEnv, Message, ScriptTests, classify, meant_path
 
 GENERATOR_RULES = """
 rules:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agenttest.texts import as_text, find_json, shorten
+from agenttest.util.text import as_text, find_json, shorten
 
 
 @pytest.mark.parametrize("text, expected", [

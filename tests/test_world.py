@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agenttest.model import Case, Fault, Mock, WorldChange
-from agenttest.world import MALFORMED, ToolWorld, diff, draw
+from agenttest.runtime.world import MALFORMED, ToolWorld, diff, draw
 from helpers import Answer, cli, last_user, report
 
 TOOLS = [

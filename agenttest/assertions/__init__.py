@@ -3,8 +3,8 @@ json_path, type, tool_called, tool_result), ``trajectory`` (tool_sequence, tool_
 ``state`` (the tool world), ``budget`` (what the agent spent), ``judge`` (a validator agent) and ``script``
 (user Python). Built-ins register exactly as plug-ins do."""
 
-from . import budget, judge, script, state, static, trajectory  # noqa: F401  the built-ins
-from .registry import (
+from agenttest.assertions import budget, judge, script, state, static, trajectory  # noqa: F401  the built-ins
+from agenttest.assertions.registry import (
     AssertionType,
     Check,
     CheckProblem,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import budgets
-from ..model import AssertionResult
-from .registry import CheckProblem, Observation, register
+from agenttest.verdicts import budgets
+from agenttest.model import AssertionResult
+from agenttest.assertions.registry import CheckProblem, Observation, register
 
 COUNT: dict[str, Any] = {"type": "integer", "minimum": 0}
 FIELDS: dict[str, dict[str, Any]] = {

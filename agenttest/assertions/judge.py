@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import CallError
-from ..model import AssertionResult
-from ..workerprotocol import ProtocolError, ask_json
-from .registry import CheckProblem, Need, Observation, register
+from agenttest.errors import CallError
+from agenttest.model import AssertionResult
+from agenttest.agents.protocols import ProtocolError, ask_json
+from agenttest.assertions.registry import CheckProblem, Need, Observation, register
 
 
 def agent_id(use: str) -> str:

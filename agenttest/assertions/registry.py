@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from ..model import AssertionResult, AssertionSpec, Case, Message, ToolCall
-from ..texts import as_text
+from agenttest.model import AssertionResult, AssertionSpec, Case, Message, ToolCall
+from agenttest.util.text import as_text
 
 CheckProblem = tuple[str | None, str, str | None]
 Schema = dict[str, Any]
@@ -142,7 +142,7 @@ def names() -> list[str]:
 
 def check(params: dict[str, Any]) -> list[CheckProblem]:
     """Load-time problems with one assertion's parameters (unknown type, missing or bad fields)."""
-    from ..errors import did_you_mean
+    from agenttest.errors import did_you_mean
 
     kind = params.get("type") or "equals"
     spec = _REGISTRY.get(kind)

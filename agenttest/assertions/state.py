@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..model import AssertionResult
-from ..texts import shorten
-from .registry import CheckProblem, Observation, register
-from .static import PATH, VALUE, equal, json_path, parsed_path, path_problems
+from agenttest.model import AssertionResult
+from agenttest.util.text import shorten
+from agenttest.assertions.registry import CheckProblem, Observation, register
+from agenttest.assertions.static import PATH, VALUE, json_path, parsed_path, path_problems
+from agenttest.util.matching import equal
 
 
 def _check_state(params: dict[str, Any]) -> list[CheckProblem]:

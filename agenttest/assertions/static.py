@@ -6,11 +6,11 @@ import asyncio
 from functools import lru_cache
 from typing import Any
 
-from ..mcpfiles import tool_name
-from ..texts import as_text, find_json, shorten
-from .. import patterns
-from ..model import AssertionResult, ToolCall
-from .registry import CheckProblem, Observation, register
+from agenttest.util.text import as_text, find_json, shorten
+from agenttest.util import patterns
+from agenttest.util.matching import equal, matches, name_matches, pattern_problems
+from agenttest.model import AssertionResult, ToolCall
+from agenttest.assertions.registry import CheckProblem, Observation, register
 
 JSON_TYPES = ("string", "number", "integer", "boolean", "array", "object", "null")
 
@@ -25,41 +25,6 @@ def _fail(kind: str, message: str, expected: Any = None, actual: Any = None) -> 
 
 VALUE: dict[str, Any] = {"description": "the expected value"}
 PATH = {"type": "string", "description": "a JSONPath, e.g. $.items[0].name"}
-
-
-def equal(a: Any, b: Any) -> bool:
-    """Deep equality where numbers compare by value but booleans are not numbers."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
-
-
-def matches(expected: Any, actual: Any) -> bool:
-    """Partial deep match: dicts by the expected keys, lists element-wise by subset, ``regex:`` strings as patterns."""
-    if isinstance(expected, str) and expected.startswith("regex:"):
-        return patterns.search(expected[6:], as_text(actual)) is not None
-    if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(k in actual and matches(v, actual[k]) for k, v in expected.items())
-    if isinstance(expected, list):
-        return isinstance(actual, list) and all(any(matches(e, a) for a in actual) for e in expected)
-    return equal(expected, actual)
-
-
-def pattern_problems(value: Any) -> list[str]:
-    """What is wrong with the ``regex:`` strings inside an expected value (for load-time checks)."""
-    if isinstance(value, str) and value.startswith("regex:"):
-        try:
-            patterns.compile_pattern(value[6:])
-        except patterns.error as exc:
-            return [f"pattern {value!r} does not compile: {exc}"]
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    return [p for item in items for p in pattern_problems(item)]
 
 
 # ---- equals -----------------------------------------------------------------------------------
@@ -221,7 +186,7 @@ def json_type(value: Any) -> str:
 
 
 def _check_type(params: dict[str, Any]) -> list[CheckProblem]:
-    from ..errors import did_you_mean
+    from agenttest.errors import did_you_mean
 
     value = params.get("value")
     if value not in JSON_TYPES:
@@ -260,15 +225,6 @@ def _is_scalar_json(text: str) -> bool:
 
 
 # ---- tool_called / tool_result -------------------------------------------------------------------------
-
-
-def name_matches(wanted: str, called: str) -> bool:
-    """Exact, or the called name carries a ``server__`` / ``server.`` prefix, or ``wanted`` names an MCP
-    tool as ``server.tool`` (the model's name for it is ``server__tool``, dots in the server as ``_``)."""
-    if called == wanted or called.endswith("__" + wanted) or called.endswith("." + wanted):
-        return True
-    server, dot, tool = wanted.rpartition(".")
-    return bool(dot and server and tool) and called == tool_name(server, tool)
 
 
 def _check_tool_called(params: dict[str, Any]) -> list[CheckProblem]:

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..model import AssertionResult, ToolCall
-from ..texts import shorten
-from .registry import CheckProblem, Observation, register
-from .static import VALUE, equal, matches, name_matches, pattern_problems
+from agenttest.model import AssertionResult, ToolCall
+from agenttest.util.text import shorten
+from agenttest.assertions.registry import CheckProblem, Observation, register
+from agenttest.assertions.static import VALUE
+from agenttest.util.matching import equal, matches, name_matches, pattern_problems
 
 SEQUENCE_MODES = ("strict", "ordered", "unordered", "subset", "superset")
 ARG_MATCHES = ("exact", "subset", "ignore")

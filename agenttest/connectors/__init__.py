@@ -3,15 +3,15 @@ types are registered by name — ``openai``, ``mock`` and plug-ins, all the same
 
 from __future__ import annotations
 
-from ..errors import AgentTestError, did_you_mean
-from .base import ChatRequest, Connector, ConnectorSpec, Factory, Retryable, factory, register, type_names
+from agenttest.errors import AgentTestError, did_you_mean
+from agenttest.connectors.base import ChatRequest, Connector, ConnectorSpec, Factory, Retryable, factory, register, type_names
 
 __all__ = ["ChatRequest", "Connector", "ConnectorSpec", "Factory", "Retryable", "create", "register"]
 
 
 def create(spec: ConnectorSpec) -> Connector:
     """A connector of the spec's type (built-in types load on first use)."""
-    from . import mock, openai  # noqa: F401  the built-ins register themselves
+    from agenttest.connectors import mock, openai  # noqa: F401  the built-ins register themselves
 
     make = factory(spec.type)
     if make is None:

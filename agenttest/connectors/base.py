@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..errors import CallError
-from ..model import Completion, Message
+from agenttest.errors import CallError
+from agenttest.model import Completion, Message
 
 FailureKind = Literal["rate_limit", "server", "timeout", "connection", "unreachable"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 
-from ..app import App
-from ..errors import AgentTestError, Location, did_you_mean
-from ..secrets import Secrets
-from ..userfiles import read_jsonc, substitute_env
-from .base import ConnectorSpec
+from agenttest.app.folders import App
+from agenttest.errors import AgentTestError, Location, did_you_mean
+from agenttest.util.secrets import Secrets
+from agenttest.app.yaofiles import read_jsonc, substitute_env
+from agenttest.connectors.base import ConnectorSpec
 
 LIFTED = ("max_concurrency", "rpm", "pricing")  # top-level keys of a connector file that count as options
 

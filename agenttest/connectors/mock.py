@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import AgentTestError, CallError, typo_of
-from ..texts import as_text
-from ..messages import content_text
-from ..model import Completion, ToolCall, Usage
-from .base import ChatRequest, ConnectorSpec, register
+from agenttest.errors import AgentTestError, CallError, typo_of
+from agenttest.util.text import as_text
+from agenttest.model.messages import content_text
+from agenttest.model import Completion, ToolCall, Usage
+from agenttest.connectors.base import ChatRequest, ConnectorSpec, register
 
 _TEMPLATE = re.compile(r"\{\{\s*([\w.]+)\s*\}\}")
 _NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")

@@ -11,13 +11,13 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
-from ..errors import AgentTestError, CallError
-from ..model import Completion, ToolCall, Usage
-from ..parameters import CHAT_PARAMETERS, not_sent, request_options
-from ..secrets import redact
-from ..texts import shorten
-from .base import ChatRequest, ConnectorSpec, Retryable, register
-from .httpfailures import connection_failure, retry_after
+from agenttest.errors import AgentTestError, CallError
+from agenttest.model import Completion, ToolCall, Usage
+from agenttest.model.parameters import CHAT_PARAMETERS, not_sent, request_options
+from agenttest.util.secrets import redact
+from agenttest.util.text import shorten
+from agenttest.connectors.base import ChatRequest, ConnectorSpec, Retryable, register
+from agenttest.connectors.httpfailures import connection_failure, retry_after
 
 # read by agent-test, never sent
 _OWN = {"model", "host", "base_url", "proxy", "key", "api_key", "stream", "max_retries", "rate_limit_retries", "timeout",

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import AgentTestError, CallError
-from ..model import Completion, EndpointLoad
-from ..tracking import deadline_paused
-from .base import ChatRequest, Connector, ConnectorSpec, Retryable
+from agenttest.errors import AgentTestError, CallError
+from agenttest.model import Completion, EndpointLoad
+from agenttest.runtime.trace import deadline_paused
+from agenttest.connectors.base import ChatRequest, Connector, ConnectorSpec, Retryable
 
 DOWN_AFTER = 3  # connection failures in a row that mark an endpoint down
 MAX_WAIT = 60.0  # a longer Retry-After is cut to this

@@ -1,2 +1,2 @@
-"""Earlier runs: the run history that every run is added to (``store``), which ``agent-test history``
-lists and ``agent-test view`` serves."""
+"""Earlier runs: the report codec (write and read), diff, merge, and the run history every run is added
+to (``store``), which ``agent-test history`` lists and ``agent-test view`` serves."""

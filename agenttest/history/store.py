@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import AgentTestError
-from ..gates import key_of
-from ..model import CaseResult, Gate, RunReport
-from ..records import report_dict
-from ..secrets import Secrets
-from ..texts import shorten
+from agenttest.errors import AgentTestError
+from agenttest.history.writing import report_dict
+from agenttest.model import CaseResult, Gate, RunReport
+from agenttest.util.secrets import Secrets
+from agenttest.util.text import shorten
+from agenttest.verdicts.gates import key_of
 
 FOLDER, NAME = ".agent-test", "history.sqlite"
 BUSY_MS = 30_000  # a run waits this long for another run's write before giving up
@@ -148,7 +148,7 @@ class History:
         counted = [v for v in verdicts if v["verdict"] != "skipped"]
         good = sum(1 for v in counted if v["verdict"] == "passed")
         blob = zlib.compress(hide.redact(json.dumps(report_dict(report), ensure_ascii=False, default=str)).encode())
-        from ..version import __version__
+        from agenttest.version import __version__
 
         row = (report.started_at, report.completed_at, round(report.duration_ms, 1), hide.redact(", ".join(inputs)), report.agent_id,
                report.connector, len(verdicts), good, len(counted) - good, sum(1 for v in verdicts if v["flaky"]),

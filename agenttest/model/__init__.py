@@ -1,7 +1,7 @@
 """Frozen dataclasses that flow through the pipeline: Case → Reply/Turn → AssertionResult → CaseResult → RunReport.
 ``cases`` (what a file says), ``calls`` (what calling models and tools gives), ``results`` (what a run gives)."""
 
-from .calls import (
+from agenttest.model.calls import (
                       Completion,
                       Context,
                       EndpointLoad,
@@ -11,7 +11,7 @@ from .calls import (
                       ToolCall,
                       Usage,
 )
-from .cases import (
+from agenttest.model.cases import (
                       AssertionSpec,
                       Budget,
                       Case,
@@ -22,8 +22,8 @@ from .cases import (
                       SimulatorSpec,
                       astuple_shallow,
 )
-from .kinds import FaultKind, Message, Mode, Role, Status
-from .results import (
+from agenttest.model.kinds import FaultKind, Message, Mode, Role, Status
+from agenttest.model.results import (
                       AssertionResult,
                       CaseResult,
                       CheckpointResult,

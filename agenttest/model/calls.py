@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .kinds import FaultKind, Message
+from agenttest.model.kinds import FaultKind, Message
 
 
 @dataclass(frozen=True, slots=True)

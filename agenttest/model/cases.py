@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
-from ..errors import Location
-from .kinds import FaultKind, Message, Mode
+from agenttest.errors import Location
+from agenttest.model.kinds import FaultKind, Message, Mode
 
 
 @dataclass(frozen=True, slots=True)

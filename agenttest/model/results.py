@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from .calls import EndpointLoad, ModelCall, Spend, ToolCall, Usage
-from .cases import Budget, Case
-from .kinds import Status
+from agenttest.model.calls import EndpointLoad, ModelCall, Spend, ToolCall, Usage
+from agenttest.model.cases import Budget, Case
+from agenttest.model.kinds import Status
 
 
 @dataclass(frozen=True, slots=True)

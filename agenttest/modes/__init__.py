@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from ..model import Case
-from . import dynamic, scripttest, standard
-from .base import CaseEnv, Mode
+from agenttest.model import Case
+from agenttest.modes import dynamic, scripttest, standard
+from agenttest.modes.base import CaseEnv, Mode
 
 __all__ = ["CaseEnv", "Mode", "get"]
 

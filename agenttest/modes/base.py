@@ -7,11 +7,12 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from .. import attachments, budgets
-from ..caller import Caller
-from ..model import Budget, Case, CaseResult, Context, Message, Reply, Status
-from ..tracking import Trace
-from ..world import snapshot
+from agenttest.runtime import attachments
+from agenttest.verdicts import budgets
+from agenttest.agents.caller import Caller
+from agenttest.model import Budget, Case, CaseResult, Context, Message, Reply, Status
+from agenttest.runtime.trace import Trace
+from agenttest.runtime.world import snapshot
 
 
 @dataclass(frozen=True)

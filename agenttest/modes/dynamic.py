@@ -7,15 +7,15 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .. import budgets
-from ..assertions import Observation, evaluate, evaluate_all
-from ..errors import CallError
-from ..messages import content_text, last_user_content
-from ..model import AssertionResult, Case, CaseResult, CheckpointResult, Message, Reply, Status, ToolCall, Turn, Usage
-from ..tracking import Trace
-from ..workerprotocol import ProtocolError, ask_json
-from .base import CaseEnv, world_view
-from .standard import expectations, verdict
+from agenttest.verdicts import budgets
+from agenttest.assertions import Observation, evaluate, evaluate_all
+from agenttest.errors import CallError
+from agenttest.model.messages import content_text, last_user_content
+from agenttest.model import AssertionResult, Case, CaseResult, CheckpointResult, Message, Reply, Status, ToolCall, Turn, Usage
+from agenttest.runtime.trace import Trace
+from agenttest.agents.protocols import ProtocolError, ask_json
+from agenttest.modes.base import CaseEnv, world_view
+from agenttest.modes.standard import expectations, verdict
 
 PLAIN_TEXT = "(the simulator replied in plain text; it was taken as the user's message)"
 

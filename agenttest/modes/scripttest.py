@@ -9,13 +9,14 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from .. import patterns, usercode
-from ..errors import AgentTestError, CallError, Location
-from ..model import AssertionResult, Case, CaseResult, Context, Status
-from ..texts import shorten
-from ..tracking import Trace
-from ..userfiles import load_module, typescript_port
-from .base import CaseEnv
+from agenttest.util import patterns
+from agenttest.runtime import usercalls
+from agenttest.errors import AgentTestError, CallError, Location
+from agenttest.model import AssertionResult, Case, CaseResult, Context, Status
+from agenttest.util.text import shorten
+from agenttest.runtime.trace import Trace
+from agenttest.app.yaofiles import load_module, typescript_port
+from agenttest.modes.base import CaseEnv
 
 
 class _Stop(Exception):
@@ -48,12 +49,12 @@ class Assertions:
         return self._record("False", not value, self._msg(f"expected false, got {value!r}", msg), False, value)
 
     def Equal(self, actual: Any, expected: Any, msg: str | None = None) -> bool:
-        from ..assertions.static import equal
+        from agenttest.util.matching import equal
 
         return self._record("Equal", equal(actual, expected), self._msg(f"expected {expected!r}, got {actual!r}", msg), expected, actual)
 
     def NotEqual(self, actual: Any, expected: Any, msg: str | None = None) -> bool:
-        from ..assertions.static import equal
+        from agenttest.util.matching import equal
 
         return self._record("NotEqual", not equal(actual, expected), self._msg(f"expected something other than {expected!r}", msg), expected, actual)
 
@@ -122,15 +123,15 @@ class Assertions:
         return self._record("NotNil", value is not None, self._msg("expected a value, got None", msg), None, value)
 
     def Type(self, value: Any, type_name: str, msg: str | None = None) -> bool:
-        from ..assertions.static import json_type
+        from agenttest.assertions.static import json_type
 
         actual = json_type(value)
         ok = actual == type_name or (type_name == "number" and actual == "integer")
         return self._record("Type", ok, self._msg(f"expected {type_name}, got {actual}", msg), type_name, actual)
 
     def JSONPath(self, data: Any, path: str, expected: Any, msg: str | None = None) -> bool:
-        from ..assertions import Observation
-        from ..assertions.static import json_path
+        from agenttest.assertions import Observation
+        from agenttest.assertions.static import json_path
 
         r = json_path({"type": "json_path", "path": path, "value": expected}, Observation(data))
         assert isinstance(r, AssertionResult)
@@ -138,7 +139,7 @@ class Assertions:
 
     def Agent(self, response: Any, validator_id: str, options: dict[str, Any] | None = None) -> bool:
         """Judge ``response`` with a validator agent: options ``{"criteria", "metadata", "connector"}``."""
-        from ..assertions.judge import agent_id, ask_validator
+        from agenttest.assertions.judge import agent_id, ask_validator
 
         options = dict(options or {})
         metadata = dict(options.get("metadata") or {})
@@ -243,7 +244,7 @@ def _body(case: Case, t: T, ctx: Context) -> tuple[Status, str]:
 async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     t = trace.state = T(case.id, env.ctx)
     try:
-        status, error = await usercode.call(_body, case, t, env.ctx, what=f"script test {case.id}")
+        status, error = await usercalls.call(_body, case, t, env.ctx, what=f"script test {case.id}")
     except CallError as exc:
         return replace(partial(case, trace, "error", str(exc).removeprefix(f"script test {case.id} failed: ")), traceback=exc.traceback or "")
     skipped = status == "skipped"

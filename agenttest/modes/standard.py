@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 
-from ..assertions import Observation, evaluate_all
-from ..errors import CallError
-from ..model import AssertionResult, AssertionSpec, Case, CaseResult, Status
-from ..tracking import Trace
-from .base import CaseEnv, world_view
+from agenttest.assertions import Observation, evaluate_all
+from agenttest.errors import CallError
+from agenttest.model import AssertionResult, AssertionSpec, Case, CaseResult, Status
+from agenttest.runtime.trace import Trace
+from agenttest.modes.base import CaseEnv, world_view
 
 
 def verdict(results: tuple[AssertionResult, ...]) -> Status:

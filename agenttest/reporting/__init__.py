@@ -5,17 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from ..errors import AgentTestError
-from ..model import RunReport
-from ..outputfiles import prepare, rescue, write_atomic
-from ..secrets import Secrets
-from .formats import Render, register, registered, renderer
+from agenttest.errors import AgentTestError
+from agenttest.model import RunReport
+from agenttest.util.files import prepare, rescue, write_atomic
+from agenttest.util.secrets import Secrets
+from agenttest.reporting.formats import Render, register, registered, renderer
 
 __all__ = ["Render", "check_path", "extensions", "register", "render", "write", "write_atomic"]
 
 
 def extensions() -> list[str]:
-    from . import html, jsonfile, junit, markdown  # noqa: F401  the built-ins register themselves
+    from agenttest.reporting import html, jsonfile, junit, markdown  # noqa: F401  the built-ins register themselves
 
     return registered()
 

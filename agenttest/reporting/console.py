@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, TextIO
 
-from ..config import format_duration, format_timeout
-from ..gates import failed
-from ..model import Case, CaseResult, RunHeader, RunReport, ToolCall
-from ..records import change_text, preview, summary_dict
-from . import figures
-from ..secrets import Secrets
-from ..texts import as_text, printable, shorten
+from agenttest.util.durations import format_duration, format_timeout
+from agenttest.verdicts.gates import failed
+from agenttest.model import Case, CaseResult, RunHeader, RunReport, ToolCall
+from agenttest.history.writing import change_text, preview, summary_dict
+from agenttest.reporting import figures
+from agenttest.util.secrets import Secrets
+from agenttest.util.text import as_text, printable, shorten
 
 PREVIEW = 47  # characters of a case's input shown on its line, as Yao shows them
 RULE = "═" * 63

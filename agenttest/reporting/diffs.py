@@ -7,14 +7,14 @@ import os
 from html import escape
 from typing import Any
 
-from ..comparison import KINDS, CaseDiff, Comparison
-from ..errors import AgentTestError
-from ..model import CaseResult, RunReport
-from ..outputfiles import prepare
-from ..records import result_dict
-from . import viewer
-from .console import RULE, THIN, cut, safe
-from .markdown import _code, _text
+from agenttest.errors import AgentTestError
+from agenttest.history.comparison import KINDS, CaseDiff, Comparison
+from agenttest.history.writing import result_dict
+from agenttest.model import CaseResult, RunReport
+from agenttest.reporting import viewer
+from agenttest.reporting.console import RULE, THIN, cut, safe
+from agenttest.reporting.markdown import _code, _text
+from agenttest.util.files import prepare
 
 ICONS = {"regressed": "🔴", "fixed": "🟢", "still failing": "❌", "new": "🆕", "removed": "➖", "flaky": "🟡",
          "changed": "🔄", "unchanged": "⚪"}

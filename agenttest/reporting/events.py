@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from ..model import CaseResult, RunHeader, RunReport
-from ..records import result_dict, summary_dict
-from ..secrets import Secrets
+from agenttest.model import CaseResult, RunHeader, RunReport
+from agenttest.history.writing import result_dict, summary_dict
+from agenttest.util.secrets import Secrets
 
 SCHEMA_VERSION = 1
 
@@ -27,7 +27,7 @@ class EventStream:
         self.out.flush()
 
     def start(self, header: RunHeader, started_at: str, warnings: list[str]) -> None:
-        from ..version import __version__
+        from agenttest.version import __version__
 
         self.emit("start", schema_version=SCHEMA_VERSION, version=__version__, started_at=started_at, agent=header.agent,
                   connector=header.connector, simulator=header.simulator, input=header.input, total=header.total,

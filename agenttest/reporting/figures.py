@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import format_duration
-from ..costs import money, totals
-from ..gates import classify, runs_saved, shown
-from ..model import Gate, RunReport
+from agenttest.util.durations import format_duration
+from agenttest.verdicts.costs import money, totals
+from agenttest.verdicts.gates import classify, runs_saved, shown
+from agenttest.model import Gate, RunReport
 
 MARK = {True: "✓", False: "✗"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ..model import RunReport
+from agenttest.model import RunReport
 
 Render = Callable[[RunReport], "str | Iterable[str]"]  # a whole text, or chunks (large reports stream)
 _FORMATS: dict[str, Render] = {}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..model import RunReport
-from ..records import report_dict
-from . import viewer
-from .formats import register
-from .viewer import static
+from agenttest.history.writing import report_dict
+from agenttest.model import RunReport
+from agenttest.reporting import viewer
+from agenttest.reporting.formats import register
+from agenttest.reporting.viewer import static
 
 
 @register(".html")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from ..model import RunReport
-from .formats import register
-from ..records import metadata_dict, result_dict, summary_dict
+from agenttest.model import RunReport
+from agenttest.reporting.formats import register
+from agenttest.history.writing import metadata_dict, result_dict, summary_dict
 
 
 def dumps(value: object, indent: int | None = None) -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..costs import totals
-from ..gates import key_of, runs_saved
-from ..model import CaseResult, Gate, RunReport
-from ..texts import as_text
-from .figures import percent
-from .formats import register
+from agenttest.verdicts.costs import totals
+from agenttest.verdicts.gates import key_of, runs_saved
+from agenttest.model import CaseResult, Gate, RunReport
+from agenttest.util.text import as_text
+from agenttest.reporting.figures import percent
+from agenttest.reporting.formats import register
 
 
 def _groups(report: RunReport) -> list[tuple[list[CaseResult], Gate | None]]:

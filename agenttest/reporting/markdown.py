@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from ..config import format_duration
-from ..texts import as_text, printable, shorten
-from ..model import AssertionResult, CaseResult, RunReport, ToolCall
-from . import figures
-from .formats import register
-from ..records import change_text, row_input, summary_dict
+from agenttest.util.durations import format_duration
+from agenttest.util.text import as_text, printable, shorten
+from agenttest.model import AssertionResult, CaseResult, RunReport, ToolCall
+from agenttest.reporting import figures
+from agenttest.reporting.formats import register
+from agenttest.history.writing import change_text, row_input, summary_dict
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "timeout": "⏱", "skipped": "⏭"}
 

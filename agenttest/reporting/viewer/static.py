@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from html import escape
 
-from ...config import format_duration
-from ...model import AssertionResult, CaseResult, RunReport, ToolCall
-from ...records import change_text, row_input, summary_dict
-from ...texts import as_text, shorten
-from .. import figures
+from agenttest.history.writing import change_text, row_input, summary_dict
+from agenttest.model import AssertionResult, CaseResult, RunReport, ToolCall
+from agenttest.reporting import figures
+from agenttest.util.durations import format_duration
+from agenttest.util.text import as_text, shorten
 
 FAILING = ("failed", "error", "timeout")
 
 def _conversation(value: object) -> str:
     """A message history as ``role: text`` lines; anything else as text."""
-    from ...messages import content_text
+    from agenttest.model.messages import content_text
 
     if isinstance(value, list) and all(isinstance(m, dict) and "content" in m for m in value):
         return "\n".join(f"{m.get('role', 'user')}: {content_text(m.get('content'))}" for m in value)

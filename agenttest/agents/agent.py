@@ -1,0 +1,373 @@
+"""An agent: its folder (package.yao, prompts.yml, src/tools.py, src/index.py) and its run — the
+create hook, the model call, the tool loop, the next hook — giving a Reply."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from agenttest.app import prompts
+from agenttest.runtime import usercalls
+from agenttest.connectors import ChatRequest, Connector
+from agenttest.errors import AgentTestError, CallError, Location, did_you_mean, typo_of
+from agenttest.model import Context, Message, Reply, ToolCall, Usage
+from agenttest.model.parameters import CHAT_PARAMETERS, TRANSPORT, not_sent, request_options
+from agenttest.runtime.trace import record_call, record_tool_call, tool_world
+from agenttest.app.yaofiles import MIGRATING, load_module, read_jsonc, typescript_port
+
+KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "mcp", "max_tool_rounds"}
+YAO_KEYS = {"label", "type", "public", "placeholder", "prompts", "automated", "mentionable", "readonly",
+            "built_in", "sort", "tags", "avatar", "locales", "uses", "kb", "db", "search", "workflow",
+            "modes", "default_mode", "source", "prompt_presets", "disable_global_prompts", "created_at", "updated_at"}
+DEFAULT_TOOL_ROUNDS = 10
+
+
+@dataclass(frozen=True)
+class McpUse:
+    """One entry of package.yao's ``mcp.servers``: a server ID and the tools chosen from it (all when empty)."""
+
+    server: str
+    tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    id: str
+    path: str
+    name: str = ""
+    description: str = ""
+    connector: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+    tools: tuple[dict[str, Any], ...] = ()
+    prompts: tuple[Message, ...] = ()
+    max_tool_rounds: int = DEFAULT_TOOL_ROUNDS
+    global_prompts: tuple[Message, ...] = ()  # the app's agent/prompts.yml, before the agent's own
+    connector_at: Location | None = None  # where package.yao names its connector
+    mcp: tuple[McpUse, ...] = ()
+
+    def info(self) -> dict[str, Any]:
+        """What generators are told about the agent: ``{"id", "description", "tools"}``."""
+        return {"id": self.id, "description": self.description, "tools": [dict(t) for t in self.tools]}
+
+
+def load_spec(agent_id: str, folder: str, warnings: list[str], strict: bool = False,
+              global_prompts: tuple[Message, ...] = ()) -> AgentSpec:
+    """Read an agent folder; problems are usage errors with the file's location. Yao's keys that agent-test
+    does not use are ignored with one warning; a misspelt key is an error; other unknown keys are ignored
+    with a warning, or errors when ``strict``."""
+    pkg_path = os.path.join(folder, "package.yao")
+    pkg = read_jsonc(pkg_path)
+    if not isinstance(pkg, dict):
+        raise AgentTestError("package.yao must be a JSON object", Location(pkg_path))
+    for key in pkg:
+        if key in KNOWN_KEYS or key in YAO_KEYS:
+            continue
+        typo = typo_of(key, KNOWN_KEYS)
+        if typo or strict:
+            hint = f"did you mean '{typo}'?" if typo else "unknown keys are errors with --strict"
+            raise AgentTestError(f"'{key}' is not a field of package.yao", Location(pkg_path), hint)
+        warnings.append(f"{pkg_path}: '{key}' is not a field of package.yao; ignored")
+    ignored = [k for k in pkg if k in YAO_KEYS]
+    if ignored:
+        warnings.append(f"{pkg_path}: ignored (not used by agent-test): {', '.join(ignored)}")
+    options = dict(pkg.get("options") or {})
+    unsent = [k for k in options if k not in CHAT_PARAMETERS and k not in TRANSPORT]
+    if unsent:
+        warnings.append(not_sent(unsent, f"{pkg_path}: options"))
+    tools = tuple(_tool_schema(t, pkg_path) for t in pkg.get("tools") or ())
+    return AgentSpec(
+        id=agent_id,
+        path=folder,
+        name=str(pkg.get("name", agent_id)),
+        description=str(pkg.get("description", "")),
+        connector=str(pkg.get("connector", "")),
+        options=options,
+        tools=tools,
+        prompts=prompts.load(os.path.join(folder, "prompts.yml")),
+        global_prompts=() if pkg.get("disable_global_prompts") else global_prompts,
+        connector_at=_key_location(pkg_path, "connector"),
+        max_tool_rounds=int(pkg.get("max_tool_rounds", DEFAULT_TOOL_ROUNDS)),
+        mcp=_mcp_uses(pkg.get("mcp"), pkg_path),
+    )
+
+
+def _mcp_uses(raw: Any, where: str) -> tuple[McpUse, ...]:
+    """``"mcp": {"servers": ["id", {"server_id": "id", "tools": ["name", …]}]}`` (Yao's shape)."""
+    if raw is None:
+        return ()
+    example = 'e.g. "mcp": {"servers": ["rates", {"server_id": "search", "tools": ["find"]}]}'
+    servers = raw.get("servers") if isinstance(raw, dict) else None
+    if not isinstance(servers, list):
+        raise AgentTestError("'mcp' must be an object with a 'servers' list", Location(where), example)
+    uses = []
+    for item in servers:
+        if isinstance(item, str) and item:
+            uses.append(McpUse(item))
+            continue
+        server = item.get("server_id") if isinstance(item, dict) else None
+        tools = item.get("tools") or [] if isinstance(item, dict) else None
+        if not isinstance(server, str) or not server or not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+            raise AgentTestError(f"'mcp.servers' entries are server IDs or {{\"server_id\", \"tools\"}} objects, not {item!r:.80}", Location(where), example)
+        uses.append(McpUse(server, tuple(tools)))
+    return tuple(uses)
+
+
+def _key_location(path: str, key: str) -> Location | None:
+    """``file:line:column`` of a top-level key in a JSON-with-comments file (for messages that point at it)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    m = re.search(r'"' + re.escape(key) + r'"\s*:', text)
+    if m is None:
+        return None
+    line = text.count("\n", 0, m.start()) + 1
+    return Location(path, line, m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1)
+
+
+def _tool_schema(raw: Any, where: str) -> dict[str, Any]:
+    if isinstance(raw, dict) and raw.get("type") == "function" and isinstance(raw.get("function"), dict):
+        raw = raw["function"]
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise AgentTestError(f"{where}: each tool needs a 'name'", hint="tools are OpenAI function schemas: {\"name\", \"description\", \"parameters\"}")
+    schema = {"name": raw["name"], "description": raw.get("description", "")}
+    schema["parameters"] = raw.get("parameters") or {"type": "object", "properties": {}}
+    return schema
+
+
+Connect = Callable[[str], Connector]
+ToolFunction = Callable[[Context, dict[str, Any]], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool offered to the model: its schema (``{"name", "description", "parameters"}``) and how to call
+    it (``await call(ctx, arguments)``, raising CallError). ``server`` names the MCP server it comes from."""
+
+    name: str
+    schema: dict[str, Any]
+    call: ToolFunction
+    server: str | None = None
+
+
+def python_tool(schema: dict[str, Any], fn: Callable[..., Any]) -> Tool:
+    """A tool implemented by a Python function ``fn(ctx, **arguments)`` (the agent's ``src/tools.py``)."""
+    name = schema["name"]
+
+    async def call(ctx: Context, arguments: dict[str, Any]) -> Any:
+        return await usercalls.call(fn, ctx, what=f"tool {name}", **arguments)
+
+    return Tool(name, schema, call)
+
+
+def unimplemented_tool(schema: dict[str, Any], agent_id: str) -> Tool:
+    """A tool the agent declares but has no function for: offered to the model; a call that no mock of
+    the case answers is an error result naming it."""
+    name = schema["name"]
+
+    async def call(ctx: Context, arguments: dict[str, Any]) -> Any:
+        raise CallError(f"agent {agent_id} has no implementation of tool '{name}' (give the case a mock for it)")
+
+    return Tool(name, schema, call)
+
+
+class Agent:
+    """A loaded agent and how to run it; ``connect`` turns a connector ID into a Connector. ``tools`` are
+    the agent's Python tools, plus any given (e.g. from MCP servers)."""
+
+    def __init__(self, spec: AgentSpec, connect: Connect, tools: tuple[Tool, ...] = ()):
+        self.spec = spec
+        self.connect = connect
+        self.warnings: list[str] = []
+        src = os.path.join(spec.path, "src")
+        self.tools = {t.name: t for t in (*self._python_tools(os.path.join(src, "tools.py")), *tools)}
+        self.schemas = tuple(t.schema for t in self.tools.values())
+        index = os.path.join(src, "index.py")
+        module = load_module(index) if os.path.isfile(index) else None
+        self.create_hook = getattr(module, "create", None) or getattr(module, "Create", None)
+        self.next_hook = getattr(module, "next", None) or getattr(module, "Next", None)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    def unported(self) -> list[str]:
+        """Yao TypeScript hooks with no Python port: they are not run, and a run says so."""
+        src = os.path.join(self.spec.path, "src")
+        found = []
+        for ts in ("index.ts", "index.js"):
+            if os.path.isfile(os.path.join(src, ts)) and not os.path.isfile(os.path.join(src, "index.py")):
+                found.append(f"{os.path.join(src, ts)} is not run (agent-test runs Python): port its Create/Next hooks "
+                             f"to {os.path.join(src, 'index.py')} (see {MIGRATING})")
+        return found
+
+    def add_tools(self, tools: tuple[Tool, ...] | list[Tool]) -> None:
+        """Offer more tools (an MCP server's, once it runs); a name the agent already has keeps its tool."""
+        for tool in tools:
+            self.tools.setdefault(tool.name, tool)
+        self.schemas = tuple(t.schema for t in self.tools.values())
+
+    def _python_tools(self, path: str) -> list[Tool]:
+        """The declared tools with their functions; a near-miss function name is a load error (a typo), a
+        tool with no function at all is a warning: calls to it need a mock (FORMATS §11)."""
+        if not self.spec.tools:
+            return []
+        if not os.path.isfile(path):
+            port = typescript_port(path, f"agent {self.spec.id}'s tools")
+            if port is not None:  # a Yao agent's tools.ts: say which file to port rather than mock everything
+                raise port
+        module = load_module(path) if os.path.isfile(path) else None
+        names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")] if module else []
+        found, missing = [], []
+        for schema in self.spec.tools:
+            fn = getattr(module, schema["name"], None)
+            if callable(fn):
+                found.append(python_tool(schema, fn))
+                continue
+            hint = did_you_mean(schema["name"], names)
+            if hint:
+                raise AgentTestError(f"agent {self.spec.id}: tool '{schema['name']}' has no function in {path}", hint=hint)
+            found.append(unimplemented_tool(schema, self.spec.id))
+            missing.append(schema["name"])
+        if missing:
+            listed = ("tool " if len(missing) == 1 else "tools ") + ", ".join(repr(m) for m in missing)
+            why = f"{listed} {'has' if len(missing) == 1 else 'have'} no function in {path}" if module else f"{path} does not exist: {listed} cannot run"
+            self.warnings.append(f"agent {self.spec.id}: {why}; a call is an error result unless the case mocks the tool")
+        return found
+
+    def connector_id(self, override: str | None = None) -> str:
+        chosen = override or self.spec.connector
+        if not chosen:
+            raise AgentTestError(f"agent {self.spec.id} has no connector", hint="set \"connector\" in package.yao or pass -c")
+        return chosen
+
+    async def run(self, ctx: Context, messages: list[Message], connector: str | None = None, options: dict[str, Any] | None = None) -> Reply:
+        """Answer a conversation: hooks, model calls and the tool loop. Failures raise CallError."""
+        conversation = self._prompts(ctx) + list(messages)
+        if self.create_hook is not None:
+            created = await usercalls.call(self.create_hook, ctx, conversation, what="create hook")
+            conversation, connector = _created(created, conversation, connector)
+        try:
+            connector_id = self.connector_id(connector)
+            model = self.connect(connector_id)
+        except AgentTestError as exc:
+            raise CallError(str(exc)) from None
+        opts = request_options({**self.spec.options, **(options or {})})
+        new: list[Message] = []
+        calls: list[ToolCall] = []
+        usage, rounds = Usage(), 0
+        while True:
+            rounds += 1
+            started = time.perf_counter()
+            try:
+                completion = await model.complete(ChatRequest(conversation + new, self.schemas, opts, self.spec.path))
+            except AgentTestError as exc:
+                raise CallError(str(exc)) from None
+            usage += completion.usage
+            record_call(connector_id, completion, (time.perf_counter() - started) * 1000)
+            if not completion.tool_calls:
+                new.append({"role": "assistant", "content": completion.content})
+                break
+            if rounds > self.spec.max_tool_rounds:
+                raise CallError(f"tool loop exceeded {self.spec.max_tool_rounds} rounds (last tools: {', '.join(c.name for c in completion.tool_calls)})")
+            new.append(_assistant_message(completion.content, completion.tool_calls))
+            ran = await asyncio.gather(*(self._run_tool(ctx, c) for c in completion.tool_calls))
+            calls += ran
+            new += [{"role": "tool", "tool_call_id": c.id, "content": _tool_content(c)} for c in ran]
+        reply = Reply(completion.content, tuple(new), tuple(calls), usage, model_calls=rounds)
+        if self.next_hook is not None:
+            reply = await self._next(ctx, conversation, reply)
+        return reply
+
+    def _prompts(self, ctx: Context) -> list[Message]:
+        """Global prompts (unless the case's options disable them), then the agent's, variables substituted."""
+        options = getattr(ctx, "options", None) or {}
+        chosen = (() if options.get("disable_global_prompts") else self.spec.global_prompts) + self.spec.prompts
+        return prompts.render(chosen, prompts.context_variables(ctx, self.spec.id, self.spec.name)) if chosen else []
+
+    async def _run_tool(self, ctx: Context, call: ToolCall) -> ToolCall:
+        """Run one tool call the model asked for; a failure is the call's error, fed back to the model.
+
+        Every call, whatever the tool's source, passes here: the case's tool world may answer it instead
+        of the tool — an injected fault, else a matching mock."""
+        start = time.perf_counter()
+        tool = self.tools.get(call.name)
+        result, error, outcome = None, None, None
+        world = tool_world()
+        if tool is None:
+            error = f"agent {self.spec.id} has no tool '{call.name}'"
+        elif not isinstance(call.arguments, dict):
+            error = f"invalid arguments for {call.name}: expected a JSON object, got {call.arguments!r}"
+        elif world is not None and (outcome := world.intercept(call.name, call.arguments)) is not None:
+            if outcome.delay:
+                await asyncio.sleep(outcome.delay)
+            result, error = outcome.result, outcome.error
+        else:
+            try:
+                result = await tool.call(ctx, call.arguments)
+            except CallError as exc:
+                error = exc.cause
+        server = tool.server if tool is not None else None
+        done = ToolCall(call.name, call.arguments, call.id, result, error, (time.perf_counter() - start) * 1000, server,
+                        mocked=outcome is not None and outcome.mocked, fault=outcome.fault if outcome is not None else None)
+        record_tool_call(done)
+        return done
+
+    async def _next(self, ctx: Context, conversation: list[Message], reply: Reply) -> Reply:
+        calls = [c.as_dict() for c in reply.tool_calls]
+        payload = {
+            "messages": conversation + list(reply.messages),
+            "completion": {"content": reply.text, "tool_calls": calls},
+            "tools": calls,
+            "error": None,
+        }
+        result = await usercalls.call(self.next_hook, ctx, payload, what="next hook")  # type: ignore[arg-type]
+        if isinstance(result, dict) and "data" in result:
+            return replace(reply, data=result["data"], has_data=True)
+        return reply
+
+
+def _created(created: Any, conversation: list[Message], connector: str | None) -> tuple[list[Message], str | None]:
+    """Apply a create hook's return value: ``{"messages": [...]}`` and/or ``{"connector": ID}``."""
+    if created is None:
+        return conversation, connector
+    if not isinstance(created, dict):
+        raise CallError(f"create hook returned {type(created).__name__}; return None or a dict with 'messages' and/or 'connector'")
+    messages = created.get("messages")
+    if messages is not None:
+        if not isinstance(messages, list) or not all(isinstance(m, dict) and "role" in m for m in messages):
+            raise CallError(f"create hook returned 'messages' that is not a list of {{role, content}} messages: {messages!r:.200}")
+        conversation = messages
+    chosen = created.get("connector")
+    if chosen is not None and not isinstance(chosen, str):
+        raise CallError(f"create hook returned 'connector' that is not a connector ID: {chosen!r:.200}")
+    return conversation, chosen or connector
+
+
+def _assistant_message(content: str, calls: tuple[ToolCall, ...]) -> Message:
+    return {
+        "role": "assistant",
+        "content": content or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False) if not isinstance(c.arguments, str) else c.arguments}}
+            for c in calls
+        ],
+    }
+
+
+def _tool_content(call: ToolCall) -> str:
+    if call.error is not None:
+        return json.dumps({"error": call.error}, ensure_ascii=False)
+    if isinstance(call.result, str):
+        return call.result
+    try:
+        return json.dumps(call.result, ensure_ascii=False, default=str)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise CallError(f"tool {call.name} returned a value that cannot be sent to the model: {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,114 @@
+"""What a run has loaded from the app folder: agents, connectors and MCP servers by ID, each loaded once
+and shared.
+
+Loading problems are usage errors (``AgentTestError``) with locations; the resolver asks for everything
+a run names before the first model call, so these surface together at load time. ``start`` then starts
+the MCP servers of the loaded agents, and ``aclose`` stops them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from agenttest.verdicts import costs
+from agenttest.app import prompts
+from agenttest.agents.agent import Agent, load_spec
+from agenttest.app.folders import App
+from agenttest.connectors.cassettes import Cassettes
+from agenttest.connectors import Connector, create
+from agenttest.connectors.files import spec_for
+from agenttest.connectors.throttle import Traffic
+from agenttest.errors import AgentTestError, InputError
+from agenttest.agents.mcp import Servers
+from agenttest.util.secrets import Secrets
+from agenttest.app.yaofiles import function, load_module
+
+
+class Catalog:
+    def __init__(self, app: App, secrets: Secrets | None = None, strict: bool = False, cassettes: Cassettes | None = None,
+                 traffic: Traffic | None = None):
+        self.app = app
+        self.cassettes = cassettes  # --record/--replay: every connector is wrapped
+        self.secrets = secrets if secrets is not None else Secrets()
+        self.strict = strict  # unknown keys in package.yao are errors
+        self.traffic = traffic if traffic is not None else Traffic()  # throttles and retries network connectors
+        self.warnings: list[str] = []
+        self._agents: dict[str, Agent] = {}
+        self._connectors: dict[str, Connector] = {}
+        self.prices: dict[str, costs.Pricing | None] = {}  # connector ID → its pricing (costs.py)
+        self.servers = Servers(app, self.secrets, self.warnings)
+        self._with_servers: set[str] = set()  # agents whose MCP tools were added
+        self.global_prompts = prompts.load(os.path.join(app.root, "agent", "prompts.yml"))
+
+    def agent(self, agent_id: str) -> Agent:
+        """The Agent for an ID; an unknown ID is a usage error listing the known ones."""
+        if agent_id not in self._agents:
+            folder = self.app.agent_folder(agent_id)
+            if folder is None:
+                raise self.app.unknown_agent(agent_id)
+            spec = load_spec(self.app.agent_id_for(folder), folder, self.warnings, self.strict, self.global_prompts)
+            self.servers.check(spec)
+            agent = self._agents[agent_id] = Agent(spec, self.connector)
+            self.warnings += agent.warnings + agent.unported()
+        return self._agents[agent_id]
+
+    async def ready(self, agent_id: str) -> Agent:
+        """The agent with the tools of its MCP servers, which are started if they do not run yet."""
+        agent = self.agent(agent_id)
+        if agent.spec.mcp and agent_id not in self._with_servers:
+            agent.add_tools(await self.servers.tools(agent.spec))
+            self._with_servers.add(agent_id)
+        return agent
+
+    async def start(self) -> None:
+        """Start the MCP servers of every agent loaded so far, before the first model call; the servers
+        that fail are reported together (exit 2)."""
+        started = await asyncio.gather(*(self.ready(a) for a in list(self._agents)), return_exceptions=True)
+        problems = [p for r in started if isinstance(r, AgentTestError) for p in r.problems]
+        if problems:
+            raise InputError(problems)
+        for r in started:
+            if isinstance(r, BaseException):
+                raise r
+
+    def connector(self, connector_id: str) -> Connector:
+        """The Connector for an ID (a file under connectors/, or the implicit ``openai.<model>``), its
+        calls throttled and retried (FORMATS §13)."""
+        if connector_id not in self._connectors:
+            tapes = self.cassettes
+            spec = spec_for(self.app, connector_id, self.secrets, offline=tapes is not None and tapes.offline)
+            self.prices[connector_id] = costs.pricing_of(spec.options, connector_id, spec.path)  # bad pricing: a load error
+            connector = create(spec)
+            self.warnings += getattr(connector, "warnings", None) or []
+            connector = self.traffic.wrap(connector)
+            # cassettes outermost: a replayed call never reaches the throttle or the endpoint-down logic
+            self._connectors[connector_id] = tapes.wrap(connector) if tapes is not None else connector
+        return self._connectors[connector_id]
+
+    def check(self, agent_id: str, connector_id: str | None) -> None:
+        """Load an agent and the connector it would use, and let the connector check what it needs for
+        that agent (the mock: its rules file). Raises AgentTestError."""
+        agent = self.agent(agent_id)
+        connector = self.connector(agent.connector_id(connector_id))
+        prepare = getattr(connector, "prepare", None)
+        if prepare is not None:
+            self.warnings += prepare(agent.spec.path) or []
+
+    def script(self, ref: str) -> Any:
+        """``mod.func`` (or ``pkg.mod.func``) → the function in ``<root>/scripts/mod.py``."""
+        module, _, name = ref.rpartition(".")
+        path = self.app.script_path(module)
+        if "-" in name and os.path.isfile(path) and not hasattr(load_module(path), name):
+            name = name.replace("-", "_")  # Yao-style "validate-expense" names validate_expense
+        return function(path, name, f"script '{ref}'")
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers and close connectors' network clients (inside the loop that used them)."""
+        try:
+            await self.servers.aclose()
+        finally:
+            for connector in list(self._connectors.values()):
+                close = getattr(connector, "aclose", None)
+                if close is not None:
+                    await close()

@@ -1,0 +1,143 @@
+"""Files the user wrote that are not case files: JSON with comments (``package.yao``, ``*.conn.yao``),
+``$ENV.NAME`` substitution, and Python modules (tools, hooks, scripts) imported by path."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+import threading
+from typing import Any
+
+from agenttest.errors import AgentTestError, Location, did_you_mean
+
+_ENV = re.compile(r"\$ENV\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def strip_comments(text: str) -> str:
+    """JSON with ``//`` and ``/* */`` comments and trailing commas → JSON (strings left alone)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            out.append(" ")
+            i = n if j < 0 else j + 2
+        else:
+            out.append(ch)
+            i += 1
+    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+
+
+def read_jsonc(path: str) -> Any:
+    """A JSON-with-comments file; problems are usage errors with the file's location."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AgentTestError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return json.loads(strip_comments(text))
+    except json.JSONDecodeError as exc:
+        raise AgentTestError(f"invalid JSON: {exc.msg}", Location(path, exc.lineno, exc.colno)) from None
+    except RecursionError:
+        raise AgentTestError("JSON nested too deeply", Location(path)) from None
+
+
+def substitute_env(value: Any, where: str, found: dict[str, str] | None = None, required: bool = True) -> Any:
+    """Replace ``$ENV.NAME`` in every string; an unset variable is an error naming it (left as written
+    when not ``required``: a replay reaches no endpoint).
+
+    Every substituted value is recorded in ``found`` (name → value) so that it can be hidden."""
+    if isinstance(value, str):
+        def repl(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name not in os.environ and not required:
+                return m.group(0)
+            if name not in os.environ:
+                raise AgentTestError(f"{where}: environment variable {name} is not set", hint=f"export {name}=…")
+            if found is not None:
+                found[name] = os.environ[name]
+            return os.environ[name]
+
+        return _ENV.sub(repl, value)
+    if isinstance(value, dict):
+        return {k: substitute_env(v, where, found, required) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute_env(v, where, found, required) for v in value]
+    return value
+
+
+_module_lock = threading.Lock()
+
+
+def load_module(path: str) -> Any:
+    """Import a user's Python file once; its folder goes at the end of sys.path so that sibling modules
+    import, without shadowing the standard library or installed packages (a user's ``json.py``)."""
+    key = "agenttest_user." + re.sub(r"\W", "_", os.path.abspath(path))
+    with _module_lock:
+        if key in sys.modules:
+            return sys.modules[key]
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder not in sys.path:
+            sys.path.append(folder)
+        spec = importlib.util.spec_from_file_location(key, path)
+        if spec is None or spec.loader is None:
+            raise AgentTestError(f"cannot import {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:  # SystemExit or KeyboardInterrupt at import time too: a bad file, not our end
+            del sys.modules[key]
+            line = _import_line(exc, path)
+            raise AgentTestError(f"importing failed: {type(exc).__name__}: {exc}", Location(path, line)) from None
+        return module
+
+
+def _import_line(exc: BaseException, path: str) -> int | None:
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        return exc.lineno
+    tb, line = exc.__traceback__, None
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == os.path.abspath(path):
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+MIGRATING = "docs/migrating-from-yao.md"
+
+
+def typescript_port(path: str, what: str) -> AgentTestError | None:
+    """For a Python file that does not exist beside a Yao TypeScript one (``env_test.ts``): the error that
+    says which file to port to which, since agent-test runs Python and never ignores TypeScript silently."""
+    stem = os.path.splitext(path)[0]
+    for ext in (".ts", ".js"):
+        if os.path.isfile(stem + ext):
+            return AgentTestError(f"{what}: {stem + ext} is {'TypeScript' if ext == '.ts' else 'JavaScript'}, and agent-test runs Python",
+                                  hint=f"port it to {path} (see {MIGRATING})")
+    return None
+
+
+def function(path: str, name: str, what: str) -> Any:
+    """``name`` from the Python file at ``path``, or a load-time error with a did-you-mean hint."""
+    if not os.path.isfile(path):
+        raise typescript_port(path, what) or AgentTestError(f"{what}: {path} does not exist")
+    module = load_module(path)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
+        raise AgentTestError(f"{what}: {path} has no function '{name}'", hint=did_you_mean(name, names))
+    return fn

@@ -1,0 +1,316 @@
+"""Cassettes (FORMATS §9): every model call of a run recorded as JSON lines, one file per case (plus one
+for the calls outside any case: generation), and answered from them on replay — keyed by role,
+normalized request and occurrence, so that repeated runs and any --parallel replay exactly."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from agenttest.connectors import ChatRequest, Connector, ConnectorSpec
+from agenttest.errors import AgentTestError, CallError, Location, Problem
+from agenttest.model import Case, Completion, ToolCall, Usage
+from agenttest.connectors.requestdiff import first_difference, nearest
+from agenttest.util.secrets import Secrets
+from agenttest.util.paths import source_key
+from agenttest.runtime.trace import Trace, current_role, current_trace
+
+ROLES = ("agent", "simulator", "validator", "generator")
+OUTSIDE = "generation.jsonl"  # calls outside any case: generators (and BeforeAll/AfterAll hooks calling agents)
+# connector options that say how to reach the model, not what to ask it: never part of a request
+_TRANSPORT = {"model", "host", "base_url", "key", "api_key", "stream", "stream_options", "max_retries", "timeout",
+              "organization", "headers", "rules"}
+
+
+def canonical(value: Any) -> str:
+    """The one text of a JSON value that keys and files use: sorted keys, no spaces, UTF-8 as is."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def normalize(spec: ConnectorSpec, request: ChatRequest) -> str:
+    """What a call asks, whatever the endpoint, as canonical JSON: model, messages, tools and parameters
+    (no key, no header, no host, no agent folder)."""
+    options = {**spec.options, **request.options}
+    parameters = {k: v for k, v in options.items() if k not in _TRANSPORT}
+    out: dict[str, Any] = {"model": str(options.get("model") or spec.type), "messages": list(request.messages)}
+    if request.tools:
+        out["tools"] = list(request.tools)
+    if parameters:
+        out["parameters"] = parameters
+    return canonical(out)
+
+
+def key_of(role: str, request_text: str) -> str:
+    """What a replay looks a call up by (with its occurrence): the role and the canonical request."""
+    return hashlib.sha256(f"{role}\n{request_text}".encode()).hexdigest()
+
+
+def response_of(completion: Completion) -> dict[str, Any]:
+    out: dict[str, Any] = {"content": completion.content}
+    if completion.tool_calls:
+        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in completion.tool_calls]
+    if completion.model:
+        out["model"] = completion.model
+    out["usage"] = completion.usage.as_dict()
+    return out
+
+
+def completion_of(response: dict[str, Any]) -> Completion:
+    """A recorded response as the connector would have returned it; a recorded failure raises again."""
+    if "error" in response:
+        raise CallError(str(response["error"]))
+    calls = tuple(ToolCall(str(c.get("name", "")), c.get("arguments", {}), str(c.get("id", ""))) for c in response.get("tool_calls") or ())
+    usage = response.get("usage") or {}
+    return Completion(str(response.get("content") or ""), calls,
+                      Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), int(usage.get("total_tokens", 0))),
+                      str(response.get("model", "")))
+
+
+def user_left(turn: int) -> Completion:
+    """A frozen simulator past the end of its recording: the recorded user has nothing more to say, so the
+    conversation ends there, and the case's verdict is what the agent reached by then."""
+    reasoning = f"the recorded user has no turn {turn}: the conversation ends here (--replay-roles simulator)"
+    return Completion(json.dumps({"message": "", "goal_achieved": True, "reasoning": reasoning}))
+
+
+def _safe(part: str) -> str:
+    """A path part that is a plain file name on every system; an altered one keeps a short hash of the original."""
+    clean = re.sub(r"[^A-Za-z0-9._-]+", "_", part).strip("._") or "_"
+    return clean if clean == part else f"{clean}-{hashlib.sha256(part.encode()).hexdigest()[:8]}"
+
+
+def cassette_name(case: Case, root: str) -> str:
+    """``tests/inputs/T001.jsonl``: the case file's path without its suffix, then the case id."""
+    source = source_key(case.file, root)
+    stem = os.path.splitext(source)[0] if os.path.isfile(case.file) else source
+    parts = [_safe(p) for p in stem.split("/") if p] or ["_"]
+    return "/".join([*parts, _safe(case.id) + ".jsonl"])
+
+
+@dataclass
+class Entry:
+    """One recorded call: a line of a cassette."""
+
+    role: str
+    turn: int
+    request: dict[str, Any]
+    response: dict[str, Any]
+    run: int = 1
+    line: int = 0  # in the file it was read from
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        self.key = self.key or key_of(self.role, canonical(self.request))
+
+    def text(self) -> str:
+        """The line: who and when first (a reader scans those), then what was asked and answered, keys sorted."""
+        head = {"role": self.role, "turn": self.turn, **({"run": self.run} if self.run != 1 else {})}
+        request = json.dumps(self.request, sort_keys=True, ensure_ascii=False, default=str)
+        # the response keeps its order: tool-call arguments go back into the next request as the model wrote them
+        response = json.dumps(self.response, ensure_ascii=False, default=str)
+        return json.dumps(head, ensure_ascii=False)[:-1] + f', "request": {request}, "response": {response}}}'
+
+
+def parse_line(text: str, where: Location) -> Entry:
+    """One cassette line; a malformed one is a usage error at its place."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise AgentTestError(f"not a JSON line: {exc}", where, "re-record it with --record") from None
+    if not isinstance(data, dict) or not isinstance(data.get("request"), dict) or not isinstance(data.get("response"), dict) \
+            or data.get("role") not in ROLES or not isinstance(data.get("turn", 1), int) or not isinstance(data.get("run", 1), int):
+        raise AgentTestError("a cassette line is {\"role\", \"turn\", \"request\", \"response\"} with a role of "
+                             + ", ".join(ROLES), where, "re-record it with --record")
+    return Entry(data["role"], data.get("turn", 1), data["request"], data["response"], data.get("run", 1), where.line or 0)
+
+
+class Tape:
+    """One cassette: what was recorded (read on first use) and what this run records into it."""
+
+    def __init__(self, name: str, path: str | None):
+        self.name = name
+        self.path = path  # the file replayed from, if any
+        self.entries: list[Entry] = self._read() if path else []
+        self.runs: dict[int, list[int]] = {}
+        for i, e in enumerate(self.entries):
+            self.runs.setdefault(e.run, []).append(i)
+        self.used: dict[int, set[int]] = {}  # by run: entries already replayed
+        self.recorded: list[tuple[int, int, Entry]] = []  # (run, call number, entry)
+        self.calls: dict[int, int] = {}
+
+    def _read(self) -> list[Entry]:
+        assert self.path is not None
+        if not os.path.isfile(self.path):
+            return []
+        with open(self.path, encoding="utf-8") as fh:
+            return [parse_line(line, Location(self.path, n)) for n, line in enumerate(fh, 1) if line.strip()]
+
+    def next_call(self, run: int) -> int:
+        self.calls[run] = self.calls.get(run, 0) + 1
+        return self.calls[run]
+
+    def group(self, run: int) -> list[int]:
+        """The recording of this run; a run the recording does not have replays its first run."""
+        return self.runs.get(run) or self.runs.get(1) or []
+
+    def take(self, run: int, role: str, key: str, turn: int, request: dict[str, Any], by_turn: bool) -> Entry | None:
+        """The next unused recording of this exact call; with ``by_turn`` (a frozen role), else the
+        nearest unused recording of the role at this turn."""
+        used = self.used.setdefault(run, set())
+        group = [i for i in self.group(run) if i not in used and self.entries[i].role == role]
+        found = next((i for i in group if self.entries[i].key == key), None)
+        if found is None and by_turn:
+            at_turn = [self.entries[i] for i in group if self.entries[i].turn == turn]
+            if at_turn:
+                found = self.entries.index(nearest(at_turn, request))
+        if found is None:
+            return None
+        used.add(found)
+        return self.entries[found]
+
+    def last_turn(self, run: int, role: str) -> int:
+        """The last turn this role was recorded at in this run (0: never)."""
+        return max((self.entries[i].turn for i in self.group(run) if self.entries[i].role == role), default=0)
+
+    def explain(self, run: int, role: str, key: str, request: dict[str, Any]) -> str:
+        """Why nothing was replayed: the first difference from the nearest recorded request."""
+        where = self.path or self.name
+        if not self.entries:
+            return f"no recording ({where} does not exist)" if self.path and not os.path.isfile(self.path) else f"{where} holds no call"
+        recorded = [self.entries[i] for i in self.group(run) if self.entries[i].role == role]
+        if not recorded:
+            return f"{where} has no {role} call"
+        same = [e for e in recorded if e.key == key]
+        if same:
+            return f"the same request was recorded {len(same)} time{'s' if len(same) != 1 else ''} and all were replayed already ({where}:{same[-1].line})"
+        best = nearest(recorded, request)
+        return f"{first_difference(best.request, request)} (nearest: {where}:{best.line})"
+
+    def text(self) -> str:
+        return "".join(e.text() + "\n" for _, _, e in sorted(self.recorded, key=lambda t: (t[0], t[1])))
+
+
+class Cassettes:
+    """--record / --replay / --replay-roles for one run: wraps every connector the catalog makes."""
+
+    def __init__(self, root: str, record: str | None = None, replay: str | None = None, roles: tuple[str, ...] | None = None,
+                 secrets: Secrets | None = None):
+        self.root = root
+        self.record = record
+        self.replay = replay
+        self.roles = roles  # None: every role is replayed
+        self.secrets = secrets if secrets is not None else Secrets()
+        self.tapes: dict[str, Tape] = {}
+
+    @property
+    def offline(self) -> bool:
+        """Every call is answered from the cassettes: connectors need no key and no endpoint."""
+        return bool(self.replay) and not self.record and self.roles is None
+
+    def wrap(self, connector: Connector) -> Connector:
+        return Taped(connector, self)
+
+    def tape(self, name: str) -> Tape:
+        if name not in self.tapes:
+            self.tapes[name] = Tape(name, os.path.join(self.replay, *name.split("/")) if self.replay else None)
+        return self.tapes[name]
+
+    def name(self, trace: Trace | None) -> str:
+        return cassette_name(trace.case, self.root) if trace is not None and trace.case is not None else OUTSIDE
+
+    def preload(self, cases: list[Case]) -> list[Problem]:
+        """Read the cassettes of the cases about to run, so that a malformed one stops the run before it starts."""
+        problems = []
+        for case in cases:
+            try:
+                self.tape(cassette_name(case, self.root))
+            except AgentTestError as exc:
+                problems += exc.problems
+        return problems
+
+    def replaying(self, role: str) -> bool:
+        return bool(self.replay) and (self.roles is None or role in self.roles)
+
+    async def complete(self, inner: Connector, request: ChatRequest) -> Completion:
+        trace, role = current_trace.get(), current_role.get()
+        tape = self.tape(self.name(trace))
+        run, turn = (trace.run, trace.turn) if trace is not None else (1, 1)
+        text = normalize(inner.spec, request)
+        text = self.secrets.redact(text) if self.secrets else text
+        for value, placeholder in sorted((trace.volatile if trace is not None else {}).items(), key=lambda kv: -len(kv[0])):
+            text = text.replace(value, placeholder)  # $SYS.DATETIME as written: the same request at any time
+        normal = json.loads(text)
+        entry = Entry(role, turn, normal, {}, run, key=key_of(role, text))
+        call = tape.next_call(run)
+        if self.replaying(role):
+            # a frozen role (--replay-roles) whose request changed with the live agent's replies is answered by
+            # its recording at the same turn; the agent itself is never answered by position
+            found = tape.take(run, role, entry.key, turn, normal, by_turn=self.roles is not None and role != "agent")
+            if found is not None and not (self.record and "error" in found.response):  # re-recording retries failures
+                self._keep(tape, call, entry, found.response)
+                return completion_of(found.response)
+            if found is None and self.roles is not None and role == "simulator" and tape.last_turn(run, role) < turn:
+                if trace is not None:
+                    trace.notes.append(f"the recorded user has no turn {turn}: the conversation ended there (--replay-roles)")
+                return user_left(turn)
+            if not self.record:
+                miss = f"replay miss: {role} at turn {turn}: {tape.explain(run, role, entry.key, normal)}"
+                if trace is not None and not trace.miss:
+                    trace.miss = miss
+                raise CallError(miss)
+        try:
+            completion = await inner.complete(request)
+        except CallError as exc:
+            self._keep(tape, call, entry, {"error": str(exc)})
+            raise
+        self._keep(tape, call, entry, response_of(completion))
+        return completion
+
+    def _keep(self, tape: Tape, call: int, entry: Entry, response: dict[str, Any]) -> None:
+        if self.record:
+            entry.response = json.loads(self.secrets.redact(json.dumps(response, ensure_ascii=False, default=str)))
+            tape.recorded.append((entry.run, call, entry))
+
+    def files(self) -> dict[str, str]:
+        """What --record writes: each cassette this run recorded into, its calls in run and call order."""
+        if not self.record:
+            return {}
+        return {os.path.join(self.record, *name.split("/")): tape.text() for name, tape in sorted(self.tapes.items()) if tape.recorded}
+
+
+class Taped:
+    """A connector behind cassettes: the same spec, calls recorded or replayed."""
+
+    def __init__(self, inner: Connector, cassettes: Cassettes):
+        self.inner = inner
+        self.spec = inner.spec
+        self.cassettes = cassettes
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        return await self.cassettes.complete(self.inner, request)
+
+    def prepare(self, agent_dir: str) -> list[str]:
+        prepare = getattr(self.inner, "prepare", None)
+        return (prepare(agent_dir) or []) if prepare is not None else []
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def parse_roles(text: str) -> tuple[str, ...]:
+    """``simulator,validator`` → the roles; an unknown one is a usage error with a did-you-mean."""
+    from agenttest.errors import did_you_mean
+
+    roles = tuple(dict.fromkeys(r.strip() for r in text.split(",") if r.strip()))
+    for role in roles:
+        if role not in ROLES:
+            raise AgentTestError(f"unknown role '{role}'", hint=did_you_mean(role, ROLES) or f"roles: {', '.join(ROLES)}")
+    if not roles:
+        raise AgentTestError("give at least one role", hint=f"roles: {', '.join(ROLES)}")
+    return roles

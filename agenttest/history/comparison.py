@@ -1,0 +1,236 @@
+"""Two runs compared case by case (FORMATS §10): regressed, fixed, flaky, still failing, changed, new,
+removed — with the assertions and checkpoints whose outcome changed. Pure: reports in, a Comparison out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from agenttest.errors import ExitCode
+from agenttest.verdicts.gates import key_of
+from agenttest.model import CaseResult, RunReport
+from agenttest.connectors.requestdiff import excerpts
+from agenttest.util.text import as_text
+
+# the order classes are listed in; the first ones need a reader's attention
+KINDS = ("regressed", "fixed", "still failing", "new", "removed", "flaky", "changed", "unchanged")
+BAD = ("failed", "error", "timeout")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One thing about a case that differs between the runs: an assertion, a checkpoint, the output…"""
+
+    what: str  # "assertion 2 (contains)", "checkpoint confirm", "output", "tool calls", "reason"
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class CaseDiff:
+    id: str
+    file: str
+    kind: str  # one of KINDS
+    before: str  # the case's verdict in the base run ("" when new)
+    after: str  # in the new run ("" when removed)
+    runs_before: str = ""  # "2/3 runs passed" when a case ran several times
+    runs_after: str = ""
+    changes: tuple[Change, ...] = ()
+    reason: str = ""  # why it does not pass now (or did not before, when removed)
+    connector: str = ""  # in a comparison of two model matrices: the connector the case ran on
+
+    @property
+    def label(self) -> str:
+        return f"{self.id} on {self.connector}" if self.connector else self.id
+
+
+@dataclass(frozen=True)
+class Comparison:
+    base: str
+    new: str
+    cases: tuple[CaseDiff, ...]
+
+    def of(self, kind: str) -> list[CaseDiff]:
+        return [c for c in self.cases if c.kind == kind]
+
+    def counts(self) -> dict[str, int]:
+        return {k: len(self.of(k)) for k in KINDS}
+
+    @property
+    def regressions(self) -> int:
+        return len(self.of("regressed"))
+
+    def gate(self) -> ExitCode:
+        """The exit code of a run gated on its baseline: 1 when a case regressed or a new case does not pass."""
+        bad_new = [c for c in self.of("new") if c.after in BAD]
+        return ExitCode.FAILED if self.regressions or bad_new else ExitCode.OK
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A case's verdict over its runs: the gate (every run that ran passed), and how many passed."""
+
+    status: str
+    passed: int
+    ran: int
+    reason: str
+
+    @property
+    def flaky(self) -> bool:
+        return self.status == "passed" and self.passed < self.ran
+
+    def runs(self) -> str:
+        return f"{self.passed}/{self.ran} runs passed" if self.ran > 1 else ""
+
+
+def verdict(runs: list[CaseResult], min_pass_rate: float = 1.0) -> Verdict:
+    ran = [r for r in runs if r.status != "skipped"]
+    if not ran:
+        return Verdict("skipped", 0, 0, runs[0].skip_reason if runs else "")
+    passed = sum(1 for r in ran if r.status == "passed")
+    first_bad = next((r for r in ran if r.status != "passed"), None)
+    reason = first_bad.reasons[0] if first_bad is not None else ""
+    if passed / len(ran) >= min_pass_rate:
+        return Verdict("passed", passed, len(ran), reason)
+    assert first_bad is not None
+    return Verdict(first_bad.status, passed, len(ran), reason)
+
+
+Key = tuple[str, str, str]  # (file, or "" when ids are unique; case id; connector, or "" outside a model matrix)
+
+
+def _grouped(report: RunReport, by_connector: bool) -> dict[Key, list[CaseResult]]:
+    """Results by case (× connector when both runs were model matrices), in report order; keyed by file
+    too when ids repeat across files."""
+    files: dict[str, set[str]] = {}
+    for r in report.results:
+        files.setdefault(r.id, set()).add(r.file)
+    unique = all(len(f) == 1 for f in files.values())
+    out: dict[Key, list[CaseResult]] = {}
+    for r in report.results:
+        out.setdefault(("" if unique else r.file, r.id, r.connector if by_connector else ""), []).append(r)
+    return out
+
+
+def _keys(base: dict[Key, Any], new: dict[Key, Any]) -> tuple[dict[Key, Any], dict[Key, Any]]:
+    """Match the two reports' keys: when one keys by file and the other does not, key both by id alone."""
+    if any(k[0] for k in base) != any(k[0] for k in new):
+        def by_id(d: dict[Key, Any]) -> dict[Key, Any]:
+            out: dict[Key, Any] = {}
+            for k, v in d.items():
+                out.setdefault(("", k[1], k[2]), []).extend(v)
+            return out
+        return by_id(base), by_id(new)
+    return base, new
+
+
+def _state(flags: list[bool], passed_text: str, failed_text: str) -> str:
+    if not flags:
+        return "—"
+    if all(flags):
+        return passed_text
+    if not any(flags):
+        return failed_text
+    return f"{passed_text} in {sum(flags)}/{len(flags)} runs"
+
+
+def _assertions(base: list[CaseResult], new: list[CaseResult]) -> list[Change]:
+    out = []
+    count = max([len(r.assertions) for r in base + new] or [0])
+    for i in range(count):
+        def state(runs: list[CaseResult]) -> tuple[str, str]:
+            found = [r.assertions[i] for r in runs if i < len(r.assertions)]
+            failed = next((a for a in found if not a.passed), None)
+            kind = found[0].type if found else ""
+            return kind, _state([a.passed for a in found], "passed", "failed" + (f": {failed.message}" if failed and failed.message else ""))
+        (kind_a, a), (kind_b, b) = state(base), state(new)
+        if (kind_a, a) != (kind_b, b):
+            out.append(Change(f"assertion {i + 1} ({kind_b or kind_a})", a, b))
+    return out
+
+
+def _checkpoints(base: list[CaseResult], new: list[CaseResult]) -> list[Change]:
+    out = []
+    ids = list(dict.fromkeys(c.id for r in base + new for c in r.checkpoints))
+    for cid in ids:
+        def state(runs: list[CaseResult]) -> str:
+            found = [c for r in runs for c in r.checkpoints if c.id == cid]
+            turns = sorted({c.reached_at_turn for c in found if c.reached and c.reached_at_turn is not None})
+            reached = "reached" + (f" at turn {', '.join(map(str, turns))}" if turns else "")
+            return _state([c.reached for c in found], reached, "not reached")
+        a, b = state(base), state(new)
+        if a != b:
+            out.append(Change(f"checkpoint {cid}", a, b))
+    return out
+
+
+def _calls(runs: list[CaseResult]) -> list[list[tuple[str, str]]]:
+    return [[(c.name, json.dumps(c.arguments, sort_keys=True, default=str)) for c in r.tool_calls] for r in runs]
+
+
+def _call_text(runs: list[CaseResult]) -> str:
+    calls = _calls(runs[:1])[0] if runs else []
+    return ", ".join(f"{name}({args if len(args) <= 60 else args[:59] + '…'})" for name, args in calls) or "(none)"
+
+
+def _behaviour(base: list[CaseResult], new: list[CaseResult]) -> list[Change]:
+    """What the agent did differently: its output and its tool calls (names and arguments)."""
+    out = []
+    before, after = [as_text(r.output) for r in base], [as_text(r.output) for r in new]
+    if before != after:
+        a, b = excerpts(before[0] if before else "", after[0] if after else "", 60)
+        out.append(Change("output", a, b))
+    if _calls(base) != _calls(new):
+        out.append(Change("tool calls", _call_text(base), _call_text(new)))
+    return out
+
+
+def _kind(a: Verdict, b: Verdict, changes: list[Change]) -> str:
+    if a.status == "passed" and b.status in BAD:
+        return "regressed"
+    if a.status in BAD and b.status == "passed":
+        return "fixed"
+    if a.status == b.status == "passed" and (a.flaky or b.flaky):
+        return "flaky"
+    if a.status in BAD and b.status in BAD:
+        return "still failing"
+    return "changed" if changes or a.status != b.status else "unchanged"
+
+
+def _one(key: Key, base: list[CaseResult] | None, new: list[CaseResult] | None, rates: tuple[float, float]) -> CaseDiff:
+    runs = new or base or []
+    case_id, file, connector = runs[0].id, runs[0].file, key[2]
+    if base is None or new is None:
+        v = verdict(runs, rates[1] if new else rates[0])
+        kind = "new" if new else "removed"
+        return CaseDiff(case_id, file, kind, "" if new else v.status, v.status if new else "", "" if new else v.runs(),
+                        v.runs() if new else "", reason=v.reason, connector=connector)
+    a, b = verdict(base, rates[0]), verdict(new, rates[1])
+    changes = _assertions(base, new) + _checkpoints(base, new) + _behaviour(base, new)
+    if a.reason != b.reason and a.status in BAD and b.status in BAD:  # failing either way, for another reason
+        changes.append(Change("reason", a.reason or "—", b.reason or "—"))
+    return CaseDiff(case_id, file, _kind(a, b, changes), a.status, b.status, a.runs(), b.runs(), tuple(changes), b.reason or a.reason,
+                    connector)
+
+
+def compare(base: RunReport, new: RunReport, base_name: str = "", new_name: str = "") -> Comparison:
+    """Every case of either report, classified; listed by kind (KINDS order), then in the new report's order."""
+    by_connector = bool(base.matrix) and bool(new.matrix)
+    old_cases, new_cases = _keys(_grouped(base, by_connector), _grouped(new, by_connector))
+    keys: Iterable[Key] = list(new_cases) + [k for k in old_cases if k not in new_cases]
+    diffs = [_one(k, old_cases.get(k), new_cases.get(k), (_min_rate(base, old_cases.get(k)), _min_rate(new, new_cases.get(k))))
+             for k in keys]
+    diffs.sort(key=lambda d: KINDS.index(d.kind))
+    return Comparison(base_name or base.output_file, new_name or new.output_file, tuple(diffs))
+
+
+def _min_rate(report: RunReport, runs: list[CaseResult] | None) -> float:
+    """A case's gate in a run: its own (the report's gates), else --min-pass-rate, else every run must pass."""
+    if runs:
+        for g in report.gates:
+            if key_of(runs[0]) == (g.file, g.id, g.connector):
+                return g.min_pass_rate
+    value = report.options.get("min_pass_rate", 1.0)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 1.0

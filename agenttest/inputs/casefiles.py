@@ -1,0 +1,471 @@
+"""Case files → Cases: parsing .jsonl/.json/.yaml into documents, validating each (``validation.py``)
+and building Cases; every problem is kept, with its ``file:line:column``, to be reported together."""
+
+from __future__ import annotations
+
+import json
+import linecache
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agenttest.verdicts import budgets
+from agenttest.inputs.caseschema import plainly_valid
+from agenttest.util.durations import parse_duration
+from agenttest.errors import InputError, Location, Problem, closest
+from agenttest.model.messages import normalize
+from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, SimulatorSpec
+from agenttest.util.positions import json_hint, json_offset, line_col, yaml_mark
+from agenttest.inputs.validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
+
+SUFFIXES = (".jsonl", ".json", ".yaml", ".yml")
+MAX_DEPTH = 64  # nesting of one case: real cases use about ten levels
+MAX_YAML_VALUES = 1_000_000  # values a YAML file may expand to through its aliases
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class KeyPolicy:
+    """What an unknown key in a case is (FORMATS §2): a typo of a known field is an error; any other key
+    is ignored with one warning per key and file, as Yao ignores it. ``strict`` (``--strict``) makes every
+    unknown key an error; ``lenient`` (generated cases) makes every unknown key a warning."""
+
+    strict: bool = False
+    lenient: bool = False
+
+    def is_error(self, typo: str | None) -> bool:
+        return self.strict or (typo is not None and not self.lenient)
+
+
+_NONE: dict[str, Any] = {}  # the options and metadata of every case without any: read only, one object for 100,000 cases
+
+
+@dataclass
+class Loaded:
+    """What a source gave: the cases that could be built, and every problem and warning found."""
+
+    cases: list[Case] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def extend(self, other: Loaded) -> None:
+        self.cases += other.cases
+        self.problems += other.problems
+        self.warnings += other.warnings
+
+    def check(self) -> list[Case]:
+        """The cases, or an InputError listing every problem."""
+        if self.problems:
+            raise InputError(self.problems)
+        return self.cases
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One raw case and how to find places inside it."""
+
+    raw: Any
+    source: str
+    base: Path = ()
+    text: str | None = None  # JSON text of the case alone (jsonl: its line; None: read it again from the file)
+    line_offset: int = 0  # lines before ``text`` starts
+    col_offset: int = 0  # columns before ``text`` starts on its first line
+    node: Any = None  # YAML node of the whole file
+
+    def locate(self, path: Sequence[Any] = (), key: bool = False) -> Location:
+        full = tuple(self.base) + tuple(path)
+        if self.node is not None:
+            line, col = yaml_mark(self.node, full, key)
+        elif self.text is not None or self.source.endswith(".jsonl"):
+            # a .jsonl line is read again only when a place inside it is needed: 100,000 cases need not keep their text
+            if self.text is None and not full:
+                return Location(self.source, self.line_offset + 1, 1)
+            text = self.text if self.text is not None else linecache.getline(self.source, self.line_offset + 1)
+            line, col = line_col(text, json_offset(text, full, key))
+            col += self.col_offset if line == 1 else 0
+        else:
+            return Location(self.source)
+        return Location(self.source, line + self.line_offset, col)
+
+    __call__ = locate  # a Document is its case's locator
+
+
+# ---- parsing ------------------------------------------------------------------------------------
+
+
+def load_file(path: str, default_simulator: str | None = None, policy: KeyPolicy = KeyPolicy()) -> Loaded:
+    """Read and validate a case file."""
+    if not os.path.exists(path):
+        return Loaded(problems=[Problem(f"input file '{path}' does not exist", None, _similar_file(path))])
+    if os.path.isdir(path):
+        return Loaded(problems=[Problem(f"input '{path}' is a folder, not a case file", None, "pass a .jsonl, .json or .yaml file")])
+    if not os.path.isfile(path):
+        return Loaded(problems=[Problem(f"input '{path}' is not a regular file (a device, a pipe or a socket)", None, "pass a .jsonl, .json or .yaml file")])
+    if os.path.splitext(path)[1].lower() not in SUFFIXES:
+        return Loaded(problems=[Problem(f"'{path}': unknown case file type '{os.path.splitext(path)[1]}'", None, "use .jsonl, .json, .yaml or .yml")])
+    if os.path.getsize(path) > MAX_FILE_BYTES:
+        return Loaded(problems=[Problem(f"'{path}' is {os.path.getsize(path):,} bytes; case files are limited to {MAX_FILE_BYTES:,}", None, "split it into several files")])
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        return Loaded(problems=[Problem(f"cannot read '{path}': {exc}")])
+    return parse(text, path, default_simulator, os.path.dirname(os.path.abspath(path)), policy=policy)
+
+
+def parse(text: str, source: str, default_simulator: str | None = None, base_dir: str = ".", kind: str | None = None,
+          policy: KeyPolicy = KeyPolicy()) -> Loaded:
+    """Parse case text of the kind given by ``kind`` or the source's extension."""
+    kind = kind or os.path.splitext(source)[1].lower()
+    loaded = Loaded()
+    if kind == ".jsonl":
+        docs = list(_jsonl_documents(text, source, loaded.problems, keep_text=not os.path.isfile(source)))
+    elif kind in (".yaml", ".yml"):
+        docs = _yaml_documents(text, source, loaded.problems)
+    elif kind == ".json":
+        docs = _json_documents(text, source, loaded.problems)
+    else:
+        loaded.problems.append(Problem(f"'{source}': unknown case file type '{kind}'", None, "use .jsonl, .json, .yaml or .yml"))
+        return loaded
+    if not docs and not loaded.problems:  # never a silent green: a file with no cases is not a passing suite
+        loaded.problems.append(Problem(f"holds no test cases: {_emptiness(text, kind)}", Location(source),
+                                       "add cases, or point -i at the file that has them"))
+    loaded.cases = build_cases(docs, base_dir, default_simulator, loaded, policy)
+    return loaded
+
+
+def _emptiness(text: str, kind: str) -> str:
+    """What kind of empty a case file is, for the message."""
+    if not text.strip():
+        return "the file is empty"
+    if kind == ".jsonl":
+        return "it has only blank lines and // comments"
+    if kind in (".yaml", ".yml") and all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
+        return "it has only comments"
+    return "its list of cases is empty"
+
+
+def parse_text(text: str, source: str, default_simulator: str | None = None, base_dir: str = ".", kind: str | None = None) -> list[Case]:
+    """``parse``, raising an InputError listing every problem."""
+    return parse(text, source, default_simulator, base_dir, kind).check()
+
+
+def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text: bool = True) -> Iterator[Document]:
+    strings: dict[str, str] = {}  # one copy of each key and string value across the file's cases
+    for number, line in enumerate(_lines(text), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("//"):
+            continue
+        try:
+            raw = _shared(json.loads(line), strings)
+        except json.JSONDecodeError as exc:
+            problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, number, exc.colno), json_hint(exc.msg, line, exc.pos)))
+            continue
+        except RecursionError:
+            problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source, number, 1)))
+            continue
+        yield Document(raw, source, (), line if keep_text else None, number - 1)
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text``, one at a time (a list of 100,000 lines would double the file in memory).
+    Only ``\n`` ends a line: JSON strings may hold U+2028 and other characters ``splitlines`` splits at."""
+    start, end = 0, len(text)
+    while start < end:
+        stop = text.find("\n", start)
+        stop = end if stop < 0 else stop
+        yield text[start:stop].removesuffix("\r")
+        start = stop + 1
+
+
+def _shared(value: Any, strings: dict[str, str]) -> Any:
+    """``value`` with equal strings (keys too) made one object: every case repeats its keys, and suites
+    repeat roles and whole histories; at 100,000 cases this halves the memory of the parsed file."""
+    if isinstance(value, str):
+        return strings.setdefault(value, value)
+    if isinstance(value, dict):
+        return {strings.setdefault(k, k): _shared(v, strings) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shared(v, strings) for v in value]
+    return value
+
+
+def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Document]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, exc.lineno, exc.colno), json_hint(exc.msg, text, exc.pos, "file")))
+        return []
+    except RecursionError:
+        problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))
+        return []
+    if too_deep(data, MAX_DEPTH + 2):
+        problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))
+        return []
+    base, items = _listed(data, source, problems)
+    docs, pos, line = [], 0, 1
+    for i, raw in enumerate(items):
+        start = json_offset(text, base + (i,)) if i == 0 else _next_item(text, pos)
+        _, end = json.JSONDecoder().raw_decode(text, start)
+        line += text.count("\n", pos, start)
+        col = start - (text.rfind("\n", 0, start) + 1)
+        docs.append(Document(raw, source, (), text[start:end], line - 1, col))
+        pos = start
+    return docs
+
+
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether a parsed value nests deeper than ``limit`` (iteratively: deep values must not recurse here)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
+def _yaml_trouble(node: Any, source: str) -> Problem | None:
+    """A YAML file whose aliases refer to themselves, expand past MAX_YAML_VALUES, or nest too deeply."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, int, bool]] = [(node, 1, False)]
+    while stack:
+        current, depth, done = stack.pop()
+        key = id(current)
+        if done:
+            on_path.discard(key)
+            children = _yaml_children(current)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in children)
+            if sizes[key] > MAX_YAML_VALUES:
+                return Problem(f"YAML aliases expand to more than {MAX_YAML_VALUES:,} values", _mark(current, source))
+            continue
+        if key in on_path:
+            return Problem("a YAML alias refers to a structure that contains it", _mark(current, source))
+        if depth > MAX_DEPTH + 2:
+            return Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", _mark(current, source))
+        if key in sizes:
+            continue
+        on_path.add(key)
+        stack.append((current, depth, True))
+        stack.extend((c, depth + 1, False) for c in _yaml_children(current) if isinstance(c, yaml.Node))
+    return None
+
+
+def _yaml_children(node: Any) -> list[Any]:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _mark(node: Any, source: str) -> Location:
+    return Location(source, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _next_item(text: str, pos: int) -> int:
+    """Offset of the array item after the one starting at ``pos``."""
+    _, end = json.JSONDecoder().raw_decode(text, pos)
+    while text[end] in " \t\r\n,":
+        end += 1
+    return end
+
+
+def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Document]:
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is None:
+            return []
+        trouble = _yaml_trouble(node, source)
+        if trouble is not None:
+            problems.append(trouble)
+            return []
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        loc = Location(source, mark.line + 1, mark.column + 1) if mark else Location(source)
+        problems.append(Problem(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", loc))
+        return []
+    except RecursionError:
+        problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))
+        return []
+    base, items = _listed(data, source, problems)
+    return [Document(raw, source, base + (i,), node=node) for i, raw in enumerate(items)]
+
+
+CASE_LIST_KEYS = ("cases", "test_cases")
+
+
+def case_list(data: Any) -> tuple[Path, list[Any]]:
+    """The cases of a file or a generator's reply: a list, or ``{"cases": [...]}`` (Yao: ``test_cases``).
+
+    Raises ValueError saying what was expected."""
+    if isinstance(data, list):
+        return (), data
+    if isinstance(data, dict):
+        for key in CASE_LIST_KEYS:
+            if isinstance(data.get(key), list):
+                return (key,), data[key]
+    raise ValueError(f"expected a list of cases or an object with 'cases': [...], not {type_name(data)}")
+
+
+def _listed(data: Any, source: str, problems: list[Problem]) -> tuple[Path, list[Any]]:
+    try:
+        return case_list(data)
+    except ValueError as exc:
+        problems.append(Problem(str(exc), Location(source, 1, 1)))
+        return (), []
+
+
+def _similar_file(path: str) -> str | None:
+    """``did you mean 'tests/inputs.jsonl'?`` for a case file with a near name in the same folder."""
+    folder = os.path.dirname(path)
+    try:
+        names = [n for n in os.listdir(folder or ".") if n.endswith(SUFFIXES)]
+    except OSError:
+        return None
+    match = closest(os.path.basename(path), names)
+    return f"did you mean '{os.path.join(folder, match)}'?" if match else None
+
+
+# ---- building -----------------------------------------------------------------------------------
+
+
+def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str | None, loaded: Loaded,
+                policy: KeyPolicy = KeyPolicy()) -> list[Case]:
+    """Validate every document; build Cases from the valid ones; add problems (duplicate ids too) and
+    warnings (unknown keys ignored) to ``loaded``."""
+    cases: list[Case] = []
+    first_seen: dict[str, Document] = {}
+    warned: set[tuple[str, str]] = set()
+    for doc in docs:
+        raw = doc.raw
+        if not isinstance(raw, dict):
+            loaded.problems.append(Problem(f"a case must be a JSON object, not {type_name(raw)}", doc.locate()))
+            continue
+        if too_deep(raw, MAX_DEPTH):
+            loaded.problems.append(Problem(f"the case is nested more than {MAX_DEPTH} levels deep", doc.locate()))
+            continue
+        found = [] if plainly_valid(raw) else schema_problems(raw)
+        try:
+            extra = semantic_problems(raw, default_simulator)
+        except (TypeError, AttributeError, KeyError):
+            extra = []  # a shape the schema already rejected
+        seen = {f.path for f in found}
+        found += [f for f in extra if f.path not in seen]
+        for f in found:
+            if not f.unknown or policy.is_error(f.typo):
+                hint = f.hint if not (f.unknown and policy.strict and not f.typo) else "unknown keys are errors with --strict"
+                loaded.problems.append(Problem(f.message, doc.locate(f.path, f.key), hint))
+            elif (container(f.path), str(f.path[-1])) not in warned:
+                warned.add((container(f.path), str(f.path[-1])))
+                key, where = f.path[-1], container(f.path)
+                loaded.warnings.append(f"{doc.locate(f.path, True)}: '{key}' is not a field of {where}; ignored")
+        case_id = raw.get("id")
+        if isinstance(case_id, str):
+            if case_id in first_seen:
+                prior = first_seen[case_id].locate(("id",))
+                loaded.problems.append(Problem(f"duplicate id '{case_id}' (first used at line {prior.line})", doc.locate(("id",)), "ids must be unique in a file"))
+            else:
+                first_seen[case_id] = doc
+        if all(f.unknown for f in found):  # unknown keys aside, the case is whole: build it without them, so
+            known = _without(raw, [f.path for f in found])  # that what it names is resolved in the same round
+            cases.append(make_case(known, doc, base_dir, default_simulator))
+    return cases
+
+
+def _without(raw: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
+    """A copy of ``raw`` without the keys at ``paths`` (copying only what lies on those paths)."""
+    if not paths:
+        return raw
+    out: dict[str, Any] = dict(raw)
+    for path in paths:
+        holder: Any = out
+        for part in path[:-1]:
+            child = holder[part]
+            child = dict(child) if isinstance(child, dict) else list(child)
+            holder[part] = child
+            holder = child
+        if isinstance(holder, dict):
+            holder.pop(path[-1], None)
+    return out
+
+
+def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, default_simulator: str | None = None) -> Case:
+    """A validated raw case → Case; ``doc`` locates places inside it for later problems."""
+    locator = doc if isinstance(doc, Document) else None
+    location = doc.locate() if isinstance(doc, Document) else doc
+
+    def spec(params: dict[str, Any], path: Path) -> AssertionSpec:
+        return AssertionSpec(params.get("type") or "equals", params, location, path)
+
+    specs = tuple(spec(p, path) for path, p in assertion_list(raw, "assert") + assertion_list(raw, "assertions"))
+    checkpoints = tuple(
+        Checkpoint(
+            id=cp["id"],
+            assertion=spec(cp.get("assert") or cp.get("assertion") or {}, ("checkpoints", i, "assert" if "assert" in cp else "assertion")),
+            description=cp.get("description", ""),
+            after=tuple(cp.get("after") or ()),
+            required=cp.get("required", True),
+        )
+        for i, cp in enumerate(raw.get("checkpoints") or ())
+    )
+    sim = raw.get("simulator")
+    simulator = SimulatorSpec(sim["use"], sim.get("options") or {}) if sim else None
+    if simulator is None and checkpoints and default_simulator:
+        simulator = SimulatorSpec(default_simulator)
+    return Case(
+        id=raw["id"],
+        messages=normalize(raw.get("input")),
+        raw=raw,
+        location=location,
+        base_dir=base_dir,
+        file=location.file,
+        name=raw.get("name", ""),
+        description=raw.get("description", ""),
+        assertions=specs,
+        expected=raw.get("expected"),
+        has_expected="expected" in raw,
+        options=raw.get("options") or _NONE,
+        user=raw.get("user"),
+        team=raw.get("team"),
+        metadata=raw.get("metadata") or _NONE,
+        skip=bool(raw.get("skip", False)),
+        skip_reason=raw.get("skip_reason", ""),
+        timeout=parse_duration(raw["timeout"]) if "timeout" in raw else None,
+        before=raw.get("before"),
+        after=raw.get("after"),
+        simulator=simulator,
+        checkpoints=checkpoints,
+        max_turns=raw.get("max_turns", 20),
+        tags=tuple(raw.get("tags") or ()),
+        world=raw.get("world"),
+        mocks=tuple(mock_of(m) for m in raw.get("mocks") or ()),
+        faults=tuple(fault_of(f) for f in raw.get("faults") or ()),
+        runs=raw.get("runs"),
+        min_pass_rate=float(raw["min_pass_rate"]) if "min_pass_rate" in raw else None,
+        budget=budgets.of_case(raw["budget"]) if raw.get("budget") else None,
+        locator=locator,
+    )
+
+
+def mock_of(raw: dict[str, Any]) -> Mock:
+    """A validated ``mocks`` item → Mock."""
+    delay = parse_duration(raw["delay"]) if "delay" in raw else 0.0
+    return Mock(raw["tool"], raw.get("match"), raw.get("returns"), raw.get("error"), delay, raw.get("times"))
+
+
+def fault_of(raw: dict[str, Any]) -> Fault:
+    """A validated ``faults`` item → Fault."""
+    return Fault(raw["tool"], raw["kind"], tuple(raw.get("at") or ()), raw.get("rate"), raw.get("message"))

@@ -1,0 +1,245 @@
+"""Validation of one raw case: structural problems from the JSON Schema, explained in plain words, and
+semantic ones beyond structure (assertion parameters, durations, the checkpoint graph, modes).
+
+Pure functions: a problem is a ``Finding`` (a path inside the case, a message, a hint); the loader
+turns paths into ``file:line:column``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from agenttest import assertions
+from agenttest.inputs import caseschema
+from agenttest.util.matching import pattern_problems
+from agenttest.util.durations import parse_duration
+from agenttest.errors import did_you_mean, typo_of
+
+Path = tuple[Any, ...]
+
+
+class Finding(NamedTuple):
+    path: Path
+    message: str
+    hint: str | None = None
+    key: bool = False  # points at the key rather than its value
+    unknown: bool = False  # an unknown key: a typo (``typo`` names the field meant) is an error, others are ignored
+    typo: str | None = None
+
+
+def container(path: Path) -> str:
+    """What holds the key at ``path``: a case, an assertion, a checkpoint, a simulator, a message."""
+    parent = [p for p in path[:-1] if isinstance(p, str)]
+    last = parent[-1] if parent else ""
+    return {"assert": "an assertion", "assertions": "an assertion", "assertion": "an assertion", "checkpoints": "a checkpoint",
+            "simulator": "a simulator", "input": "a message", "options": "the options"}.get(last, "a case")
+
+
+def unknown_key(path: Path, known: Any) -> Finding:
+    """An unknown key: a typo of a known field when it is a small edit away from one."""
+    key = str(path[-1])
+    typo = typo_of(key, list(known))
+    hint = f"did you mean '{typo}'?" if typo else None
+    return Finding(path, f"'{key}' is not a field" + ("" if typo else f" of {container(path)}"), hint, True, True, typo)
+
+
+_TYPE_NAMES = {"string": "a string", "object": "an object", "array": "a list", "number": "a number",
+               "integer": "an integer", "boolean": "true or false", "null": "null"}
+
+
+def type_name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _field(path: Sequence[Any]) -> str:
+    names = [p for p in path if isinstance(p, str)]
+    return f"'{names[-1]}'" if names else "the case"
+
+
+def schema_problems(raw: Any) -> list[Finding]:
+    """Structural problems as (path, message, hint, points-at-key)."""
+    out: list[Finding] = []
+    for error in caseschema.validator().iter_errors(raw):
+        out.extend(_explain(error))
+    return out
+
+
+def _explain(error: Any) -> list[Finding]:
+    if error.validator not in ("anyOf", "oneOf") or not error.context:
+        return _translate(error)
+    # Explain the branch whose type fits the value; if none fits, say which shapes are accepted.
+    branches: dict[int, list[Any]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.schema_path[0], []).append(sub)
+    depth = len(error.absolute_path)
+    for subs in branches.values():
+        if not any(s.validator in ("type", "anyOf") and len(s.absolute_path) == depth for s in subs):
+            return [p for s in subs for p in _explain(s)]
+    return [Finding(tuple(error.absolute_path), _any_of_message(error), None, False)]
+
+
+def _any_of_message(error: Any) -> str:
+    field = _field(error.absolute_path)
+    if field == "'input'" or (error.absolute_path and error.absolute_path[-1] == "input"):
+        return f"'input' must be a string, a message {{\"role\", \"content\"}} or a list of messages, not {type_name(error.instance)}"
+    if "content" in field:
+        return f"'content' must be a string, a part or a list of parts, not {type_name(error.instance)}"
+    return f"{field} must be an assertion object, a type name, or a list of them, not {type_name(error.instance)}"
+
+
+def _translate(error: Any) -> list[Finding]:
+    path = tuple(error.absolute_path)
+    kind = error.validator
+    if kind == "additionalProperties":
+        allowed = list(error.schema.get("properties", {}))
+        return [unknown_key(path + (key,), allowed) for key in error.instance if key not in allowed]
+    if kind == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        where = "" if not path else f" in {_field(path)}"
+        return [Finding(path, f"missing required field '{missing}'{where}", None, False)]
+    if kind == "type":
+        wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        names = " or ".join(_TYPE_NAMES.get(str(w), str(w)) for w in wanted)
+        return [Finding(path, f"{_field(path)} must be {names}, not {type_name(error.instance)}", None, False)]
+    if kind == "enum":
+        choices = [str(c) for c in error.validator_value]
+        hint = did_you_mean(str(error.instance), choices) or f"one of {', '.join(choices)}"
+        return [Finding(path, f"{_field(path)} cannot be {error.instance!r}", hint, False)]
+    if kind == "minLength":
+        return [Finding(path, f"{_field(path)} must not be empty", None, False)]
+    if kind == "minProperties":
+        return [Finding(path, f"{_field(path)} must not be empty", "give one or more limits: tokens, cost, tool_calls, turns, duration"
+                        if path and path[-1] == "budget" else None, False)]
+    if kind == "minItems":
+        return [Finding(path, f"{_field(path)} must not be an empty list", None, False)]
+    if kind == "minimum":
+        return [Finding(path, f"{_field(path)} must be at least {error.validator_value}", None, False)]
+    if kind == "maximum":
+        return [Finding(path, f"{_field(path)} must be at most {error.validator_value}", None, False)]
+    return [Finding(path, error.message, None, False)]
+
+
+def assertion_list(raw: Any, key: str) -> list[tuple[Path, dict[str, Any]]]:
+    value = raw.get(key)
+    if value is None:
+        return []
+    if isinstance(value, (str, dict)):
+        return [((key,), {"type": value} if isinstance(value, str) else value)]
+    return [((key, i), {"type": a} if isinstance(a, str) else a) for i, a in enumerate(value)]
+
+
+def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> list[Finding]:
+    """Problems beyond structure: assertion types and parameters, durations, checkpoint graph, modes."""
+    out: list[Finding] = []
+    if "assert" in raw and "assertions" in raw:
+        out.append(Finding(("assertions",), "give 'assert' or 'assertions', not both", None, True))
+    for path, params in assertion_list(raw, "assert") + assertion_list(raw, "assertions"):
+        out += _assertion_problems(path, params)
+    if "timeout" in raw and isinstance(raw["timeout"], (str, int, float)):
+        try:
+            parse_duration(raw["timeout"])
+        except ValueError as exc:
+            out.append(Finding(("timeout",), f"bad 'timeout': {exc}", None, False))
+    out += _tool_world_problems(raw)
+    budget = raw.get("budget")
+    if isinstance(budget, dict) and isinstance(budget.get("duration"), (str, int, float)):
+        try:
+            parse_duration(budget["duration"])
+        except ValueError as exc:
+            out.append(Finding(("budget", "duration"), f"bad 'duration': {exc}", None, False))
+    checkpoints = raw.get("checkpoints")
+    if "simulator" in raw and not checkpoints:
+        out.append(Finding(("simulator",), "a dynamic case needs 'checkpoints' as well as 'simulator'", None, True))
+    if checkpoints and isinstance(checkpoints, list):
+        if "simulator" not in raw and not default_simulator:
+            out.append(Finding(("checkpoints",), "checkpoints need a simulator", "add \"simulator\": {\"use\": \"workers.test.user-simulator\"} or pass --simulator", True))
+        out += _checkpoint_problems(checkpoints)
+    elif "input" not in raw or raw.get("input") in ("", [], None):
+        if "input" not in raw:
+            out.append(Finding((), "missing required field 'input'", "standard cases need 'input'; dynamic cases need 'checkpoints'", False))
+        else:
+            out.append(Finding(("input",), "'input' is empty", None, False))
+    out += _without_effect(raw, bool(checkpoints))
+    return out
+
+
+def _without_effect(raw: dict[str, Any], dynamic: bool) -> list[Finding]:
+    """Fields that would do nothing in this case are refused, so that no field is silently ignored."""
+    out = []
+    if not dynamic and "max_turns" in raw:
+        out.append(Finding(("max_turns",), "'max_turns' applies only to dynamic cases (with 'simulator' and 'checkpoints'); "
+                           "this case is standard", "remove it, or add checkpoints", True))
+    if "skip_reason" in raw and raw.get("skip") is not True:
+        out.append(Finding(("skip_reason",), "'skip_reason' has no effect without \"skip\": true", "add \"skip\": true, or remove it", True))
+    return out
+
+
+def _assertion_problems(path: Path, params: Any) -> list[Finding]:
+    if not isinstance(params, dict):
+        return []
+    out = []
+    kind = assertions.get(params.get("type") or "equals")
+    for field, message, hint in assertions.check(params):
+        if field is None:
+            out.append(Finding(path, message, hint, False))
+        elif kind is not None and field in params and field not in kind.fields:
+            typo = typo_of(field, kind.fields)
+            out.append(Finding(path + (field,), message, f"did you mean '{typo}'?" if typo else hint, True, True, typo))
+        else:
+            out.append(Finding(path + (field,), message, hint, field in params))
+    return out
+
+
+def _tool_world_problems(raw: dict[str, Any]) -> list[Finding]:
+    """Mocks and faults beyond structure (FORMATS §11): one answer each, durations, patterns, triggers."""
+    out: list[Finding] = []
+    for i, mock in enumerate(raw.get("mocks") or ()):
+        if not isinstance(mock, dict):
+            continue
+        if "returns" in mock and "error" in mock:
+            out.append(Finding(("mocks", i, "error"), "give a mock 'returns' or 'error', not both", None, True))
+        if isinstance(mock.get("delay"), (str, int, float)):
+            try:
+                parse_duration(mock["delay"])
+            except ValueError as exc:
+                out.append(Finding(("mocks", i, "delay"), f"bad 'delay': {exc}", None, False))
+        out += [Finding(("mocks", i, "match"), message, None, False) for message in pattern_problems(mock.get("match"))]
+    for i, fault in enumerate(raw.get("faults") or ()):
+        if not isinstance(fault, dict):
+            continue
+        if "at" in fault and "rate" in fault:
+            out.append(Finding(("faults", i, "rate"), "give a fault 'at' or 'rate', not both", "with neither, every call fails", True))
+        if fault.get("kind") == "empty" and "message" in fault:
+            out.append(Finding(("faults", i, "message"), "an 'empty' fault has no 'message'", "use kind 'malformed' to return a text of your own", True))
+    return out
+
+
+def _checkpoint_problems(checkpoints: list[Any]) -> list[Finding]:
+    out: list[Finding] = []
+    ids = [c.get("id") for c in checkpoints if isinstance(c, dict)]
+    seen: set[Any] = set()
+    for i, cp in enumerate(checkpoints):
+        if not isinstance(cp, dict):
+            continue
+        base = ("checkpoints", i)
+        cid = cp.get("id")
+        if cid in seen:
+            out.append(Finding(base + ("id",), f"duplicate checkpoint id '{cid}'", None, False))
+        seen.add(cid)
+        keys = [k for k in ("assert", "assertion") if k in cp]
+        if not keys:
+            out.append(Finding(base, f"checkpoint '{cid}' needs an 'assert' (or 'assertion')", None, False))
+        elif len(keys) == 2:
+            out.append(Finding(base + ("assertion",), "give 'assert' or 'assertion', not both", None, True))
+        else:
+            out += _assertion_problems(base + (keys[0],), cp[keys[0]])
+        for j, dep in enumerate(cp.get("after") or []):
+            if dep == cid:
+                out.append(Finding(base + ("after", j), f"checkpoint '{cid}' cannot come after itself", None, False))
+            elif dep not in ids:
+                hint = did_you_mean(dep, [x for x in ids if isinstance(x, str)]) or f"known checkpoints: {', '.join(map(str, ids))}"
+                out.append(Finding(base + ("after", j), f"'after' names unknown checkpoint '{dep}'", hint, False))
+    return out
+
+

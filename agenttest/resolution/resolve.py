@@ -1,0 +1,131 @@
+"""Resolution: everything a run names — the agent under test and its connectors, validators, simulators,
+scripts, hooks, attachments — is loaded and checked before the first model call; every problem is
+reported together, each at the ``file:line:column`` where it was named."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agenttest import assertions
+from agenttest.app import hooks
+from agenttest.util.matching import name_matches
+from agenttest.agents.catalog import Catalog
+from agenttest.errors import AgentTestError, Location, Problem, did_you_mean, typo_of
+from agenttest.model import AssertionSpec, Case
+from agenttest.model.parameters import KNOWN_CASE_OPTIONS, unknown_case_options, unknown_option_warning
+
+
+@dataclass
+class Resolved:
+    """What resolution found: hook functions by ref, and the problems and warnings met on the way."""
+
+    hooks: dict[str, Any] = field(default_factory=dict)
+    before_all: Any = None
+    after_all: Any = None
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def attempt(self, where: Location | None, fn: Any, *args: Any) -> Any:
+        """``fn(*args)``; its usage errors become problems placed at ``where``."""
+        try:
+            return fn(*args)
+        except AgentTestError as exc:
+            self.problems.extend(p.at(where) for p in exc.problems)
+            return None
+
+
+def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector: str | None = None,
+            before: str | None = None, after: str | None = None) -> Resolved:
+    """Check every name the cases (and the run's flags) use; collect all problems."""
+    out = Resolved()
+    checked: set[tuple[str, str | None]] = set()
+
+    def check(agent: str, conn: str | None, where: Location | None) -> None:
+        if (agent, conn) not in checked:
+            checked.add((agent, conn))
+            out.attempt(where, catalog.check, agent, conn)
+
+    agent = out.attempt(None, catalog.agent, agent_id) if agent_id else None
+    if agent_id and agent is not None:  # a problem with package.yao's own connector points at it
+        check(agent_id, connector, None if connector else agent.spec.connector_at)
+    for case in cases:
+        if agent is not None and case.mode != "script" and not connector and case.options.get("connector"):
+            check(agent_id, case.options["connector"], case.locate(("options", "connector")))  # type: ignore[arg-type]
+        for spec in [*case.assertions, *(cp.assertion for cp in case.checkpoints)]:
+            _assertion(spec, case, catalog, check, out)
+        if case.dynamic and case.simulator is not None:
+            conn = case.simulator.options.get("connector")
+            check(case.simulator.use, conn, case.locate(("simulator", "use")))
+        if agent is not None:
+            for key in ("before", "after"):
+                ref = getattr(case, key)
+                if ref and ref not in out.hooks:
+                    out.hooks[ref] = out.attempt(case.locate((key,)), hooks.resolve, agent.spec.path, ref, "hook")
+        if agent is not None and case.mode != "script" and not getattr(agent.spec, "mcp", ()):  # MCP tools are known only once their servers run
+            out.problems += unknown_tools(case, agent.tools)
+        out.warnings += _missing_attachments(case)
+    _unknown_options(cases, catalog.strict, out)
+    if agent is not None:
+        if before:
+            out.before_all = out.attempt(None, hooks.resolve, agent.spec.path, before, "--before")
+        if after:
+            out.after_all = out.attempt(None, hooks.resolve, agent.spec.path, after, "--after")
+    return out
+
+
+def _assertion(spec: AssertionSpec, case: Case, catalog: Catalog, check: Any, out: Resolved) -> None:
+    """What the assertion will call — validator agents, scripts — as its type declares."""
+    for need in assertions.needs(spec.params):
+        where = case.locate(spec.path + (need.field,))
+        if need.kind == "agent":
+            check(need.ref, need.connector, where)
+        else:
+            out.attempt(where, catalog.script, need.ref)
+
+
+def unknown_tools(case: Case, tools: Iterable[str]) -> list[Problem]:
+    """Mocks and faults that name a tool the agent under test does not have (they could never apply)."""
+    names = list(tools)
+    out = []
+    for key in ("mocks", "faults"):
+        for i, item in enumerate(getattr(case, key)):
+            if (key == "faults" and item.tool == "*") or any(name_matches(item.tool, n) for n in names):
+                continue
+            hint = did_you_mean(item.tool, names) or (f"its tools: {', '.join(names)}" if names else "it declares no tools")
+            out.append(Problem(f"{key}[{i}]: the agent has no tool '{item.tool}'", case.locate((key, i, "tool")), hint))
+    return out
+
+
+def _unknown_options(cases: list[Case], strict: bool, out: Resolved) -> None:
+    """Case options that are neither model parameters, Yao context options nor agent-test's own (FORMATS §2):
+    a typo of a known option is an error (a ``temprature`` would silently not be sent), as is any with
+    ``--strict``; others go to ``ctx.options`` with one warning per key and file."""
+    seen: dict[tuple[str, str], Case] = {}
+    for case in cases:
+        for key in unknown_case_options(case.options):
+            where = case.locate(("options", key), key=True)
+            typo = typo_of(key, KNOWN_CASE_OPTIONS) if key != "model" else None  # "model" is no typo of "mode"
+            if typo or strict:
+                hint = f"did you mean '{typo}'?" if typo else "unknown keys are errors with --strict"
+                out.problems.append(Problem(f"'{key}' is not a model parameter or a Yao context option", where, hint))
+            elif (case.file, key) not in seen:
+                seen[(case.file, key)] = case
+                out.warnings.append(unknown_option_warning(key, str(where)))
+
+
+def _missing_attachments(case: Case) -> list[str]:
+    """Attachments that do not exist: the case will be an error when it runs (FORMATS §3), said now."""
+    out = []
+    for message in case.messages:
+        content = message.get("content")
+        for part in content if isinstance(content, list) else ():
+            source = str(part.get("source") or part.get("url") or "") if isinstance(part, dict) else ""
+            if source.startswith("file://"):
+                path = source[len("file://"):]
+                full = path if os.path.isabs(path) else os.path.join(case.base_dir, path)
+                if not os.path.exists(full):
+                    out.append(f"{case.location}: case '{case.id}': attachment {source} does not exist ({os.path.normpath(full)}); the case will be an error")
+    return out

@@ -1,0 +1,1 @@
+"""Stage 4, run: scheduling, deadlines, runs x connectors."""

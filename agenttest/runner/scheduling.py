@@ -1,0 +1,267 @@
+"""Scheduling: one semaphore for --parallel, per-case deadlines, runs × connectors (the model matrix),
+--early-stop and --fail-fast on gates, budgets, hooks, cancellation.
+
+Capture, don't crash: whatever happens while one case runs — the agent failing, user code raising or
+hanging, a bug in agent-test — ends as that case's result; the run goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from agenttest import modes
+from agenttest.runtime import attachments
+from agenttest.verdicts import budgets
+from agenttest.verdicts import gates
+from agenttest.runtime import usercalls
+from agenttest.agents.caller import Caller
+from agenttest.util.durations import format_timeout
+from agenttest.verdicts.costs import spend_of
+from agenttest.errors import AgentTestError, CallError, HookError
+from agenttest.app.hooks import data_of
+from agenttest.model import AssertionResult, Budget, Case, CaseResult, Plan, Status
+from agenttest.history.writing import result_dict
+from agenttest.runtime.trace import Trace, current_trace
+from agenttest.runtime.world import ToolWorld
+
+AFTER_GRACE = 5.0  # seconds an After hook gets when its case ran out of time or was interrupted
+
+
+@dataclass
+class RunState:
+    """What the run has done so far; read by the session even after Ctrl-C."""
+
+    total: int = 0
+    results: dict[int, CaseResult] = field(default_factory=dict)
+    stopped_early: bool = False
+    started: float = field(default_factory=time.perf_counter)
+    started_at: float = field(default_factory=time.time)
+    warnings: list[str] = field(default_factory=list)
+    before_all_data: Any = None
+    after_all_done: bool = False
+    tallies: dict[gates.Key, gates.Tally] = field(default_factory=dict)  # each case × connector's runs so far
+    saved: dict[gates.Key, int] = field(default_factory=dict)  # runs --early-stop did not start
+
+    def ordered(self) -> list[CaseResult]:
+        return [self.results[i] for i in sorted(self.results)]
+
+
+Listener = Callable[[CaseResult], None]
+StartListener = Callable[[Case, int, str], None]  # the case, its run number, its connector in a matrix ("" otherwise)
+
+
+def connector_label(plan: Plan, caller: Caller, case: Case, scheduled: str | None) -> str:
+    """The connector a case's results carry: the matrix's, else -c, the case's or the agent's own."""
+    chosen = scheduled or case.options.get("connector")
+    try:
+        return caller.catalog.agent(plan.agent).connector_id(chosen)
+    except AgentTestError:
+        return chosen or ""
+
+
+def internal_error(exc: BaseException) -> tuple[str, str]:
+    """The text of a bug of ours met inside a case: ``internal error: Type: message`` and the traceback."""
+    return f"internal error: {type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc))
+
+
+async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller, connector: str | None = None) -> CaseResult:
+    """Run one case once (on ``connector``, else -c, the case's or the agent's), Before and After included.
+    Never raises, except CancelledError (Ctrl-C)."""
+    label = connector_label(plan, caller, case, connector or plan.connector)
+    result = await _run_case(case, run, index, plan, caller, connector or plan.connector)
+    return replace(result, connector=label)
+
+
+async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller, scheduled: str | None) -> CaseResult:
+    if case.skip:
+        return CaseResult(case.id, "skipped", case.name, case.input, skip_reason=case.skip_reason, run=run, index=index,
+                          description=case.description, tags=case.tags,
+                          dynamic=case.dynamic, file=case.file, line=case.location.line or 0)
+    trace, capture = Trace(case=case, run=run), usercalls.Capture()
+    current_trace.set(trace)
+    usercalls.current_capture.set(capture)
+    start = time.perf_counter()
+    ctx = caller.context(case, run)
+    world = trace.world = ToolWorld(case, ctx.world, plan.seed, run)
+    connector = scheduled or case.options.get("connector")
+    policy = attachments.Policy((os.path.realpath(caller.catalog.app.root),), plan.max_attachment)
+    budget = case.budget.over(plan.budget) if case.budget is not None else plan.budget
+    env = modes.CaseEnv(caller, plan.agent, connector, ctx, policy, budget)
+    mode = modes.get(case)
+    deadline = case.timeout or plan.timeout
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + deadline
+    before_ok = not case.before
+    before_data: Any = None
+    try:
+        try:
+            async with asyncio.timeout(deadline) as trace.deadline:
+                if case.before:
+                    hook = plan.hooks[case.before]
+                    before_data = data_of(await usercalls.call(hook, ctx, dict(case.raw), what=f"before hook {case.before}"))
+                    before_ok = True
+                world.begin()
+                result = await mode.run(case, env, trace)
+        except TimeoutError:
+            result = mode.partial(case, trace, "timeout", f"timeout after {format_timeout(deadline)}")
+        except CallError as exc:  # the Before hook failed
+            result = replace(mode.partial(case, trace, "error", str(exc)), traceback=exc.traceback or "")
+        except asyncio.CancelledError:
+            if before_ok and case.after:
+                await _after(case, plan, ctx, mode.partial(case, trace, "error", "interrupted"), before_data, AFTER_GRACE)
+            raise
+        except Exception as exc:  # a bug of ours, or a plug-in's: this case's error, not the run's end
+            message, tb = internal_error(exc)
+            result = replace(mode.partial(case, trace, "error", message), traceback=tb)
+        result = replace(result, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index, file=case.file,
+                         line=case.location.line or 0, world=world.record(),
+                         spend=spend_of(trace.by_connector, trace.calls, caller.catalog.prices))
+        if budget is not None:
+            result = over_budget(result, budget, trace, caller)
+        if before_ok and case.after:
+            result = await _after(case, plan, ctx, result, before_data, max(ends - loop.time(), AFTER_GRACE))
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # after everything above: still this case's error
+        message, tb = internal_error(exc)
+        result = CaseResult(case.id, "error", case.name, case.input, error=message, traceback=tb, run=run, index=index,
+                            dynamic=case.dynamic, file=case.file, line=case.location.line or 0)
+    if trace.miss:  # --replay had no recording for a call: whatever the mode made of it, the case is that error
+        result = replace(result, status="error", error=trace.miss)
+    if trace.notes:
+        result = replace(result, warnings=(*result.warnings, *trace.notes))
+    stdout, stderr = capture.text()
+    if stdout or stderr:
+        result = replace(result, stdout=stdout, stderr=stderr)
+    if trace.served:
+        result = replace(result, model_calls=tuple(trace.served))
+    if case.description or case.tags:
+        result = replace(result, description=case.description, tags=case.tags)
+    return caller.catalog.secrets.scrub(result)  # keys hidden before anything shortens the text
+
+
+def over_budget(result: CaseResult, budget: Budget, trace: Trace, caller: Caller) -> CaseResult:
+    """A passed or failed run that spent more than its budget fails with the overrun as a failed ``budget``
+    assertion (a dynamic case already stopped at the turn that exceeded it)."""
+    if result.status not in ("passed", "failed") or result.error.startswith(budgets.PREFIX):
+        return result
+    spent = budgets.spent(trace, caller.catalog.prices, len(result.turns) or 1, result.duration_ms / 1000)
+    exceeded = budgets.overruns(budget, spent)
+    if not exceeded:
+        return result
+    verdict = AssertionResult("budget", False, budgets.message(exceeded), budgets.limits(budget), spent.as_dict())
+    status: Status = "failed"
+    return replace(result, status=status, error=result.error or verdict.message, assertions=(*result.assertions, verdict))
+
+
+async def _after(case: Case, plan: Plan, ctx: Any, result: CaseResult, before_data: Any, timeout: float) -> CaseResult:
+    """Run the case's After hook; its failure is a warning on the result, its hanging a timeout."""
+    hook = plan.hooks[case.after]  # type: ignore[index]
+    try:
+        await usercalls.call(hook, ctx, dict(case.raw), result_dict(result), before_data, what=f"after hook {case.after}", timeout=timeout)
+    except usercalls.Deadline as exc:
+        status: Status = "timeout"
+        return replace(result, status=status, error=result.error or str(exc), warnings=(*result.warnings, str(exc)))
+    except CallError as exc:
+        return replace(result, warnings=(*result.warnings, str(exc)))
+    return result
+
+
+async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None = None, on_result: Listener | None = None,
+              on_saved: Callable[[], None] | None = None) -> None:
+    """Run every selected case (× connectors × runs), global hooks around them. Results land in ``state``."""
+    state.total = plan.total
+    ctx = caller.context()
+    if plan.before_all is not None:
+        try:
+            returned = await usercalls.call(plan.before_all, ctx, [dict(c.raw) for c in plan.cases], what="BeforeAll", timeout=plan.timeout)
+        except CallError as exc:
+            raise HookError(str(exc), hint="no case was run") from None
+        state.before_all_data = data_of(returned)
+    try:
+        await _schedule(plan, caller, state, on_start, on_result, on_saved)
+    finally:
+        if plan.after_all is not None and not state.after_all_done:
+            state.after_all_done = True
+            results = [result_dict(r) for r in state.ordered()]
+            try:
+                await usercalls.call(plan.after_all, ctx, results, state.before_all_data, what="AfterAll", timeout=plan.timeout)
+            except CallError as exc:
+                state.warnings.append(str(exc))
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One scheduled run: a case on a connector, run number ``run``; ``index`` orders the report."""
+
+    case: Case
+    connector: str | None
+    run: int
+    index: int
+    key: gates.Key
+
+
+def units(plan: Plan, caller: Caller) -> list[Unit]:
+    """Case by case, connector by connector, run by run (the report's order). With --early-stop they start
+    round by round — every case's run 1, then every run 2, … — so that a case's next run starts, as a
+    rule, after its last one finished and the verdict it may have settled is known."""
+    out = []
+    for case in plan.cases:
+        for connector in plan.connectors:
+            key = (case.file, case.id, connector_label(plan, caller, case, connector))
+            out += [Unit(case, connector, run, 0, key) for run in range(1, plan.runs_of(case) + 1)]
+    ordered = [replace(u, index=i) for i, u in enumerate(out)]
+    return sorted(ordered, key=lambda u: (u.run, u.index)) if plan.early_stop else ordered
+
+
+async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None, on_result: Listener | None,
+                    on_saved: Callable[[], None] | None = None) -> None:
+    """Start units as the semaphore allows. --early-stop skips the runs of a case whose gate is settled
+    (runs already in flight finish and count); --fail-fast stops everything once a gate has failed."""
+    sem = asyncio.Semaphore(plan.parallel)
+    tasks: set[asyncio.Task[None]] = set()
+    policies = gates.policies(plan, lambda c, conn: connector_label(plan, caller, c, conn))
+    state.tallies = {k: gates.Tally(p) for k, p in policies.items()}
+
+    async def one(unit: Unit) -> None:
+        try:
+            result = await run_case(unit.case, unit.run, unit.index, plan, caller, unit.connector)
+            state.results[unit.index] = result
+            tally = state.tallies[unit.key]
+            tally.add(result)
+            if on_result is not None:
+                on_result(result)
+            if plan.fail_fast and tally.outcome is False:
+                state.stopped_early = True
+        finally:
+            sem.release()
+
+    try:
+        for unit in units(plan, caller):
+            await sem.acquire()
+            if state.stopped_early:
+                sem.release()
+                break
+            if plan.early_stop and state.tallies[unit.key].outcome is not None:
+                state.saved[unit.key] = state.saved.get(unit.key, 0) + 1
+                sem.release()
+                if on_saved is not None:
+                    on_saved()
+                continue
+            if on_start is not None:
+                on_start(unit.case, unit.run, unit.connector or "")
+            task = asyncio.create_task(one(unit))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        if tasks:
+            await asyncio.gather(*list(tasks))
+    except asyncio.CancelledError:
+        for task in list(tasks):
+            task.cancel()
+        await asyncio.gather(*list(tasks), return_exceptions=True)
+        raise

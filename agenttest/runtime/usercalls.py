@@ -1,0 +1,152 @@
+"""User code — tools, hooks, script assertions, script tests, generator scripts — runs in daemon threads.
+
+Whatever it does stays inside its case: ``print`` is captured per case (never interleaved with the
+console), any exception — ``SystemExit``, ``KeyboardInterrupt``, pytest's ``fail()`` included — becomes
+a ``CallError`` carrying the user's ``file:line`` and traceback, and a call that hangs is abandoned at
+its deadline (a daemon thread is never waited for, so it cannot keep the run from ending)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import io
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from contextlib import contextmanager
+from typing import Any, Iterator, TextIO
+
+from agenttest.errors import CallError
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Capture:
+    """What user code printed while one case ran."""
+
+    def __init__(self) -> None:
+        self.stdout = io.StringIO()
+        self.stderr = io.StringIO()
+        self._lock = threading.Lock()
+
+    def write(self, stream: str, text: str) -> None:
+        with self._lock:
+            (self.stdout if stream == "stdout" else self.stderr).write(text)
+
+    def text(self) -> tuple[str, str]:
+        with self._lock:
+            return self.stdout.getvalue(), self.stderr.getvalue()
+
+
+current_capture: contextvars.ContextVar[Capture | None] = contextvars.ContextVar("agenttest_capture", default=None)
+
+
+class _Router(io.TextIOBase):
+    """Stands in for sys.stdout/sys.stderr during a run: text written inside a case goes to its capture."""
+
+    def __init__(self, real: TextIO, name: str):
+        self.real = real
+        self.name = name
+
+    def write(self, text: str) -> int:  # type: ignore[override]
+        capture = current_capture.get()
+        if capture is None:
+            return self.real.write(text)
+        capture.write(self.name, text)
+        return len(text)
+
+    def flush(self) -> None:
+        if current_capture.get() is None:
+            self.real.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self.real.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.real, "encoding", "utf-8")
+
+
+@contextmanager
+def capturing() -> Iterator[None]:
+    """Route ``print`` of user code to the capture of the case it runs for (for the whole run)."""
+    old_out, old_err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Router(old_out, "stdout"), _Router(old_err, "stderr")  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = old_out, old_err
+
+
+class Deadline(CallError):
+    """User code did not return in time; its thread was abandoned."""
+
+
+async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | None = None, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` in a daemon thread, in a copy of the caller's context (so its prints are
+    captured for the caller's case and its agent calls belong to it). Raises CallError naming ``what``."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not future.done():
+            future.set_result(value) if ok else future.set_exception(value)
+
+    def target() -> None:
+        try:
+            value = context.run(fn, *args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 — user code may raise anything; none of it may escape
+            failure = _failure(what, exc)
+            _post(loop, settle, False, failure)
+        else:
+            _post(loop, settle, True, value)
+
+    threading.Thread(target=target, name=f"agent-test: {what}", daemon=True).start()
+    if timeout is None:
+        return await future
+    done, _ = await asyncio.wait({future}, timeout=timeout)
+    if not done:
+        future.cancel()
+        raise Deadline(f"{what} did not return within {timeout:g}s")
+    return future.result()
+
+
+def _post(loop: asyncio.AbstractEventLoop, settle: Callable[..., None], ok: bool, value: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(settle, ok, value)
+    except RuntimeError:  # the run is over and its loop closed: nobody waits for this call any more
+        pass
+
+
+def _failure(what: str, exc: BaseException) -> CallError:
+    if isinstance(exc, CallError):  # e.g. an agent called from a hook failed: keep its message
+        return CallError(f"{what} failed: {exc}", exc.traceback or user_traceback(exc), exc.cause)
+    where = user_location(exc)
+    cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return CallError(f"{what} failed: {cause}" + (f" ({where})" if where else ""), user_traceback(exc), cause)
+
+
+def _user_frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    return [f for f in traceback.extract_tb(exc.__traceback__) if not os.path.abspath(f.filename).startswith(_PACKAGE + os.sep)]
+
+
+def user_location(exc: BaseException) -> str:
+    """``file.py:12`` of the innermost frame in the user's code, or ""."""
+    frames = _user_frames(exc)
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f"{os.path.basename(last.filename)}:{last.lineno}"
+
+
+def user_traceback(exc: BaseException) -> str:
+    """The traceback without agent-test's own frames, as Python prints it."""
+    frames = traceback.StackSummary.from_list(_user_frames(exc))
+    lines = ["Traceback (most recent call last):\n", *frames.format(), *traceback.format_exception_only(type(exc), exc)]
+    return "".join(lines)

@@ -1,0 +1,1 @@
+"""Stage 2, select: ``-k``/``--run`` filters, ``--lf``, ``--shard``."""

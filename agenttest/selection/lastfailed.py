@@ -1,0 +1,63 @@
+"""``--lf``: the cases that did not pass in the previous run of the same inputs, kept in
+``<app root>/.agent-test/lastfailed.json`` (one entry per set of inputs, so suites do not mix)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+
+from agenttest.model import CaseResult, Gate
+from agenttest.util.files import write_atomic
+
+FOLDER = ".agent-test"
+
+
+def key(inputs: Sequence[str]) -> str:
+    """The same inputs, however they are spelled on the command line, give the same key."""
+    norm = sorted(os.path.abspath(i) if os.path.exists(i) else i for i in inputs)
+    return hashlib.sha256("\n".join(norm).encode()).hexdigest()[:16]
+
+
+def _path(root: str) -> str:
+    return os.path.join(root, FOLDER, "lastfailed.json")
+
+
+def load(root: str, inputs: Sequence[str]) -> set[tuple[str, str]]:
+    """(file, id) of the cases that did not pass last time; none when there was no last time."""
+    try:
+        with open(_path(root), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return set()
+    return {(f, i) for f, i in data.get(key(inputs), [])} if isinstance(data, dict) else set()
+
+
+def save(root: str, inputs: Sequence[str], results: Iterable[CaseResult], gates: Iterable[Gate] = ()) -> None:
+    """Remember which cases did not pass — with gates, those whose gate failed (a flaky case within its
+    gate passed). As pytest does, a run that selected only some cases (``-k``, ``--run``, ``--lf``, or
+    one cut short) updates only those: the failures of cases it did not run are kept. Best effort: a
+    read-only app folder only loses the memory."""
+    results, gates = tuple(results), tuple(gates)
+    if gates:
+        ran = {(g.file, g.id) for g in gates if g.runs}
+        failed = {(g.file, g.id) for g in gates if g.verdict == "failed"}
+    else:
+        ran = {(r.file, r.id) for r in results if r.status != "skipped"}
+        failed = {(r.file, r.id) for r in results if not r.ok}
+    path = _path(root)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        if not isinstance(data, dict):
+            data = {}
+    except (OSError, ValueError):
+        data = {}
+    before = {(f, i) for f, i in data.get(key(inputs), [])}
+    data[key(inputs)] = [list(x) for x in sorted((before - ran) | failed)]
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    except OSError:
+        pass

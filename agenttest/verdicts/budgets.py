@@ -1,0 +1,147 @@
+"""Budgets (FORMATS §8): limits on what one run of a case may spend — the agent under test's tokens and
+cost, its tool calls, the turns of the conversation, the case's duration — read from a case's ``budget``
+or ``--budget``, and checked as the case runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agenttest.util.durations import format_duration, parse_duration
+from agenttest.verdicts.costs import EXAMPLE as COST_EXAMPLE
+from agenttest.verdicts.costs import Pricing, money, spend_of, total
+from agenttest.errors import Problem, did_you_mean
+from agenttest.model import Budget, Case
+from agenttest.runtime.trace import Trace
+
+LIMITS = ("tokens", "cost", "tool_calls", "turns", "duration")
+EXAMPLE = "tokens=20000,cost=0.05,tool_calls=10,turns=8,duration=2m"
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What a case run has spent so far, in the units of a Budget."""
+
+    tokens: int = 0
+    cost: float | None = 0.0  # None: some of the agent's calls went through a connector with no pricing
+    tool_calls: int = 0
+    turns: int = 0
+    duration: float = 0.0  # seconds
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"tokens": self.tokens, "tool_calls": self.tool_calls, "turns": self.turns,
+                               "duration": round(self.duration, 3)}
+        if self.cost is not None:
+            out["cost"] = round(self.cost, 8)
+        return out
+
+
+def value(name: str, raw: Any) -> float | int:
+    """One limit checked: whole numbers for counts, USD for cost, a duration for duration. ValueError."""
+    if name == "duration":
+        return parse_duration(raw)
+    if isinstance(raw, str):
+        try:
+            raw = float(raw.replace("_", ""))
+        except ValueError:
+            raise ValueError(f"{name} must be a number, not {raw!r}") from None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw < 0 or raw != raw:
+        raise ValueError(f"{name} must be a number of 0 or more, not {raw!r}")
+    if name != "cost" and raw != int(raw):
+        raise ValueError(f"{name} must be a whole number, not {raw!r}")
+    return float(raw) if name == "cost" else int(raw)
+
+
+def problem(name: str) -> str | None:
+    """Why ``name`` is not a limit, with a did-you-mean hint; None when it is one."""
+    if name in LIMITS:
+        return None
+    return f"'{name}' is not a budget limit ({did_you_mean(name, LIMITS) or 'limits: ' + ', '.join(LIMITS)})"
+
+
+def parse(text: str) -> Budget:
+    """``--budget tokens=20000,cost=0.05,duration=30s`` → Budget. ValueError says what is wrong."""
+    limits: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not sep or not raw.strip():
+            raise ValueError(f"'{item}' is not NAME=LIMIT (e.g. {EXAMPLE})")
+        why = problem(name)
+        if why:
+            raise ValueError(why)
+        limits[name] = value(name, raw.strip())
+    if not limits:
+        raise ValueError(f"no limits given (e.g. {EXAMPLE})")
+    return Budget(**limits)
+
+
+def of_case(raw: Mapping[str, Any]) -> Budget:
+    """A case's ``budget`` object (already validated) → Budget."""
+    limits: dict[str, Any] = {name: value(name, raw[name]) for name in LIMITS if name in raw}
+    return Budget(**limits)
+
+
+def spent(trace: Trace, prices: Mapping[str, Pricing | None], turns: int, duration: float | None = None) -> Spent:
+    """The agent under test's spending so far, from the case's trace."""
+    agent = [s for s in spend_of(trace.by_connector, trace.calls, prices) if s.role == "agent"]
+    cost = None if any(s.cost is None for s in agent) else (total(agent) or 0.0)
+    elapsed = time.perf_counter() - trace.started if duration is None else duration
+    return Spent(trace.agent_usage.total_tokens, cost, len(trace.tool_calls), turns, elapsed)
+
+
+def overruns(budget: Budget, now: Spent) -> list[str]:
+    """Each exceeded limit as ``tokens 25,130 > 20,000`` (a cost that could not be priced is not one)."""
+    out = []
+    if budget.tokens is not None and now.tokens > budget.tokens:
+        out.append(f"tokens {now.tokens:,} > {budget.tokens:,}")
+    if budget.cost is not None and now.cost is not None and now.cost > budget.cost:
+        out.append(f"cost {money(now.cost)} > {money(budget.cost)}")
+    if budget.tool_calls is not None and now.tool_calls > budget.tool_calls:
+        out.append(f"tool_calls {now.tool_calls:,} > {budget.tool_calls:,}")
+    if budget.turns is not None and now.turns > budget.turns:
+        out.append(f"turns {now.turns:,} > {budget.turns:,}")
+    if budget.duration is not None and now.duration > budget.duration:
+        out.append(f"duration {format_duration(now.duration)} > {format_duration(budget.duration)}")
+    return out
+
+
+UNPRICED = "a cost limit needs the connector's 'pricing' (USD per million tokens) in its .conn.yao"
+
+
+def unmeasured(budget: Budget, now: Spent) -> str | None:
+    """Why a limit cannot be checked: a cost limit on calls through a connector with no pricing."""
+    return f"budget: {UNPRICED}" if budget.cost is not None and now.cost is None else None
+
+
+def problems(cases: Iterable[Case], budget_of: Callable[[Case], Budget | None], connectors: Callable[[Case], Iterable[str]],
+             prices: Mapping[str, Pricing | None]) -> list[Problem]:
+    """Cost limits on cases whose connector has no pricing, found before the first model call (one
+    problem per case that sets the limit, one per connector for --budget)."""
+    out: dict[tuple[str, str], Problem] = {}
+    for case in cases:
+        budget = budget_of(case)
+        if budget is None or budget.cost is None:
+            continue
+        own = case.budget is not None and case.budget.cost is not None
+        for connector in connectors(case):
+            if prices.get(connector) is None:
+                where = case.locate(("budget", "cost")) if own else None
+                whose = f"case '{case.id}'" if own else "--budget cost"
+                out.setdefault((whose, connector), Problem(f"{whose}: connector {connector} has no pricing", where,
+                                                           f"{UNPRICED}, e.g. {COST_EXAMPLE}"))
+    return list(out.values())
+
+
+def limits(budget: Budget) -> dict[str, Any]:
+    """The limits that are set, as a record."""
+    return {name: getattr(budget, name) for name in LIMITS if getattr(budget, name) is not None}
+
+
+PREFIX = "budget exceeded: "
+
+
+def message(exceeded: list[str]) -> str:
+    return PREFIX + "; ".join(exceeded)

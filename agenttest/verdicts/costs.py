@@ -1,0 +1,128 @@
+"""Costs (FORMATS §8): a connector's ``pricing`` (USD per million tokens), what a case run spent by role
+and connector, and the sums that reports show — per case, per connector, per role and in total."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agenttest.errors import AgentTestError, Location, did_you_mean
+from agenttest.model import CaseResult, Spend, Usage
+
+PRICE_KEYS = ("input", "output", "cached_input")
+EXAMPLE = '"pricing": {"input": 0.15, "output": 0.60, "cached_input": 0.075}'
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """USD per million tokens: prompt (``input``), completion (``output``), and cached prompt tokens
+    (``cached_input``; priced as ``input`` when not given)."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+
+    def cost(self, usage: Usage) -> float:
+        cached = min(usage.cached_tokens, usage.prompt_tokens)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        return ((usage.prompt_tokens - cached) * self.input + cached * cached_price + usage.completion_tokens * self.output) / 1e6
+
+
+def pricing_of(options: Mapping[str, Any], connector_id: str, path: str | None = None) -> Pricing | None:
+    """A connector's ``options.pricing`` checked; None when it has none. Bad pricing is a usage error at
+    the connector file."""
+    raw = options.get("pricing")
+    if raw is None:
+        return None
+    problem = _problem(raw)
+    if problem is not None:
+        message, hint = problem
+        raise AgentTestError(f"connector {connector_id}: {message}", Location(path) if path else None,
+                             hint or f"e.g. {EXAMPLE} (USD per million tokens)")
+    return Pricing(float(raw["input"]), float(raw["output"]), None if raw.get("cached_input") is None else float(raw["cached_input"]))
+
+
+def _problem(raw: Any) -> tuple[str, str | None] | None:
+    if not isinstance(raw, dict):
+        return f"'pricing' must be an object, not {type(raw).__name__}", None
+    for key in raw:
+        if key not in PRICE_KEYS:
+            return f"'pricing.{key}' is not a price", did_you_mean(key, PRICE_KEYS) or f"prices: {', '.join(PRICE_KEYS)}"
+    for key in ("input", "output"):
+        if key not in raw:
+            return f"'pricing' needs '{key}'", None
+    for key, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            return f"'pricing.{key}' must be a number of USD per million tokens (0 or more), not {value!r}", None
+    return None
+
+
+Key = tuple[str, str]  # (role, connector)
+ROLES = ("agent", "simulator", "validator", "generator")
+
+
+def _order(key: Key) -> tuple[int, str]:
+    role, connector = key
+    return (ROLES.index(role) if role in ROLES else len(ROLES), connector)
+
+
+def spend_of(usage: Mapping[Key, Usage], calls: Mapping[Key, int], prices: Mapping[str, Pricing | None]) -> tuple[Spend, ...]:
+    """A case run's model usage by (role, connector), priced."""
+    out = []
+    for (role, connector), used in sorted(usage.items(), key=lambda item: _order(item[0])):
+        pricing = prices.get(connector)
+        out.append(Spend(role, connector, used, calls.get((role, connector), 0), pricing.cost(used) if pricing is not None else None))
+    return tuple(out)
+
+
+def total(spends: Iterable[Spend], role: str | None = None) -> float | None:
+    """The priced cost of these spends (of one role, if given); None when none was priced."""
+    priced = [s.cost for s in spends if s.cost is not None and (role is None or s.role == role)]
+    return sum(priced) if priced else None
+
+
+def add(a: float | None, b: float | None) -> float | None:
+    """Sum two costs where None means "not priced"."""
+    return b if a is None else a if b is None else a + b
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Tokens and cost summed over a report, by role and by connector."""
+
+    cost: float | None
+    by_role: dict[str, tuple[Usage, float | None]]
+    by_connector: dict[str, tuple[Usage, float | None]]
+    unpriced_tokens: int  # tokens of calls through connectors with no pricing
+
+    @property
+    def any(self) -> bool:
+        return bool(self.by_role)
+
+
+def totals(results: Iterable[CaseResult], generation: Iterable[Spend] = ()) -> Totals:
+    """Sum every result's spend (and what generating the cases cost)."""
+    by_role: dict[str, tuple[Usage, float | None]] = {}
+    by_connector: dict[str, tuple[Usage, float | None]] = {}
+    unpriced, cost = 0, None
+    spends = sorted([s for r in results for s in r.spend] + list(generation), key=lambda s: _order((s.role, s.connector)))
+    for s in spends:
+        for table, key in ((by_role, s.role), (by_connector, s.connector)):
+            usage, sofar = table.get(key, (Usage(), None))
+            table[key] = (usage + s.usage, add(sofar, s.cost))
+        cost = add(cost, s.cost)
+        if s.cost is None:
+            unpriced += s.usage.total_tokens
+    return Totals(cost, by_role, by_connector, unpriced)
+
+
+def money(usd: float | None) -> str:
+    """``$1,234.50``, ``$0.0123``, ``$0.000105`` (three significant digits below a dollar), ``—`` when unpriced."""
+    if usd is None:
+        return "—"
+    if usd >= 1 or usd <= 0:
+        return f"${usd:,.2f}"
+    text = f"{usd:.{max(2, 2 - math.floor(math.log10(usd)))}f}".rstrip("0")
+    return "$" + (text + "0" if len(text.partition(".")[2]) < 2 else text)

@@ -1,0 +1,138 @@
+"""Gates (FORMATS §8): a case's verdict over its runs — passed when ``pass_rate >= min_pass_rate`` — the
+figures behind it (pass^k, pass@k, durations, tokens, cost, Yao's stability class), and when an early stop
+may end its runs because no remaining run can change the verdict."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from agenttest.verdicts.costs import add, total
+from agenttest.model import Case, CaseResult, Gate, Plan
+
+Key = tuple[str, str, str]  # (file, case id, connector)
+
+
+def key_of(result: CaseResult) -> Key:
+    return (result.file, result.id, result.connector)
+
+
+def classify(pass_rate: float) -> str:
+    """Yao's stability class of a pass rate in percent."""
+    if pass_rate >= 100:
+        return "stable"
+    if pass_rate >= 80:
+        return "mostly_stable"
+    if pass_rate >= 50:
+        return "unstable"
+    return "highly_unstable"
+
+
+def needed(planned: int, min_pass_rate: float) -> int:
+    """Passes out of ``planned`` runs that the gate needs."""
+    return max(0, math.ceil(planned * min_pass_rate - 1e-9))
+
+
+def settled(passed: int, failed: int, planned: int, min_pass_rate: float) -> bool | None:
+    """The gate's outcome if no remaining run can change it — True passed, False failed — else None.
+
+    With the default gate (1.0) one failure settles it; with 0.8 of 10, three failures or eight passes."""
+    need = needed(planned, min_pass_rate)
+    if passed >= need:
+        return True
+    if planned - failed < need:
+        return False
+    return None
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a case's gate is held to: its planned runs and its minimum pass rate."""
+
+    planned: int
+    min_pass_rate: float
+
+
+Label = Callable[[Case, "str | None"], str]  # a case and its scheduled connector → the connector its results carry
+
+
+def policies(plan: Plan, label: Label) -> dict[Key, Policy]:
+    """Every scheduled case × connector of a plan and its gate."""
+    out = {}
+    for case in plan.cases:
+        for connector in plan.connectors:
+            out[(case.file, case.id, label(case, connector))] = Policy(plan.runs_of(case), plan.gate_of(case))
+    return out
+
+
+@dataclass
+class Tally:
+    """Runs of one case × connector so far, while the run goes on (for --early-stop and --fail-fast)."""
+
+    policy: Policy
+    passed: int = 0
+    failed: int = 0
+
+    def add(self, result: CaseResult) -> None:
+        if result.status == "passed":
+            self.passed += 1
+        elif result.status != "skipped":
+            self.failed += 1
+
+    @property
+    def outcome(self) -> bool | None:
+        return settled(self.passed, self.failed, self.policy.planned, self.policy.min_pass_rate)
+
+
+def gate(key: Key, runs: list[CaseResult], policy: Policy, saved: int = 0) -> Gate:
+    """One case × connector's gate from its results."""
+    ran = [r for r in runs if r.status != "skipped"]
+    durations = [r.duration_ms for r in ran] or [0.0]
+    mean = statistics.fmean(durations)
+    agent = [s for r in ran for s in r.spend if s.role == "agent"]
+    every = total(s for r in ran for s in r.spend)
+    return Gate(
+        id=key[1], connector=key[2], file=key[0], planned=policy.planned, runs=len(ran),
+        passed=sum(1 for r in ran if r.status == "passed"), min_pass_rate=policy.min_pass_rate,
+        skipped=len(runs) - len(ran), saved=saved,
+        mean_ms=round(mean, 1), median_ms=round(statistics.median(durations), 1), min_ms=round(min(durations), 1),
+        max_ms=round(max(durations), 1), std_ms=round(statistics.pstdev(durations), 1),
+        tokens=sum(r.usage.total_tokens for r in ran), cost=total(agent), total_cost=every,
+    )
+
+
+def compute(results: Iterable[CaseResult], planned: Mapping[Key, Policy], saved: Mapping[Key, int] | None = None) -> tuple[Gate, ...]:
+    """The gates of a run in input order: every case × connector with results or a plan (not run: no runs)."""
+    by_key: dict[Key, list[CaseResult]] = {}
+    for r in results:
+        by_key.setdefault(key_of(r), []).append(r)
+    keys = list(dict.fromkeys([*planned, *by_key]))
+    out = []
+    for key in keys:
+        runs = by_key.get(key, [])
+        policy = planned.get(key) or Policy(len(runs), 1.0)
+        out.append(gate(key, runs, policy, (saved or {}).get(key, 0)))
+    return tuple(out)
+
+
+def shown(gates: Iterable[Gate], matrix: Iterable[str] = ()) -> bool:
+    """Whether reports show the gates: a case ran (or was to run) more than once, has a gate below 1, or
+    a model matrix ran; otherwise each case's one result says it all."""
+    return bool(tuple(matrix)) or any(g.planned > 1 or g.min_pass_rate < 1 for g in gates)
+
+
+def failed(gates: Iterable[Gate]) -> list[Gate]:
+    return [g for g in gates if g.verdict == "failed"]
+
+
+def runs_saved(gates: Iterable[Gate]) -> int:
+    return sum(g.saved for g in gates)
+
+
+def cost_of(gates: Iterable[Gate]) -> float | None:
+    out = None
+    for g in gates:
+        out = add(out, g.total_cost)
+    return out

@@ -1,0 +1,67 @@
+"""From finished results to a RunReport: ordering, Yao's stability figures for --runs, the gates, the exit code."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any
+
+from agenttest.errors import ExitCode
+from agenttest.verdicts.gates import Key, Policy, classify, compute, key_of
+from agenttest.model import CaseResult, RunReport, Stability
+
+__all__ = ["classify", "exit_code", "make_report", "stability"]
+
+
+def stability(results: list[CaseResult]) -> tuple[Stability, ...]:
+    """Per case (and connector) over its runs (skipped runs left out): pass rate and duration spread."""
+    by_case: dict[Key, list[CaseResult]] = {}
+    for r in results:
+        if r.status != "skipped":
+            by_case.setdefault(key_of(r), []).append(r)
+    out = []
+    for (_, case_id, connector), runs in by_case.items():
+        durations = [r.duration_ms for r in runs]
+        passed = sum(1 for r in runs if r.status == "passed")
+        mean = sum(durations) / len(durations)
+        std = math.sqrt(sum((d - mean) ** 2 for d in durations) / len(durations))
+        rate = 100.0 * passed / len(runs)
+        out.append(Stability(case_id, len(runs), passed, round(rate, 1), round(mean, 1), round(min(durations), 1), round(max(durations), 1),
+                             round(std, 1), classify(rate), connector))
+    return tuple(out)
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def make_report(results: list[CaseResult], started_at: float, duration_ms: float, runs: int = 1,
+                policies: dict[Key, Policy] | None = None, saved: dict[Key, int] | None = None, **fields: Any) -> RunReport:
+    """The report of a run; ``policies`` (planned runs and minimum pass rate per case × connector) give its gates."""
+    ordered = tuple(sorted(results, key=lambda r: r.index))
+    gates = compute(ordered, policies or {}, saved)
+    repeated = runs > 1 or any(g.planned > 1 for g in gates)
+    return RunReport(
+        results=ordered,
+        started_at=iso(started_at),
+        completed_at=iso(started_at + duration_ms / 1000),
+        duration_ms=duration_ms,
+        stability=stability(list(ordered)) if repeated else (),
+        gates=gates,
+        **fields,
+    )
+
+
+def exit_code(report: RunReport) -> ExitCode:
+    """0 when every gate passed; 1 when one failed (with no gates: when a result did not pass), or
+    --fail-fast stopped the run; 130/143 when interrupted."""
+    if report.interrupted:
+        return ExitCode.TERMINATED if report.terminated else ExitCode.INTERRUPTED
+    if report.gates:
+        if any(g.verdict == "failed" for g in report.gates):
+            return ExitCode.FAILED
+    elif any(r.status in ("failed", "error", "timeout") for r in report.results):
+        return ExitCode.FAILED
+    if report.stopped_early:
+        return ExitCode.FAILED
+    return ExitCode.OK
