@@ -12,6 +12,7 @@ from agenttest.util.durations import format_duration
 from agenttest.util.text import as_text, shorten
 
 FAILING = ("failed", "error", "timeout")
+ALL_DETAILS = 2000  # up to this many results every one has its details; beyond, only failures (the viewer has them all)
 
 def _conversation(value: object) -> str:
     """A message history as ``role: text`` lines; anything else as text."""
@@ -139,7 +140,7 @@ def report(report: RunReport) -> str:
         ]
     )
     ordered = sorted(report.results, key=lambda r: r.status not in FAILING)  # stable: input order within each group
-    rows = "".join(_row(r, report) for r in ordered)
+    rows = "".join(_row(r, report, len(report.results) <= ALL_DETAILS) for r in ordered)
     return (
         f"<h1>Agent Test Report</h1><p class=\"meta\">Agent <b>{escape(report.agent_id or '—')}</b> · connector "
         f"<b>{escape(report.connector or '—')}</b> · input {escape(report.input_source)} · started {escape(report.started_at)}</p>"
@@ -148,10 +149,10 @@ def report(report: RunReport) -> str:
     )
 
 
-def _row(r: CaseResult, report: RunReport) -> str:
-    """One result: a failure with its details open; a passed or skipped one as a line with its output."""
-    if r.status in FAILING:
-        detail = f"<details open><summary>details</summary>{_transcript(r)}</details>"
+def _row(r: CaseResult, report: RunReport, details: bool) -> str:
+    """One result: a failure with its details open, another with them closed (or only its output)."""
+    if r.status in FAILING or details:
+        detail = f"<details{' open' if r.status in FAILING else ''}><summary>details</summary>{_transcript(r)}</details>"
     else:
         detail = f'<span class="meta">{escape(shorten(r.output, 160) if r.output is not None else r.skip_reason)}</span>'
     meta = ""
