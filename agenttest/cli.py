@@ -263,6 +263,9 @@ def main() -> None:
               help="Compare with an earlier JSON report after the summary; exit 1 only when a case regressed or a new case does not pass  [default: off]")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",
               help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: output-<timestamp>.json beside a case file]")
+@click.option("--history", "history_file", metavar="FILE", cls=Option, section="Output",
+              help="Record the run in this history database  [default: .agent-test/history.sqlite in the app root]")
+@click.option("--no-history", is_flag=True, cls=Option, section="Output", help="Do not record this run in the history  [default: recorded]")
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output",
               help="Show outputs, tool calls, what user code printed and whole tracebacks under every case  [default: off]")
 @click.option("--json", "json_events", is_flag=True, cls=Option, section="Output",
@@ -285,7 +288,8 @@ def run_command(**flags: Any) -> None:
             max_attachment=flags["max_attachment"], strict=flags["strict"],
             seed=flags["seed"], min_pass_rate=flags["min_pass_rate"], early_stop=flags["early_stop"], budget=flags["budget"],
             record=flags["record"], replay=flags["replay"], replay_roles=flags["replay_roles"],
-            shard=flags["shard"], baseline=flags["baseline"], **_matrix(flags["connector"]),
+            shard=flags["shard"], baseline=flags["baseline"], history=flags["history_file"], no_history=flags["no_history"],
+            **_matrix(flags["connector"]),
         )
         from agenttest.session import Session
 
@@ -353,6 +357,78 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...]) -> None:
         console.total = len(merged.results)
         console.summary(merged, ", ".join(written) or None)
         return exit_code(merged)
+
+    finish(work)
+
+
+def _history_path(history_file: str | None, app_dir: str | None) -> str:
+    """--history FILE, else the app root's ``.agent-test/history.sqlite``."""
+    from agenttest.app.folders import find_root
+    from agenttest.history.store import default_path
+
+    if history_file:
+        return history_file
+    root = find_root(app_dir, None)
+    if root is None:
+        raise AgentTestError("no app root found here (a folder with assistants/ or app.yao), so no run history",
+                             hint="run it in your app, or pass --app DIR or --history FILE")
+    return default_path(root)
+
+
+@main.command("history", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--history", "history_file", metavar="FILE", help="The history database  [default: .agent-test/history.sqlite in the app root]")
+@click.option("--app", "app_dir", metavar="DIR", help="App root  [default: the nearest folder with assistants/ above the current one]")
+@click.option("-n", "--limit", default=20, show_default=True, type=click.IntRange(1, None), metavar="N", help="Show the last N runs.")
+def history_command(history_file: str | None, app_dir: str | None, limit: int) -> None:
+    """List the recorded runs, newest first: when, inputs, connector, cases, pass rate, exit code."""
+
+    def work() -> int:
+        from agenttest.history.store import History
+        from agenttest.reporting.runs import run_lines
+
+        path = _history_path(history_file, app_dir)
+        with History(path, create=False) as history:
+            runs = history.runs(limit)
+        for line in run_lines(runs) if runs else [f"No runs recorded in {path} yet."]:
+            click.echo(line)
+        return ExitCode.OK
+
+    finish(work)
+
+
+@main.command("view", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.argument("report", required=False, metavar="[REPORT.json]")
+@click.option("--port", default=8642, show_default=True, type=click.IntRange(0, 65535), metavar="N", help="Port on 127.0.0.1 (0: any free one).")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the web browser  [default: print its address]")
+@click.option("--history", "history_file", metavar="FILE", help="The history database  [default: .agent-test/history.sqlite in the app root]")
+@click.option("--app", "app_dir", metavar="DIR", help="App root  [default: the nearest folder with assistants/ above the current one]")
+def view_command(report: str | None, port: int, open_browser: bool, history_file: str | None, app_dir: str | None) -> None:
+    """Serve the run history (or one JSON report) in the viewer on 127.0.0.1 until Ctrl-C."""
+
+    def work() -> int:
+        from agenttest.history.reading import read
+        from agenttest.history.store import History
+        from agenttest.reporting.viewer import server
+
+        if report is not None:
+            pages, what = server.Pages(report=read(report)), report
+        else:
+            path = _history_path(history_file, app_dir)
+            History(path, create=False).close()  # a missing or foreign database is said now, not on the first page
+            pages, what = server.Pages(history=path), f"the run history {path}"
+        httpd = server.make_server(pages, port)
+        click.echo(f"Serving {what} at {server.url_of(httpd)} (Ctrl-C to stop)")
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(server.url_of(httpd))
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            httpd.server_close()
+        return ExitCode.OK
 
     finish(work)
 

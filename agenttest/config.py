@@ -46,3 +46,5 @@ class RunConfig:
     shard: tuple[int, int] | None = None  # --shard K/N
     baseline: str | None = None  # --baseline REPORT: compare with it and gate on regressions
     json: bool = False  # --json: NDJSON events on stdout, the console on stderr
+    history: str | None = None  # --history FILE: the run history database  [default: <app root>/.agent-test/history.sqlite]
+    no_history: bool = False  # --no-history: this run is not recorded

@@ -269,6 +269,7 @@ class Session:
             console.summary(report, ", ".join(written) or None)
             comparison = self._compare(report, console)
             code = comparison.gate() if comparison is not None and not report.interrupted else exit_code(report)
+            self._remember(report, ExitCode.INTERNAL if failure is not None else code, caller.catalog.app.root)
             if events is not None and failure is None:
                 events.summary(report, code)
         if failure is not None:
@@ -308,6 +309,16 @@ class Session:
             warnings=tuple(dict.fromkeys([*self.warnings, *state.warnings, *self._short_secrets(), *caller.catalog.traffic.warnings()])),
             load=caller.catalog.traffic.load(),
         )
+
+    def _remember(self, report: RunReport, code: int, root: str) -> None:
+        """Add the run to the history (FORMATS §16) unless --no-history; if that fails, a warning says so."""
+        if self.config.no_history:
+            return
+        from agenttest.history import store
+
+        problem = store.record_run(self.config.history or store.default_path(root), report, code, self.config.inputs, self.secrets)
+        if problem:
+            sys.stderr.write(f"warning: {problem}\n")
 
     async def _write(self, report: RunReport, path: str) -> str:
         """Write one report; if that fails after the run, it is kept in a temporary file (said on stderr)."""

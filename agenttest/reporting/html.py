@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from agenttest.history.writing import report_dict
 from agenttest.model import RunReport
 from agenttest.reporting import viewer
@@ -11,4 +13,10 @@ from agenttest.reporting.viewer import static
 
 @register(".html")
 def to_html(report: RunReport) -> str:
-    return viewer.page("report", {"report": report_dict(report)}, f"Agent Test — {report.agent_id or 'report'}", static.report(report))
+    return page_of(report)
+
+
+def page_of(report: RunReport, links: dict[str, str] | None = None) -> str:
+    """The report's page; ``links`` (served by ``agent-test view``) lead to the history: home, a case across runs."""
+    data: dict[str, Any] = {"report": report_dict(report), **({"links": links} if links else {})}
+    return viewer.page("report", data, f"Agent Test — {report.agent_id or 'report'}", static.report(report))

@@ -128,7 +128,7 @@
     const sum = report.summary || {}, meta = report.metadata || {};
     const cases = buildCases(report);
     const matrix = sum.matrix || [];
-    const state = { on: new Set(CHIPS.map(c => c[0])), query: "", different: false, shown: PAGE };
+    const state = { on: new Set(), query: "", different: false, shown: PAGE }; // no chip pressed: every verdict shown
     const count = v => cases.filter(c => c.verdict === v).length;
     const overview = h("div", { id: "overview" });
     const detail = h("div", { id: "case" });
@@ -148,7 +148,7 @@
       card("Cases", cases.length, ""), card("Passed", count("passed"), "passed"), card("Failed", count("failed"), "failed"),
       card("Errors", count("error"), "error"), card("Timeouts", count("timeout"), "timeout"), card("Flaky", count("flaky"), "flaky"),
       card("Skipped", count("skipped"), "skipped"),
-      sum.gates ? card("Gates", sum.gates_passed + "/" + sum.cases + " passed", sum.gates_failed ? "failed" : "passed") : null,
+      sum.gates ? card("Gates passed", sum.gates_passed + "/" + sum.cases, sum.gates_failed ? "failed" : "passed") : null,
       card("Pass rate", ran ? pct(good / ran) : "—", ""),
       (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
       card("Duration", ms(sum.duration_ms), ""), tokens ? card("Tokens", tokens.toLocaleString("en"), "") : null,
@@ -158,7 +158,7 @@
     const more = h("div", { class: "more" });
     const search = h("input", { type: "search", id: "search", placeholder: "Search id, name, tags, input, output…", "aria-label": "search" });
     const chipButtons = CHIPS.map(([key, label]) => h("button", {
-      class: "chip", "data-chip": key, "aria-pressed": "true",
+      class: "chip", "data-chip": key, "aria-pressed": "false", title: "show only these (press several to combine)",
       onclick: e => { state.on.has(key) ? state.on.delete(key) : state.on.add(key); e.currentTarget.setAttribute("aria-pressed", state.on.has(key)); refresh(); }
     }, label, h("span", { class: "n", text: count(key) })));
     let timer = 0;
@@ -177,7 +177,7 @@
     }
     function visible() {
       const words = state.query ? state.query.split(/\s+/) : [];
-      return cases.filter(c => state.on.has(c.verdict) && words.every(w => c.search.includes(w)) && (!state.different || differs(c)));
+      return cases.filter(c => (!state.on.size || state.on.has(c.verdict)) && words.every(w => c.search.includes(w)) && (!state.different || differs(c)));
     }
     function row(c) {
       const title = h("td", null, h("a", { href: "#" + encodeURIComponent(c.anchor), text: c.id }),
@@ -199,7 +199,8 @@
       document.getElementById("shown").textContent = list.length + " of " + cases.length + " cases";
       more.replaceChildren(list.length > state.shown ? h("button", { class: "chip", id: "show-more", onclick: () => { state.shown += PAGE * 5; refresh(true); }, text: "Show " + Math.min(PAGE * 5, list.length - state.shown) + " more" }) : "");
     }
-    overview.append(h("h1", { text: "Agent Test Report" }), metaLine, banners.map(b => h("div", { class: "banner", text: b })), cards, toolbar, table, more);
+    overview.append(links && links.home ? h("div", { class: "nav" }, h("a", { href: links.home, id: "home", text: "← Run history" })) : null,
+      h("h1", { text: "Agent Test Report" }), metaLine, banners.map(b => h("div", { class: "banner", text: b })), cards, toolbar, table, more);
     overview.append(chartsOf(report, cases), warningsOf(report));
     refresh();
 
@@ -232,7 +233,7 @@
     const nav = h("div", { class: "nav" }, h("a", { href: "#", id: "back", text: "← All cases" }),
       link(prev, "◀ previous failing", "prev"), link(next, "next failing ▶", "next"),
       at >= 0 ? h("span", { class: "meta", text: "failing " + (at + 1) + " of " + failing.length }) : null,
-      links && links.case ? h("a", { href: links.case + "?file=" + encodeURIComponent(c.file) + "&id=" + encodeURIComponent(c.id), id: "case-history", text: "this case across runs" }) : null);
+      links && links.case ? h("a", { href: links.case + "?id=" + encodeURIComponent(c.id) + (c.anchor !== c.id ? "&file=" + encodeURIComponent(c.file) : ""), id: "case-history", text: "this case across runs" }) : null);
     const head = h("div", null, h("h1", null, badge(c.verdict), " ", c.id),
       c.name ? h("div", { text: c.name }) : null, c.description ? h("p", { class: "meta", text: c.description }) : null,
       h("div", { class: "meta" }, c.tags.map(t => h("span", { class: "tag", text: t })), c.file ? c.file + (c.line ? ":" + c.line : "") : "",
@@ -311,7 +312,7 @@
     return chat;
   }
   function assertions(list) {
-    return h("table", null, list.map(a => h("tr", { class: "assertion" },
+    return h("table", { class: "assertions" }, list.map(a => h("tr", { class: "assertion" },
       h("td", { class: a.passed ? "passed" : "failed", text: a.passed ? "✓" : "✗" }), h("td", null, h("code", { text: a.type })),
       h("td", null, a.message || (a.passed ? "" : "failed"), a.score != null ? h("span", { class: "meta", text: " score " + a.score }) : null,
         !a.passed && (a.expected != null || a.actual != null)
@@ -405,18 +406,18 @@
     const entries = (d.diff.cases || []).filter(x => x.kind !== "unchanged");
     const counts = d.diff.counts || {};
     const kinds = Object.keys(counts).filter(k => counts[k] && k !== "unchanged");
-    const on = new Set(kinds);
+    const on = new Set(); // no chip pressed: every kind shown
     const list = h("div", { id: "entries" });
     const detail = h("div", { id: "entry" });
     const overview = h("div", null, h("h1", { text: "agent-test diff" }), h("p", { class: "meta" }, d.diff.base + " → " + d.diff.new),
       h("div", { class: "cards" }, Object.keys(counts).filter(k => counts[k]).map(k => card(k, counts[k], k === "regressed" || k === "still failing" ? "failed" : k === "fixed" ? "passed" : ""))),
-      h("div", { class: "toolbar" }, kinds.map(k => h("button", { class: "chip", "data-chip": k, "aria-pressed": "true", onclick: e => { on.has(k) ? on.delete(k) : on.add(k); e.currentTarget.setAttribute("aria-pressed", on.has(k)); draw(); } }, k, h("span", { class: "n", text: counts[k] })))),
+      h("div", { class: "toolbar" }, kinds.map(k => h("button", { class: "chip", "data-chip": k, "aria-pressed": "false", onclick: e => { on.has(k) ? on.delete(k) : on.add(k); e.currentTarget.setAttribute("aria-pressed", on.has(k)); draw(); } }, k, h("span", { class: "n", text: counts[k] })))),
       list);
     app.append(overview, detail);
     const label = x => x.connector ? x.id + " on " + x.connector : x.id;
     const verdicts = x => x.kind === "new" ? (x.after || "") : x.kind === "removed" ? (x.before || "") + " (no longer in the run)" : (x.before || "") + " → " + (x.after || "");
     function draw() {
-      list.replaceChildren(entries.length ? h("table", { class: "cases" }, h("tbody", null, entries.filter(x => on.has(x.kind)).map((x, i) =>
+      list.replaceChildren(entries.length ? h("table", { class: "cases" }, h("tbody", null, entries.filter(x => !on.size || on.has(x.kind)).map(x =>
         h("tr", { class: "case", "data-kind": x.kind, onclick: () => { location.hash = "#" + encodeURIComponent(label(x)); } },
           h("td", null, badge(x.kind)), h("td", null, h("a", { href: "#" + encodeURIComponent(label(x)), text: label(x) })),
           h("td", { text: verdicts(x) }),
@@ -458,7 +459,7 @@
   function trend(runs) {
     const pts = runs.filter(r => r.pass_rate != null).slice().reverse();
     if (pts.length < 2) return null;
-    const w = 720, hgt = 140, step = (w - 40) / (pts.length - 1);
+    const w = 1100, hgt = 150, step = (w - 40) / (pts.length - 1);
     const xy = pts.map((r, i) => [30 + i * step, 10 + (hgt - 20) * (1 - r.pass_rate / 100)]);
     return h("div", { class: "chart", id: "trend" }, h("b", { text: "Pass rate over runs (oldest to newest)" }), s("svg", { viewBox: "0 0 " + w + " " + hgt, role: "img" },
       [0, 50, 100].map(v => [s("line", { x1: 30, x2: w - 10, y1: 10 + (hgt - 20) * (1 - v / 100), y2: 10 + (hgt - 20) * (1 - v / 100), stroke: "#e5e8ee" }),
@@ -476,8 +477,8 @@
           h("td", { text: r.connector }), h("td", { text: r.cases + " (" + r.failed + " not passing)" }),
           h("td", { class: r.exit_code === 0 ? "passed" : "failed", text: r.pass_rate == null ? "—" : r.pass_rate + "%" }), h("td", { text: r.exit_code }))))),
       d.runs.length > 1 ? h("p", null, h("button", { type: "submit", class: "chip", id: "compare-button", text: "Compare A → B" })) : null);
-    app.append(h("h1", { text: "Run history" }), h("p", { class: "meta", text: d.database + " · " + d.runs.length + " runs" }),
-      d.runs.length ? [trend(d.runs), form] : h("p", { text: "No runs recorded yet: run agent-test and come back." }));
+    app.append(h("div", null, h("h1", { text: "Run history" }), h("p", { class: "meta", text: d.database + " · " + d.runs.length + " runs" }),
+      d.runs.length ? [trend(d.runs), form] : h("p", { text: "No runs recorded yet: run agent-test and come back." })));
   }
   function caseHistoryView(d) {
     const hist = d.history; // newest first
@@ -490,13 +491,13 @@
     if (lastGreen) facts.push("last green run #" + lastGreen.run_id + " (" + lastGreen.started_at + ")");
     const flaky = hist.filter(x => x.flaky).length;
     facts.push("flaky in " + flaky + " of " + hist.length + " runs");
-    app.append(h("div", { class: "nav" }, h("a", { href: "/", text: "← Run history" })), h("h1", { text: d.case.id }), h("p", { class: "meta", text: d.case.file }),
+    app.append(h("div", null, h("div", { class: "nav" }, h("a", { href: "/", text: "← Run history" })), h("h1", { text: d.case.id }), d.case.file ? h("p", { class: "meta", text: d.case.file }) : null,
       h("p", null, "Oldest to newest ", h("span", { class: "strip", id: "verdicts" }, oldest.map(x => h("a", { href: "/run/" + x.run_id + "#" + encodeURIComponent(d.case.id), class: bad(x.verdict) ? "f" : x.verdict === "skipped" ? "s" : "p", title: "#" + x.run_id + " " + x.verdict, text: bad(x.verdict) ? "✗" : x.verdict === "skipped" ? "–" : x.flaky ? "≈" : "✓" })))),
       h("ul", { id: "facts" }, facts.map(f => h("li", { text: f }))),
-      h("table", { class: "cases" }, h("thead", null, h("tr", null, ["Run", "When", "Verdict", "Runs passed", "Time", "Output / reason"].map(x => h("th", { text: x })))),
+      h("table", { class: "cases" }, h("thead", null, h("tr", null, ["Run", "When", "File", "Connector", "Verdict", "Runs passed", "Time", "Output / reason"].map(x => h("th", { text: x })))),
         h("tbody", null, hist.map(x => h("tr", null, h("td", null, h("a", { href: "/run/" + x.run_id + "#" + encodeURIComponent(d.case.id), text: "#" + x.run_id })),
-          h("td", { text: x.started_at }), h("td", null, badge(x.verdict)), h("td", { text: x.passed + "/" + x.runs }), h("td", { text: ms(x.duration_ms) }),
-          h("td", { class: "out", text: x.reason || x.output }))))));
+          h("td", { text: x.started_at }), h("td", { text: x.file }), h("td", { text: x.connector }), h("td", null, badge(x.verdict)), h("td", { text: x.passed + "/" + x.runs }), h("td", { text: ms(x.duration_ms) }),
+          h("td", { class: "out", text: x.reason || x.output })))))));
   }
 
   const views = { report: d => reportView(d.report, d.links), diff: diffView, runs: runsView, case: caseHistoryView };
