@@ -43,3 +43,10 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+def expect(locator: Any) -> Any:
+    """Playwright's retrying assertions (imported here, so a machine without Playwright only skips)."""
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(locator)

@@ -31,9 +31,12 @@ def _cli(root: Path, *args: str) -> int:
     old = os.getcwd()
     os.chdir(root)
     try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False).exit_code
+        result = CliRunner().invoke(main, list(args), catch_exceptions=False)
     finally:
         os.chdir(old)
+    if result.exit_code not in (0, 1):
+        raise AssertionError(f"agent-test {' '.join(args)} exited {result.exit_code}:\n{result.output}")
+    return result.exit_code
 
 
 def _cases(path: Path) -> list[dict]:
