@@ -37,7 +37,8 @@ def page(kind: Kind, data: dict[str, Any], title: str, static: str) -> str:
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
         "script-src 'unsafe-inline'; img-src data:; connect-src 'none'\">"
         f"<title>{escape(title)}</title><style>{asset('viewer.css')}</style></head><body>"
-        f"<div id=\"static\">{static}</div><div id=\"app\"></div>"
+        # <noscript>: with JavaScript the static content is not even parsed into elements (a 10,000-row table costs seconds)
+        f"<noscript><div id=\"static\">{static}</div></noscript><div id=\"app\"></div>"
         f"<script type=\"application/json\" id=\"agent-test-data\">{embed({'kind': kind, **data})}</script>"
         f"<script>{asset('viewer.js')}</script></body></html>\n"
     )

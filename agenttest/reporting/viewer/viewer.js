@@ -5,7 +5,9 @@
   "use strict";
   const node = document.getElementById("agent-test-data");
   if (!node) return;
+  performance.mark("viewer:start");
   const DATA = JSON.parse(node.textContent);
+  performance.mark("viewer:parsed");
   document.documentElement.classList.add("js");
   const app = document.getElementById("app");
   const PAGE = 200; // rows drawn at a time: a 10,000-case report opens as fast as a small one
@@ -107,11 +109,19 @@
       const first = all.find(r => r.status !== "passed" && r.status !== "skipped") || all[0];
       c.reason = first && first.status !== "passed" ? (first.error || first.skip_reason || "") : "";
       c.output = all.length ? shorten(text(all[0].output), 200) : "";
-      c.search = [c.id, c.name, c.tags.join(" "), c.file, c.description, c.reason,
-        all.slice(0, 3).map(r => shorten(inputText(r.input) + " " + (r.turns || []).map(t => text(t.input) + " " + text(t.output)).join(" ") + " " + text(r.output), 4000))].join(" ").toLowerCase();
+      c.search = null; // made on the first search (searchOf): opening a large report does not wait for it
     }
     cases.sort((a, b) => RANK[a.verdict] - RANK[b.verdict] || a.order - b.order); // failures first, then input order
     return cases;
+  }
+
+  function searchOf(c) {
+    if (c.search === null) {
+      const all = c.sides.flatMap(x => x.runs).slice(0, 3);
+      c.search = [c.id, c.name, c.tags.join(" "), c.file, c.description, c.reason,
+        all.map(r => shorten(inputText(r.input) + " " + (r.turns || []).map(t => text(t.input) + " " + text(t.output)).join(" ") + " " + text(r.output), 4000))].join(" ").toLowerCase();
+    }
+    return c.search;
   }
 
   function strip(runs, chosen, choose) {
@@ -127,6 +137,7 @@
   function reportView(report, links) {
     const sum = report.summary || {}, meta = report.metadata || {};
     const cases = buildCases(report);
+    performance.mark("viewer:cases");
     const matrix = sum.matrix || [];
     const state = { on: new Set(), query: "", different: false, shown: PAGE }; // no chip pressed: every verdict shown
     const count = v => cases.filter(c => c.verdict === v).length;
@@ -177,7 +188,7 @@
     }
     function visible() {
       const words = state.query ? state.query.split(/\s+/) : [];
-      return cases.filter(c => (!state.on.size || state.on.has(c.verdict)) && words.every(w => c.search.includes(w)) && (!state.different || differs(c)));
+      return cases.filter(c => (!state.on.size || state.on.has(c.verdict)) && words.every(w => searchOf(c).includes(w)) && (!state.different || differs(c)));
     }
     function row(c) {
       const title = h("td", null, h("a", { href: "#" + encodeURIComponent(c.anchor), text: c.id }),
@@ -201,8 +212,9 @@
     }
     overview.append(links && links.home ? h("div", { class: "nav" }, h("a", { href: links.home, id: "home", text: "← Run history" })) : null,
       h("h1", { text: "Agent Test Report" }), metaLine, banners.map(b => h("div", { class: "banner", text: b })), cards, toolbar, table, more);
-    overview.append(chartsOf(report, cases), warningsOf(report));
     refresh();
+    performance.mark("viewer:rows");
+    overview.append(chartsOf(report, cases), warningsOf(report));
 
     const failing = cases.filter(c => RANK[c.verdict] === 0);
     const byAnchor = new Map(cases.map(c => [c.anchor, c]));
