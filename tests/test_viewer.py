@@ -42,6 +42,7 @@ def test_the_failing_cases_are_the_first_rows(page, demo):
     page.goto(demo["b_html"].as_uri())
     listed = rows(page)
     assert listed[:2] == [["greets", "failed"], ["asks-number", "failed"]] and {v for _, v in listed[2:]} == {"passed"}
+    assert "null" not in page.inner_text("#app") and "undefined" not in page.inner_text("#app")  # nothing missing drawn as a word
     cards = page.inner_text("#cards")
     assert "Cases\n7" in cards and "Failed\n2" in cards and "Passed\n5" in cards
 
@@ -80,6 +81,7 @@ def test_a_dynamic_case_shows_its_tool_call_in_its_turn_and_its_checkpoints(page
 def test_a_model_matrix_shows_both_connectors_outputs_side_by_side(page, demo):
     page.goto(demo["matrix_html"].as_uri())
     assert page.eval_on_selector_all("#cases thead th", "hs => hs.map(h => h.textContent)")[2:] == ["mock", "terse"]
+    assert "Gates passed\n7/10" in page.inner_text("#cards") and "null" not in page.inner_text("#app")
     greets = page.locator("#cases tr[data-id=greets] td")
     assert "What would you like to know?" in greets.nth(2).inner_text() and "Hi. Orders only." in greets.nth(3).inner_text()
     assert len(rows(page)) == 5

@@ -67,8 +67,34 @@ def build(root: Path) -> dict[str, Path]:
     return {**{k.replace(".", "_"): v for k, v in out.items()}, "history": root / ".agent-test" / "history.sqlite"}
 
 
-if __name__ == "__main__":  # python tests/viewer_demo.py DIR: make the demo to look at
+def screenshots(demo: dict[str, Path], folder: Path) -> list[Path]:
+    """The docs' pictures of the viewer (docs/reports.md), taken in headless Chromium."""
+    from browser import chromium
+
+    from agenttest.reporting.viewer import server
+
+    httpd, _ = server.start(server.Pages(history=str(demo["history"])))
+    shots = [("viewer-report.png", demo["b_html"].as_uri(), None), ("viewer-chat.png", demo["a_html"].as_uri() + "#order-status", 1000),
+             ("viewer-matrix.png", demo["matrix_html"].as_uri(), None), ("viewer-history.png", server.url_of(httpd), None)]
+    taken = []
+    try:
+        with chromium() as browser:
+            for name, url, height in shots:
+                page = browser.new_page(viewport={"width": 1100, "height": height or 640})
+                page.goto(url)
+                page.screenshot(path=str(folder / name))
+                taken.append(folder / name)
+    finally:
+        httpd.shutdown()
+    return taken
+
+
+if __name__ == "__main__":  # python tests/viewer_demo.py DIR [--screenshots docs/]: make the demo to look at
     import sys
 
-    for name, path in build(Path(sys.argv[1]).resolve()).items():
+    made = build(Path(sys.argv[1]).resolve())
+    for name, path in made.items():
         print(f"{name}: {path}")
+    if "--screenshots" in sys.argv:
+        for path in screenshots(made, Path(sys.argv[sys.argv.index("--screenshots") + 1]).resolve()):
+            print(f"screenshot: {path}")

@@ -29,6 +29,9 @@
     for (const c of kids.flat(Infinity)) if (c != null && c !== false && c !== "") el.append(c instanceof Node ? c : String(c));
     return el;
   }
+  function put(parent, ...kids) { // append, leaving out the parts that are not there (null, false, "")
+    parent.append(...kids.flat(Infinity).filter(c => c != null && c !== false && c !== ""));
+  }
   function s(tag, attrs, ...kids) {
     const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
     for (const k in attrs || {}) if (k === "text") el.textContent = String(attrs[k]); else el.setAttribute(k, String(attrs[k]));
@@ -210,11 +213,11 @@
       document.getElementById("shown").textContent = list.length + " of " + cases.length + " cases";
       more.replaceChildren(list.length > state.shown ? h("button", { class: "chip", id: "show-more", onclick: () => { state.shown += PAGE * 5; refresh(true); }, text: "Show " + Math.min(PAGE * 5, list.length - state.shown) + " more" }) : "");
     }
-    overview.append(links && links.home ? h("div", { class: "nav" }, h("a", { href: links.home, id: "home", text: "← Run history" })) : null,
+    put(overview, links && links.home ? h("div", { class: "nav" }, h("a", { href: links.home, id: "home", text: "← Run history" })) : null,
       h("h1", { text: "Agent Test Report" }), metaLine, banners.map(b => h("div", { class: "banner", text: b })), cards, toolbar, table, more);
     refresh();
     performance.mark("viewer:rows");
-    overview.append(chartsOf(report, cases), warningsOf(report));
+    put(overview, chartsOf(report, cases), warningsOf(report));
 
     const failing = cases.filter(c => RANK[c.verdict] === 0);
     const byAnchor = new Map(cases.map(c => [c.anchor, c]));
