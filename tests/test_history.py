@@ -218,3 +218,21 @@ def test_a_port_in_use_is_a_usage_error(tmp_path):
             server.make_server(server.Pages(report=_report()), httpd.server_address[1])
     finally:
         httpd.server_close()
+
+
+def test_agent_test_view_serves_until_stopped(app):
+    import subprocess
+    import sys
+
+    cli("-i", "tests", "-q", cwd=app)
+    proc = subprocess.Popen([sys.executable, "-m", "agenttest", "view", "--port", "0"], cwd=app, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("Serving the run history ") and "history.sqlite at http://127.0.0.1:" in line, line
+        url = line.split(" at ")[1].split()[0]
+        status, body = _get(url + "run/1")
+        assert status == 200 and '"id":"greets"' in body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -211,6 +211,7 @@ def case_verdicts(report: RunReport) -> list[dict[str, Any]]:
         ran = [r for r in runs if r.status != "skipped"]
         passed = sum(1 for r in ran if r.status == "passed")
         gate = gates.get(key)
+        verdict: str
         if gate is not None:
             verdict = gate.verdict if gate.verdict in ("passed", "failed") else "skipped"
         else:
