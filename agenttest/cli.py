@@ -180,9 +180,7 @@ def finish(work: Callable[[], int], events: bool = False) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(ExitCode.FAILED)
     except Exception as exc:  # a bug of ours before or after the run: say so, with what to report
-        import traceback
-
-        error = InternalError(f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
+        error = InternalError.of(exc)
         click.echo(f"Error: {error.format_message()}", err=True)
         if events:
             _error_event(error.format_message(), ExitCode.INTERNAL)
@@ -218,7 +216,7 @@ def main() -> None:
               help="Load (or generate) the cases and print them as JSON lines without running  [default: off]")
 @click.option("--strict", is_flag=True, cls=Option, section="Input and selection",
               help="Unknown keys in cases, --ctx and package.yao are errors, not ignored with a warning  [default: off]")
-@click.option("--app", "app_dir", metavar="DIR", cls=Option, section="Input and selection",
+@click.option("--app", "app", metavar="DIR", cls=Option, section="Input and selection",
               help="App root  [default: $AGENTTEST_APP, else the nearest folder with assistants/ above the input or the current folder]")
 @click.option("-c", "--connector", metavar="ID", multiple=True, callback=_connectors, cls=Option, section="Running",
               help="Connector of the agent under test, e.g. openai.gpt-4o-mini; several (-c a -c b or -c a,b) run every case on each, "
@@ -263,12 +261,12 @@ def main() -> None:
               help="Compare with an earlier JSON report after the summary; exit 1 only when a case regressed or a new case does not pass  [default: off]")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",
               help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: output-<timestamp>.json beside a case file]")
-@click.option("--history", "history_file", metavar="FILE", cls=Option, section="Output",
+@click.option("--history", "history", metavar="FILE", cls=Option, section="Output",
               help="Record the run in this history database  [default: .agent-test/history.sqlite in the app root]")
 @click.option("--no-history", is_flag=True, cls=Option, section="Output", help="Do not record this run in the history  [default: recorded]")
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output",
               help="Show outputs, tool calls, what user code printed and whole tracebacks under every case  [default: off]")
-@click.option("--json", "json_events", is_flag=True, cls=Option, section="Output",
+@click.option("--json", "json", is_flag=True, cls=Option, section="Output",
               help="Stream NDJSON events (start, result, warning, summary; error if it cannot start) to stdout for other programs; the console goes to stderr  [default: off]")
 @click.option("-q", "--quiet", count=True, cls=Option, section="Output", help="-q: one line per case, no trees; -qq: the summary only")
 @click.version_option(__version__, "-V", "--version", prog_name="agent-test", cls=Option, section="Other")
@@ -278,26 +276,14 @@ def run_command(**flags: Any) -> None:
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
     def work() -> int:
-        config = RunConfig(
-            inputs=tuple(flags["inputs"]), agent=flags["agent"], outputs=tuple(flags["outputs"]),
-            user=flags["user"], team=flags["team"], verbose=flags["verbose"], ctx_file=flags["ctx_file"],
-            simulator=flags["simulator"], before=flags["before"], after=flags["after"], timeout=flags["timeout"],
-            parallel=flags["parallel"], runs=flags["runs"], run_filter=flags["run_filter"], keyword=flags["keyword"],
-            last_failed=flags["last_failed"], list_only=flags["list_only"], quiet=flags["quiet"], fail_fast=flags["fail_fast"],
-            dry_run=flags["dry_run"], app=flags["app_dir"], color=color and not flags["json_events"], json=flags["json_events"],
-            max_attachment=flags["max_attachment"], strict=flags["strict"],
-            seed=flags["seed"], min_pass_rate=flags["min_pass_rate"], early_stop=flags["early_stop"], budget=flags["budget"],
-            record=flags["record"], replay=flags["replay"], replay_roles=flags["replay_roles"],
-            shard=flags["shard"], baseline=flags["baseline"], history=flags["history_file"], no_history=flags["no_history"],
-            **_matrix(flags["connector"]),
-        )
+        config = RunConfig.from_flags(flags, color=color and not flags["json"])
         from agenttest.session import Session
 
         if config.json:  # stdout carries the events; the console goes to stderr
             return asyncio.run(Session(config, sys.stderr, events=sys.stdout).run())
         return asyncio.run(Session(config, sys.stdout).run())
 
-    finish(work, events=flags["json_events"])
+    finish(work, events=flags["json"])
 
 
 @main.command("diff", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -450,11 +436,6 @@ def init_command(folder: str) -> None:
         return 0
 
     finish(work)
-
-
-def _matrix(connectors: tuple[str, ...]) -> dict[str, Any]:
-    """One -c overrides the connector; several make a model matrix."""
-    return {"matrix": connectors} if len(connectors) > 1 else {"connector": connectors[0] if connectors else None}
 
 
 def entry() -> None:

@@ -1,50 +1,79 @@
-"""RunConfig: the CLI flags and environment turned into one value."""
+"""RunConfig: the CLI flags and environment turned into one value, built in one place (``from_flags``)
+and reported in one place (``options``): a new flag is a field here, an option in the CLI, and the code
+that uses it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
-@dataclass(frozen=True)
+def _reported(name: str | None = None, show: Any = None) -> Any:
+    """Metadata of a field that the report's ``metadata.options`` lists (under ``name``, shown by ``show``)."""
+    return {"option": name, "show": show}
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunConfig:
     """Everything a run needs to know from the command line."""
 
     inputs: tuple[str, ...]
     agent: str | None = None
     outputs: tuple[str, ...] = ()
-    connector: str | None = None
-    user: str | None = None
-    team: str | None = None
+    connector: str | None = field(default=None, metadata=_reported())
+    user: str | None = field(default=None, metadata=_reported())
+    team: str | None = field(default=None, metadata=_reported())
     verbose: bool = False
-    ctx_file: str | None = None
-    simulator: str | None = None
-    before: str | None = None
-    after: str | None = None
-    timeout: float = 300.0
-    parallel: int = 1
-    runs: int = 1
-    run_filter: str | None = None  # --run: a regex over case ids
-    keyword: str | None = None  # -k: an expression over ids, names and tags
-    last_failed: bool = False  # --lf
+    ctx_file: str | None = field(default=None, metadata=_reported("ctx"))
+    simulator: str | None = field(default=None, metadata=_reported())
+    before: str | None = field(default=None, metadata=_reported())
+    after: str | None = field(default=None, metadata=_reported())
+    timeout: float = field(default=300.0, metadata=_reported(show=lambda v: v))
+    parallel: int = field(default=1, metadata=_reported(show=lambda v: v))
+    runs: int = field(default=1, metadata=_reported(show=lambda v: v))
+    run_filter: str | None = field(default=None, metadata=_reported("run"))  # --run: a regex over case ids
+    keyword: str | None = field(default=None, metadata=_reported("k"))  # -k: an expression over ids, names and tags
+    last_failed: bool = field(default=False, metadata=_reported())  # --lf
     list_only: bool = False  # --list
     quiet: int = 0  # -q: one line per case; -qq: the summary only
-    fail_fast: bool = False
+    fail_fast: bool = field(default=False, metadata=_reported())
     dry_run: bool = False
     app: str | None = None
     color: bool = False
     max_attachment: int = 20 * 1024 * 1024  # bytes
     strict: bool = False  # unknown keys are errors, not warnings
-    seed: int = 0  # --seed: faults with a rate
-    matrix: tuple[str, ...] = ()  # -c a,b: run everything on each connector (a single -c is ``connector``)
-    min_pass_rate: float = 1.0  # --min-pass-rate: the gate of cases that set none
-    early_stop: bool = False  # --early-stop
-    budget: Any = None  # --budget: a model.Budget (config sits below model)
-    record: str | None = None  # --record DIR: cassettes of every model call
-    replay: str | None = None  # --replay DIR: answer model calls from cassettes
-    replay_roles: tuple[str, ...] | None = None  # --replay-roles: replay only these roles (None: all)
-    shard: tuple[int, int] | None = None  # --shard K/N
-    baseline: str | None = None  # --baseline REPORT: compare with it and gate on regressions
+    seed: int = field(default=0, metadata=_reported(show=lambda v: v or None))  # --seed: faults with a rate
+    matrix: tuple[str, ...] = field(default=(), metadata=_reported("connectors", lambda v: list(v) or None))  # -c a,b
+    min_pass_rate: float = field(default=1.0, metadata=_reported(show=lambda v: v if v != 1.0 else None))
+    early_stop: bool = field(default=False, metadata=_reported())  # --early-stop
+    budget: Any = field(default=None, metadata=_reported(show=lambda v: v.limits() if v is not None else None))  # a model.Budget
+    record: str | None = field(default=None, metadata=_reported())  # --record DIR: cassettes of every model call
+    replay: str | None = field(default=None, metadata=_reported())  # --replay DIR: answer model calls from cassettes
+    replay_roles: tuple[str, ...] | None = field(default=None, metadata=_reported(show=lambda v: ",".join(v) if v else None))
+    shard: tuple[int, int] | None = field(default=None, metadata=_reported(show=lambda v: f"{v[0]}/{v[1]}" if v else None))
+    baseline: str | None = field(default=None, metadata=_reported())  # --baseline REPORT: compare and gate on regressions
     json: bool = False  # --json: NDJSON events on stdout, the console on stderr
     history: str | None = None  # --history FILE: the run history database  [default: <app root>/.agent-test/history.sqlite]
     no_history: bool = False  # --no-history: this run is not recorded
+
+    @classmethod
+    def from_flags(cls, flags: dict[str, Any], **more: Any) -> RunConfig:
+        """The run command's flags (named as the fields are) → a RunConfig. ``-c`` given once is the
+        connector; several are a model matrix."""
+        values = {f.name: flags[f.name] for f in fields(cls) if f.name in flags}
+        connectors = tuple(flags.get("connector") or ())
+        values.update(connector=connectors[0] if len(connectors) == 1 else None, matrix=connectors if len(connectors) > 1 else ())
+        return cls(**{**values, **more})
+
+    def options(self) -> dict[str, Any]:
+        """The options the report keeps (``metadata.options``): what was set, by its report name."""
+        out = {}
+        for f in fields(self):
+            if "option" not in f.metadata:
+                continue
+            value = getattr(self, f.name)
+            show = f.metadata["show"]
+            shown = show(value) if show is not None else value
+            if shown not in (None, False):
+                out[f.metadata["option"] or f.name] = shown
+        return out

@@ -97,6 +97,12 @@ class InternalError(AgentTestError):
         super().__init__(message)
         self.traceback = traceback
 
+    @classmethod
+    def of(cls, exc: BaseException) -> InternalError:
+        import traceback
+
+        return cls(f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
+
     def format_message(self) -> str:
         return (f"internal error: {self.problems[0].message}\n{self.traceback.rstrip()}\n"
                 "This is a bug in agent-test; please report it with the traceback above.")

@@ -15,7 +15,10 @@ from agenttest.agents.catalog import Catalog
 from agenttest.app.hooks import resolve as resolve_hook
 from agenttest.runtime.context import Identity
 from agenttest.inputs.casefiles import parse_text
+from agenttest.config import RunConfig
 from agenttest.model import Plan
+from agenttest.resolution.planning import plan_of
+from agenttest.resolution.resolve import Resolved
 from agenttest.runner.scheduling import RunState, run_case
 
 MOCK_RULES = """
@@ -81,7 +84,7 @@ def make(bot, cases: list[dict], agent: str = "bot", **plan: object) -> tuple[Pl
     caller = Caller(Catalog(App(str(bot.root))), Identity())
     folder = str(bot.root / "assistants" / agent)
     hooks = {ref: resolve_hook(folder, ref, "hook") for c in cases for ref in (c.get("before"), c.get("after")) if ref}
-    return Plan(tuple(loaded), agent, hooks=hooks, **plan), caller  # type: ignore[arg-type]
+    return plan_of(list(loaded), agent, RunConfig(inputs=(), **plan), caller.catalog, Resolved(hooks=hooks)), caller  # type: ignore[arg-type]
 
 
 def go(plan: Plan, caller: Caller) -> list:
@@ -186,7 +189,7 @@ def test_cancelled_case_still_runs_its_after_hook(bot):
 
     async def main() -> None:
         caller.loop = asyncio.get_running_loop()
-        task = asyncio.create_task(run_case(plan.cases[0], 1, 0, plan, caller))
+        task = asyncio.create_task(run_case(plan.items[0], 1, 0, plan, caller))
         await asyncio.sleep(0.15)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

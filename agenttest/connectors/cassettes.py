@@ -4,6 +4,7 @@ normalized request and occurrence, so that repeated runs and any --parallel repl
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -15,6 +16,7 @@ from agenttest.connectors import ChatRequest, Connector, ConnectorSpec
 from agenttest.errors import AgentTestError, CallError, Location, Problem
 from agenttest.model import Case, Completion, ToolCall, Usage
 from agenttest.connectors.requestdiff import first_difference, nearest
+from agenttest.util.files import write_atomic
 from agenttest.util.secrets import Secrets
 from agenttest.util.paths import source_key
 from agenttest.runtime.trace import Trace, current_role, current_trace
@@ -205,6 +207,28 @@ class Cassettes:
         self.roles = roles  # None: every role is replayed
         self.secrets = secrets if secrets is not None else Secrets()
         self.tapes: dict[str, Tape] = {}
+
+    @classmethod
+    def for_run(cls, root: str, config: Any, secrets: Secrets) -> Cassettes | None:
+        """The cassettes ``--record``/``--replay`` ask for (their folders checked before anything runs)."""
+        if config.replay_roles is not None and not config.replay:
+            raise AgentTestError("--replay-roles needs --replay DIR", hint="e.g. --replay cassettes/ --replay-roles simulator,validator")
+        if config.replay and not os.path.isdir(config.replay):
+            raise AgentTestError(f"--replay {config.replay}: no such folder", hint="record cassettes first with --record DIR")
+        if config.record and os.path.exists(config.record) and not os.path.isdir(config.record):
+            raise AgentTestError(f"--record {config.record}: not a folder")
+        if not (config.record or config.replay):
+            return None
+        return cls(root, config.record, config.replay, config.replay_roles, secrets)
+
+    async def save(self) -> None:
+        """Write the recorded cassettes (each atomically)."""
+        for path, text in self.files().items():
+            try:
+                await asyncio.to_thread(os.makedirs, os.path.dirname(path), exist_ok=True)
+                await asyncio.to_thread(write_atomic, path, text)
+            except OSError as exc:
+                raise AgentTestError(f"--record: cannot write {path}: {exc}") from None
 
     @property
     def offline(self) -> bool:

@@ -22,13 +22,13 @@ from agenttest.model.cases import (
                       SimulatorSpec,
                       astuple_shallow,
 )
+from agenttest.model.plan import Plan, ResolvedCase
 from agenttest.model.kinds import FaultKind, Message, Mode, Role, Status
 from agenttest.model.results import (
                       AssertionResult,
                       CaseResult,
                       CheckpointResult,
                       Gate,
-                      Plan,
                       RunHeader,
                       RunReport,
                       Stability,
@@ -59,6 +59,7 @@ __all__ = [
     "ModelCall",
     "Plan",
     "Reply",
+    "ResolvedCase",
     "Role",
     "RunHeader",
     "RunReport",

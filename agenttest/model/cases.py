@@ -137,6 +137,11 @@ class Budget:
             return self
         return Budget(*(mine if mine is not None else theirs for mine, theirs in zip(astuple_shallow(self), astuple_shallow(base))))
 
+    def limits(self) -> dict[str, Any]:
+        """The limits that are set, by name."""
+        return {name: value for name, value in zip(("tokens", "cost", "tool_calls", "turns", "duration"), astuple_shallow(self))
+                if value is not None}
+
 
 def astuple_shallow(value: Any) -> tuple[Any, ...]:
     """A dataclass's field values in order, not copied (``dataclasses.astuple`` deep-copies)."""

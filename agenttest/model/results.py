@@ -1,4 +1,4 @@
-"""What running gives: assertion, checkpoint and case results, gates over runs, the run's plan and its report."""
+"""What running gives: assertion, checkpoint and case results, gates over runs, and the run's report."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from agenttest.model.calls import EndpointLoad, ModelCall, Spend, ToolCall, Usage
-from agenttest.model.cases import Budget, Case
+from agenttest.model.cases import Case
 from agenttest.model.kinds import Status
 
 
@@ -278,41 +278,3 @@ class Summary:
         """Percent of the cases that ran (skipped ones left out) that passed."""
         ran = self.total - self.not_run - self.skipped
         return round(100.0 * self.passed / ran, 1) if ran else 100.0
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A resolved run: the selected cases, the agent under test, and everything the runner calls."""
-
-    cases: tuple[Case, ...]
-    agent: str  # the agent under test
-    connector: str | None = None  # -c: overrides every case's connector
-    runs: int = 1
-    parallel: int = 1
-    timeout: float = 300.0
-    fail_fast: bool = False
-    before_all: Any = None  # --before: a resolved hook function
-    after_all: Any = None
-    hooks: dict[str, Any] = field(default_factory=dict)  # a case's before/after ref → function
-    max_attachment: int = 20 * 1024 * 1024  # bytes
-    seed: int = 0  # --seed: draws of faults with a rate
-    matrix: tuple[str, ...] = ()  # -c a,b: every case runs on each of these connectors
-    min_pass_rate: float = 1.0  # the gate of cases that set none
-    early_stop: bool = False  # stop a case's runs once its gate is settled
-    budget: Budget | None = None  # --budget: limits of cases that set none
-
-    def runs_of(self, case: Case) -> int:
-        return case.runs if case.runs is not None else self.runs
-
-    def gate_of(self, case: Case) -> float:
-        return case.min_pass_rate if case.min_pass_rate is not None else self.min_pass_rate
-
-    @property
-    def connectors(self) -> tuple[str | None, ...]:
-        """The connectors every case runs on: the matrix, else the one override (or None: the case's own)."""
-        return self.matrix or (self.connector,)
-
-    @property
-    def total(self) -> int:
-        """Scheduled results: cases × runs × connectors."""
-        return sum(self.runs_of(c) for c in self.cases) * len(self.connectors)

@@ -24,7 +24,7 @@ from agenttest.util.durations import format_timeout
 from agenttest.verdicts.costs import spend_of
 from agenttest.errors import AgentTestError, CallError, HookError
 from agenttest.app.hooks import data_of
-from agenttest.model import AssertionResult, Budget, Case, CaseResult, Plan, Status
+from agenttest.model import AssertionResult, Budget, CaseResult, Plan, ResolvedCase, Status
 from agenttest.history.writing import result_dict
 from agenttest.runtime.trace import Trace, current_trace
 from agenttest.runtime.world import ToolWorld
@@ -52,16 +52,7 @@ class RunState:
 
 
 Listener = Callable[[CaseResult], None]
-StartListener = Callable[[Case, int, str], None]  # the case, its run number, its connector in a matrix ("" otherwise)
-
-
-def connector_label(plan: Plan, caller: Caller, case: Case, scheduled: str | None) -> str:
-    """The connector a case's results carry: the matrix's, else -c, the case's or the agent's own."""
-    chosen = scheduled or case.options.get("connector")
-    try:
-        return caller.catalog.agent(plan.agent).connector_id(chosen)
-    except AgentTestError:
-        return chosen or ""
+StartListener = Callable[[ResolvedCase, int], None]  # the case on its connector, its run number
 
 
 def internal_error(exc: BaseException) -> tuple[str, str]:
@@ -69,15 +60,15 @@ def internal_error(exc: BaseException) -> tuple[str, str]:
     return f"internal error: {type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc))
 
 
-async def run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller, connector: str | None = None) -> CaseResult:
-    """Run one case once (on ``connector``, else -c, the case's or the agent's), Before and After included.
-    Never raises, except CancelledError (Ctrl-C)."""
-    label = connector_label(plan, caller, case, connector or plan.connector)
-    result = await _run_case(case, run, index, plan, caller, connector or plan.connector)
-    return replace(result, connector=label)
+async def run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller: Caller) -> CaseResult:
+    """Run one case once on its connector, Before and After included. Never raises, except CancelledError
+    (Ctrl-C)."""
+    result = await _run_case(item, run, index, plan, caller)
+    return replace(result, connector=item.label)
 
 
-async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller, scheduled: str | None) -> CaseResult:
+async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller: Caller) -> CaseResult:
+    case, config = item.case, plan.config
     if case.skip:
         return CaseResult(case.id, "skipped", case.name, case.input, skip_reason=case.skip_reason, run=run, index=index,
                           description=case.description, tags=case.tags,
@@ -87,13 +78,12 @@ async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller
     usercalls.current_capture.set(capture)
     start = time.perf_counter()
     ctx = caller.context(case, run)
-    world = trace.world = ToolWorld(case, ctx.world, plan.seed, run)
-    connector = scheduled or case.options.get("connector")
-    policy = attachments.Policy((os.path.realpath(caller.catalog.app.root),), plan.max_attachment)
-    budget = case.budget.over(plan.budget) if case.budget is not None else plan.budget
-    env = modes.CaseEnv(caller, plan.agent, connector, ctx, policy, budget)
+    world = trace.world = ToolWorld(case, ctx.world, config.seed, run)
+    policy = attachments.Policy((os.path.realpath(caller.catalog.app.root),), config.max_attachment)
+    budget = item.budget
+    env = modes.CaseEnv(caller, plan.agent, item.connector, ctx, policy, budget)
     mode = modes.get(case)
-    deadline = case.timeout or plan.timeout
+    deadline = case.timeout or config.timeout
     loop = asyncio.get_running_loop()
     ends = loop.time() + deadline
     before_ok = not case.before
@@ -102,7 +92,7 @@ async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller
         try:
             async with asyncio.timeout(deadline) as trace.deadline:
                 if case.before:
-                    hook = plan.hooks[case.before]
+                    hook = item.before
                     before_data = data_of(await usercalls.call(hook, ctx, dict(case.raw), what=f"before hook {case.before}"))
                     before_ok = True
                 world.begin()
@@ -113,7 +103,7 @@ async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller
             result = replace(mode.partial(case, trace, "error", str(exc)), traceback=exc.traceback or "")
         except asyncio.CancelledError:
             if before_ok and case.after:
-                await _after(case, plan, ctx, mode.partial(case, trace, "error", "interrupted"), before_data, AFTER_GRACE)
+                await _after(item, ctx, mode.partial(case, trace, "error", "interrupted"), before_data, AFTER_GRACE)
             raise
         except Exception as exc:  # a bug of ours, or a plug-in's: this case's error, not the run's end
             message, tb = internal_error(exc)
@@ -124,7 +114,7 @@ async def _run_case(case: Case, run: int, index: int, plan: Plan, caller: Caller
         if budget is not None:
             result = over_budget(result, budget, trace, caller)
         if before_ok and case.after:
-            result = await _after(case, plan, ctx, result, before_data, max(ends - loop.time(), AFTER_GRACE))
+            result = await _after(item, ctx, result, before_data, max(ends - loop.time(), AFTER_GRACE))
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # after everything above: still this case's error
@@ -159,9 +149,9 @@ def over_budget(result: CaseResult, budget: Budget, trace: Trace, caller: Caller
     return replace(result, status=status, error=result.error or verdict.message, assertions=(*result.assertions, verdict))
 
 
-async def _after(case: Case, plan: Plan, ctx: Any, result: CaseResult, before_data: Any, timeout: float) -> CaseResult:
+async def _after(item: ResolvedCase, ctx: Any, result: CaseResult, before_data: Any, timeout: float) -> CaseResult:
     """Run the case's After hook; its failure is a warning on the result, its hanging a timeout."""
-    hook = plan.hooks[case.after]  # type: ignore[index]
+    case, hook = item.case, item.after
     try:
         await usercalls.call(hook, ctx, dict(case.raw), result_dict(result), before_data, what=f"after hook {case.after}", timeout=timeout)
     except usercalls.Deadline as exc:
@@ -179,7 +169,7 @@ async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListen
     ctx = caller.context()
     if plan.before_all is not None:
         try:
-            returned = await usercalls.call(plan.before_all, ctx, [dict(c.raw) for c in plan.cases], what="BeforeAll", timeout=plan.timeout)
+            returned = await usercalls.call(plan.before_all, ctx, [dict(c.raw) for c in plan.cases], what="BeforeAll", timeout=plan.config.timeout)
         except CallError as exc:
             raise HookError(str(exc), hint="no case was run") from None
         state.before_all_data = data_of(returned)
@@ -190,7 +180,7 @@ async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListen
             state.after_all_done = True
             results = [result_dict(r) for r in state.ordered()]
             try:
-                await usercalls.call(plan.after_all, ctx, results, state.before_all_data, what="AfterAll", timeout=plan.timeout)
+                await usercalls.call(plan.after_all, ctx, results, state.before_all_data, what="AfterAll", timeout=plan.config.timeout)
             except CallError as exc:
                 state.warnings.append(str(exc))
 
@@ -199,62 +189,57 @@ async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListen
 class Unit:
     """One scheduled run: a case on a connector, run number ``run``; ``index`` orders the report."""
 
-    case: Case
-    connector: str | None
+    item: ResolvedCase
     run: int
     index: int
-    key: gates.Key
 
 
-def units(plan: Plan, caller: Caller) -> list[Unit]:
+def units(plan: Plan) -> list[Unit]:
     """Case by case, connector by connector, run by run (the report's order). With --early-stop they start
     round by round — every case's run 1, then every run 2, … — so that a case's next run starts, as a
     rule, after its last one finished and the verdict it may have settled is known."""
-    out = []
-    for case in plan.cases:
-        for connector in plan.connectors:
-            key = (case.file, case.id, connector_label(plan, caller, case, connector))
-            out += [Unit(case, connector, run, 0, key) for run in range(1, plan.runs_of(case) + 1)]
-    ordered = [replace(u, index=i) for i, u in enumerate(out)]
-    return sorted(ordered, key=lambda u: (u.run, u.index)) if plan.early_stop else ordered
+    ordered = [Unit(item, run, 0) for item in plan.items for run in range(1, item.runs + 1)]
+    ordered = [replace(u, index=i) for i, u in enumerate(ordered)]
+    return sorted(ordered, key=lambda u: (u.run, u.index)) if plan.config.early_stop else ordered
 
 
 async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None, on_result: Listener | None,
                     on_saved: Callable[[], None] | None = None) -> None:
     """Start units as the semaphore allows. --early-stop skips the runs of a case whose gate is settled
     (runs already in flight finish and count); --fail-fast stops everything once a gate has failed."""
-    sem = asyncio.Semaphore(plan.parallel)
+    config = plan.config
+    sem = asyncio.Semaphore(config.parallel)
     tasks: set[asyncio.Task[None]] = set()
-    policies = gates.policies(plan, lambda c, conn: connector_label(plan, caller, c, conn))
-    state.tallies = {k: gates.Tally(p) for k, p in policies.items()}
+    state.tallies = {k: gates.Tally(p) for k, p in gates.policies(plan).items()}
 
     async def one(unit: Unit) -> None:
         try:
-            result = await run_case(unit.case, unit.run, unit.index, plan, caller, unit.connector)
+            result = await run_case(unit.item, unit.run, unit.index, plan, caller)
             state.results[unit.index] = result
-            tally = state.tallies[unit.key]
+            tally = state.tallies[unit.item.key]
             tally.add(result)
             if on_result is not None:
                 on_result(result)
-            if plan.fail_fast and tally.outcome is False:
+            if config.fail_fast and tally.outcome is False:
                 state.stopped_early = True
         finally:
             sem.release()
 
     try:
-        for unit in units(plan, caller):
+        for unit in units(plan):
             await sem.acquire()
             if state.stopped_early:
                 sem.release()
                 break
-            if plan.early_stop and state.tallies[unit.key].outcome is not None:
-                state.saved[unit.key] = state.saved.get(unit.key, 0) + 1
+            key = unit.item.key
+            if config.early_stop and state.tallies[key].outcome is not None:
+                state.saved[key] = state.saved.get(key, 0) + 1
                 sem.release()
                 if on_saved is not None:
                     on_saved()
                 continue
             if on_start is not None:
-                on_start(unit.case, unit.run, unit.connector or "")
+                on_start(unit.item, unit.run)
             task = asyncio.create_task(one(unit))
             tasks.add(task)
             task.add_done_callback(tasks.discard)

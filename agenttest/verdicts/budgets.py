@@ -13,7 +13,7 @@ from agenttest.util.durations import format_duration, parse_duration
 from agenttest.verdicts.costs import EXAMPLE as COST_EXAMPLE
 from agenttest.verdicts.costs import Pricing, money, spend_of, total
 from agenttest.errors import Problem, did_you_mean
-from agenttest.model import Budget, Case
+from agenttest.model import Budget, Case, ResolvedCase
 from agenttest.runtime.trace import Trace
 
 LIMITS = ("tokens", "cost", "tool_calls", "turns", "duration")
@@ -116,28 +116,26 @@ def unmeasured(budget: Budget, now: Spent) -> str | None:
     return f"budget: {UNPRICED}" if budget.cost is not None and now.cost is None else None
 
 
-def problems(cases: Iterable[Case], budget_of: Callable[[Case], Budget | None], connectors: Callable[[Case], Iterable[str]],
-             prices: Mapping[str, Pricing | None]) -> list[Problem]:
+def problems(items: Iterable[ResolvedCase], prices: Mapping[str, Pricing | None]) -> list[Problem]:
     """Cost limits on cases whose connector has no pricing, found before the first model call (one
     problem per case that sets the limit, one per connector for --budget)."""
     out: dict[tuple[str, str], Problem] = {}
-    for case in cases:
-        budget = budget_of(case)
-        if budget is None or budget.cost is None:
+    for item in items:
+        case = item.case
+        if item.budget is None or item.budget.cost is None:
             continue
         own = case.budget is not None and case.budget.cost is not None
-        for connector in connectors(case):
-            if prices.get(connector) is None:
-                where = case.locate(("budget", "cost")) if own else None
-                whose = f"case '{case.id}'" if own else "--budget cost"
-                out.setdefault((whose, connector), Problem(f"{whose}: connector {connector} has no pricing", where,
-                                                           f"{UNPRICED}, e.g. {COST_EXAMPLE}"))
+        if prices.get(item.label) is None:
+            where = case.locate(("budget", "cost")) if own else None
+            whose = f"case '{case.id}'" if own else "--budget cost"
+            out.setdefault((whose, item.label), Problem(f"{whose}: connector {item.label} has no pricing", where,
+                                                        f"{UNPRICED}, e.g. {COST_EXAMPLE}"))
     return list(out.values())
 
 
 def limits(budget: Budget) -> dict[str, Any]:
     """The limits that are set, as a record."""
-    return {name: getattr(budget, name) for name in LIMITS if getattr(budget, name) is not None}
+    return budget.limits()
 
 
 PREFIX = "budget exceeded: "

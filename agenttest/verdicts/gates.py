@@ -58,13 +58,9 @@ class Policy:
 Label = Callable[[Case, "str | None"], str]  # a case and its scheduled connector → the connector its results carry
 
 
-def policies(plan: Plan, label: Label) -> dict[Key, Policy]:
+def policies(plan: Plan) -> dict[Key, Policy]:
     """Every scheduled case × connector of a plan and its gate."""
-    out = {}
-    for case in plan.cases:
-        for connector in plan.connectors:
-            out[(case.file, case.id, label(case, connector))] = Policy(plan.runs_of(case), plan.gate_of(case))
-    return out
+    return {item.key: Policy(item.runs, item.min_pass_rate) for item in plan.items}
 
 
 @dataclass

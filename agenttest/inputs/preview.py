@@ -1,0 +1,52 @@
+"""``--list`` and ``--dry-run``: the cases a run would run, shown instead of run (after the same checks)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterable
+from typing import TextIO
+
+from agenttest.errors import AgentTestError
+from agenttest.inputs.casefiles import SUFFIXES
+from agenttest.inputs.sources import normalized
+from agenttest.model import Case
+from agenttest.util import files
+
+
+def check_outputs(outputs: Iterable[str]) -> None:
+    """``--dry-run -o``: case files, their folders made before anything runs."""
+    for output in outputs:
+        if os.path.splitext(output)[1].lower() not in SUFFIXES:
+            raise AgentTestError(f"-o {output}: --dry-run writes cases as {', '.join(SUFFIXES)}")
+        files.prepare(output)
+
+
+def list_cases(cases: Iterable[Case], out: TextIO) -> None:
+    """One line per case — id, mode, tags, file:line — and how many."""
+    count = 0
+    for case in cases:
+        tags = f" [{', '.join(case.tags)}]" if case.tags else ""
+        out.write(f"{case.id}  {case.mode}{tags}  {case.location}\n")
+        count += 1
+    out.write(f"{count} {'case' if count == 1 else 'cases'} selected\n")
+
+
+async def dry_run(cases: Iterable[Case], outputs: Iterable[str], out: TextIO) -> None:
+    """The cases as JSON lines on ``out``, and as each ``-o`` file's format asks."""
+    rows = [normalized(c) for c in cases]
+    for row in rows:
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    for output in outputs:
+        await asyncio.to_thread(files.write_atomic, output, _as(rows, os.path.splitext(output)[1].lower()))
+
+
+def _as(rows: list[dict], ext: str) -> str:
+    if ext == ".jsonl":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    if ext == ".json":
+        return json.dumps(rows, ensure_ascii=False, indent=2) + "\n"
+    import yaml
+
+    return yaml.safe_dump(rows, allow_unicode=True, sort_keys=False)

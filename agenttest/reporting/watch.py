@@ -1,0 +1,58 @@
+"""Watching a run as it happens: the console (and with ``--json`` the event stream) told of the header,
+each start and result, warnings, the summary and the baseline comparison."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from agenttest.config import RunConfig
+from agenttest.history.comparison import Comparison
+from agenttest.model import CaseResult, Plan, ResolvedCase, RunHeader, RunReport
+from agenttest.reporting import diffs
+from agenttest.reporting.console import Console
+from agenttest.reporting.events import EventStream
+from agenttest.util.secrets import Secrets
+
+
+class Watch:
+    def __init__(self, config: RunConfig, plan: Plan, out: TextIO, events: EventStream | None, secrets: Secrets,
+                 show_reply: bool, grouped: bool):
+        self.config = config
+        self.console = Console(out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(),
+                               show_reply=show_reply, secrets=secrets, quiet=config.quiet, grouped=grouped, matrix=bool(plan.matrix))
+        self.events = events
+        self._runs = {(item.case.file, item.case.id): item.runs for item in plan.items}
+
+    def header(self, header: RunHeader, started_at: str, warnings: list[str]) -> None:
+        self.console.header(header, warnings)
+        if self.events is not None:
+            self.events.start(header, started_at, warnings)
+
+    def warning(self, text: str) -> None:
+        self.console.warning(text)
+        if self.events is not None:
+            self.events.warning(text)
+
+    def started(self, item: ResolvedCase, run: int) -> None:
+        self.console.started(item.case, run, item.runs, item.scheduled or "")
+
+    def finished(self, result: CaseResult) -> None:
+        self.console.finished(result, self._runs.get((result.file, result.id), self.config.runs))
+        if self.events is not None:
+            self.events.result(result)
+
+    def saved(self) -> None:
+        self.console.saved()
+
+    def summary(self, report: RunReport, written: list[str]) -> None:
+        self.console.summary(report, ", ".join(written) or None)
+
+    def comparison(self, comparison: Comparison) -> None:
+        """--baseline: the comparison after the summary, ending with its banner."""
+        for line in diffs.console_lines(comparison, self.config.color) + diffs.gate_lines(comparison):
+            self.console.line(line)
+
+    def closing(self, report: RunReport, code: int) -> None:
+        if self.events is not None:
+            self.events.summary(report, code)

@@ -1,0 +1,68 @@
+"""The Plan, built once: every case × connector resolved (connector label, runs, gate, budget, hooks) and
+every problem that can be known before the first model call — of loading, of names, of pricing, of the
+cassettes and of the MCP tools once their servers run — reported in one round."""
+
+from __future__ import annotations
+
+from agenttest.agents.catalog import Catalog
+from agenttest.config import RunConfig
+from agenttest.errors import AgentTestError, InputError, Problem
+from agenttest.model import Case, Plan, ResolvedCase
+from agenttest.resolution.resolve import Resolved, resolve, unknown_tools
+from agenttest.verdicts import budgets
+
+
+async def build(cases: list[Case], catalog: Catalog, agent_id: str | None, config: RunConfig,
+                problems: list[Problem] | None = None) -> tuple[Plan, list[str]]:
+    """Resolve the selected cases for a run; raise InputError with every problem found (``problems``: those
+    of loading, said in the same round). Returns the plan and the warnings met on the way."""
+    first = config.matrix[0] if config.matrix else config.connector
+    resolved = resolve(cases, catalog, agent_id, first, config.before, config.after)
+    for other in config.matrix[1:] if agent_id else ():  # a model matrix: every connector is checked before the first call
+        resolved.attempt(None, catalog.check, agent_id, other)
+    found = [*(problems or []), *resolved.problems]
+    if catalog.cassettes is not None and config.replay:
+        found += catalog.cassettes.preload(cases)
+    plan = plan_of(cases, agent_id, config, catalog, resolved)
+    found += budgets.problems(plan.items, catalog.prices)
+    found += await _mcp_tools(cases, catalog, agent_id) if agent_id else []
+    if found:
+        raise InputError(found)
+    return plan, resolved.warnings
+
+
+def plan_of(cases: list[Case], agent_id: str | None, config: RunConfig, catalog: Catalog, resolved: Resolved | None = None) -> Plan:
+    """The Plan of ``cases``: each on each connector of the run, its figures and hooks computed once."""
+    hooks = resolved.hooks if resolved is not None else {}
+    items = tuple(
+        ResolvedCase(case=case, scheduled=scheduled, label=_label(catalog, agent_id, scheduled or case.options.get("connector")),
+                     runs=case.runs if case.runs is not None else config.runs,
+                     min_pass_rate=case.min_pass_rate if case.min_pass_rate is not None else config.min_pass_rate,
+                     budget=case.budget.over(config.budget) if case.budget is not None else config.budget,
+                     before=hooks.get(case.before) if case.before else None, after=hooks.get(case.after) if case.after else None)
+        for case in cases for scheduled in (config.matrix or (config.connector,))
+    )
+    return Plan(agent=agent_id or "", items=items, config=config,
+                before_all=resolved.before_all if resolved is not None else None,
+                after_all=resolved.after_all if resolved is not None else None)
+
+
+def _label(catalog: Catalog, agent_id: str | None, chosen: str | None) -> str:
+    """The connector a result carries: the one chosen, else the agent's own (as written when unknown)."""
+    try:
+        return catalog.agent(agent_id).connector_id(chosen) if agent_id else chosen or ""
+    except AgentTestError:
+        return chosen or ""
+
+
+async def _mcp_tools(cases: list[Case], catalog: Catalog, agent_id: str) -> list[Problem]:
+    """Start the MCP servers (one that cannot start is a problem) and check the mocks and faults that name
+    their tools, which are known only now."""
+    try:
+        agent = catalog.agent(agent_id)
+        await catalog.start()
+    except AgentTestError as exc:
+        return list(exc.problems)
+    if not agent.spec.mcp:
+        return []
+    return [p for c in cases if c.mode != "script" for p in unknown_tools(c, agent.tools)]

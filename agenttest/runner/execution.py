@@ -1,0 +1,91 @@
+"""A run as a whole: the plan scheduled while the console watches, Ctrl-C and SIGTERM turned into a
+stop that still lets After hooks run and the report be written, and a bug of ours outside any case kept
+for after the report (exit 3)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from agenttest.agents.caller import Caller
+from agenttest.errors import HookError
+from agenttest.model import Plan, RunReport
+from agenttest.runner import scheduling
+from agenttest.runner.scheduling import RunState
+from agenttest.runtime import usercalls
+from agenttest.verdicts import gates
+from agenttest.verdicts.outcome import make_report
+
+
+@dataclass
+class Finished:
+    """What a run did: its state, the signal that stopped it, and a bug of ours that ended it."""
+
+    state: RunState
+    signalled: signal.Signals | None = None
+    failure: BaseException | None = None
+
+
+async def execute(plan: Plan, caller: Caller, watch: Any, signals: Signals) -> Finished:
+    """Run ``plan``; ``watch`` is told of every start, result and run saved by --early-stop."""
+    done = Finished(RunState())
+    task = signals.task = asyncio.create_task(scheduling.run(plan, caller, done.state, watch.started, watch.finished, watch.saved))
+    try:
+        with usercalls.capturing():
+            await task
+    except asyncio.CancelledError:
+        if signals.caught is None:
+            raise
+    except HookError:
+        raise
+    except Exception as exc:  # a bug of ours outside any case: exit 3, after writing what ran
+        done.failure = exc
+    done.signalled = signals.caught
+    return done
+
+
+class Signals:
+    """Ctrl-C and SIGTERM, from the start of the run until its report is written: the first stops the cases
+    (After and AfterAll still run); any signal while the report is written lets the write finish."""
+
+    def __init__(self) -> None:
+        self.caught: signal.Signals | None = None
+        self.task: asyncio.Task[Any] | None = None
+        self._installed: list[signal.Signals] = []
+
+    def _stop(self, sig: signal.Signals) -> None:
+        if self.caught is None:
+            self.caught = sig
+        if self.task is not None:
+            self.task.cancel()
+
+    def __enter__(self) -> Signals:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self._stop, sig)
+                self._installed.append(sig)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+                pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self._installed:
+            loop.remove_signal_handler(sig)
+
+
+def report_of(plan: Plan, done: Finished, **fields: Any) -> RunReport:
+    """The report of what ran: the results in input order, their gates, and how the run ended."""
+    state, interrupted = done.state, done.signalled is not None
+    saved = sum(state.saved.values())
+    return make_report(
+        state.ordered(), state.started_at, (time.perf_counter() - state.started) * 1000, plan.config.runs,
+        policies=gates.policies(plan), saved=state.saved, matrix=plan.matrix, interrupted=interrupted,
+        terminated=done.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
+        not_run=max(0, state.total - len(state.results) - saved) if (state.stopped_early or interrupted) else 0,
+        **fields,
+    )

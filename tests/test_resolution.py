@@ -1,0 +1,65 @@
+"""Resolution is one step (FORMATS §2, §8, §12): every problem that can be known before the first model
+call — a field typo, a cost budget on a connector without pricing, a mock naming an MCP tool its server
+lacks — is said in one round, and ``--dry-run`` and ``--list`` check exactly what a run checks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import REPO, cli
+
+SERVER = str(REPO / "tests" / "mcp_server.py")
+
+
+@pytest.fixture
+def troubled(app):
+    """An agent on the loopback connector (no pricing) with a real stdio MCP server, and a case file with
+    three problems of three kinds."""
+    app.file("mcps/tools/calc.mcp.yao", json.dumps({"label": "Calc", "transport": "stdio", "command": "python", "arguments": [SERVER]}))
+    app.agent("bot", mcp={"servers": ["tools.calc"]})
+    return app.cases("cases.jsonl", [
+        {"id": "typo", "input": "hi", "asert": {"type": "contains", "value": "x"}},
+        {"id": "costly", "input": "hi", "budget": {"cost": 0.01}},
+        {"id": "mocked", "input": "hi", "mocks": [{"tool": "convrt", "returns": 1}]},
+    ])
+
+
+PROBLEMS = ("'asert' is not a field; did you mean 'assert'?", "case 'costly': connector fake has no pricing",
+            "mocks[0]: the agent has no tool 'convrt'")
+
+
+@pytest.mark.parametrize("flags", [(), ("--dry-run",), ("--list",)], ids=["run", "dry-run", "list"])
+def test_three_kinds_of_problem_are_reported_in_one_round(troubled, server, flags):
+    result = cli("-i", str(troubled), "-n", "bot", *flags)
+    assert result.exit_code == 2, result.output
+    for problem in PROBLEMS:
+        assert problem in result.stderr, (problem, result.stderr)
+    assert "cases.jsonl:1:" in result.stderr and "cases.jsonl:2:" in result.stderr and "cases.jsonl:3:" in result.stderr
+    assert server.requests == []  # nothing reached the model
+
+
+@pytest.mark.parametrize("flag", ["--dry-run", "--list"])
+def test_previews_reject_what_a_run_rejects(app, flag):
+    app.agent("bot", files={"src/env_test.py": "def Before(ctx, case):\n    return None\n"})
+    cases = [
+        {"id": "a", "input": "hi", "options": {"temprature": 0.2}},  # an option typo
+        {"id": "b", "input": "hi", "before": "env_test.Bfore"},  # a missing hook
+        {"id": "c", "input": "hi", "assert": {"type": "script", "script": "scripts.nowhere.check"}},  # a missing script
+    ]
+    path = app.cases("cases.jsonl", cases)
+    preview = cli("-i", str(path), "-n", "bot", flag)
+    run = cli("-i", str(path), "-n", "bot")
+    assert preview.exit_code == run.exit_code == 2
+    for text in ("'temprature' is not a model parameter", "Bfore", "nowhere"):
+        assert text in preview.stderr and text in run.stderr, (text, preview.stderr)
+
+
+def test_a_clean_file_still_previews_and_lists(app):
+    app.agent("bot")
+    path = app.cases("cases.jsonl", [{"id": "a", "input": "hi", "tags": ["smoke"]}])
+    listed = cli("-i", str(path), "-n", "bot", "--list")
+    assert listed.exit_code == 0 and "a  standard [smoke]" in listed.stdout and "1 case selected" in listed.stdout
+    shown = cli("-i", str(path), "-n", "bot", "--dry-run")
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["id"] == "a"
