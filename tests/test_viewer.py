@@ -129,6 +129,10 @@ def test_the_diff_page_shows_a_regression_first(page, demo):
     assert "REGRESSED" in page.inner_text("#entry h1") and page.locator("#entry .side").count() == 1
     assert page.inner_text("#entry .side > div:nth-child(1) h3").startswith("Before") and "PASSED" in page.inner_text("#entry .side > div:nth-child(1) h3")
     assert "FAILED" in page.inner_text("#entry .side > div:nth-child(2) h3")
+    before, after = page.locator("#entry .side > div:nth-child(1) pre.output"), page.locator("#entry .side > div:nth-child(2) pre.output")
+    assert before.inner_text() == "Hello! I can help with your orders. What would you like to know?"
+    assert "Hello!" in before.locator("del").all_inner_texts() and "number?" in after.locator("ins").all_inner_texts()
+    assert after.inner_text() == "Sure — what is your order number?"
 
 
 def test_agent_test_view_lists_the_runs_and_compares_two(page, demo):

@@ -23,6 +23,7 @@ TERSE = """rules:
 default: "Hi. Orders only."
 """
 BROKEN = {"greets": {"type": "contains", "value": "refund"}, "asks-number": {"type": "regex", "value": "(?i)tracking code"}}
+ASKED = {"greets": "Hi there, about my order"}  # run B asks this instead: the agent's answer changes too
 
 
 def _cli(root: Path, *args: str) -> int:
@@ -56,6 +57,7 @@ def build(root: Path) -> dict[str, Path]:
     broken = root / "tests-b"
     broken.mkdir()
     cases = [{**c, "assert": BROKEN[c["id"]]} if c["id"] in BROKEN else c for c in _cases(root / "tests" / "cases.jsonl")]
+    cases = [{**c, "input": ASKED[c["id"]]} if c["id"] in ASKED else c for c in cases]
     cases.append({"id": "echo", "name": "echoes what it is given", "input": ECHO, "assert": {"type": "contains", "value": "done"}})
     (broken / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     (broken / "dynamic.jsonl").write_text((root / "tests" / "dynamic.jsonl").read_text())
