@@ -4,6 +4,8 @@ One browser for the module; each test opens its own page."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from browser import chromium, expect
@@ -15,6 +17,26 @@ from agenttest.reporting.viewer import server
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     return build(tmp_path_factory.mktemp("viewer") / "app")
+
+
+def gated(folder: Path) -> Path:
+    """A ``--runs 3`` report: a flaky case within its gate, a broken one, a steady one — nine results."""
+    from agenttest.model import AssertionResult, CaseResult
+    from agenttest.reporting import write
+    from agenttest.verdicts.gates import Policy
+    from agenttest.verdicts.outcome import make_report
+
+    def run(cid: str, k: int, passed: bool) -> CaseResult:
+        check = AssertionResult("contains", passed, "" if passed else "output does not contain 'ok'", "ok", f"answer {k}")
+        return CaseResult(cid, "passed" if passed else "failed", input=f"ask {cid}", output=f"answer {k} of {cid}", run=k,
+                          assertions=(check,), connector="mock", duration_ms=10.0 * k)
+
+    plan = {"broken": (False, False, False), "flaky": (True, False, True), "steady": (True, True, True)}
+    results = [run(cid, k + 1, ok) for cid, oks in plan.items() for k, ok in enumerate(oks)]
+    policies = {("", cid, "mock"): Policy(3, 0.5 if cid == "flaky" else 1.0) for cid in plan}
+    report = make_report(results, 1795953600.0, 900.0, 3, policies=policies, agent_id="bot", connector="mock", options={"runs": 3})
+    write(report, str(folder / "gated.html"))
+    return folder / "gated.html"
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +178,18 @@ def test_agent_test_view_lists_the_runs_and_compares_two(page, demo):
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_a_gated_run_is_one_row_per_case_with_its_runs_nested(page, tmp_path):
+    page.goto(gated(tmp_path).as_uri())
+    assert rows(page) == [["broken", "failed"], ["flaky", "flaky"], ["steady", "passed"]]  # 9 results, 3 cases
+    flaky = page.locator("#cases tr[data-id=flaky] td")
+    assert flaky.nth(2).inner_text() == "✓✗✓" and flaky.nth(3).inner_text() == "66.7%" and flaky.nth(4).inner_text() == "≥ 50%"
+    cards = page.inner_text("#cards")
+    assert "Cases\n3" in cards and "Failed\n1" in cards and "Flaky\n1" in cards and "Gates passed\n2/3" in cards and "Runs\n9" in cards
+    page.click("[data-chip=flaky]")
+    assert rows(page) == [["flaky", "flaky"]]
+    page.click("#cases tr[data-id=flaky] a")
+    assert "run 2" in page.inner_text(".connector") and "answer 2 of flaky" in page.inner_text(".msg.assistant")  # its failing run first
+    page.click(".connector .strip button >> nth=0")
+    assert "answer 1 of flaky" in page.inner_text(".msg.assistant") and page.locator(".reasons").count() == 0

@@ -77,7 +77,8 @@ def screenshots(demo: dict[str, Path], folder: Path) -> list[Path]:
 
     httpd, _ = server.start(server.Pages(history=str(demo["history"])))
     shots = [("viewer-report.png", demo["b_html"].as_uri(), None), ("viewer-chat.png", demo["a_html"].as_uri() + "#order-status", 1000),
-             ("viewer-matrix.png", demo["matrix_html"].as_uri(), None), ("viewer-history.png", server.url_of(httpd), None)]
+             ("viewer-matrix.png", demo["matrix_html"].as_uri(), None), ("viewer-diff.png", demo["diff_html"].as_uri() + "#greets", 560),
+             ("viewer-history.png", server.url_of(httpd), None)]
     taken = []
     try:
         with chromium() as browser:
