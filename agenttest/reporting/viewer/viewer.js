@@ -138,7 +138,7 @@
 
   // ---- the report: overview -----------------------------------------------------------------------------
   function reportView(report, links) {
-    const sum = report.summary || {}, meta = report.metadata || {};
+    const sum = report.summary || {};
     const cases = buildCases(report);
     performance.mark("viewer:cases");
     const matrix = sum.matrix || [];
@@ -147,26 +147,6 @@
     const overview = h("div", { id: "overview" });
     const detail = h("div", { id: "case" });
     app.append(overview, detail);
-
-    const metaLine = h("p", { class: "meta" }, "Agent ", h("b", { text: sum.agent_id || "—" }), " · connector ", h("b", { text: sum.connector || "—" }),
-      " · input ", meta.input_file || "—", " · started ", meta.started_at || "—", meta.version ? " · agent-test " + meta.version : "",
-      (meta.options || {}).merged ? " · merged from " + meta.options.merged.join(", ") : "");
-    const banners = [];
-    if (sum.interrupted) banners.push("Interrupted: the report holds the results that finished.");
-    else if (sum.stopped_early) banners.push("Stopped early (--fail-fast): no case was started after the first failure.");
-    if (sum.not_run) banners.push("Not run: " + sum.not_run);
-    const tokens = (sum.usage || {}).total_tokens || 0;
-    const ran = cases.filter(c => c.verdict !== "skipped").length;
-    const good = cases.filter(c => c.verdict === "passed" || c.verdict === "flaky").length;
-    const cards = h("div", { class: "cards", id: "cards" },
-      card("Cases", cases.length, ""), card("Passed", count("passed"), "passed"), card("Failed", count("failed"), "failed"),
-      card("Errors", count("error"), "error"), card("Timeouts", count("timeout"), "timeout"), card("Flaky", count("flaky"), "flaky"),
-      card("Skipped", count("skipped"), "skipped"),
-      sum.gates ? card("Gates passed", sum.gates_passed + "/" + sum.cases, sum.gates_failed ? "failed" : "passed") : null,
-      card("Pass rate", ran ? pct(good / ran) : "—", ""),
-      (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
-      card("Duration", ms(sum.duration_ms), ""), tokens ? card("Tokens", tokens.toLocaleString("en"), "") : null,
-      sum.costs && sum.costs.total != null ? card("Cost", money(sum.costs.total), "") : null);
 
     const tbody = h("tbody");
     const more = h("div", { class: "more" });
@@ -214,7 +194,7 @@
       more.replaceChildren(list.length > state.shown ? h("button", { class: "chip", id: "show-more", onclick: () => { state.shown += PAGE * 5; refresh(true); }, text: "Show " + Math.min(PAGE * 5, list.length - state.shown) + " more" }) : "");
     }
     put(overview, links && links.home ? h("div", { class: "nav" }, h("a", { href: links.home, id: "home", text: "← Run history" })) : null,
-      h("h1", { text: "Agent Test Report" }), metaLine, banners.map(b => h("div", { class: "banner", text: b })), cards, toolbar, table, more);
+      headerOf(report, cases, count), toolbar, table, more);
     refresh();
     performance.mark("viewer:rows");
     put(overview, chartsOf(report, cases), warningsOf(report));
@@ -231,6 +211,30 @@
     }
     window.addEventListener("hashchange", route);
     route();
+  }
+
+  // the run in a few lines: who ran what, a banner when it was cut short, cards counting cases and gates (not runs)
+  function headerOf(report, cases, count) {
+    const sum = report.summary || {}, meta = report.metadata || {};
+    const metaLine = h("p", { class: "meta" }, "Agent ", h("b", { text: sum.agent_id || "—" }), " · connector ", h("b", { text: sum.connector || "—" }),
+      " · input ", meta.input_file || "—", " · started ", meta.started_at || "—", meta.version ? " · agent-test " + meta.version : "",
+      (meta.options || {}).merged ? " · merged from " + meta.options.merged.join(", ") : "");
+    const banners = [];
+    if (sum.interrupted) banners.push("Interrupted: the report holds the results that finished.");
+    else if (sum.stopped_early) banners.push("Stopped early (--fail-fast): no case was started after the first failure.");
+    if (sum.not_run) banners.push("Not run: " + sum.not_run);
+    const tokens = (sum.usage || {}).total_tokens || 0;
+    const ran = cases.filter(c => c.verdict !== "skipped").length;
+    const good = cases.filter(c => c.verdict === "passed" || c.verdict === "flaky").length;
+    return [h("h1", { text: "Agent Test Report" }), metaLine, banners.map(b => h("div", { class: "banner", text: b })), h("div", { class: "cards", id: "cards" },
+      card("Cases", cases.length, ""), card("Passed", count("passed"), "passed"), card("Failed", count("failed"), "failed"),
+      card("Errors", count("error"), "error"), card("Timeouts", count("timeout"), "timeout"), card("Flaky", count("flaky"), "flaky"),
+      card("Skipped", count("skipped"), "skipped"),
+      sum.gates ? card("Gates passed", sum.gates_passed + "/" + sum.cases, sum.gates_failed ? "failed" : "passed") : null,
+      card("Pass rate", ran ? pct(good / ran) : "—", ""),
+      (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
+      card("Duration", ms(sum.duration_ms), ""), tokens ? card("Tokens", tokens.toLocaleString("en"), "") : null,
+      sum.costs && sum.costs.total != null ? card("Cost", money(sum.costs.total), "") : null)];
   }
 
   function warningsOf(report) {
