@@ -20,8 +20,11 @@ def demo(tmp_path_factory):
 
 
 def gated(folder: Path) -> Path:
-    """A ``--runs 3`` report: a flaky case within its gate, a broken one, a steady one — nine results."""
-    from agenttest.model import AssertionResult, CaseResult
+    """A ``--runs 3`` report: a flaky case within its gate, a broken one (whose tools changed the world and
+    whose hook printed), a steady one — nine results."""
+    from dataclasses import replace
+
+    from agenttest.model import AssertionResult, CaseResult, WorldChange, WorldRecord
     from agenttest.reporting import write
     from agenttest.verdicts.gates import Policy
     from agenttest.verdicts.outcome import make_report
@@ -33,6 +36,9 @@ def gated(folder: Path) -> Path:
 
     plan = {"broken": (False, False, False), "flaky": (True, False, True), "steady": (True, True, True)}
     results = [run(cid, k + 1, ok) for cid, oks in plan.items() for k, ok in enumerate(oks)]
+    world = WorldRecord({"budget": 100}, {"budget": 40, "spent": [60]},
+                        (WorldChange("$.budget", "changed", 100, 40), WorldChange("$.spent", "added", after=[60])))
+    results[0] = replace(results[0], world=world, stdout="hook: seeded the budget\n", traceback="Traceback (most recent call last):\nValueError: boom")
     policies = {("", cid, "mock"): Policy(3, 0.5 if cid == "flaky" else 1.0) for cid in plan}
     report = make_report(results, 1795953600.0, 900.0, 3, policies=policies, agent_id="bot", connector="mock", options={"runs": 3})
     write(report, str(folder / "gated.html"))
@@ -122,6 +128,9 @@ def test_a_link_opens_that_case_and_prev_next_walk_the_failures(page, demo):
     assert page.evaluate("location.hash") == "#asks-number" and "asks-number" in page.inner_text("#case h1")
     page.click("#back")
     assert page.is_visible("#overview") and len(rows(page)) == 7
+    page.goto(demo["b_html"].as_uri() + "#unknown-order")  # a tool that raised: its error where the call happened
+    call = page.locator(".chat .call.err[data-tool=lookup_order]")
+    assert "LookupError: no order 9999" in call.inner_text() and '"order_id": "9999"' in call.inner_text()
 
 
 def test_model_and_tool_text_is_shown_never_run(page, demo):
@@ -193,3 +202,7 @@ def test_a_gated_run_is_one_row_per_case_with_its_runs_nested(page, tmp_path):
     assert "run 2" in page.inner_text(".connector") and "answer 2 of flaky" in page.inner_text(".msg.assistant")  # its failing run first
     page.click(".connector .strip button >> nth=0")
     assert "answer 1 of flaky" in page.inner_text(".msg.assistant") and page.locator(".reasons").count() == 0
+    page.goto(page.url.split("#")[0] + "#broken")
+    run = page.inner_text(".run")
+    assert "~ $.budget: 100 → 40" in run and "+ $.spent = [60]" in run  # the world's changes
+    assert "hook: seeded the budget" in run and "ValueError: boom" in run  # stdout and the traceback

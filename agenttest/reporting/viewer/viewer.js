@@ -345,8 +345,9 @@
   }
   function world(w) {
     const changes = w.changes || [];
-    const line = c => c.op === "added" ? "+ " + c.path + " = " + shorten(text(c.after), 300) : c.op === "removed" ? "- " + c.path + " (was " + shorten(text(c.before), 300) + ")"
-      : "~ " + c.path + ": " + shorten(text(c.before), 200) + " → " + shorten(text(c.after), 200);
+    const one = v => shorten(typeof v === "string" ? v : JSON.stringify(v), 300); // a value on one line, as the console shows it
+    const line = c => c.op === "added" ? "+ " + c.path + " = " + one(c.after) : c.op === "removed" ? "- " + c.path + " (was " + one(c.before) + ")"
+      : "~ " + c.path + ": " + one(c.before) + " → " + one(c.after);
     return h("div", null, changes.length ? h("ul", null, changes.map(c => h("li", { class: c.op }, h("code", { text: line(c) })))) : h("p", { class: "meta", text: "unchanged" }),
       h("details", null, h("summary", { text: "initial and final world" }), h("div", { class: "ea" }, pre(w.initial), pre(w.final))));
   }
