@@ -347,20 +347,6 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...]) -> None:
     finish(work)
 
 
-def _history_path(history_file: str | None, app_dir: str | None) -> str:
-    """--history FILE, else the app root's ``.agent-test/history.sqlite``."""
-    from agenttest.app.folders import find_root
-    from agenttest.history.store import default_path
-
-    if history_file:
-        return history_file
-    root = find_root(app_dir, None)
-    if root is None:
-        raise AgentTestError("no app root found here (a folder with assistants/ or app.yao), so no run history",
-                             hint="run it in your app, or pass --app DIR or --history FILE")
-    return default_path(root)
-
-
 @main.command("history", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--history", "history_file", metavar="FILE", help="The history database  [default: .agent-test/history.sqlite in the app root]")
 @click.option("--app", "app_dir", metavar="DIR", help="App root  [default: the nearest folder with assistants/ above the current one]")
@@ -369,10 +355,10 @@ def history_command(history_file: str | None, app_dir: str | None, limit: int) -
     """List the recorded runs, newest first: when, inputs, connector, cases, pass rate, exit code."""
 
     def work() -> int:
-        from agenttest.history.store import History
+        from agenttest.history.store import History, locate
         from agenttest.reporting.runs import run_lines
 
-        path = _history_path(history_file, app_dir)
+        path = locate(history_file, app_dir)
         with History(path, create=False) as history:
             runs = history.runs(limit)
         for line in run_lines(runs) if runs else [f"No runs recorded in {path} yet."]:
@@ -393,13 +379,13 @@ def view_command(report: str | None, port: int, open_browser: bool, history_file
 
     def work() -> int:
         from agenttest.history.reading import read
-        from agenttest.history.store import History
+        from agenttest.history.store import History, locate
         from agenttest.reporting.viewer import server
 
         if report is not None:
             pages, what = server.Pages(report=read(report)), report
         else:
-            path = _history_path(history_file, app_dir)
+            path = locate(history_file, app_dir)
             History(path, create=False).close()  # a missing or foreign database is said now, not on the first page
             pages, what = server.Pages(history=path), f"the run history {path}"
         httpd = server.make_server(pages, port)

@@ -95,6 +95,19 @@ def default_path(root: str) -> str:
     return os.path.join(root, FOLDER, NAME)
 
 
+def locate(history_file: str | None, app_dir: str | None) -> str:
+    """``--history FILE``, else the history of the app root (``--app``, or the one around the current folder)."""
+    from agenttest.app.folders import find_root
+
+    if history_file:
+        return history_file
+    root = find_root(app_dir, None)
+    if root is None:
+        raise AgentTestError("no app root found here (a folder with assistants/ or app.yao), so no run history",
+                             hint="run it in your app, or pass --app DIR or --history FILE")
+    return default_path(root)
+
+
 class History:
     """An open history database (created and migrated as needed)."""
 
