@@ -298,7 +298,7 @@ def diff_command(base: str, new: str, output: str | None, fail_on_regression: bo
     def work() -> int:
         from agenttest.history.comparison import compare
         from agenttest.util.files import write_atomic
-        from agenttest.history.reading import read
+        from agenttest.history.codec import read
         from agenttest.reporting import diffs
 
         if output:
@@ -326,7 +326,7 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...]) -> None:
     def work() -> int:
         from agenttest import reporting
         from agenttest.history.merging import merge
-        from agenttest.history.reading import read
+        from agenttest.history.codec import read
         from agenttest.reporting.console import Console
         from agenttest.verdicts.outcome import exit_code
 
@@ -378,7 +378,7 @@ def view_command(report: str | None, port: int, open_browser: bool, history_file
     """Serve the run history (or one JSON report) in the viewer on 127.0.0.1 until Ctrl-C."""
 
     def work() -> int:
-        from agenttest.history.reading import read
+        from agenttest.history.codec import read
         from agenttest.history.store import History, locate
         from agenttest.reporting.viewer import server
 

@@ -203,7 +203,7 @@ def test_the_server_pages(app):
 
 def test_view_of_one_report_file(app, tmp_path):
     cli("-i", "tests", "-q", "-o", str(tmp_path / "r.json"), cwd=app)
-    from agenttest.history.reading import read
+    from agenttest.history.codec import read
 
     pages = server.Pages(report=read(str(tmp_path / "r.json")))
     assert '"kind":"report"' in pages.get("/", {})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from agenttest.history.writing import report_dict
-from agenttest.history.reading import read
+from agenttest.history.codec import report_dict
+from agenttest.history.codec import read
 from helpers import REPO, cli, report
 
 

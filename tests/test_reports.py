@@ -9,7 +9,7 @@ import pytest
 
 from agenttest.model import AssertionResult, CaseResult, ToolCall
 from agenttest.reporting import check_path, render, write
-from agenttest.history.writing import report_dict
+from agenttest.history.codec import report_dict
 from agenttest.verdicts.outcome import make_report
 
 

@@ -33,7 +33,6 @@ def yao_app(app, server, monkeypatch):
     app.file("agent/agent.yml", "system:\n  default: fake\n  title: fake\n")
     app.file("agent/prompts.yml", "- role: system\n  content: GLOBAL RULES for $CTX.ASSISTANT_ID\n")
     folder = app.agent("finance", files={"prompts.yml": PROMPTS, "src/env_test.ts": ENV_TEST_TS, "src/env_test.py": ENV_TEST_PY,
-                                         "src/index.ts": "export function Create() { return null }\n",
                                          "src/flow_test.py": "def TestPing(t, ctx):\n    t.assert_.Contains(ctx.agent('finance').stream('ping').content, 'ping')\n"})
     (folder / "package.yao").write_text(json.dumps(PACKAGE))
     server.responder = lambda req: Answer("echo: " + req["messages"][-1]["content"] if isinstance(req["messages"][-1]["content"], str) else "echo: parts")
@@ -49,10 +48,9 @@ def test_a_yao_app_runs_as_found(yao_app, server, tmp_path):
     assert "'category' is not a field of a case; ignored" in text
     assert "'description' is not a field of an assertion; ignored" in text
     assert "ignored (not used by agent-test): type, placeholder, tags, modes, mentionable" in text
-    assert re.search(r"src/index\.ts is not run \(agent-test runs Python\): port its Create/Next hooks to .*src/index\.py", text)
     assert text.count("'category' is not a field") == 1  # one warning per key and file
     data = report(out)
-    assert any("index.ts is not run" in w for w in data["metadata"]["warnings"])  # in the report too
+    assert any("'category' is not a field" in w for w in data["metadata"]["warnings"])  # in the report too
     system = [m["content"] for m in server.bodies()[0]["messages"] if m["role"] == "system"]
     assert system[0] == "GLOBAL RULES for finance"  # the app's global prompts come first
     today = datetime.now().strftime("%Y-%m-%d")
@@ -62,15 +60,9 @@ def test_a_yao_app_runs_as_found(yao_app, server, tmp_path):
     assert server.bodies()[1]["messages"][-1]["content"] == [{"type": "text", "text": "as one part"}]
 
 
-def test_yao_script_test_form_and_typescript_without_a_port(yao_app, tmp_path):
+def test_yao_script_test_form(yao_app, tmp_path):
     result = cli("-i", "scripts.finance.flow", cwd=yao_app.root)  # Yao's form: the agent comes from the path
     assert result.exit_code == 0, result.output
-    (yao_app.root / "assistants/finance/src/env_test.py").unlink()
-    path = yao_app.cases("assistants/finance/tests/inputs.jsonl", CASES[:1])
-    result = cli("-i", str(path))
-    assert result.exit_code == 2
-    assert "env_test.ts is TypeScript, and agent-test runs Python; port it to" in result.stderr
-    assert "src/env_test.py (see docs/migrating-from-yao.md)" in result.stderr
 
 
 def test_disable_global_prompts_and_a_missing_role_connector(yao_app, server):

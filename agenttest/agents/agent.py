@@ -19,12 +19,14 @@ from agenttest.errors import AgentTestError, CallError, Location, did_you_mean, 
 from agenttest.model import Context, Message, Reply, ToolCall, Usage
 from agenttest.model.parameters import CHAT_PARAMETERS, TRANSPORT, not_sent, request_options
 from agenttest.runtime.trace import record_call, record_tool_call, tool_world
-from agenttest.app.yaofiles import MIGRATING, load_module, read_jsonc, typescript_port
+from agenttest.runtime.node.yaohooks import index_hooks
+from agenttest.app.yaofiles import load_module, read_jsonc, typescript_port
 
 KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "mcp", "max_tool_rounds"}
 YAO_KEYS = {"label", "type", "public", "placeholder", "prompts", "automated", "mentionable", "readonly",
             "built_in", "sort", "tags", "avatar", "locales", "uses", "kb", "db", "search", "workflow",
-            "modes", "default_mode", "source", "prompt_presets", "disable_global_prompts", "created_at", "updated_at"}
+            "modes", "default_mode", "source", "prompt_presets", "disable_global_prompts", "created_at", "updated_at",
+            "sandbox", "hooks"}
 DEFAULT_TOOL_ROUNDS = 10
 
 
@@ -193,20 +195,12 @@ class Agent:
         module = load_module(index) if os.path.isfile(index) else None
         self.create_hook = getattr(module, "create", None) or getattr(module, "Create", None)
         self.next_hook = getattr(module, "next", None) or getattr(module, "Next", None)
+        if module is None:  # Yao's src/index.ts, run in Node
+            self.create_hook, self.next_hook = index_hooks(src)
 
     @property
     def id(self) -> str:
         return self.spec.id
-
-    def unported(self) -> list[str]:
-        """Yao TypeScript hooks with no Python port: they are not run, and a run says so."""
-        src = os.path.join(self.spec.path, "src")
-        found = []
-        for ts in ("index.ts", "index.js"):
-            if os.path.isfile(os.path.join(src, ts)) and not os.path.isfile(os.path.join(src, "index.py")):
-                found.append(f"{os.path.join(src, ts)} is not run (agent-test runs Python): port its Create/Next hooks "
-                             f"to {os.path.join(src, 'index.py')} (see {MIGRATING})")
-        return found
 
     def add_tools(self, tools: tuple[Tool, ...] | list[Tool]) -> None:
         """Offer more tools (an MCP server's, once it runs); a name the agent already has keeps its tool."""

@@ -50,7 +50,7 @@ class Catalog:
             spec = load_spec(self.app.agent_id_for(folder), folder, self.warnings, self.strict, self.global_prompts)
             self.servers.check(spec)
             agent = self._agents[agent_id] = Agent(spec, self.connector)
-            self.warnings += agent.warnings + agent.unported()
+            self.warnings += agent.warnings
         return self._agents[agent_id]
 
     async def ready(self, agent_id: str) -> Agent:

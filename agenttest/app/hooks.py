@@ -1,7 +1,8 @@
 """Test hooks by reference: per case (``"before": "env_test.Before"``) and global (``--before``/``--after``).
 
-A ref ``mod.Func`` is ``<agent>/src/mod.py`` (``env.Before`` also finds ``env_test.py``). Hooks run as
-user code (``usercalls.call``); this module finds them and reads what they return."""
+A ref ``mod.Func`` is ``<agent>/src/mod.py`` (``env.Before`` also finds ``env_test.py``), else Yao's
+``mod.ts``/``mod.js`` of that name, run in Node. Hooks run as user code (``usercalls.call``); this
+module finds them and reads what they return."""
 
 from __future__ import annotations
 
@@ -10,16 +11,15 @@ from typing import Any
 
 from agenttest.errors import AgentTestError
 from agenttest.app.yaofiles import function
+from agenttest.runtime import node
 
 
 def hook_path(agent_dir: str, module: str) -> str:
+    """The ``.py`` file a ref names: one that exists, else one with Yao's ``.ts`` beside it, else the last tried."""
     src = os.path.join(agent_dir, "src")
     candidates = [module] if module.endswith("_test") else [module, module + "_test"]
-    for name in candidates:
-        path = os.path.join(src, *name.split(".")) + ".py"
-        if os.path.isfile(path):
-            return path
-    return os.path.join(src, *candidates[-1].split(".")) + ".py"
+    paths = [os.path.join(src, *name.split(".")) + ".py" for name in candidates]
+    return next((p for p in paths if os.path.isfile(p)), None) or next((p for p in paths if node.source_beside(p)), paths[-1])
 
 
 def resolve(agent_dir: str, ref: str, what: str) -> Any:
@@ -27,7 +27,11 @@ def resolve(agent_dir: str, ref: str, what: str) -> Any:
     module, _, name = ref.rpartition(".")
     if not module or not name:
         raise AgentTestError(f"{what} '{ref}' must be <module>.<Function>", hint="e.g. env_test.Before")
-    return function(hook_path(agent_dir, module), name, f"{what} '{ref}'")
+    path = hook_path(agent_dir, module)
+    script = node.source_beside(path)
+    if script is not None:
+        return node.function(script, name, f"{what} '{ref}'")
+    return function(path, name, f"{what} '{ref}'")
 
 
 def data_of(returned: Any) -> Any:

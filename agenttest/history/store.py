@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agenttest.errors import AgentTestError
-from agenttest.history.writing import report_dict
+from agenttest.history.codec import report_dict
 from agenttest.model import CaseResult, Gate, RunReport
 from agenttest.util.secrets import Secrets
 from agenttest.util.text import shorten

@@ -139,7 +139,7 @@ class ScriptTests(_NotAFile):
             agent, module = ".".join(parts[:cut]), ".".join(parts[cut:])
             folder = app.agent_folder(agent)
             if folder and any(os.path.isfile(os.path.join(folder, "src", f"{module.removesuffix('_test')}_test{ext}"))
-                              for ext in (".py", ".ts")):
+                              for ext in (".py", ".ts", ".js")):
                 return agent, module
         return None, self.name
 

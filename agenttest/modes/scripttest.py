@@ -1,5 +1,5 @@
 """Script tests: ``-i scripts.expense -n expense`` runs every ``Test*`` function of the agent's
-``src/expense_test.py`` as a case, called as ``TestX(t, ctx)``."""
+``src/expense_test.py`` (else Yao's ``expense_test.ts``, run in Node) as a case, called as ``TestX(t, ctx)``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from agenttest.errors import AgentTestError, CallError, Location
 from agenttest.model import AssertionResult, Case, CaseResult, Context, Status
 from agenttest.util.text import shorten
 from agenttest.runtime.trace import Trace
-from agenttest.app.yaofiles import load_module, typescript_port
+from agenttest.app.yaofiles import load_module
+from agenttest.runtime import node
 from agenttest.modes.base import CaseEnv
 
 
@@ -215,9 +216,11 @@ def collect(agent: Any, name: str) -> list[Case]:
         raise AgentTestError("script tests need -n AGENT")
     base = name if name.endswith("_test") else name + "_test"
     path = os.path.join(agent.spec.path, "src", base + ".py")
+    script = node.source_beside(path)
+    if script is not None:
+        return _typescript_cases(script)
     if not os.path.isfile(path):
-        raise (typescript_port(path, f"-i scripts.{name}")
-               or AgentTestError(f"-i scripts.{name}: {path} does not exist", hint="script tests live in the agent's src/<name>_test.py"))
+        raise AgentTestError(f"-i scripts.{name}: {path} does not exist", hint="script tests live in the agent's src/<name>_test.py (or .ts)")
     module = load_module(path)
     found = [(fn.__code__.co_firstlineno, n, fn) for n, fn in vars(module).items()
              if n.startswith("Test") and inspect.isfunction(fn) and fn.__module__ == module.__name__]
@@ -228,6 +231,34 @@ def collect(agent: Any, name: str) -> list[Case]:
              name=(fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else "", script=fn)
         for line, n, fn in sorted(found)
     ]
+
+
+def _typescript_cases(path: str) -> list[Case]:
+    """The ``Test*`` functions of a Yao ``*_test.ts``, in file order; each runs in Node."""
+    runtime, found = node.script_tests(path)
+    if not found:
+        raise AgentTestError(f"{path} has no Test* functions", hint="define e.g. function TestExpense(t: testing.T, ctx: agent.Context) { … }")
+    return [Case(id=n, messages=(), raw={"id": n}, location=Location(path, line), base_dir=os.path.dirname(path), file=path,
+                 script=_in_node(runtime, path, n)) for line, n in found]
+
+
+def _in_node(runtime: Any, path: str, name: str) -> Any:
+    """A script test body that runs ``name(t, ctx)`` in Node and records what its ``t`` recorded."""
+
+    def judge(t: T, args: dict[str, Any]) -> dict[str, Any]:
+        t.assert_.Agent(args.get("response"), str(args.get("agent")), args.get("options"))
+        r = t.results.pop()
+        return {"kind": r.type, "passed": r.passed, "message": r.message, "expected": r.expected, "actual": r.actual}
+
+    def script(t: T, ctx: Context) -> None:
+        answer = node.run_test(runtime, path, name, ctx, {"assert.Agent": lambda args: judge(t, args)})
+        t.results.extend(AssertionResult(str(r.get("kind")), bool(r.get("passed")), str(r.get("message") or ""), r.get("expected"), r.get("actual"))
+                         for r in answer.get("results") or ())
+        t.logs.extend(str(line) for line in answer.get("logs") or ())
+        if answer.get("status") == "skipped":
+            raise _Skip(str(answer.get("skip_reason") or ""))
+
+    return script
 
 
 def _body(case: Case, t: T, ctx: Context) -> tuple[Status, str]:

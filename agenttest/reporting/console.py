@@ -8,7 +8,8 @@ from typing import Any, TextIO
 from agenttest.util.durations import format_duration, format_timeout
 from agenttest.verdicts.gates import failed
 from agenttest.model import Case, CaseResult, RunHeader, RunReport, ToolCall
-from agenttest.history.writing import change_text, preview, summary_dict
+from agenttest.history.codec import summary_dict
+from agenttest.reporting.rows import change_text, preview
 from agenttest.reporting import figures
 from agenttest.util.secrets import Secrets
 from agenttest.util.text import as_text, printable, shorten

@@ -9,7 +9,7 @@ from typing import Any
 
 from agenttest.errors import AgentTestError
 from agenttest.history.comparison import KINDS, CaseDiff, Comparison
-from agenttest.history.writing import result_dict
+from agenttest.history.codec import result_dict
 from agenttest.model import CaseResult, RunReport
 from agenttest.reporting import viewer
 from agenttest.reporting.console import RULE, THIN, cut, safe

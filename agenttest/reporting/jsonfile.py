@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from agenttest.model import RunReport
 from agenttest.reporting.formats import register
-from agenttest.history.writing import metadata_dict, result_dict, summary_dict
+from agenttest.history.codec import metadata_dict, result_dict, summary_dict
 
 
 def dumps(value: object, indent: int | None = None) -> str:

@@ -9,7 +9,8 @@ from agenttest.util.text import as_text, printable, shorten
 from agenttest.model import AssertionResult, CaseResult, RunReport, ToolCall
 from agenttest.reporting import figures
 from agenttest.reporting.formats import register
-from agenttest.history.writing import change_text, row_input, summary_dict
+from agenttest.history.codec import summary_dict
+from agenttest.reporting.rows import change_text, row_input
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "timeout": "⏱", "skipped": "⏭"}
 

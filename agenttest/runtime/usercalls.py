@@ -41,6 +41,9 @@ class Capture:
 
 
 current_capture: contextvars.ContextVar[Capture | None] = contextvars.ContextVar("agenttest_capture", default=None)
+# Set when the caller stops waiting for a call (its deadline, Ctrl-C): code that can be stopped from
+# outside — TypeScript in the Node process — watches it; a Python thread cannot be.
+abandoned: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("agenttest_abandoned", default=None)
 
 
 class _Router(io.TextIOBase):
@@ -93,6 +96,8 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
+    stop = threading.Event()
+    context.run(abandoned.set, stop)
 
     def settle(ok: bool, value: Any) -> None:
         if not future.done():
@@ -108,10 +113,14 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
             _post(loop, settle, True, value)
 
     threading.Thread(target=target, name=f"agent-test: {what}", daemon=True).start()
-    if timeout is None:
-        return await future
-    done, _ = await asyncio.wait({future}, timeout=timeout)
+    try:
+        done, _ = await asyncio.wait({future}, timeout=timeout)
+    except asyncio.CancelledError:  # the case's deadline, or Ctrl-C
+        stop.set()
+        future.cancel()
+        raise
     if not done:
+        stop.set()
         future.cancel()
         raise Deadline(f"{what} did not return within {timeout:g}s")
     return future.result()

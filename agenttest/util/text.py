@@ -102,3 +102,15 @@ def printable(text: str, newlines: bool = False) -> str:
     """``text`` safe for a terminal: escape sequences and other control characters are shown escaped
     (``\\x1b[2K``), never obeyed. Newlines are kept only when ``newlines``."""
     return text.translate(_CONTROLS if newlines else _CONTROLS_ONE_LINE)
+
+
+def safe_text(text: str) -> str:
+    """``text`` that can always be encoded: a surrogate pair written as two code points is joined, a lone
+    surrogate (a string cut mid-emoji) becomes U+FFFD. Almost every string takes the fast path."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

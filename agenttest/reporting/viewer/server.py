@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from agenttest.errors import AgentTestError
 from agenttest.history.comparison import compare
-from agenttest.history.reading import report_of
+from agenttest.history.codec import report_of
 from agenttest.history.store import History
 from agenttest.model import RunReport
 from agenttest.reporting import diffs, html, viewer

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from html import escape
 
-from agenttest.history.writing import change_text, row_input, summary_dict
+from agenttest.history.codec import summary_dict
+from agenttest.reporting.rows import change_text, row_input
 from agenttest.model import AssertionResult, CaseResult, RunReport, ToolCall
 from agenttest.reporting import figures
 from agenttest.util.durations import format_duration

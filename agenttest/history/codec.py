@@ -1,0 +1,490 @@
+"""The report codec (FORMATS §6): a RunReport written as JSON-ready records — the one shape every report
+format, the After/AfterAll hooks and the ``--json`` events share — and a report file read back into a
+RunReport (``diff``, ``merge``, ``--baseline``), in one module.
+
+Each result type has one table of its JSON keys (``SHAPES``), read in both directions: writing follows
+it in order, leaving out what its rule says is empty; reading maps each key back to its field and checks
+the value against the field's type, so a wrong-typed report is exit 2 at the place of the bad value. Any
+value can be written: text is made safe (lone surrogates, as a proxy cutting an emoji sends them), and
+values JSON cannot hold (circular structures, ``object()``, bytes, sets) become text saying what they were."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import types
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal
+
+from agenttest.errors import AgentTestError, Location
+from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Gate, ModelCall, RunReport, Spend, Stability,
+                             ToolCall, Turn, Usage, WorldChange, WorldRecord)
+from agenttest.util.positions import json_offset, line_col
+from agenttest.util.text import safe_text
+from agenttest.verdicts import costs, gates
+
+HINT = "give a JSON report written by agent-test (-o report.json, or the default output-<timestamp>.json)"
+MAX_DEPTH = 200  # deeper values are cut: no report is lost to a value nested without end
+
+
+# -- values: anything a model, a tool or a file gave, made writable ------------------------------------
+
+
+def jsonable(value: Any, depth: int = 0, path: tuple[int, ...] = ()) -> Any:
+    """``value`` as JSON can hold it: safe text; tuples and sets as lists; bytes as text; circular
+    references, objects JSON has no form for and nesting past MAX_DEPTH as text saying so."""
+    if value is None or value is True or value is False or type(value) in (int, float):
+        return value
+    if isinstance(value, str):
+        return safe_text(value)
+    if depth >= MAX_DEPTH:
+        return "<nested too deep>"
+    if isinstance(value, (dict, list, tuple, set, frozenset)):
+        if id(value) in path:
+            return "<circular reference>"
+        inner = (*path, id(value))
+        if isinstance(value, dict):
+            return {_key(k): jsonable(v, depth + 1, inner) for k, v in value.items()}
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [jsonable(v, depth + 1, inner) for v in items]
+    if isinstance(value, (bytes, bytearray)):
+        return safe_text(bytes(value).decode("utf-8", "backslashreplace"))
+    if isinstance(value, (int, float)):  # bool and int subclasses, numpy-like scalars
+        return float(value) if isinstance(value, float) else int(value)
+    return safe_text(f"<{type(value).__name__} object>")
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return safe_text(key)
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)
+    return safe_text(str(jsonable(key)))
+
+
+# -- the shapes ---------------------------------------------------------------------------------------
+
+Rule = Callable[[Any, Any], bool]  # (object, value) → is it written?
+
+
+def _set(obj: Any, value: Any) -> bool:
+    return bool(value)
+
+
+def _given(obj: Any, value: Any) -> bool:
+    return value is not None
+
+
+@dataclass(frozen=True)
+class Key:
+    """One JSON key of a type: the field it holds (``attr``, default the key), when it is written, how
+    (``put``), and — for keys computed from the object (``derived``) — that it is never read back."""
+
+    name: str
+    attr: str | None = None
+    when: Rule | None = None
+    put: Callable[[Any], Any] | None = None
+    derived: bool = False
+
+    @property
+    def field(self) -> str:
+        return self.attr or self.name
+
+
+def _ms(value: float) -> float:
+    return round(value, 1)
+
+
+def _usd(value: float) -> float:
+    return round(value, 8)
+
+
+def _not_passed(r: CaseResult, _: Any) -> bool:
+    return r.status not in ("passed", "skipped")
+
+
+def _dynamic(r: CaseResult, _: Any) -> bool:
+    return r.dynamic
+
+
+SHAPES: dict[type, tuple[Key, ...]] = {
+    Usage: (Key("prompt_tokens"), Key("completion_tokens"), Key("total_tokens"), Key("cached_tokens", when=_set)),
+    AssertionResult: (Key("type"), Key("passed"), Key("message", when=_set), Key("expected", when=_given),
+                      Key("actual", when=_given), Key("score", when=_given), Key("details", when=_set), Key("error", when=_set),
+                      Key("traceback", when=_set)),
+    ToolCall: (Key("name"), Key("arguments"), Key("result"), Key("duration_ms", put=_ms), Key("id", when=_set),
+               Key("error", when=_given), Key("server", when=_given), Key("mocked", when=_set), Key("fault", when=_given)),
+    Turn: (Key("turn"), Key("input"), Key("output"), Key("tool_calls"), Key("checkpoints"), Key("duration_ms", put=_ms),
+           Key("simulator_reasoning", when=_set), Key("attachments", when=_set)),
+    CheckpointResult: (Key("id"), Key("reached"), Key("reached_at_turn"), Key("required"),
+                       Key("passed", put=lambda c: c.passed, derived=True), Key("description", when=_set), Key("message", when=_set),
+                       Key("tool", when=_set), Key("verdict", when=_given)),
+    WorldChange: (Key("path"), Key("op"), Key("before", when=lambda c, v: c.op != "added"), Key("after", when=lambda c, v: c.op != "removed")),
+    WorldRecord: (Key("initial"), Key("final"), Key("changes")),
+    Spend: (Key("role"), Key("connector"), Key("calls"), Key("usage"), Key("cost", when=_given, put=_usd)),
+    ModelCall: (Key("role"), Key("connector"), Key("model", when=_set), Key("duration_ms", put=_ms)),
+    CaseResult: (
+        Key("id"), Key("name", when=_set), Key("description", when=_set), Key("tags", when=_set), Key("status"), Key("input"),
+        Key("output"), Key("duration_ms", put=_ms), Key("skip_reason", when=lambda r, v: r.status == "skipped" and bool(v)),
+        Key("error", when=_not_passed, put=lambda r: r.reasons[0], derived=True),  # read back by _result_fields
+        Key("assertion_errors", when=_not_passed, put=lambda r: r.assertion_errors, derived=True),
+        Key("run"), Key("assertions"), Key("tool_calls"), Key("usage"), Key("simulator", when=_given), Key("turns", when=_dynamic), Key("checkpoints", when=_dynamic),
+        Key("total_turns", when=_dynamic, put=lambda r: len(r.turns), derived=True), Key("world", when=_given),
+        Key("warnings", when=_set), Key("logs", when=_set), Key("file", when=_set),
+        Key("line", when=lambda r, v: bool(r.file and v)), Key("connector", when=_set), Key("spend", when=_set),
+        Key("cost", when=lambda r, v: bool(r.spend) and costs.total(r.spend) is not None, put=lambda r: _usd(costs.total(r.spend) or 0),
+            derived=True),
+        Key("stdout", when=_set), Key("stderr", when=_set), Key("traceback", when=_set), Key("model_calls", when=_set),
+    ),
+    Gate: (
+        Key("id"), Key("connector"), Key("file", when=_set), Key("verdict", put=lambda g: g.verdict, derived=True), Key("runs"),
+        Key("planned"), Key("passed"), Key("pass_rate", put=lambda g: round(g.pass_rate, 4), derived=True), Key("min_pass_rate"),
+        Key("pass_hat_k", put=lambda g: g.pass_hat_k, derived=True), Key("pass_at_k", put=lambda g: g.pass_at_k, derived=True),
+        Key("flaky", put=lambda g: g.flaky, derived=True),
+        Key("classification", put=lambda g: gates.classify(100 * g.pass_rate) if g.runs else None, derived=True),
+        Key("saved", when=_set), Key("skipped", when=_set),
+        Key("duration", put=lambda g: {"median_ms": g.median_ms, "mean_ms": g.mean_ms, "min_ms": g.min_ms, "max_ms": g.max_ms,
+                                       "std_ms": g.std_ms}, derived=True),  # read back by _gate_fields
+        Key("tokens"), Key("cost", when=_given, put=_usd), Key("total_cost", when=_given, put=_usd),
+    ),
+    Stability: tuple(Key(f.name) for f in dataclasses.fields(Stability)),
+}
+
+
+def encode(value: Any) -> Any:
+    """A result type (by its shape) or any value, as JSON-ready records."""
+    shape = SHAPES.get(type(value))
+    if shape is None:
+        if isinstance(value, tuple) and value and type(value[0]) in SHAPES:
+            return [encode(v) for v in value]
+        return jsonable(value)
+    out: dict[str, Any] = {}
+    for key in shape:
+        field = value if key.derived else getattr(value, key.field)
+        if key.when is not None and not key.when(value, field):
+            continue
+        out[key.name] = jsonable(key.put(field)) if key.put is not None else encode(field)
+    return out
+
+
+def result_dict(r: CaseResult) -> dict[str, Any]:
+    return encode(r)
+
+
+def assertion_dict(a: AssertionResult) -> dict[str, Any]:
+    return encode(a)
+
+
+def gate_dict(g: Gate) -> dict[str, Any]:
+    return encode(g)
+
+
+def spend_dict(s: Spend) -> dict[str, Any]:
+    return encode(s)
+
+
+def _spent(usage: Usage, cost: float | None) -> dict[str, Any]:
+    return {"usage": usage.as_dict(), **({"cost": round(cost, 8)} if cost is not None else {})}
+
+
+def cost_dict(report: RunReport) -> dict[str, Any] | None:
+    """Tokens and cost by role and by connector, and in total; None when no model was called."""
+    t = costs.totals(report.results, report.generation)
+    if not t.any:
+        return None
+    out: dict[str, Any] = {"total": round(t.cost, 8) if t.cost is not None else None,
+                           "by_role": {role: _spent(*v) for role, v in t.by_role.items()},
+                           "by_connector": {conn: _spent(*v) for conn, v in t.by_connector.items()}}
+    if t.unpriced_tokens:
+        out["unpriced_tokens"] = t.unpriced_tokens
+    return out
+
+
+def load_dict(load: tuple[EndpointLoad, ...]) -> dict[str, Any]:
+    """How the endpoints held up (FORMATS §13): totals, then per connector."""
+    return {
+        "rate_limited": sum(e.rate_limited for e in load),
+        "absorbed": sum(e.absorbed for e in load),
+        "retries": sum(e.retries for e in load),
+        "connectors": {e.connector: {k: v for k, v in dataclasses.asdict(e).items() if k != "connector"} for e in load},
+    }
+
+
+def summary_dict(report: RunReport) -> dict[str, Any]:
+    s = report.summary
+    out: dict[str, Any] = {
+        "total": s.total, "passed": s.passed, "failed": s.failed, "skipped": s.skipped, "errors": s.errors, "timeouts": s.timeouts,
+        "duration_ms": round(report.duration_ms, 1), "agent_id": report.agent_id, "agent_path": report.agent_path,
+        "connector": report.connector,
+    }
+    if report.simulator:
+        out["simulator"] = report.simulator
+    out["usage"] = s.usage.as_dict()
+    out["pass_rate"] = s.pass_rate
+    if report.stability:
+        out["runs"] = report.options.get("runs", 1)
+        out["stability"] = [{k: v for k, v in encode(st).items() if k != "connector" or report.matrix} for st in report.stability]
+        out["stable_cases"] = sum(1 for st in report.stability if st.classification == "stable")
+        total_runs = sum(st.runs for st in report.stability)
+        out["overall_pass_rate"] = round(100.0 * sum(st.passed for st in report.stability) / total_runs, 1) if total_runs else 100.0
+    if gates.shown(report.gates, report.matrix):
+        out["cases"] = len(report.gates)
+        out["gates_passed"] = sum(1 for g in report.gates if g.verdict == "passed")
+        out["gates_failed"] = len(gates.failed(report.gates))
+        out["gates"] = [gate_dict(g) for g in report.gates]
+    if report.matrix:
+        out["matrix"] = list(report.matrix)
+    saved = gates.runs_saved(report.gates)
+    if saved:
+        out["runs_saved"] = saved
+    spent = cost_dict(report)
+    if spent is not None:
+        out["costs"] = spent
+    if report.generation:
+        out["generation"] = [spend_dict(sp) for sp in report.generation]
+    for flag in ("interrupted", "stopped_early"):
+        if getattr(report, flag):
+            out[flag] = True
+    if report.not_run:
+        out["not_run"] = report.not_run
+    if report.load:
+        out["load"] = load_dict(report.load)
+    return out
+
+
+def metadata_dict(report: RunReport) -> dict[str, Any]:
+    from agenttest.version import __version__
+
+    return {
+        "started_at": report.started_at, "completed_at": report.completed_at, "input_file": report.input_source,
+        "output_file": report.output_file, "version": __version__, "options": jsonable(report.options),
+        **({"warnings": [safe_text(w) for w in report.warnings]} if report.warnings else {}),
+    }
+
+
+def report_dict(report: RunReport) -> dict[str, Any]:
+    return {"summary": summary_dict(report), "environment": jsonable(report.environment),
+            "results": [result_dict(r) for r in report.results], "metadata": metadata_dict(report)}
+
+
+# -- reading ------------------------------------------------------------------------------------------
+
+
+class _Bad(Exception):
+    """A value of a report file that is not what agent-test writes there; ``path`` is where it sits."""
+
+    def __init__(self, message: str, path: Sequence[Any]):
+        if message.startswith("must"):  # name the value: 'status' must be …, 'tags'[0] must be …
+            last = max((i for i, p in enumerate(path) if isinstance(p, str)), default=None)
+            if last is not None:
+                message = f"'{path[last]}'" + "".join(f"[{p}]" for p in path[last + 1:]) + " " + message
+        super().__init__(message)
+        self.path = path
+
+
+def read(path: str) -> RunReport:
+    """The report in ``path``; a missing, unreadable or malformed file — or one whose values have the
+    wrong types — is an AgentTestError at the place of the problem."""
+    if not os.path.isfile(path):
+        raise AgentTestError(f"{path}: no such report file", hint=HINT)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AgentTestError(f"{path}: cannot be read: {exc}", hint=HINT) from None
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise AgentTestError("not an agent-test report: nested too deep", Location(path), HINT) from None
+    except ValueError as exc:
+        line, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)
+        raise AgentTestError(f"not valid JSON: {getattr(exc, 'msg', exc)}", Location(path, line, col), HINT) from None
+    try:
+        report = report_of(data)
+        _conforms(data)
+        return report
+    except _Bad as exc:
+        try:
+            line, col = line_col(text, json_offset(text, exc.path))
+        except RecursionError:
+            line = col = None
+        raise AgentTestError(f"not an agent-test report: {exc}", Location(path, line, col), HINT) from None
+    except RecursionError:
+        raise AgentTestError("not an agent-test report: nested too deep", Location(path), HINT) from None
+
+
+@cache
+def _schema_validator() -> Any:
+    import jsonschema
+    from importlib import resources
+
+    schema = json.loads(resources.files("agenttest.schema").joinpath("report.schema.json").read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _conforms(data: Any) -> None:
+    """The shipped report schema holds: what the types let through (a value out of range, a key of the
+    wrong kind) is still said at its place."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(_schema_validator().iter_errors(data))
+    if error is not None:
+        raise _Bad(error.message, list(error.absolute_path))
+
+
+def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _Bad(f"'{key}' must be an object, not {_kind(value)}", [key])
+    return value
+
+
+def report_of(data: Any) -> RunReport:
+    """A report's JSON document → RunReport (raises _Bad with the JSON path of the problem)."""
+    if not isinstance(data, dict):
+        raise _Bad(f"the report must be an object, not {_kind(data)}", [])
+    if not isinstance(data.get("results"), list):
+        raise _Bad("'results' is missing or not a list", ["results"])
+    summary, meta, environment = _section(data, "summary"), _section(data, "metadata"), _section(data, "environment")
+    _section(meta, "options")
+
+    def get(where: dict[str, Any], key: str, tp: Any, path: list[Any], default: Any) -> Any:
+        return decode(tp, where[key], path + [key]) if where.get(key) is not None else default
+
+    s, m = ["summary"], ["metadata"]
+    return RunReport(
+        results=tuple(_result(r, i) for i, r in enumerate(data["results"])),
+        started_at=get(meta, "started_at", str, m, ""), completed_at=get(meta, "completed_at", str, m, ""),
+        duration_ms=get(summary, "duration_ms", float, s, 0.0), agent_id=get(summary, "agent_id", str, s, ""),
+        agent_path=get(summary, "agent_path", str, s, ""), connector=get(summary, "connector", str, s, ""),
+        simulator=get(summary, "simulator", str, s, ""), input_source=get(meta, "input_file", str, m, ""),
+        output_file=get(meta, "output_file", str, m, ""), environment=clean(environment), options=clean(meta.get("options") or {}),
+        stability=get(summary, "stability", tuple[Stability, ...], s, ()),
+        interrupted=get(summary, "interrupted", bool, s, False), stopped_early=get(summary, "stopped_early", bool, s, False),
+        not_run=get(summary, "not_run", int, s, 0), warnings=get(meta, "warnings", tuple[str, ...], m, ()),
+        gates=get(summary, "gates", tuple[Gate, ...], s, ()), matrix=get(summary, "matrix", tuple[str, ...], s, ()),
+        generation=get(summary, "generation", tuple[Spend, ...], s, ()), load=_load(summary.get("load"), s + ["load"]),
+    )
+
+
+def _result(d: Any, index: int) -> CaseResult:
+    where = ["results", index]
+    if not isinstance(d, dict):
+        raise _Bad(f"result {index + 1} must be an object, not {_kind(d)}", where)
+    for key in ("id", "status"):
+        if key not in d:
+            raise _Bad(f"result {index + 1} has no '{key}'", where)
+    fields = _fields(CaseResult, d, where)
+    skipped = fields["status"] == "skipped"
+    error = decode(str, d["error"], [*where, "error"]) if d.get("error") is not None else ""
+    fields.update(error="" if skipped else error, skip_reason=fields.get("skip_reason") or (error if skipped else ""),
+                  dynamic="turns" in d or "checkpoints" in d, index=index)
+    return CaseResult(**fields)
+
+
+def _load(d: Any, path: list[Any]) -> tuple[EndpointLoad, ...]:
+    if d is None:
+        return ()
+    if not isinstance(d, dict) or not isinstance(d.get("connectors", {}), dict):
+        raise _Bad("'load' must be an object with 'connectors'", path)
+    names = {f.name: f for f in dataclasses.fields(EndpointLoad) if f.name != "connector"}
+    hints = _hints(EndpointLoad)
+    out = []
+    for name, e in d.get("connectors", {}).items():
+        if not isinstance(e, dict):
+            raise _Bad(f"load of {name!r} must be an object", [*path, "connectors", name])
+        out.append(EndpointLoad(str(name), **{k: decode(hints[k], v, [*path, "connectors", name, k]) for k, v in e.items() if k in names}))
+    return tuple(out)
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _fields(cls: type, d: dict[str, Any], path: list[Any]) -> dict[str, Any]:
+    """The fields of ``cls`` that ``d`` gives, by its shape's keys (derived keys left out), each checked
+    against the field's type."""
+    hints, required = _hints(cls), _required(cls)
+    return {key.field: decode(hints[key.field], d[key.name], [*path, key.name])
+            for key in SHAPES[cls] if not key.derived and key.name in d and (d[key.name] is not None or key.field in required)}
+
+
+@cache
+def _required(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls)
+                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+
+
+def decode(tp: Any, value: Any, path: list[Any]) -> Any:
+    """``value`` read as type ``tp`` (str, int, float, bool, Any, Literal, X | None, tuple[X, ...], dict,
+    or a result type by its shape); raises _Bad naming what was expected."""
+    if tp is Any:
+        return clean(value)
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = [t for t in typing.get_args(tp) if t is not type(None)]
+        return None if value is None else decode(options[0], value, path)
+    if origin is Literal:
+        if value not in typing.get_args(tp):
+            raise _Bad(f"must be one of {', '.join(map(str, typing.get_args(tp)))}, not {value!r}", path)
+        return value
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise _Bad(f"must be a list, not {_kind(value)}", path)
+        inner = typing.get_args(tp)[0]
+        return tuple(decode(inner, v, [*path, i]) for i, v in enumerate(value))
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise _Bad(f"must be an object, not {_kind(value)}", path)
+        return clean(value)
+    if tp in SHAPES:
+        if not isinstance(value, dict):
+            raise _Bad(f"must be an object, not {_kind(value)}", path)
+        extra = _gate_fields(value, path) if tp is Gate else {}
+        return tp(**_fields(tp, value, path), **extra)
+    return _scalar(tp, value, path)
+
+
+def _scalar(tp: Any, value: Any, path: list[Any]) -> Any:
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+    elif tp is str:
+        if isinstance(value, str):
+            return safe_text(value)
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool) or isinstance(value, float) and value.is_integer():
+            return int(value)
+    elif tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    names = {bool: "true or false", str: "a string", int: "an integer", float: "a number"}
+    raise _Bad(f"must be {names.get(tp, getattr(tp, '__name__', tp))}, not {_kind(value)}", path)
+
+
+def _gate_fields(d: dict[str, Any], path: list[Any]) -> dict[str, Any]:
+    """A gate's duration figures, written nested under ``duration``."""
+    duration = d.get("duration")
+    if duration is None:
+        return {}
+    if not isinstance(duration, dict):
+        raise _Bad(f"must be an object, not {_kind(duration)}", [*path, "duration"])
+    return {k: decode(float, duration[k], [*path, "duration", k]) for k in ("median_ms", "mean_ms", "min_ms", "max_ms", "std_ms")
+            if duration.get(k) is not None}
+
+
+def clean(value: Any) -> Any:
+    """A value read from a file, its text made safe."""
+    return jsonable(value)
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "true or false", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)

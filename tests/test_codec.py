@@ -1,0 +1,181 @@
+"""The report codec (history/codec.py): a report written and read back is the same report, every field of
+every result type included; any value can be written; a report file with wrong-typed values is exit 2 at
+the place of the bad value, never a traceback."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+
+import pytest
+
+from agenttest.history import codec
+from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Gate, ModelCall, RunReport, Spend, Stability,
+                             ToolCall, Turn, Usage, WorldChange, WorldRecord)
+from agenttest.errors import AgentTestError
+from helpers import cli
+
+
+def _value(rng: random.Random, depth: int = 0):
+    """Any JSON value, a few levels deep."""
+    kinds = ["s", "i", "f", "b", "n"] + (["l", "d"] if depth < 3 else [])
+    kind = rng.choice(kinds)
+    if kind == "s":
+        return rng.choice(["", "x", "héllo", "😀 ok", "<b>&</b>", "line\nbreak"])
+    if kind == "i":
+        return rng.randint(-5, 10**6)
+    if kind == "f":
+        return rng.randint(0, 999) / 4
+    if kind == "b":
+        return rng.random() < 0.5
+    if kind == "n":
+        return None
+    if kind == "l":
+        return [_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {f"k{i}": _value(rng, depth + 1) for i in range(rng.randint(0, 3))}
+
+
+def _call(rng: random.Random, i: int) -> ToolCall:
+    return ToolCall(f"tool{i}", _value(rng), f"call_{i}", _value(rng), rng.choice([None, "boom"]), rng.randint(0, 99) / 10,
+                    rng.choice([None, "tools.calc"]), rng.random() < 0.5, rng.choice([None, "timeout", "error"]))
+
+
+def _usage(rng: random.Random) -> Usage:
+    p, c = rng.randint(0, 500), rng.randint(0, 500)
+    return Usage(p, c, p + c, rng.choice([0, 7]))
+
+
+def _result(rng: random.Random, index: int) -> CaseResult:
+    status = rng.choice(["passed", "failed", "error", "timeout", "skipped"])
+    dynamic = rng.random() < 0.5
+    verdict = AssertionResult("contains", False, "nope", "a", "b", 0.5, {"why": "x"}, True)
+    return CaseResult(
+        id=f"case-{index}", status=status, name=rng.choice(["", "named"]), input=_value(rng), output=_value(rng),
+        duration_ms=rng.randint(0, 9999) / 10, error="" if status in ("passed", "skipped") else "the reason",
+        assertions=(AssertionResult("equals", status == "passed", "" if status == "passed" else "differs", _value(rng), _value(rng)), verdict),
+        tool_calls=tuple(_call(rng, i) for i in range(rng.randint(0, 2))), usage=_usage(rng),
+        turns=(Turn(1, "hi", "hello", (_call(rng, 9),), ("greet",), 12.5, "the user is polite", ("a.png",)),) if dynamic else (),
+        checkpoints=(CheckpointResult("greet", True, True, 1, "greets", "", "lookup", verdict),
+                     CheckpointResult("bye", False, False, None, "", "not reached")) if dynamic else (),
+        dynamic=dynamic, run=rng.randint(1, 3), warnings=rng.choice([(), ("a warning",)]), logs=rng.choice([(), ("log line",)]),
+        index=index, file="tests/cases.jsonl", line=index + 1, traceback=rng.choice(["", "Traceback …"]),
+        stdout=rng.choice(["", "printed"]), stderr=rng.choice(["", "warned"]),
+        skip_reason="later" if status == "skipped" else "", description=rng.choice(["", "what it checks"]),
+        tags=rng.choice([(), ("smoke", "slow")]),
+        world=WorldRecord({"n": 1}, {"n": 2}, (WorldChange("$.n", "changed", 1, 2), WorldChange("$.m", "added", after=[1]),
+                                                WorldChange("$.o", "removed", before="x"))) if rng.random() < 0.5 else None,
+        connector=rng.choice(["", "mock"]),
+        spend=(Spend("agent", "mock", _usage(rng), 2, rng.choice([None, 0.000125])),) if rng.random() < 0.5 else (),
+        model_calls=(ModelCall("agent", "mock", rng.choice(["", "gpt-x"]), 3.5),) if rng.random() < 0.5 else (),
+    )
+
+
+def _report(seed: int) -> RunReport:
+    rng = random.Random(seed)
+    results = tuple(_result(rng, i) for i in range(8))
+    gate = Gate("case-0", "mock", "tests/cases.jsonl", 3, 3, 2, 0.5, 1, 1, 10.0, 11.0, 9.0, 12.5, 1.25, 300, 0.01, 0.02)
+    return RunReport(
+        results=results, started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z", duration_ms=1000.5,
+        agent_id="bot", agent_path="/app/assistants/bot", connector="mock", simulator="sim", input_source="tests/cases.jsonl",
+        output_file="r.json", environment={"user_id": "u", "locale": "en-us"}, options={"runs": 3, "connectors": ["a", "b"]},
+        stability=(Stability("case-0", 3, 2, 66.7, 10.0, 9.0, 12.5, 1.25, "unstable", "mock"),), interrupted=seed % 2 == 0,
+        stopped_early=seed % 3 == 0, not_run=seed % 4, warnings=("w1", "w2"), gates=(gate,), matrix=("a", "b"),
+        generation=(Spend("generator", "mock", Usage(1, 2, 3), 1, None),),
+        load=(EndpointLoad("mock", 10, 2, 2, 1, 0, 4, 2, 4, False),),
+    )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_report_written_and_read_back_is_the_same_report(seed):
+    report = _report(seed)
+    again = codec.report_of(json.loads(json.dumps(codec.report_dict(report))))
+    for f in dataclasses.fields(RunReport):
+        assert getattr(again, f.name) == getattr(report, f.name), f.name
+
+
+def test_every_field_of_every_result_type_is_written_or_derived():
+    """A field added to a result type without a key in its shape would be lost on the way to the file."""
+    for cls, shape in codec.SHAPES.items():
+        keys = {k.field for k in shape if not k.derived}
+        derived = {"dynamic", "index", "error"} if cls is CaseResult else set()  # read back from what is written
+        ms = {"median_ms", "mean_ms", "min_ms", "max_ms", "std_ms"} if cls is Gate else set()  # under "duration"
+        missing = {f.name for f in dataclasses.fields(cls)} - keys - derived - ms
+        assert not missing, (cls.__name__, missing)
+
+
+def test_any_value_can_be_written():
+    loop: dict = {"a": 1}
+    loop["self"] = loop
+    nested: list = []
+    cursor = nested
+    for _ in range(5000):
+        cursor.append([])
+        cursor = cursor[0]
+    r = CaseResult("a\ud83d", "passed", output="ok \ud83d cut", input={"k\udc00": {1, 2}, 3: b"\xff\xfe", "o": object(), "loop": loop},
+                   tool_calls=(ToolCall("t", loop, result=nested),))
+    text = json.dumps(codec.result_dict(r), ensure_ascii=False)
+    text.encode("utf-8")  # never a UnicodeEncodeError
+    data = json.loads(text)
+    assert data["id"] == "a\ufffd" and data["output"] == "ok \ufffd cut"
+    assert data["input"]["3"] == "\\xff\\xfe" and data["input"]["o"] == "<object object>" and data["input"]["k\ufffd"] == [1, 2]
+    assert data["input"]["loop"]["self"] == "<circular reference>"
+    assert "<nested too deep>" in text
+
+
+BAD = {
+    "run: [1]": ({"id": "a", "status": "passed", "run": [1]}, "'run' must be an integer, not a list"),
+    "usage: x": ({"id": "a", "status": "passed", "usage": "x"}, "'usage' must be an object, not a string"),
+    "tags: 5": ({"id": "a", "status": "passed", "tags": 5}, "'tags' must be a list, not a number"),
+    "tags[0]: 5": ({"id": "a", "status": "passed", "tags": [5]}, "'tags'[0] must be a string, not a number"),
+    "tool_calls[0].name": ({"id": "a", "status": "passed", "tool_calls": [{"name": 3, "arguments": {}}]}, "'name' must be a string"),
+    "world.changes": ({"id": "a", "status": "passed", "world": {"initial": {}, "final": {}, "changes": [{"path": "$", "op": "zap"}]}},
+                      "'op' must be one of added, removed, changed"),
+    "no id": ({"status": "passed"}, "result 1 has no 'id'"),
+    "status": ({"id": "a", "status": "ok"}, "'status' must be one of"),
+    "duration": ({"id": "a", "status": "passed", "duration_ms": "fast"}, "'duration_ms' must be a number"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_a_wrong_typed_report_is_exit_2_at_its_place(tmp_path, name):
+    result, message = BAD[name]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"summary": {}, "results": [result]}, indent=2))
+    with pytest.raises(AgentTestError) as caught:
+        codec.read(str(path))
+    text = caught.value.format_message()
+    assert message in text and f"{path}:" in text, text
+    for command in (("diff", str(path), str(path)), ("merge", str(path), "-o", str(tmp_path / "m.json"))):
+        out = cli(*command)
+        assert out.exit_code == 2 and message in out.output and "Traceback" not in out.output, out.output
+
+
+@pytest.mark.parametrize("document", [
+    {"summary": {"gates": "x"}, "results": []}, {"summary": [], "results": []}, {"results": {}}, [], "x",
+    {"summary": {"load": {"connectors": {"a": {"requests": "many"}}}}, "results": []},
+])
+def test_wrong_sections_are_exit_2_too(tmp_path, document):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document))
+    out = cli("diff", str(path), str(path))
+    assert out.exit_code == 2 and "not an agent-test report" in out.output and "Traceback" not in out.output
+
+
+def test_nesting_without_end_is_exit_2(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"results": [{"id": "a", "status": "passed", "output": ' + "[" * 100_000 + "]" * 100_000 + "}]}")
+    out = cli("diff", str(path), str(path))
+    assert out.exit_code == 2 and "nested too deep" in out.output and "Traceback" not in out.output
+
+
+def test_a_lone_surrogate_in_a_report_file_is_read_and_written_again(tmp_path):
+    path = tmp_path / "r.json"
+    env = {"user_id": "test-user", "team_id": "test-team", "locale": "en-us"}
+    written = codec.report_dict(RunReport((CaseResult("a", "passed", output="ok"),), "2026-12-01T10:00:00Z", "2026-12-01T10:00:01Z",
+                                          1.0, environment=env))
+    path.write_text(json.dumps(written).replace('"output": "ok"', '"output": "ok \\ud83d cut"'))
+    merged = tmp_path / "m.json"
+    out = cli("merge", str(path), "-o", str(merged))
+    assert out.exit_code == 0, out.output
+    assert json.loads(merged.read_text())["results"][0]["output"] == "ok \ufffd cut"
