@@ -6,6 +6,7 @@ subcommand. The only place that prints errors and exits."""
 from __future__ import annotations
 
 import asyncio
+import difflib
 import importlib
 import os
 import re
@@ -64,9 +65,10 @@ class RunCommand(click.Command):
                 _error_event(exc.format_message(), ExitCode.USAGE)
             raise exc from None
         except click.UsageError as exc:
+            exc = _extra_argument(exc, ctx=parent) or exc
             if "--json" in args:
                 _error_event(exc.format_message(), ExitCode.USAGE)
-            raise
+            raise exc from None
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_usage(ctx.find_root().info_name or "agent-test", "[OPTIONS]   (or: COMMAND [ARGS]...)")
@@ -99,6 +101,21 @@ class Main(click.Group):
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:  # ``agent-test run --help``
         self.commands["run"].format_help(ctx, formatter)
+
+
+def _extra_argument(exc: click.UsageError, ctx: click.Context | None) -> click.UsageError | None:
+    """``agent-test tests`` (no ``-i``): click's "unexpected extra argument" with what was likely meant."""
+    found = re.match(r"Got unexpected extra arguments? \((.*)\)", exc.message)
+    if found is None:
+        return None
+    words = found.group(1).split(" ")
+    group = ctx.command if ctx is not None and isinstance(ctx.command, click.Group) else None
+    command = next(iter(difflib.get_close_matches(words[0], [c for c in group.commands if c != "run"], 1, 0.75)), None) if group else None
+    if command is not None and not os.path.exists(words[0]):
+        hint = f"did you mean the command '{command}'? (agent-test {command} --help)"
+    else:
+        hint = "did you mean " + " ".join(f"-i {w}" for w in words) + "? (inputs are given with -i; -m TEXT sends a message)"
+    return click.UsageError(f"{exc.message}; {hint}", ctx=exc.ctx)
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
@@ -200,14 +217,17 @@ def main() -> None:
 
 
 @main.command("run", cls=RunCommand, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("-i", "--input", "inputs", required=True, multiple=True, metavar="SOURCE", cls=Option, section="Input and selection",
-              help="Input, repeatable: a case file (.jsonl/.json/.yaml), a folder or glob of them, a literal message, agents:ID?count=N, scripts:mod.func, or scripts.NAME (script tests).")
+@click.option("-i", "--input", "inputs", multiple=True, metavar="SOURCE", cls=Option, section="Input and selection",
+              help="Input, repeatable: a case file (.jsonl/.json/.yaml), a folder or glob of them, a literal message, message:TEXT, "
+                   "agents:ID?count=N, scripts:mod.func, or scripts.NAME (script tests).")
+@click.option("-m", "--message", "messages", multiple=True, metavar="TEXT", cls=Option, section="Input and selection",
+              help="A message to send to the agent, never taken for a path (same as -i message:TEXT)")
 @click.option("-n", "--name", "agent", metavar="AGENT", cls=Option, section="Input and selection",
               help="Agent under test, e.g. assistants.expense  [default: nearest package.yao above the case file]")
 @click.option("--run", "run_filter", metavar="REGEX", callback=_regex, cls=Option, section="Input and selection",
               help="Run only cases whose id matches the regex (a search)  [default: all]")
 @click.option("-k", "keyword", metavar="EXPR", cls=Option, section="Input and selection",
-              help="Run only cases matching a pytest-style expression over id, name and tags, e.g. 'expense and not slow'")
+              help="Run only cases matching a pytest-style expression over id, name, tags and file name, e.g. 'expense and not slow'")
 @click.option("--lf", "--last-failed", "last_failed", is_flag=True, cls=Option, section="Input and selection",
               help="Run only the cases that did not pass last time with these inputs (all if none failed)")
 @click.option("--list", "list_only", is_flag=True, cls=Option, section="Input and selection",
@@ -260,7 +280,7 @@ def main() -> None:
 @click.option("--baseline", metavar="REPORT", cls=Option, section="Output",
               help="Compare with an earlier JSON report after the summary; exit 1 only when a case regressed or a new case does not pass  [default: off]")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",
-              help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: output-<timestamp>.json beside a case file]")
+              help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: reports/output-<timestamp>.json in the app root, for a case file]")
 @click.option("--history", "history", metavar="FILE", cls=Option, section="Output",
               help="Record the run in this history database  [default: .agent-test/history.sqlite in the app root]")
 @click.option("--no-history", is_flag=True, cls=Option, section="Output", help="Do not record this run in the history  [default: recorded]")
@@ -274,14 +294,22 @@ def main() -> None:
 def run_command(**flags: Any) -> None:
     """Test LLM agents: run test cases against an agent and report the verdicts."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    inputs = (*flags["inputs"], *(f"message:{m}" for m in flags["messages"]))
+    if not inputs:
+        error = click.UsageError("Missing option '-i' / '--input' (or -m TEXT).", ctx=click.get_current_context())
+        if flags["json"]:
+            _error_event(error.format_message(), ExitCode.USAGE)
+        raise error
 
     def work() -> int:
-        config = RunConfig.from_flags(flags, color=color and not flags["json"])
+        config = RunConfig.from_flags(flags, color=color and not flags["json"], inputs=inputs)
         from agenttest.session import Session
+        from agenttest.util.pipes import PipeSafe
 
+        out, err = PipeSafe(sys.stdout), PipeSafe(sys.stderr)  # type: ignore[arg-type]  # `| head`: the run goes on
         if config.json:  # stdout carries the events; the console goes to stderr
-            return asyncio.run(Session(config, sys.stderr, events=sys.stdout).run())
-        return asyncio.run(Session(config, sys.stdout).run())
+            return asyncio.run(Session(config, err, events=out).run())  # type: ignore[arg-type]
+        return asyncio.run(Session(config, out).run())  # type: ignore[arg-type]
 
     finish(work, events=flags["json"])
 
@@ -289,9 +317,10 @@ def run_command(**flags: Any) -> None:
 @main.command("diff", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("base", metavar="BASE")
 @click.argument("new", metavar="NEW")
-@click.option("-o", "--output", metavar="FILE", help="Also write the comparison: .md (a pull-request comment), .html or .json  [default: the console only]")
+@click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
+              help="Also write the comparison, repeatable: .md (a pull-request comment), .html or .json  [default: the console only]")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case regressed (passed in BASE, not in NEW)  [default: exit 0]")
-def diff_command(base: str, new: str, output: str | None, fail_on_regression: bool) -> None:
+def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on_regression: bool) -> None:
     """Compare two JSON reports case by case: regressed, fixed, still failing, new, removed, flaky, changed."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
@@ -301,13 +330,13 @@ def diff_command(base: str, new: str, output: str | None, fail_on_regression: bo
         from agenttest.history.codec import read
         from agenttest.reporting import diffs
 
-        if output:
+        for output in outputs:
             diffs.check_path(output)
         before, after = read(base), read(new)
         comparison = compare(before, after, base, new)
         for line in diffs.console_lines(comparison, color):
             click.echo(line)
-        if output:
+        for output in outputs:
             write_atomic(output, diffs.render(comparison, output, before, after))
             click.echo(f"  Output: {output}")
         return ExitCode.FAILED if fail_on_regression and comparison.regressions else ExitCode.OK

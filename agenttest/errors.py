@@ -111,10 +111,11 @@ class InternalError(AgentTestError):
 class CallError(Exception):
     """A call at run time failed — a model, an agent, a tool, a hook, user code; the case becomes ``error``."""
 
-    def __init__(self, message: str, traceback: str | None = None, cause: str | None = None):
+    def __init__(self, message: str, traceback: str | None = None, cause: str | None = None, location: str = ""):
         super().__init__(message)
         self.traceback = traceback
         self.cause = cause or message  # the exception alone, ``ValueError: bad amount`` (what a model is told)
+        self.location = location  # ``tools.py:12``: where in the user's code it was raised
 
 
 AgentError = CallError  # the name of round 1, kept for plug-ins that raise it

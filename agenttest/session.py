@@ -71,7 +71,7 @@ class Session:
             with execution.Signals() as signals:
                 done = await execution.execute(plan, caller, watch, signals)  # 4 run
                 report = self._report(plan, done, source, caller, header, warnings)  # 5 decide
-                written = [await self._write(report, path) for path in self._outputs(source)]  # 6 report
+                written = [await self._write(report, path) for path in self._outputs(source, caller.catalog.app.root)]  # 6 report
             lastfailed.save(caller.catalog.app.root, config.inputs, report.results, report.gates)
             watch.summary(report, written)
             comparison = baseline.compare(report) if baseline is not None else None
@@ -172,18 +172,18 @@ class Session:
             plan, done, generation=spend_of(self.generation.by_connector, self.generation.calls, catalog.prices),
             agent_id=header.agent, agent_path=catalog.agent(plan.agent).spec.path, connector=header.connector,
             simulator=header.simulator, input_source=", ".join(source.files) or ", ".join(self.config.inputs),
-            output_file=(self._outputs(source) or [""])[0], environment=caller.identity.environment(), options=self.config.options(),
+            output_file=(self._outputs(source, catalog.app.root) or [""])[0], environment=caller.identity.environment(), options=self.config.options(),
             warnings=tuple(dict.fromkeys([*warnings, *done.state.warnings, *self._short_secrets(), *catalog.traffic.warnings()])),
             load=catalog.traffic.load(),
         )
 
-    def _outputs(self, source: Inputs) -> list[str]:
-        """-o, else the default report beside a case file (none for a literal message)."""
+    def _outputs(self, source: Inputs, root: str) -> list[str]:
+        """-o, else the default report in the app's reports/ folder for case files (none for a literal message)."""
         if self.config.outputs:
             return list(self.config.outputs)
         if not hasattr(self, "_default"):
-            folder = source.report_folder()
-            self._default = [files.default_report(folder or ".")] if folder is not None else []
+            wanted = source.report_folder() is not None
+            self._default = [files.default_report(os.path.join(root, files.REPORTS))] if wanted else []
         return self._default
 
     async def _write(self, report: RunReport, path: str) -> str:

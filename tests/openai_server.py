@@ -37,6 +37,7 @@ class Answer:
     done: bool = True  # a stream ends with ``data: [DONE]``
     model: str | None = None  # the model the response says answered (default: the one asked for)
     hang_up: bool = False  # close the connection without answering (a reset mid-request)
+    call_ids: list[str] | None = None  # the tool calls' ids (default call_0, call_1, …), as an endpoint makes them up
 
 
 # what OpenAI's chat completions accept at the top level of a request; anything else is a 400
@@ -154,7 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
         for n, call in enumerate(answer.tool_calls):
             args = _args(call)
             half = len(args) // 2
-            event({"tool_calls": [{"index": n, "id": f"call_{n}", "type": "function", "function": {"name": call["name"], "arguments": args[:half]}}]})
+            event({"tool_calls": [{"index": n, "id": _call_id(answer, n), "type": "function", "function": {"name": call["name"], "arguments": args[:half]}}]})
             event({"tool_calls": [{"index": n, "function": {"arguments": args[half:]}}]})
         if answer.finish:
             event({}, "tool_calls" if answer.tool_calls else "stop")
@@ -168,6 +169,10 @@ class _Handler(BaseHTTPRequestHandler):
         data = text.encode()
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+def _call_id(answer: Answer, i: int) -> str:
+    return answer.call_ids[i] if answer.call_ids else f"call_{i}"
 
 
 def _args(call: dict[str, Any]) -> str:
@@ -189,7 +194,7 @@ def _completion(body: dict[str, Any], answer: Answer) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": answer.content or (None if answer.tool_calls else "")}
     if answer.tool_calls:
         message["tool_calls"] = [
-            {"id": f"call_{i}", "type": "function", "function": {"name": c["name"], "arguments": _args(c)}}
+            {"id": _call_id(answer, i), "type": "function", "function": {"name": c["name"], "arguments": _args(c)}}
             for i, c in enumerate(answer.tool_calls)
         ]
     return {

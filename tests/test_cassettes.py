@@ -142,7 +142,7 @@ def test_cassettes_are_stable_readable_and_hold_no_key(own):
                            '{"content": "yes", "role": "user"}], "model": "fake-model", "tools": [')
     entry = json.loads(line)
     assert set(entry) == {"role", "turn", "request", "response"}
-    assert entry["response"]["tool_calls"] == [{"id": "call_0", "name": "create_expense", "arguments": {"amount": 50, "type": "meals"}}]
+    assert entry["response"]["tool_calls"] == [{"id": "call_1", "name": "create_expense", "arguments": {"amount": 50, "type": "meals"}}]
 
 
 def test_runs_replay_each_run_as_recorded_at_any_parallel(own):
@@ -175,7 +175,8 @@ def test_a_changed_prompt_is_a_miss_naming_the_first_differing_message(own):
     plain = next(r for r in data["results"] if r["id"] == "plain")
     assert plain["status"] == "error"
     assert plain["error"] == ('replay miss: agent at turn 1: message 1 (system) content: recorded "You file expenses.", '
-                              f'now "You file expenses politely." (nearest: {tapes / "tests" / "cases" / "plain.jsonl"}:1)')
+                              f'now "You file expenses politely." (nearest: {tapes / "tests" / "cases" / "plain.jsonl"}:1); '
+                              f'to record it, run with --replay {tapes} --record {tapes} (misses are called live and added)')
     dynamic = next(r for r in data["results"] if r["id"] == "dynamic")
     assert dynamic["status"] == "error" and dynamic["error"].startswith("replay miss: agent at turn 1: message 1 (system)")
     assert [t["input"] for t in dynamic["turns"]] == []  # nothing after the miss is made up

@@ -168,10 +168,11 @@ def test_every_report_format(bot, tmp_path):
     assert float(cases_["pass"].get("time")) >= 0
 
 
-def test_default_output_beside_the_input_and_literal_message(bot, tmp_path):
+def test_default_output_in_the_reports_folder_and_literal_message(bot, tmp_path):
     path = bot.cases("assistants/bot/tests/inputs.jsonl", [case("a", "say:hi")])
     assert cli("-i", str(path)).exit_code == 0  # no -n: the agent above the file
-    written = list(path.parent.glob("output-*.json"))
+    assert not list(path.parent.glob("output-*.json"))
+    written = list((bot.root / "reports").glob("output-*.json"))
     assert len(written) == 1 and report(written[0])["summary"]["passed"] == 1
     result = cli("-i", 'tool:whoami:{}', "-n", "bot", cwd=bot.root)
     assert result.exit_code == 0

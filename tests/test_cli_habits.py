@@ -117,7 +117,7 @@ def test_default_reports_never_overwrite_each_other(bot):
     path = bot.cases("assistants/bot/tests/c.jsonl", [{"id": "a", "input": "hi"}])
     for _ in range(3):
         assert run(bot, "-i", str(path)).exit_code == 0
-    assert len(list(path.parent.glob("output-*.json"))) == 3
+    assert len(list((bot.root / "reports").glob("output-*.json"))) == 3
 
 
 # ---- pytest habits -------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """A new user's first steps, as reported: JSON syntax errors whose hints fit what is there, and the app
 ``agent-test init`` makes — an unknown order explained, order numbers kept as the strings the tool's schema
-says, and a mistyped folder sent as a message only with a warning."""
+says, and a mistyped folder is exit 2, not a message."""
 
 from __future__ import annotations
 
@@ -61,11 +61,29 @@ def test_init_app_order_numbers_stay_strings_as_the_tool_schema_says(demo):
     ("smoke", "the file 'smoke.jsonl'"),
     ("smoke.jsnol", "the file 'smoke.jsonl'"),
 ])
-def test_a_message_that_looks_like_a_mistyped_path_is_sent_with_a_warning(demo, text, meant):
+def test_a_one_word_input_that_looks_like_a_mistyped_path_is_exit_2(demo, text, meant):
+    """A CI that mistyped its path must not go green on a message: exit 2 with the did-you-mean, and -m sends it."""
     (demo / "smoke.jsonl").write_text('{"id": "s", "input": "Hi"}\n')
     result = cli("-i", text, cwd=demo)
-    assert result.exit_code == 0 and "output: Hello! I can help with your orders." in result.output  # still a message
-    assert f"⚠ -i '{text}' is sent as a message; did you mean {meant}?" in result.output
+    assert result.exit_code == 2 and "output:" not in result.output
+    assert (f"Error: -i '{text}': no such file or folder; did you mean {meant}?; to send it to the agent as a message, "
+            f"use -m '{text}' (or -i 'message:{text}')") in result.stderr
+    for explicit in (["-m", text], ["-i", f"message:{text}"]):
+        sent = cli(*explicit, cwd=demo)
+        assert sent.exit_code == 0 and "output: Hello! I can help with your orders." in sent.output, explicit
+        assert "⚠" not in sent.output
+
+
+def test_a_word_without_dash_i_suggests_it(demo):
+    result = cli("tests", cwd=demo)
+    assert result.exit_code == 2
+    assert "Got unexpected extra argument (tests); did you mean -i tests? (inputs are given with -i; -m TEXT sends a message)" in result.stderr
+    typo = cli("dif", "a.json", "b.json", cwd=demo)
+    assert typo.exit_code == 2 and "did you mean the command 'diff'? (agent-test diff --help)" in typo.stderr
+    nothing = cli(cwd=demo)
+    assert nothing.exit_code == 2 and "Missing option '-i' / '--input' (or -m TEXT)." in nothing.stderr
+    empty = cli("-m", " ", cwd=demo)
+    assert empty.exit_code == 2 and "Error: -m is empty" in empty.stderr
 
 
 @pytest.mark.parametrize("text", ["hello", "Where is my order?", "hi", "report", "README"])

@@ -14,7 +14,7 @@ from agenttest.agents.caller import Caller
 from agenttest.agents.catalog import Catalog
 from agenttest.errors import AgentTestError
 from agenttest.runtime.context import Identity
-from agenttest.inputs.sources import CaseFile, GeneratorAgent, GeneratorScript, LoadEnv, Message, ScriptTests, classify, meant_path
+from agenttest.inputs.sources import CaseFile, GeneratorAgent, GeneratorScript, LoadEnv, Message, ScriptTests, classify, expand, meant_path
 
 GENERATOR_RULES = """
 rules:
@@ -98,12 +98,13 @@ def test_meant_path_finds_the_folder_or_case_file_a_one_word_message_was_meant_t
     assert meant_path("test", str(tmp_path / "nowhere")) is None
 
 
-def test_message_source_warns_of_a_near_path(env, tmp_path, monkeypatch):
-    _, catalog = env
+def test_a_near_path_is_a_problem_and_message_prefix_is_always_a_message(tmp_path, monkeypatch):
     (tmp_path / "tests").mkdir()
     monkeypatch.chdir(tmp_path)
-    assert load(Message("test"), catalog).warnings == ["-i 'test' is sent as a message; did you mean the folder 'tests/'?"]
-    assert load(Message("hello"), catalog).warnings == []
+    sources, problems = expand(["test", "hello", "message:test"])
+    assert [str(p) for p in problems] == ["-i 'test': no such file or folder; did you mean the folder 'tests/'?; "
+                                          "to send it to the agent as a message, use -m 'test' (or -i 'message:test')"]
+    assert sources == [Message("hello"), Message("test", explicit=True)]
 
 
 def test_script_tests_source(env):

@@ -26,7 +26,8 @@ KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "mcp", "ma
 YAO_KEYS = {"label", "type", "public", "placeholder", "prompts", "automated", "mentionable", "readonly",
             "built_in", "sort", "tags", "avatar", "locales", "uses", "kb", "db", "search", "workflow",
             "modes", "default_mode", "source", "prompt_presets", "disable_global_prompts", "created_at", "updated_at",
-            "sandbox", "hooks"}
+            "sandbox", "hooks", "capabilities", "share", "icon"}
+YAO_META_PREFIX = "__yao_"  # what Yao's store writes on save: __yao_created_by, __yao_team_id, …
 DEFAULT_TOOL_ROUNDS = 10
 
 
@@ -68,14 +69,14 @@ def load_spec(agent_id: str, folder: str, warnings: list[str], strict: bool = Fa
     if not isinstance(pkg, dict):
         raise AgentTestError("package.yao must be a JSON object", Location(pkg_path))
     for key in pkg:
-        if key in KNOWN_KEYS or key in YAO_KEYS:
+        if key in KNOWN_KEYS or key in YAO_KEYS or key.startswith(YAO_META_PREFIX):
             continue
         typo = typo_of(key, KNOWN_KEYS)
         if typo or strict:
             hint = f"did you mean '{typo}'?" if typo else "unknown keys are errors with --strict"
             raise AgentTestError(f"'{key}' is not a field of package.yao", Location(pkg_path), hint)
         warnings.append(f"{pkg_path}: '{key}' is not a field of package.yao; ignored")
-    ignored = [k for k in pkg if k in YAO_KEYS]
+    ignored = [k for k in pkg if k in YAO_KEYS or k.startswith(YAO_META_PREFIX)]
     if ignored:
         warnings.append(f"{pkg_path}: ignored (not used by agent-test): {', '.join(ignored)}")
     options = dict(pkg.get("options") or {})
@@ -293,7 +294,7 @@ class Agent:
         of the tool — an injected fault, else a matching mock."""
         start = time.perf_counter()
         tool = self.tools.get(call.name)
-        result, error, outcome = None, None, None
+        result, error, outcome, raised = None, None, None, None
         world = tool_world()
         if tool is None:
             error = f"agent {self.spec.id} has no tool '{call.name}'"
@@ -307,10 +308,11 @@ class Agent:
             try:
                 result = await tool.call(ctx, call.arguments)
             except CallError as exc:
-                error = exc.cause
+                error, raised = exc.cause, exc
         server = tool.server if tool is not None else None
         done = ToolCall(call.name, call.arguments, call.id, result, error, (time.perf_counter() - start) * 1000, server,
-                        mocked=outcome is not None and outcome.mocked, fault=outcome.fault if outcome is not None else None)
+                        mocked=outcome is not None and outcome.mocked, fault=outcome.fault if outcome is not None else None,
+                        location=raised.location if raised else "", traceback=(raised.traceback or "") if raised else "")
         record_tool_call(done)
         return done
 

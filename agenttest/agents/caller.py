@@ -52,8 +52,9 @@ class Caller:
         self.identity = identity
         self.loop: asyncio.AbstractEventLoop | None = None  # the run's loop, for calls from worker threads
 
-    def context(self, case: Case | None = None, run: int = 1, test_mode: str = "", metadata: dict[str, Any] | None = None) -> Context:
-        return self.identity.context(case, run, test_mode, metadata, self)
+    def context(self, case: Case | None = None, run: int = 1, test_mode: str = "", metadata: dict[str, Any] | None = None,
+                connector: str = "") -> Context:
+        return self.identity.context(case, run, test_mode, metadata, self, connector)
 
     async def call(self, agent_id: str, messages: list[Message], ctx: Context, connector: str | None = None,
                    options: dict[str, Any] | None = None) -> Reply:

@@ -93,7 +93,10 @@ class Catalog:
         connector = self.connector(agent.connector_id(connector_id))
         prepare = getattr(connector, "prepare", None)
         if prepare is not None:
-            self.warnings += prepare(agent.spec.path) or []
+            found = prepare(agent.spec.path) or []
+            if found and self.strict:  # an unknown key in the connector's own files (mock.yml), as in package.yao
+                raise AgentTestError("; ".join(w.removesuffix("; ignored") for w in found), hint="unknown keys are errors with --strict")
+            self.warnings += found
 
     def script(self, ref: str) -> Any:
         """``mod.func`` (or ``pkg.mod.func``) → the function in ``<root>/scripts/mod.py``."""

@@ -11,6 +11,9 @@ from typing import Any
 from agenttest.errors import AgentTestError
 
 
+DOTFILES = {"gitignore": ".gitignore"}  # shipped without the dot, which packaging tools drop
+
+
 def init(folder: str) -> list[str]:
     """Write the app into ``folder`` (created if missing; it must not hold files already). Returns the
     files written, relative to it."""
@@ -25,7 +28,7 @@ def _copy(node: Any, folder: str, rel: str, written: list[str]) -> None:
     for child in sorted(node.iterdir(), key=lambda c: c.name):
         if child.name == "__pycache__":
             continue
-        path = os.path.join(rel, child.name)
+        path = os.path.join(rel, DOTFILES.get(child.name, child.name))
         if child.is_dir():
             _copy(child, folder, path, written)
         else:

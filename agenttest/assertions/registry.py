@@ -211,6 +211,7 @@ def _crashed(spec: AssertionSpec, exc: Exception) -> AssertionResult:
 
 
 def _finish(spec: AssertionSpec, result: AssertionResult) -> AssertionResult:
+    result = replace(result, checked=result.checked or checked(spec))
     if spec.params.get("negate") and not result.error:
         passed = not result.passed
         message = "" if passed else f"not: {result.message or describe(spec)} (negated assertion held)"
@@ -233,6 +234,13 @@ def _evaluate_sync(spec: AssertionSpec, obs: Observation) -> AssertionResult:
     except Exception as exc:
         result = _crashed(spec, exc)
     return _finish(spec, result)  # type: ignore[arg-type]
+
+
+def checked(spec: AssertionSpec) -> str:
+    """What an assertion checks, its parameters as ``key=value`` (``path=$.a value="x"``), for ``-v`` and reports."""
+    shown = {k: v for k, v in spec.params.items() if k not in ("type", "message", "negate", "options")}
+    return " ".join(f"{k}={v if isinstance(v, str) and k in ('path', 'tool', 'mode', 'call', 'match') else as_text(v)}"
+                    for k, v in shown.items())
 
 
 def describe(spec: AssertionSpec) -> str:

@@ -9,7 +9,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agenttest.connectors import ChatRequest, Connector, ConnectorSpec
@@ -44,6 +44,29 @@ def normalize(spec: ConnectorSpec, request: ChatRequest) -> str:
     if parameters:
         out["parameters"] = parameters
     return canonical(out)
+
+
+def stable_ids(request: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The request with every tool-call id renamed ``call_1``, ``call_2``, … in the order they first appear,
+    and how many there were: endpoints make up new ids on every call, so the same conversation re-recorded
+    would churn the cassette (and miss on replay) for ids alone."""
+    names: dict[str, str] = {}
+
+    def rename(value: Any) -> Any:
+        if isinstance(value, str) and value:
+            return names.setdefault(value, f"call_{len(names) + 1}")
+        return value
+
+    messages = []
+    for m in request.get("messages") or ():
+        if isinstance(m, dict) and (m.get("tool_calls") or m.get("tool_call_id")):
+            m = dict(m)
+            if isinstance(m.get("tool_calls"), list):
+                m["tool_calls"] = [{**c, "id": rename(c.get("id"))} if isinstance(c, dict) and "id" in c else c for c in m["tool_calls"]]
+            if "tool_call_id" in m:
+                m["tool_call_id"] = rename(m["tool_call_id"])
+        messages.append(m)
+    return ({**request, "messages": messages} if names else request), len(names)
 
 
 def key_of(role: str, request_text: str) -> str:
@@ -104,6 +127,7 @@ class Entry:
     run: int = 1
     line: int = 0  # in the file it was read from
     key: str = ""
+    ids: int = 0  # tool-call ids in the request (the response's continue from there)
 
     def __post_init__(self) -> None:
         self.key = self.key or key_of(self.role, canonical(self.request))
@@ -127,7 +151,8 @@ def parse_line(text: str, where: Location) -> Entry:
             or data.get("role") not in ROLES or not isinstance(data.get("turn", 1), int) or not isinstance(data.get("run", 1), int):
         raise AgentTestError("a cassette line is {\"role\", \"turn\", \"request\", \"response\"} with a role of "
                              + ", ".join(ROLES), where, "re-record it with --record")
-    return Entry(data["role"], data.get("turn", 1), data["request"], data["response"], data.get("run", 1), where.line or 0)
+    request = stable_ids(data["request"])[0]  # cassettes recorded before ids were made stable replay too
+    return Entry(data["role"], data.get("turn", 1), request, data["response"], data.get("run", 1), where.line or 0)
 
 
 class Tape:
@@ -267,8 +292,9 @@ class Cassettes:
         text = self.secrets.redact(text) if self.secrets else text
         for value, placeholder in sorted((trace.volatile if trace is not None else {}).items(), key=lambda kv: -len(kv[0])):
             text = text.replace(value, placeholder)  # $SYS.DATETIME as written: the same request at any time
-        normal = json.loads(text)
-        entry = Entry(role, turn, normal, {}, run, key=key_of(role, text))
+        normal, known_ids = stable_ids(json.loads(text))
+        entry = Entry(role, turn, normal, {}, run)
+        entry.ids = known_ids
         call = tape.next_call(run)
         if self.replaying(role):
             # a frozen role (--replay-roles) whose request changed with the live agent's replies is answered by
@@ -282,7 +308,8 @@ class Cassettes:
                     trace.notes.append(f"the recorded user has no turn {turn}: the conversation ended there (--replay-roles)")
                 return user_left(turn)
             if not self.record:
-                miss = f"replay miss: {role} at turn {turn}: {tape.explain(run, role, entry.key, normal)}"
+                miss = (f"replay miss: {role} at turn {turn}: {tape.explain(run, role, entry.key, normal)}; to record it, "
+                        f"run with --replay {self.replay} --record {self.replay} (misses are called live and added)")
                 if trace is not None and not trace.miss:
                     trace.miss = miss
                 raise CallError(miss)
@@ -291,6 +318,8 @@ class Cassettes:
         except CallError as exc:
             self._keep(tape, call, entry, {"error": str(exc)})
             raise
+        if completion.tool_calls:  # the ids the cassette keeps, so that a replay gives the same report
+            completion = replace(completion, tool_calls=tuple(replace(c, id=f"call_{entry.ids + i}") for i, c in enumerate(completion.tool_calls, 1)))
         self._keep(tape, call, entry, response_of(completion))
         return completion
 

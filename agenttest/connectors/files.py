@@ -48,7 +48,8 @@ def spec_for(app: App, connector_id: str, secrets: Secrets, offline: bool = Fals
     create = os.path.relpath(path, os.getcwd()) if path.startswith(os.getcwd()) else path
     example = '{"type": "openai",\n "options": {"model": "gpt-4o-mini", "key": "$ENV.OPENAI_API_KEY"}}'
     raise AgentTestError(f"unknown connector '{connector_id}'", hint=(hint + " " if hint else "")
-                         + f"known connectors: {listing}; or openai.<model>; or create {create}:\n{example}")
+                         + f"known connectors: {listing}" + (f" (run with one of them: -c {known[0]})" if known else "")
+                         + f"; or openai.<model>; or create {create}:\n{example}")
 
 
 def role_connector(app: App, role: str) -> str:

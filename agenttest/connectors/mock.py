@@ -21,7 +21,8 @@ from agenttest.model.messages import content_text
 from agenttest.model import Completion, ToolCall, Usage
 from agenttest.connectors.base import ChatRequest, ConnectorSpec, register
 
-_TEMPLATE = re.compile(r"\{\{\s*([\w.]+)\s*\}\}")
+_TEMPLATE = re.compile(r"\{\{\s*([\w.]+(?:\[\d+\][\w.]*)*)\s*\}\}")
+_INDEX = re.compile(r"\[(\d+)\]")
 _NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")
 _MATCHERS = ("user", "system", "conversation", "tool", "result")
 _RULE_KEYS = {"name", "when", "reply", "json", "tool_calls", "delay", "error", *_MATCHERS}
@@ -180,15 +181,29 @@ def _parameters(tools: Sequence[dict[str, Any]], name: str) -> dict[str, Any] | 
     return None
 
 
+class MissingField(Exception):
+    """A template names a field the scope does not have (the rule's reply would be wrong, not empty)."""
+
+
 def _lookup(scope: dict[str, Any], dotted: str) -> Any:
+    """``a.b.0.c`` or ``a.b[0].c`` in the scope; a missing part raises MissingField saying what is there."""
     current: Any = scope
-    for part in dotted.split("."):
+    walked: list[str] = []
+    for part in _INDEX.sub(r".\1", dotted).split("."):
         if isinstance(current, dict) and part in current:
             current = current[part]
         elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
             current = current[int(part)]
         else:
-            return ""
+            where = "".join(f"[{w}]" if w.isdigit() else f".{w}" for w in walked).lstrip(".") or "the template scope"
+            if isinstance(current, dict):
+                has = f"its keys: {', '.join(map(str, current)) or 'none'}"
+            elif isinstance(current, list):
+                has = f"a list of {len(current)}"
+            else:
+                has = f"it is {json.dumps(current, ensure_ascii=False)[:60]}"
+            raise MissingField(f"{{{{ {dotted} }}}}: {where} has no '{part}' ({has})")
+        walked.append(part)
     return current
 
 
@@ -219,15 +234,16 @@ class MockConnector:
         if rule.delay:
             await asyncio.sleep(rule.delay)
         scope = {**groups, "user": _last_user(messages), "tool_result": _tool_result(messages)}
-        if rule.error:
-            raise CallError(f"mock error: {_fill(rule.error, scope)}")
-        reply = _fill(rule.reply, scope)
+        try:
+            if rule.error:
+                raise CallError(f"mock error: {_fill(rule.error, scope)}")
+            reply = _fill(rule.reply, scope)
+            arguments = [_fill(c.get("arguments") or {}, scope, _parameters(request.tools, c["name"])) for c in rule.tool_calls]
+        except MissingField as exc:  # a reply with the template left in would let the case pass on a wrong answer
+            raise CallError(f"mock rule '{rule.name}': a template names a missing field: {exc}") from None
         text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
         self._calls += 1
-        calls = tuple(
-            ToolCall(c["name"], _fill(c.get("arguments") or {}, scope, _parameters(request.tools, c["name"])), f"call_mock_{self._calls}_{i}")
-            for i, c in enumerate(rule.tool_calls)
-        )
+        calls = tuple(ToolCall(c["name"], args, f"call_mock_{self._calls}_{i}") for i, (c, args) in enumerate(zip(rule.tool_calls, arguments)))
         words = sum(len(content_text(m.get("content")).split()) for m in messages)
         produced = len(text.split())
         return Completion(text, calls, Usage(words, produced, words + produced), self.model)

@@ -65,6 +65,9 @@ class OpenAIConnector:
         self.where = _host(self.base_url)
         self._clients: list[Any] = []
         self._in_flight = self._peak = self._turn = 0
+        # The SDK's import takes 0.7–1 s (``openai.types`` builds every API model with pydantic); made lazily,
+        # it was the first case's latency, and its deadline's. Connectors are made while resolving, before any case.
+        import openai  # noqa: F401
 
     def _client(self) -> Any:
         """An SDK client, made on first use inside the run's event loop (its connection pool lives there):

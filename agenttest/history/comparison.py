@@ -102,7 +102,7 @@ Key = tuple[str, str, str]  # (file, or "" when ids are unique; case id; connect
 
 
 def _grouped(report: RunReport, by_connector: bool) -> dict[Key, list[CaseResult]]:
-    """Results by case (× connector when both runs were model matrices), in report order; keyed by file
+    """Results by case (× connector when either run was a model matrix), in report order; keyed by file
     too when ids repeat across files."""
     files: dict[str, set[str]] = {}
     for r in report.results:
@@ -176,13 +176,14 @@ def _call_text(runs: list[CaseResult]) -> str:
 
 
 def _behaviour(base: list[CaseResult], new: list[CaseResult]) -> list[Change]:
-    """What the agent did differently: its output and its tool calls (names and arguments)."""
+    """What the agent did differently: its outputs and its tool calls (names and arguments). Compared as the
+    distinct things said and done, so running a case 5 times instead of once, saying the same, is no change."""
     out = []
     before, after = [as_text(r.output) for r in base], [as_text(r.output) for r in new]
-    if before != after:
-        a, b = excerpts(before[0] if before else "", after[0] if after else "", 60)
+    if set(before) != set(after):
+        a, b = excerpts(before[0] if before else "", next((t for t in after if t not in before), after[0] if after else ""), 60)
         out.append(Change("output", a, b))
-    if _calls(base) != _calls(new):
+    if {tuple(c) for c in _calls(base)} != {tuple(c) for c in _calls(new)}:
         out.append(Change("tool calls", _call_text(base), _call_text(new)))
     return out
 
@@ -217,7 +218,7 @@ def _one(key: Key, base: list[CaseResult] | None, new: list[CaseResult] | None, 
 
 def compare(base: RunReport, new: RunReport, base_name: str = "", new_name: str = "") -> Comparison:
     """Every case of either report, classified; listed by kind (KINDS order), then in the new report's order."""
-    by_connector = bool(base.matrix) and bool(new.matrix)
+    by_connector = bool(base.matrix) or bool(new.matrix)  # a matrix is compared connector by connector, never as runs
     old_cases, new_cases = _keys(_grouped(base, by_connector), _grouped(new, by_connector))
     keys: Iterable[Key] = list(new_cases) + [k for k in old_cases if k not in new_cases]
     diffs = [_one(k, old_cases.get(k), new_cases.get(k), (_min_rate(base, old_cases.get(k)), _min_rate(new, new_cases.get(k))))

@@ -65,7 +65,7 @@ def merge(reports: list[tuple[str, RunReport]]) -> RunReport:
         agent_id=first.agent_id, agent_path=first.agent_path,
         connector=", ".join(dict.fromkeys(rep.connector for _, rep in reports if rep.connector)),
         simulator=first.simulator, input_source=first.input_source, environment=first.environment, options=options,
-        stability=stability(list(results)) if runs > 1 else (),
+        stability=stability(list(results)) if runs > 1 or any(p.planned > 1 for p in policies.values()) else (),  # --runs or a case's runs
         interrupted=any(rep.interrupted for _, rep in reports), stopped_early=any(rep.stopped_early for _, rep in reports),
         not_run=sum(rep.not_run for _, rep in reports), warnings=warnings,
         terminated=any(rep.terminated for _, rep in reports),

@@ -102,6 +102,7 @@ class _NotAFile:
 @dataclass(frozen=True)
 class Message(_NotAFile):
     text: str
+    explicit: bool = False  # -m / message:TEXT, never a path
     needs_agent = False
 
     def describe(self, count: int) -> str:
@@ -112,9 +113,7 @@ class Message(_NotAFile):
         return app.agent_above(os.path.join(os.getcwd(), "-"))
 
     async def load(self, env: LoadEnv) -> Loaded:
-        near = meant_path(self.text)
-        warnings = [f"-i '{self.text}' is sent as a message; did you mean {near}?"] if near else []
-        return Loaded([make_case({"id": "message", "input": self.text}, Location("<message>"), os.getcwd())], warnings=warnings)
+        return Loaded([make_case({"id": "message", "input": self.text}, Location("<message>"), os.getcwd())])
 
 
 @dataclass(frozen=True)
@@ -248,6 +247,9 @@ class GeneratorScript(_Generator):
         return self.validate(items, env)
 
 
+MESSAGE_PREFIX = "message:"
+
+
 def classify(text: str) -> Source:
     """What an ``-i`` value names."""
     if text.startswith("agents:"):
@@ -260,6 +262,10 @@ def classify(text: str) -> Source:
         if "." not in ref:
             raise AgentTestError(f"-i {text}: a script generator is scripts:<module>.<function>")
         return GeneratorScript(ref, dict(parse_qsl(query, keep_blank_values=True)))
+    if text.startswith(MESSAGE_PREFIX):  # -m TEXT: a message whatever it looks like
+        if not text[len(MESSAGE_PREFIX):].strip():
+            raise AgentTestError("-m is empty", hint="give the message to send, e.g. -m \"Where is my order?\"")
+        return Message(text[len(MESSAGE_PREFIX):], explicit=True)
     if text.startswith("scripts.") and not os.path.exists(text) and " " not in text:
         return ScriptTests(text[len("scripts."):])
     if not text.strip():
@@ -303,7 +309,11 @@ def expand(texts: list[str]) -> tuple[list[Source], list[Problem]]:
     problems: list[Problem] = []
     for text in texts:
         source = classify(text)
-        if not isinstance(source, CaseFile):
+        near = meant_path(text) if isinstance(source, Message) and not source.explicit else None
+        if near is not None:  # a mistyped path sent as a message would run something else and could pass
+            problems.append(Problem(f"-i '{text}': no such file or folder; did you mean {near}?",
+                                    hint=f"to send it to the agent as a message, use -m '{text}' (or -i 'message:{text}')"))
+        elif not isinstance(source, CaseFile):
             sources.append(source)
         elif os.path.isdir(text):
             found = _case_files(text)

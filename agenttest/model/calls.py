@@ -54,6 +54,8 @@ class ToolCall:
     server: str | None = None  # the MCP server the tool belongs to
     mocked: bool = False  # a case's mock answered instead of the tool
     fault: FaultKind | None = None  # the fault injected instead of running the tool
+    location: str = ""  # where the tool raised, in the user's code: ``tools.py:12``
+    traceback: str = ""  # the user's frames of that exception
 
     def as_dict(self) -> dict[str, Any]:
         """The call as hooks, script tests and reports see it."""
@@ -68,6 +70,10 @@ class ToolCall:
             out["mocked"] = True
         if self.fault is not None:
             out["fault"] = self.fault
+        if self.location:
+            out["location"] = self.location
+        if self.traceback:
+            out["traceback"] = self.traceback
         return out
 
 

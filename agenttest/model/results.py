@@ -22,6 +22,7 @@ class AssertionResult:
     details: dict[str, Any] | None = None
     error: bool = False  # the assertion could not be evaluated at all (e.g. the judge was unreachable)
     traceback: str = ""  # when evaluating it raised
+    checked: str = ""  # what it checked, as written: ``path=$.orders.A1.status value="shipped"``
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +276,7 @@ class Summary:
 
     @property
     def pass_rate(self) -> float:
-        """Percent of the cases that ran (skipped ones left out) that passed."""
+        """Percent of the cases that ran (skipped ones left out) that passed; 0 when none ran (an interrupted
+        run that finished nothing did not pass 100%)."""
         ran = self.total - self.not_run - self.skipped
-        return round(100.0 * self.passed / ran, 1) if ran else 100.0
+        return round(100.0 * self.passed / ran, 1) if ran else (100.0 if self.skipped and not self.not_run else 0.0)

@@ -12,7 +12,7 @@ from agenttest.history.codec import summary_dict
 from agenttest.reporting.rows import change_text, preview
 from agenttest.reporting import figures
 from agenttest.util.secrets import Secrets
-from agenttest.util.text import as_text, printable, shorten
+from agenttest.util.text import as_text, plural, printable, shorten
 
 PREVIEW = 47  # characters of a case's input shown on its line, as Yao shows them
 RULE = "═" * 63
@@ -172,7 +172,7 @@ class Console:
         if result.dynamic and self.quiet:
             reached = sum(1 for c in result.checkpoints if c.reached)
             self.line(f"► {self._title(result.id, result.run, runs, result.connector)} {safe(result.name or '')} {status} ({took}) - "
-                      f"{len(result.turns)} turns, {reached}/{len(result.checkpoints)} checkpoints")
+                      f"{plural(len(result.turns), 'turn')}, {reached}/{len(result.checkpoints)} checkpoints")
             self._reasons(result)
         elif result.dynamic:
             self._tree(result, runs, status, took)
@@ -192,8 +192,7 @@ class Console:
         """Under a case: with -v (or for a literal message) what it did first, then why it did not pass."""
         if (self.verbose or self.show_reply) and not self.quiet:
             for c in r.tool_calls:
-                result = f"error: {safe(c.error)}" if c.error else self._cut(as_text(c.result), 100)
-                self.line(f"  │  tool {safe(c.name)}({self._cut(as_text(c.arguments), 80)}) → {result}{self._marks(c)}")
+                self._tool_call(c, "  │  ", 80)
             if self.verbose:
                 self._world(r, "  │  ")
             if r.status != "skipped" and r.output is not None:
@@ -203,11 +202,16 @@ class Console:
                 self.line(f"  │  log: {safe(log)}")
             self._captured(r)
         if self.verbose:  # every verdict, then why the case did not pass: the tree ends with the reasons
-            for a in r.assertions:
-                mark = self.paint("✓", "green") if a.passed else self.paint("✗", "red")
-                score = f" (score {a.score:g})" if a.score is not None else ""
-                self.line(f"  │  {mark} {safe(a.type)}{score}" + ("" if a.passed else f": {safe(a.message)}"))
+            self._verdicts(r, "  │  ")
         self._reasons(r)
+
+    def _verdicts(self, r: CaseResult, indent: str) -> None:
+        """Each assertion's verdict and what it checked (``✓ state path=$.a value=1``)."""
+        for a in r.assertions:
+            mark = self.paint("✓", "green") if a.passed else self.paint("✗", "red")
+            score = f" (score {a.score:g})" if a.score is not None else ""
+            what = f" {self._cut(a.checked, 120)}" if a.checked else ""
+            self.line(f"{indent}{mark} {safe(a.type)}{what}{score}" + ("" if a.passed else f": {safe(a.message)}"))
 
     def _reasons(self, r: CaseResult) -> None:
         for why in r.reasons:
@@ -219,12 +223,25 @@ class Console:
                 self.line(f"     {self.paint(printable(text), 'dim')}")
         for w in r.warnings:
             self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
+        if not self.verbose and not self.quiet and not r.ok:  # a tool that raised may be why: where (-v: the traceback)
+            for c in r.tool_calls:
+                if c.traceback:
+                    where = f" at {safe(c.location)}" if c.location else ""
+                    self.line(f"  └─ {self.paint(f'tool {safe(c.name)} raised {safe(c.error)}{where} (-v: its traceback)', 'yellow')}")
 
     def _captured(self, r: CaseResult) -> None:
         """What user code printed while the case ran (-v)."""
         for name, text in (("stdout", r.stdout), ("stderr", r.stderr)):
             for text_line in text.rstrip("\n").splitlines() if text else ():
                 self.line(f"  │  {name}: {printable(text_line)}")
+
+    def _tool_call(self, c: ToolCall, indent: str, width: int) -> None:
+        """A tool call, what it gave (an error with where the tool raised), and with -v its traceback."""
+        result = f"error: {safe(c.error)}" + (f" ({safe(c.location)})" if c.location else "") if c.error else self._cut(as_text(c.result), 100)
+        self.line(f"{indent}tool {safe(c.name)}({self._cut(as_text(c.arguments), width)}) → {result}{self._marks(c)}")
+        if self.verbose:
+            for text in c.traceback.rstrip().splitlines():
+                self.line(f"{indent}   {self.paint(printable(text), 'dim')}")
 
     def _marks(self, c: ToolCall) -> str:
         """What answered a call instead of the tool: a mock, or an injected fault."""
@@ -236,7 +253,7 @@ class Console:
         if r.world is None:
             return
         changes = r.world.changes
-        self.line(f"{indent}world: {len(changes)} change{'s' if len(changes) != 1 else ''}" if changes else f"{indent}world: unchanged")
+        self.line(f"{indent}world: {plural(len(changes), 'change')}" if changes else f"{indent}world: unchanged")
         for c in changes[:WORLD_LINES]:
             self.line(f"{indent}  {safe(change_text(c))}")
         if len(changes) > WORLD_LINES:
@@ -248,7 +265,8 @@ class Console:
             last = i == len(r.turns) - 1
             branch, stem = ("└─", "   ") if last else ("├─", "│  ")
             attached = "".join(f" + [{safe(name)}]" for name in t.attachments)
-            self.line(f"  {branch} Turn {t.turn}: \"{self._cut(as_text(t.input), 40)}\"{attached} → \"{self._cut(as_text(t.output), 40)}\"")
+            width = 300 if self.verbose else 40  # -v shows what was said, not a glimpse of it
+            self.line(f"  {branch} Turn {t.turn}: \"{self._cut(as_text(t.input), width)}\"{attached} → \"{self._cut(as_text(t.output), width)}\"")
             for j, cp_id in enumerate(t.checkpoints):
                 cp = next((c for c in r.checkpoints if c.id == cp_id), None)
                 tool = f" (tool: {cp.tool})" if cp is not None and cp.tool else ""
@@ -256,14 +274,14 @@ class Console:
                 self.line(f"  {stem}{leaf} {self.paint('✓', 'green')} checkpoint: {safe(cp_id)}{safe(tool)}")
             if self.verbose:
                 for c in t.tool_calls:
-                    self.line(f"  {stem}   tool {safe(c.name)}({self._cut(as_text(c.arguments), 60)}){self._marks(c)}")
+                    self._tool_call(c, f"  {stem}   ", 60)
         reached = sum(1 for c in r.checkpoints if c.reached)
-        turns = len(r.turns)
-        self.line(f"  {status} ({took}) - {turns} turn{'s' if turns != 1 else ''}, {reached}/{len(r.checkpoints)} checkpoints")
+        self.line(f"  {status} ({took}) - {plural(len(r.turns), 'turn')}, {reached}/{len(r.checkpoints)} checkpoints")
         for cp in r.checkpoints:  # a missed required one is among the reasons; a missed optional one is said here
             if not cp.reached and not cp.required:
                 self.line(f"  {self.paint('○', 'dim')} optional checkpoint not reached: {safe(cp.id)}")
         if self.verbose:
+            self._verdicts(r, "  ")  # a dynamic case's final assertions
             self._world(r, "  ")
             self._captured(r)
         self._reasons(r)
@@ -273,6 +291,7 @@ class Console:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+        brief = self.quiet >= 2
         self.quiet = min(self.quiet, 1)  # -qq shows the summary, and only it
         s = summary_dict(report)
         if not self._blank:
@@ -281,7 +300,8 @@ class Console:
         rows = [("Agent", report.agent_id), ("Connector", report.connector), ("Simulator", report.simulator),
                 ("Total", s["total"]), ("Passed", s["passed"]), ("Failed", s["failed"])]
         rows += [(k, v) for k, v in (("Errors", s["errors"]), ("Timeouts", s["timeouts"]), ("Skipped", s["skipped"])) if v]
-        rows.append(("Pass Rate", f"{s['pass_rate']:.1f}%"))
+        ran = s["total"] - report.not_run - s["skipped"]
+        rows.append(("Pass Rate", f"{s['pass_rate']:.1f}%" + (f" (of the {ran} that ran)" if report.interrupted else "")))
         took = format_duration(report.duration_ms / 1000)
         if self.parallel > 1 and s["total"]:
             took += f" (effective: {format_duration(report.duration_ms / 1000 / s['total'])}/test with {self.parallel} parallel)"
@@ -294,9 +314,9 @@ class Console:
         for label, value in rows:
             if value not in ("", None):
                 self.line(f"  {label + ':':<10} {safe(value)}")
-        self._figures(report, s)
+        self._figures(report, s, brief)
         if report.not_run:
-            self.line(f"  Not run:   {report.not_run} (stopped early)")
+            self.line(f"  Not run:   {report.not_run} ({'interrupted' if report.interrupted else 'stopped early'})")
         for w in report.warnings:
             if w not in self._warned:  # each warning once: those of the header are not repeated
                 self.line(f"  {self.paint('⚠', 'yellow')} {safe(w)}")
@@ -308,14 +328,18 @@ class Console:
         self.line("  " + self._verdict(report, s))
         self.line(RULE)
 
-    def _figures(self, report: RunReport, s: dict[str, Any]) -> None:
+    def _figures(self, report: RunReport, s: dict[str, Any], brief: bool = False) -> None:
         """The gates (with Yao's stability class and figures), the model matrix and the costs, each when
-        there is something to show."""
+        there is something to show; ``brief`` (-qq): of the gates, only the line and the failed ones."""
         gates = figures.gate_table(report)
         if gates is not None:
             self.line()
             self.line(f"  Gates:     {figures.gate_summary(report)}")
-            self._table(gates)
+            if brief:
+                gates = figures.Table(gates.headers, [r for r, v in zip(gates.rows, gates.verdicts) if v != "passed"],
+                                      [v for v in gates.verdicts if v != "passed"])
+            if gates.rows:
+                self._table(gates)
         if report.stability:
             self.line(f"  Overall:   {s['overall_pass_rate']}% of runs passed; {s['stable_cases']}/{len(report.stability)} cases stable")
         matrix = figures.matrix_table(report)
@@ -323,6 +347,11 @@ class Console:
             self.line()
             self.line("  Matrix (the agent under test on each connector):")
             self._table(matrix)
+        tagged = figures.tag_table(report)
+        if tagged is not None:
+            self.line()
+            self.line("  Tags:")
+            self._table(tagged)
         lines = figures.cost_lines(report)
         if lines:
             self.line()

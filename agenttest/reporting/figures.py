@@ -130,3 +130,24 @@ def aligned(table: Table) -> list[str]:
     """A table as lines of space-aligned columns (for the console)."""
     widths = [max(len(r[i]) for r in [table.headers, *table.rows]) for i in range(len(table.headers))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [table.headers, *table.rows]]
+
+
+def tag_table(report: RunReport) -> Table | None:
+    """One row per tag (in the order tags first appear): its cases, how many passed (by their gate), the rate."""
+    verdicts: dict[tuple[str, str, str], bool] = {}
+    tags: dict[str, list[tuple[str, str, str]]] = {}
+    gated = {(g.file, g.id, g.connector): g.verdict == "passed" for g in report.gates}
+    for r in report.results:
+        key = (r.file, r.id, r.connector)
+        verdicts[key] = gated.get(key, verdicts.get(key, True) and r.ok)
+        for tag in r.tags:
+            if key not in tags.setdefault(tag, []):
+                tags[tag].append(key)
+    if not tags:
+        return None
+    rows, marks = [], []
+    for tag, keys in tags.items():
+        passed = sum(1 for k in keys if verdicts[k])
+        rows.append([tag, str(len(keys)), str(passed), str(len(keys) - passed), percent(passed / len(keys))])
+        marks.append("passed" if passed == len(keys) else "failed")
+    return Table(["tag", "cases", "passed", "not passed", "pass rate"], rows, marks)

@@ -60,8 +60,10 @@ def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate
         name += f" [{gate.connector}]"
     took = sum(r.duration_ms for r in runs) / 1000
     case = ET.SubElement(suite, "testcase", classname=report.agent_id or "agent-test", name=name, time=f"{took:.3f}")
-    if gate is not None:
-        _properties(case, gate, full=gate.planned > 1 or bool(report.matrix) or gate.min_pass_rate < 1)
+    if first is not None and first.file:
+        case.set("file", first.file)  # as pytest's JUnit: ids are unique per file only
+    full = gate is not None and (gate.planned > 1 or bool(report.matrix) or gate.min_pass_rate < 1)
+    _properties(case, gate, full, tags=first.tags if first else ())
     single = len(runs) == 1 and (gate is None or gate.planned == 1)
     if single and first is not None:
         _outcome(case, first)
@@ -86,14 +88,14 @@ def _suite_properties(suite: ET.Element, report: RunReport) -> None:
                 ET.SubElement(props, "property", name=key, value=str(value))
 
 
-def _properties(case: ET.Element, gate: Gate, full: bool) -> None:
-    """The gate's figures (with several runs, a lower gate or a matrix) and its cost (when priced)."""
-    values: dict[str, object] = {}
-    if full:
-        values = {"runs": gate.runs, "planned": gate.planned, "passed": gate.passed, "pass_rate": round(gate.pass_rate, 4),
+def _properties(case: ET.Element, gate: Gate | None, full: bool, tags: tuple[str, ...] = ()) -> None:
+    """The case's tags, the gate's figures (with several runs, a lower gate or a matrix) and its cost (when priced)."""
+    values: dict[str, object] = {"tags": ",".join(tags)} if tags else {}
+    if gate is not None and full:
+        values |= {"runs": gate.runs, "planned": gate.planned, "passed": gate.passed, "pass_rate": round(gate.pass_rate, 4),
                   "min_pass_rate": gate.min_pass_rate, "flaky": gate.flaky, "pass_hat_k": gate.pass_hat_k, "pass_at_k": gate.pass_at_k,
                   "connector": gate.connector, "saved": gate.saved}
-    if gate.total_cost is not None:
+    if gate is not None and gate.total_cost is not None:
         values["cost_usd"] = _usd(gate.total_cost)
     if not values:
         return

@@ -48,7 +48,8 @@ def _title(r: CaseResult, report: RunReport) -> str:
     """A result's id with its connector (a matrix) and run number (repeated runs)."""
     where = f" @ {_text(r.connector)}" if report.matrix else ""
     run = f" (run {r.run})" if _repeated(report) else ""
-    return f"{_text(r.id)}{where}{run}"
+    file = f" in {_code(r.file)}" if r.file and len({x.file for x in report.results}) > 1 else ""
+    return f"{_text(r.id)}{where}{run}{file}"
 
 
 def _repeated(report: RunReport) -> bool:
@@ -72,11 +73,27 @@ def _details(r: CaseResult, report: RunReport) -> list[str]:
     if r.tool_calls:
         lines.append("**Tool calls**")
         lines.append("")
-        lines += [f"- {_code(c.name)} {_text(c.arguments)} → {_text(c.error or c.result)}" + _mark(c) for c in r.tool_calls]
+        lines += [f"- {_code(c.name)} {_text(c.arguments)} → {_text(c.error or c.result)}" + _where(c) + _mark(c) for c in r.tool_calls]
         lines.append("")
     if r.world is not None:
         lines += ["**World**", ""] + ([f"- {_code(change_text(c, 200))}" for c in r.world.changes] or ["- unchanged"]) + [""]
     lines += _turns(r)
+    return lines + _captured(r)
+
+
+def _where(c: ToolCall) -> str:
+    return f" (raised at {_code(c.location)})" if c.location else ""
+
+
+def _captured(r: CaseResult) -> list[str]:
+    """What the case's user code printed, its traceback, and the tracebacks of tools that raised."""
+    lines: list[str] = []
+    for label, text in (("stdout", r.stdout), ("stderr", r.stderr), ("Traceback", r.traceback)):
+        if text:
+            lines += [f"**{label}**", "", *_fence(text.rstrip("\n")), ""]
+    for c in r.tool_calls:
+        if c.traceback:
+            lines += [f"**Tool {_code(c.name)} raised** at {_code(c.location or '?')}", "", *_fence(c.traceback.rstrip("\n")), ""]
     return lines
 
 
@@ -168,24 +185,39 @@ def to_markdown(report: RunReport) -> str:
         for r in conversations:
             lines += [f"### {ICONS['passed']} {_text(r.id)}" + (f" — {_text(r.name)}" if r.name else ""), ""] + _turns(r)
         lines.pop()  # the last conversation's trailing blank line
+    lines += _tags(report)
     lines += _warnings(report)
     failures = [r for r in report.results if r.status not in ("passed", "skipped")]
     if failures:
         lines += ["", "## Failures", ""]
         for r in failures:
             lines += _details(r, report)
+    printed = [r for r in report.results if r.status in ("passed", "skipped") and _captured(r)]
+    if printed:  # the failures show theirs above
+        lines += ["", "## Captured output", ""]
+        for r in printed:
+            lines += [f"### {ICONS.get(r.status, '')} {_title(r, report)}", "", *_captured(r)]
     return "\n".join(lines) + "\n"
+
+
+def _tags(report: RunReport) -> list[str]:
+    """Results grouped by tag: how many passed of each tag's results."""
+    table = figures.tag_table(report)
+    return ["", "## Tags", "", *_table(table)] if table is not None else []
 
 
 def _cases(report: RunReport) -> list[str]:
     """One row per result: the run number with repeated runs, the connector in a matrix."""
     run, conn = _repeated(report), bool(report.matrix)
-    head = "| | ID |" + (" Connector |" if conn else "") + (" Run |" if run else "") + " Input | Status | Duration | Reason |"
-    rule = "|---|---|" + ("---|" if conn else "") + ("---:|" if run else "") + "---|---|---:|---|"
+    tagged = any(r.tags for r in report.results)
+    files = len({r.file for r in report.results}) > 1  # ids are unique per file only: say which
+    head = "| | ID |" + (" File |" if files else "") + (" Connector |" if conn else "") + (" Run |" if run else "") + (" Tags |" if tagged else "") + " Input | Status | Duration | Reason |"
+    rule = "|---|---|" + ("---|" if files else "") + ("---|" if conn else "") + ("---:|" if run else "") + ("---|" if tagged else "") + "---|---|---:|---|"
     lines = [head, rule]
     for r in report.results:
         reason = r.reasons[0] if r.reasons else ""
-        lines.append(f"| {ICONS.get(r.status, '')} | {_cell(r.id, 40)} |" + (f" {_cell(r.connector)} |" if conn else "")
-                     + (f" {r.run} |" if run else "")
+        lines.append(f"| {ICONS.get(r.status, '')} | {_cell(r.id, 40)} |" + (f" {_cell(r.file)} |" if files else "")
+                     + (f" {_cell(r.connector)} |" if conn else "")
+                     + (f" {r.run} |" if run else "") + (f" {_cell(', '.join(r.tags))} |" if tagged else "")
                      + f" {_cell(row_input(r), 50)} | {r.status} | {format_duration(r.duration_ms / 1000)} | {_cell(reason)} |")
     return lines

@@ -77,7 +77,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
     current_trace.set(trace)
     usercalls.current_capture.set(capture)
     start = time.perf_counter()
-    ctx = caller.context(case, run)
+    ctx = caller.context(case, run, connector=item.scheduled or "")
     world = trace.world = ToolWorld(case, ctx.world, config.seed, run)
     policy = attachments.Policy((os.path.realpath(caller.catalog.app.root),), config.max_attachment)
     budget = item.budget

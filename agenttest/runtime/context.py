@@ -4,6 +4,7 @@ and the ``ctx`` that tools, hooks and scripts receive."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
 import json
 import os
@@ -28,7 +29,7 @@ class Identity:
     ctx: dict[str, Any] = field(default_factory=dict)
 
     def context(self, case: Case | None = None, run: int = 1, test_mode: str = "", metadata: dict[str, Any] | None = None,
-                caller: Any = None) -> Context:
+                caller: Any = None, connector: str = "") -> Context:
         base = self.ctx
         authorized = dict(base.get("authorized") or {})
         user = self.user or (case.user if case else None) or authorized.get("user_id") or "test-user"
@@ -39,8 +40,9 @@ class Identity:
             meta.update(case.options.get("metadata") or {})
         meta.update(metadata or {})
         chat_id = base.get("chat_id") or f"test-{uuid.uuid4().hex[:12]}-{next(_chat_ids)}"
-        if case is not None and base.get("chat_id"):
-            chat_id = f"{base['chat_id']}-{case.id}-{run}"
+        if case is not None and base.get("chat_id"):  # ids are unique per file: the file (and matrix connector) tell them apart
+            where = hashlib.sha256(f"{case.file}\0{connector}".encode()).hexdigest()[:6]
+            chat_id = f"{base['chat_id']}-{case.id}-{run}-{where}"
         world = copy.deepcopy(case.world) if case is not None and case.world is not None else {}  # fresh for every run
         options = context_options(case.options) if case is not None else {}
         locale = options.get("locale") if isinstance(options.get("locale"), str) else None

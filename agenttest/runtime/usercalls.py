@@ -20,7 +20,7 @@ from typing import Any, Iterator, TextIO
 
 from agenttest.errors import CallError
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # agenttest/, whose frames are not the user's
 
 
 class Capture:
@@ -135,10 +135,10 @@ def _post(loop: asyncio.AbstractEventLoop, settle: Callable[..., None], ok: bool
 
 def _failure(what: str, exc: BaseException) -> CallError:
     if isinstance(exc, CallError):  # e.g. an agent called from a hook failed: keep its message
-        return CallError(f"{what} failed: {exc}", exc.traceback or user_traceback(exc), exc.cause)
+        return CallError(f"{what} failed: {exc}", exc.traceback or user_traceback(exc), exc.cause, exc.location)
     where = user_location(exc)
     cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return CallError(f"{what} failed: {cause}" + (f" ({where})" if where else ""), user_traceback(exc), cause)
+    return CallError(f"{what} failed: {cause}" + (f" ({where})" if where else ""), user_traceback(exc), cause, where)
 
 
 def _user_frames(exc: BaseException) -> list[traceback.FrameSummary]:

@@ -1,8 +1,9 @@
-"""Which cases run: ``--run REGEX`` on ids, ``-k EXPR`` (pytest's keyword expressions over id, name and
-tags: ``expense and not slow``), ``--lf`` (the cases that did not pass last time). Pure functions."""
+"""Which cases run: ``--run REGEX`` on ids, ``-k EXPR`` (pytest's keyword expressions over id, name, tags
+and file name: ``expense and not slow``), ``--lf`` (the cases that did not pass last time). Pure functions."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Collection
 
@@ -14,7 +15,7 @@ _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
 
 def keyword_matcher(expr: str) -> Callable[[Case], bool]:
     """``-k EXPR``: words joined by ``and``/``or``/``not`` and parentheses; a word matches a case when it is
-    a substring (ignoring case) of its id, its name or one of its tags. Raises AgentTestError on bad syntax."""
+    a substring (ignoring case) of its id, its name, one of its tags or its file's name. Raises AgentTestError on bad syntax."""
     tokens = [t for t in _TOKEN.findall(expr) if t]
     pos = 0
 
@@ -72,7 +73,9 @@ def keyword_matcher(expr: str) -> Callable[[Case], bool]:
 
 
 def _words(case: Case) -> set[str]:
-    return {w.lower() for w in (case.id, case.name, *case.tags) if w}
+    """What ``-k`` words match: the id, the name, the tags and, as pytest's module names, the case file's name."""
+    name = os.path.basename(case.file) if case.file and not case.file.startswith("<") else ""
+    return {w.lower() for w in (case.id, case.name, *case.tags, name) if w}
 
 
 def select(cases: list[Case], run_filter: str | None = None, keyword: str | None = None,

@@ -61,9 +61,13 @@ def _file_in_the_way(folder: str) -> str | None:
     return folder if os.path.isfile(folder) else None
 
 
+REPORTS = "reports"  # the folder of the app root where reports go when no -o is given
+
+
 def default_report(folder: str) -> str:
-    """``output-YYYYMMDDHHMMSS.json`` in ``folder``, reserved at once so that a second run in the same second
-    gets ``output-YYYYMMDDHHMMSS-2.json`` instead of overwriting the first one's report."""
+    """``output-YYYYMMDDHHMMSS.json`` in ``folder`` (made if missing), reserved at once so that a second run in
+    the same second gets ``output-YYYYMMDDHHMMSS-2.json`` instead of overwriting the first one's report."""
+    os.makedirs(folder or ".", exist_ok=True)
     stamp = datetime.now().strftime("%Y%m%d%H%M%S")
     for n in range(1, 10_000):
         path = os.path.join(folder or ".", f"output-{stamp}{'' if n == 1 else f'-{n}'}.json")

@@ -114,3 +114,8 @@ def safe_text(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def plural(count: int, word: str) -> str:
+    """``1 turn``, ``2 turns``."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"

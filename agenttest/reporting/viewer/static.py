@@ -113,6 +113,9 @@ def _figures(report: RunReport) -> str:
             for st in report.stability
         )
         parts.append(f"<h2>Stability</h2><table>{head}{rows}</table>")
+    tagged = figures.tag_table(report)
+    if tagged is not None:
+        parts.append(f"<h2>Tags</h2>{_table(tagged)}")
     costs = figures.cost_lines(report)
     if costs:
         parts.append("<h2>Costs</h2><ul>" + "".join(f"<li>{escape(c)}</li>" for c in costs) + "</ul>")
