@@ -1,6 +1,16 @@
-"""agenttest: test LLM agents from the command line, the way Yao's ``yao agent test`` does."""
+"""agenttest: test LLM agents from the command line, the way Yao's ``yao agent test`` does.
 
+The public API: the data that flows (cases, results, reports), the errors, and the plug-in API — one
+registry per plug-in kind (``plugins.ASSERTIONS``, ``CONNECTORS``, ``REPORTS``, ``SOURCES``, ``MODES``)
+and the decorators that add to them (``register_assertion``, ``register_connector``, ``register_report``)."""
+
+from agenttest import plugins
+from agenttest.assertions import Observation
+from agenttest.assertions import register as register_assertion
+from agenttest.connectors import ChatRequest, Connector, ConnectorSpec
+from agenttest.connectors import register as register_connector
 from agenttest.errors import AgentError, AgentTestError, CallError, ExitCode, InputError, Location, Problem
+from agenttest.inputs.casefiles import Loaded
 from agenttest.model import (
     AssertionResult,
     AssertionSpec,
@@ -15,6 +25,9 @@ from agenttest.model import (
     Turn,
     Usage,
 )
+from agenttest.modes.base import CaseEnv
+from agenttest.plugins import Registry
+from agenttest.reporting.formats import register as register_report
 from agenttest.version import __version__
 
 __all__ = [
@@ -24,18 +37,29 @@ __all__ = [
     "AssertionSpec",
     "CallError",
     "Case",
+    "CaseEnv",
     "CaseResult",
+    "ChatRequest",
     "Checkpoint",
     "Completion",
+    "Connector",
+    "ConnectorSpec",
     "Context",
     "ExitCode",
     "InputError",
+    "Loaded",
     "Location",
+    "Observation",
     "Problem",
+    "Registry",
     "Reply",
     "RunReport",
     "ToolCall",
     "Turn",
     "Usage",
     "__version__",
+    "plugins",
+    "register_assertion",
+    "register_connector",
+    "register_report",
 ]

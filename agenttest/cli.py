@@ -183,6 +183,7 @@ def _roles(ctx: click.Context, param: click.Parameter, value: str | None) -> tup
 def finish(work: Callable[[], int], events: bool = False) -> None:
     """Run a command's work and exit with its code; every error becomes a message and an exit code
     (with ``--json``, also an ``error`` event on stdout)."""
+    _never_fail_on_text()
     try:
         code = work()
     except AgentTestError as exc:
@@ -203,6 +204,18 @@ def finish(work: Callable[[], int], events: bool = False) -> None:
             _error_event(error.format_message(), ExitCode.INTERNAL)
         sys.exit(ExitCode.INTERNAL)
     sys.exit(code)
+
+
+def _never_fail_on_text() -> None:
+    """The console and the event stream write any text: what the terminal's encoding cannot hold (a lone
+    surrogate, or an emoji on an ASCII terminal) is shown as its escape (``\\ud83d``) instead of raising."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a closed or detached stream: nothing will be written there anyway
+                pass
 
 
 def _error_event(message: str, code: int) -> None:

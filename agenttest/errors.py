@@ -4,7 +4,7 @@ failures inside a case are ``CallError``s, which become that case's result."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -67,6 +67,19 @@ class AgentTestError(Exception):
     def __str__(self) -> str:
         return self.format_message()
 
+    def redacted(self, hide: Callable[[str], str]) -> AgentTestError:
+        """This error with ``hide`` (secrets → ``***``) applied to every message, hint and file name, before it
+        is printed or sent as the ``--json`` error event."""
+        self.problems = [_hidden(p, hide) for p in self.problems]
+        return self
+
+
+def _hidden(problem: Problem, hide: Callable[[str], str]) -> Problem:
+    where = problem.location
+    if where is not None:
+        where = Location(hide(where.file), where.line, where.column)
+    return Problem(hide(problem.message), where, hide(problem.hint) if problem.hint else problem.hint)
+
 
 class InputError(AgentTestError):
     """Several problems found while loading and resolving input, reported together."""
@@ -88,6 +101,14 @@ class HookError(AgentTestError):
     """A global hook (BeforeAll) failed: the run stops before any case."""
 
 
+class Interrupted(AgentTestError):
+    """Ctrl-C or SIGTERM before any case ran (while MCP servers started, say): exit 130 or 143, no report."""
+
+    def __init__(self, terminated: bool):
+        super().__init__(f"{'terminated' if terminated else 'interrupted'} before any case ran")
+        self.exit_code = ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED
+
+
 class InternalError(AgentTestError):
     """A bug in agent-test outside any case: exit 3, with the traceback and a plea for a bug report."""
 
@@ -102,6 +123,11 @@ class InternalError(AgentTestError):
         import traceback
 
         return cls(f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc)))
+
+    def redacted(self, hide: Callable[[str], str]) -> InternalError:
+        super().redacted(hide)
+        self.traceback = hide(self.traceback)
+        return self
 
     def format_message(self) -> str:
         return (f"internal error: {self.problems[0].message}\n{self.traceback.rstrip()}\n"

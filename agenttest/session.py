@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -19,7 +20,7 @@ from agenttest.app.folders import App, find_root
 from agenttest.config import RunConfig
 from agenttest.connectors.cassettes import Cassettes
 from agenttest.connectors.throttle import Traffic
-from agenttest.errors import AgentTestError, ExitCode, InputError, InternalError
+from agenttest.errors import AgentTestError, ExitCode, InputError, InternalError, Interrupted
 from agenttest.history.baseline import Baseline
 from agenttest.inputs import preview
 from agenttest.inputs.casefiles import KeyPolicy, Loaded, load_file
@@ -49,8 +50,24 @@ class Session:
         self.secrets = Secrets()
         self.generation = Trace()  # what generating the cases (-i agents:…) spent
         self.events = EventStream(events, self.secrets) if events is not None else None
+        self.cwd = os.getcwd()  # where relative paths point, whatever user code does to the working directory
 
     async def run(self) -> ExitCode:
+        """The run; an error that ends it says no secret (a generator may have echoed the key into its cases)."""
+        try:
+            return await self._run()
+        except AgentTestError as exc:
+            raise exc.redacted(self.secrets.redact) from None
+        except BrokenPipeError:  # the reader left (agent-test … | head): the CLI says nothing more
+            raise
+        except Exception as exc:  # a bug of ours outside any case: exit 3, its text redacted too
+            raise InternalError.of(exc).redacted(self.secrets.redact) from None
+
+    def here(self, path: str) -> str:
+        """``path`` as the user meant it when the run started (a tool's ``os.chdir`` moves no file)."""
+        return os.path.join(self.cwd, path)
+
+    async def _run(self) -> ExitCode:
         plugins.load()  # third-party plug-ins of every kind
         config = self.config
         self._check_outputs()  # -o: every target checked (its folder made) before anything runs
@@ -60,7 +77,7 @@ class Session:
             agent_id = self._agent_id(source, caller.catalog.app)
             loaded = await self._load(source, caller, agent_id)  # 1 load
             cases, note, selected = self._select(loaded, caller.catalog)  # 2 select
-            plan, warnings = await planning.build(cases, caller.catalog, agent_id, config, loaded.problems)  # 3 resolve
+            plan, warnings = await self._plan(cases, caller.catalog, agent_id, loaded)  # 3 resolve
             if config.dry_run or config.list_only:
                 return await self._preview(loaded, cases)
             header = header_of(plan, source.describe(len(plan.cases)), caller.catalog, selected)
@@ -110,7 +127,7 @@ class Session:
         root = find_root(config.app, source.path)
         if root is None:
             raise AgentTestError("no app root found (a folder with assistants/ or app.yao)", hint="pass --app DIR or set AGENTTEST_APP")
-        cassettes = Cassettes.for_run(root, config, self.secrets)
+        cassettes = Cassettes.for_run(root, config, self.secrets, self.cwd)
         catalog = Catalog(App(root), self.secrets, strict=config.strict, cassettes=cassettes, traffic=Traffic(config.parallel))
         try:
             ctx = read_ctx(config.ctx_file, config.strict, catalog.warnings) if config.ctx_file else {}
@@ -143,7 +160,7 @@ class Session:
             agent = None
         token = current_trace.set(self.generation)  # what a generator agent spends is counted apart
         try:
-            return await source.load(LoadEnv(self.config.simulator, agent, caller, KeyPolicy(strict=self.config.strict)))
+            return await source.load(LoadEnv(self.config.simulator, agent, caller, KeyPolicy(strict=self.config.strict), self.config.timeout))
         finally:
             current_trace.reset(token)
 
@@ -151,18 +168,33 @@ class Session:
         """-k, --run, --lf, then --shard: the cases to run, a note on the selection, how many before --shard."""
         config, cases, note = self.config, loaded.cases, ""
         if not loaded.problems and not config.dry_run:
-            remembered = lastfailed.load(catalog.app.root, config.inputs) if config.last_failed else None
+            remembered = lastfailed.load(catalog.app.root, config.inputs, catalog.warnings) if config.last_failed else None
             cases, note = select(cases, config.run_filter, config.keyword, remembered)
         selected = len(cases)
         if config.shard is not None and not config.dry_run:
             cases = shards.take(cases, config.shard, catalog.app.root)
         return cases, note, selected
 
+    async def _plan(self, cases: list[Case], catalog: Catalog, agent_id: str | None, loaded: Loaded) -> tuple[Plan, list[str]]:
+        """The plan (MCP servers start here). Ctrl-C or SIGTERM meanwhile stops it at once: no case ran, so
+        there is no report to write."""
+        task = asyncio.current_task()
+        assert task is not None
+        with execution.Signals() as signals:
+            signals.task = task
+            try:
+                return await planning.build(cases, catalog, agent_id, self.config, loaded.problems)
+            except asyncio.CancelledError:
+                if signals.caught is None:
+                    raise
+                task.uncancel()  # the stop is handled: closing the catalog may await again
+        raise Interrupted(signals.caught == signal.SIGTERM)
+
     async def _preview(self, loaded: Loaded, cases: list[Case]) -> ExitCode:
         if self.config.list_only:
-            preview.list_cases(cases, self.out)
+            preview.list_cases(cases, self.out, self.secrets)
         else:
-            await preview.dry_run(loaded.cases, self.config.outputs, self.out)
+            await preview.dry_run(loaded.cases, [self.here(o) for o in self.config.outputs], self.out, self.secrets)
         return ExitCode.OK
 
     def _report(self, plan: Plan, done: execution.Finished, source: Inputs, caller: Caller, header: RunHeader,
@@ -183,12 +215,12 @@ class Session:
             return list(self.config.outputs)
         if not hasattr(self, "_default"):
             wanted = source.report_folder() is not None
-            self._default = [files.default_report(os.path.join(root, files.REPORTS))] if wanted else []
+            self._default = [files.default_report(os.path.join(root, files.REPORTS), self.cwd)] if wanted else []
         return self._default
 
     async def _write(self, report: RunReport, path: str) -> str:
         """Write one report; if that fails after the run, it is kept in a temporary file (said on stderr)."""
-        rescued = await asyncio.to_thread(reporting.write, report, path, self.secrets)
+        rescued = await asyncio.to_thread(reporting.write, report, self.here(path), self.secrets)
         if rescued is None:
             return path
         sys.stderr.write(f"warning: could not write the report to {path}; it is saved in {rescued}\n")

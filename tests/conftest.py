@@ -29,7 +29,7 @@ def _assertion_registry():
     if registry._REGISTRY != before:
         registry._REGISTRY.clear()
         registry._REGISTRY.update(before)
-        registry._version[0] += 1
+        registry.ASSERTIONS.version += 1
 
 
 @pytest.fixture(scope="session")

@@ -109,14 +109,38 @@ def test_no_import_cycles():
 
 def test_the_checker_sees_lazy_and_relative_imports():
     edges = graph()
-    assert "reporting.html" in edges["reporting"]  # a function-level import of the built-in formats
+    assert "session" in edges["cli"]  # a function-level import: the session is imported when a run starts
     assert "runtime.usercalls" in edges["runner.scheduling"] and "assertions.registry" in edges["assertions.static"]
 
 
 def test_public_api_is_sorted_and_importable():
-    assert agenttest.__all__ == sorted(agenttest.__all__)
+    assert agenttest.__all__ == sorted(agenttest.__all__, key=lambda n: (n.startswith("_") or n.islower(), n))
     for name in agenttest.__all__:
         assert hasattr(agenttest, name), name
+
+
+def test_public_api_is_complete():
+    """Everything ``agenttest/__init__.py`` imports is exported (httpx's check), and the plug-in API is there."""
+    public = {name for name in vars(agenttest) if not name.startswith("_")} - {"annotations"}
+    modules = {name for name in public if isinstance(getattr(agenttest, name), type(agenttest)) and name != "plugins"}
+    assert public - modules == set(agenttest.__all__) - {"__version__"}
+    for name in ("Registry", "register_assertion", "register_connector", "register_report", "plugins", "CaseEnv", "Loaded"):
+        assert name in agenttest.__all__
+
+
+def test_every_built_in_plug_in_module_is_listed_once():
+    """A module that registers a plug-in is one of plugins.BUILTINS (the built-ins register as third parties do)."""
+    from agenttest import plugins
+
+    registering = set()
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text()
+        if "templates" in path.parts or path.name == "plugins.py":
+            continue
+        if any(marker in text for marker in ("\n@register(", "\n@SOURCES.register", "MODES.add(", "\n@assertion(")):
+            registering.add("agenttest." + module_name(path).removesuffix(".__init__"))
+    assert registering - {"agenttest.assertions.registry", "agenttest.reporting.formats", "agenttest.connectors.base"} <= set(plugins.BUILTINS)
+    assert len(plugins.BUILTINS) == len(set(plugins.BUILTINS))
 
 
 def test_the_top_level_is_the_stages_and_a_handful_of_modules():

@@ -82,3 +82,88 @@ def test_entry_point_plugins(tmp_path):
     r = subprocess.run([sys.executable, "-m", "agenttest", "-i", str(bad), "-n", "loud", "--app", str(app)], capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "bad.jsonl:1:76: 'threshold' must be an integer, not a string" in r.stderr
     assert "bad.jsonl:1:84: 'treshold' is not a field; did you mean 'threshold'?" in r.stderr
+
+
+SOURCE_AND_MODE = '''
+import json
+from agenttest import CaseResult, plugins
+from agenttest.inputs.casefiles import parse
+
+
+class Inline:
+    """-i inline:<JSON list of cases>: cases written on the command line."""
+
+    def __init__(self, text):
+        self.text = "inline:" + text
+        self.path = None
+        self.needs_agent = False
+        self._json = text
+
+    def describe(self, count):
+        return f"inline ({count} cases)"
+
+    def report_folder(self):
+        return None
+
+    def agent_hint(self, app):
+        return None
+
+    async def load(self, env):
+        lines = "\\n".join(json.dumps(c) for c in json.loads(self._json))
+        return parse(lines, "<inline>", kind=".jsonl")
+
+
+plugins.SOURCES.add("inline:", Inline)
+
+
+class Echo:
+    """A mode for cases with 'echo_back': passes when the case's input, reversed, is what it says."""
+
+    fields = {"echo_back": {"type": "string", "description": "the input reversed"}}
+
+    @staticmethod
+    def claims(case):
+        return "echo_back" in case.raw
+
+    @staticmethod
+    async def run(case, env, trace):
+        ok = case.input[::-1] == case.raw["echo_back"]
+        return CaseResult(case.id, "passed" if ok else "failed", case.name, case.input, output=case.input[::-1],
+                          error="" if ok else "not the input reversed")
+
+    @staticmethod
+    def partial(case, trace, status, error):
+        return CaseResult(case.id, status, case.name, case.input, error=error)
+
+
+plugins.MODES.add("echo", Echo)
+'''
+
+
+def test_a_third_party_input_source_and_mode_load_through_the_entry_point(tmp_path):
+    site = tmp_path / "site"
+    dist = site / "inline_plugin-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: inline-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[agenttest.plugins]\ninline = inline_plugin\n")
+    (site / "inline_plugin.py").write_text(textwrap.dedent(SOURCE_AND_MODE))
+    app = tmp_path / "app"
+    (app / "assistants" / "bot").mkdir(parents=True)
+    (app / "assistants" / "bot" / "package.yao").write_text(json.dumps({"name": "bot", "connector": "mock"}))
+    (app / "assistants" / "bot" / "mock.yml").write_text("rules: []\n")
+    (app / "connectors").mkdir()
+    (app / "connectors" / "mock.conn.yao").write_text(json.dumps({"type": "mock"}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    cases = [{"id": "good", "input": "abc", "echo_back": "cba"}, {"id": "bad", "input": "abc", "echo_back": "abc"}]
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-m", "agenttest", "-i", "inline:" + json.dumps(cases), "-n", "bot", "--app", str(app),
+                        "-o", str(out)], capture_output=True, text=True, env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    results = {x["id"]: x for x in json.loads(out.read_text())["results"]}
+    assert results["good"]["status"] == "passed" and results["good"]["output"] == "cba"
+    assert results["bad"]["status"] == "failed" and results["bad"]["error"] == "not the input reversed"
+    # the mode's field is a field of a case: a typo of it is a did-you-mean, as for the built-in fields
+    typo = [{"id": "t", "input": "abc", "echo_bak": "cba"}]
+    r = subprocess.run([sys.executable, "-m", "agenttest", "-i", "inline:" + json.dumps(typo), "-n", "bot", "--app", str(app)],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "'echo_bak' is not a field; did you mean 'echo_back'?" in r.stderr, r.stderr

@@ -15,6 +15,7 @@ from agenttest.agents.catalog import Catalog
 from agenttest.app.hooks import resolve as resolve_hook
 from agenttest.runtime.context import Identity
 from agenttest.inputs.casefiles import parse_text
+from agenttest import plugins
 from agenttest.config import RunConfig
 from agenttest.model import Plan
 from agenttest.resolution.planning import plan_of
@@ -105,12 +106,14 @@ def test_a_create_hook_returning_the_wrong_type_is_that_cases_error(bot):
     assert "create hook returned 'messages' that is not a list" in result.error
 
 
-def test_a_tool_result_that_cannot_be_serialized_is_an_error_and_the_run_goes_on(bot):
-    cases = [{"id": "bad", "input": "tool:circular"}, {"id": "fine", "input": "hello", "assert": {"type": "contains", "value": "echo"}}]
+def test_a_tool_result_that_cannot_be_serialized_is_that_calls_error_and_the_run_goes_on(bot):
+    cases = [{"id": "bad", "input": "tool:circular", "assert": {"type": "tool_result", "value": {"tool": "circular", "result": {}}}},
+             {"id": "fine", "input": "hello", "assert": {"type": "contains", "value": "echo"}}]
     plan, caller = make(bot, cases)
     bad, fine = go(plan, caller)
-    assert bad.status == "error" and "cannot be sent to the model" in bad.error and "Circular reference" in bad.error
-    assert [c.name for c in bad.tool_calls] == ["circular"]  # the work done before the error is kept
+    (call,) = bad.tool_calls
+    assert call.error == "tool circular returned a circular structure (a dict that contains itself), which cannot be sent to the model"
+    assert call.result is None and bad.status == "failed"  # the model was told; no assertion sees a result that never was
     assert fine.status == "passed"
 
 
@@ -128,7 +131,7 @@ def test_a_bug_of_ours_inside_a_case_is_an_internal_error_with_its_traceback(bot
         raise ZeroDivisionError("a bug")
 
     monkeypatch.setattr(standard, "run", broken)
-    monkeypatch.setitem(__import__("agenttest.modes", fromlist=["_MODES"])._MODES, "standard", standard)
+    monkeypatch.setitem(plugins.MODES._items, "standard", standard)
     plan, caller = make(bot, [{"id": "a", "input": "hi"}])
     (result,) = go(plan, caller)
     assert result.status == "error" and result.error == "internal error: ZeroDivisionError: a bug"

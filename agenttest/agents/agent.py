@@ -16,8 +16,10 @@ from agenttest.app import prompts
 from agenttest.runtime import usercalls
 from agenttest.connectors import ChatRequest, Connector
 from agenttest.errors import AgentTestError, CallError, Location, did_you_mean, typo_of
-from agenttest.model import Context, Message, Reply, ToolCall, Usage
+from agenttest.model import Completion, Context, Message, Reply, ToolCall, Usage
 from agenttest.model.parameters import CHAT_PARAMETERS, TRANSPORT, not_sent, request_options
+from agenttest.util.text import cleaned, safe_text
+from agenttest.util.values import sendable
 from agenttest.runtime.trace import record_call, record_tool_call, tool_world
 from agenttest.runtime.node.yaohooks import index_hooks
 from agenttest.app.yaofiles import load_module, read_jsonc, typescript_port
@@ -262,7 +264,7 @@ class Agent:
             rounds += 1
             started = time.perf_counter()
             try:
-                completion = await model.complete(ChatRequest(conversation + new, self.schemas, opts, self.spec.path))
+                completion = _entered(await model.complete(ChatRequest(conversation + new, self.schemas, opts, self.spec.path)))
             except AgentTestError as exc:
                 raise CallError(str(exc)) from None
             usage += completion.usage
@@ -306,7 +308,7 @@ class Agent:
             result, error = outcome.result, outcome.error
         else:
             try:
-                result = await tool.call(ctx, call.arguments)
+                result = sendable(await tool.call(ctx, call.arguments), f"tool {call.name}")
             except CallError as exc:
                 error, raised = exc.cause, exc
         server = tool.server if tool is not None else None
@@ -358,12 +360,16 @@ def _assistant_message(content: str, calls: tuple[ToolCall, ...]) -> Message:
     }
 
 
+def _entered(completion: Completion) -> Completion:
+    """A model's answer with its text made safe to write anywhere (a lone surrogate from a proxy that cut an
+    emoji becomes U+FFFD): whatever the connector, text enters the run here."""
+    calls = tuple(replace(c, name=safe_text(c.name), id=safe_text(c.id), arguments=cleaned(c.arguments)) for c in completion.tool_calls)
+    return replace(completion, content=safe_text(completion.content or ""), tool_calls=calls)
+
+
 def _tool_content(call: ToolCall) -> str:
     if call.error is not None:
         return json.dumps({"error": call.error}, ensure_ascii=False)
     if isinstance(call.result, str):
         return call.result
-    try:
-        return json.dumps(call.result, ensure_ascii=False, default=str)
-    except (ValueError, TypeError, RecursionError) as exc:
-        raise CallError(f"tool {call.name} returned a value that cannot be sent to the model: {type(exc).__name__}: {exc}") from None
+    return json.dumps(call.result, ensure_ascii=False)

@@ -9,12 +9,14 @@ import asyncio
 import inspect
 import os
 import tempfile
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agenttest.runtime import usercalls
+from agenttest.agents import stdio
 from agenttest.agents.agent import AgentSpec, McpUse, Tool
 from agenttest.app.folders import App
 from agenttest.errors import AgentTestError, CallError, InputError, Location, did_you_mean
@@ -27,6 +29,8 @@ from agenttest.app.yaofiles import function
 START_TIMEOUT = 30.0  # seconds a server gets to start and list its tools (more if its "timeout" is longer)
 STOP_TIMEOUT = 10.0  # the SDK's own shutdown is bounded (stdin closed, SIGTERM, SIGKILL); this bounds ours
 STDERR_LINES = 10
+SPAWN_POLLS = 400  # × 5 ms: how long a stdio server's process is looked for after its spawn began
+_spawning: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,7 @@ class Connection:
         self._stopping = asyncio.Event()
         self._stderr: Any = None  # a stdio server's stderr, kept for error messages
         self._refused = ""  # the last HTTP error status an http/sse server answered (the SDK does not say)
+        self._group: set[int] = set()  # a stdio server's process group (its pid), once spawned
 
     def _transport(self) -> Any:
         spec = self.spec
@@ -84,7 +89,10 @@ class Connection:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             self._stderr = tempfile.TemporaryFile()
-            params = StdioServerParameters(command=spec.command, args=list(spec.arguments), env={**os.environ, **spec.env}, cwd=spec.cwd or None)
+            stdio.quiet_stdout_noise()
+            # env: the SDK's default environment (PATH, HOME, …) plus the file's own "env" — never the run's
+            # whole environment, which holds connector keys a server could hand to the model
+            params = StdioServerParameters(command=spec.command, args=list(spec.arguments), env=dict(spec.env), cwd=spec.cwd or None)
             return stdio_client(params, errlog=self._stderr)
         headers = {"Authorization": spec.authorization_token} if spec.authorization_token else None  # as is, as Yao sends it
         if spec.transport == "sse":
@@ -129,8 +137,12 @@ class Connection:
 
     async def start(self) -> list[ToolInfo]:
         """Start (or connect to) the server and list its tools; a failure is a usage error naming it."""
+        _need_sdk_2(self.spec)
         ready: asyncio.Future[list[ToolInfo]] = asyncio.get_running_loop().create_future()
-        self._task = asyncio.create_task(self._serve(ready), name=f"mcp server {self.spec.id}")
+        if self.spec.transport == "stdio":
+            await self._spawn(ready)
+        else:
+            self._task = asyncio.create_task(self._serve(ready), name=f"mcp server {self.spec.id}")
         limit = max(self.spec.timeout or 0, START_TIMEOUT)
         try:
             done, _ = await asyncio.wait({ready}, timeout=limit)
@@ -142,6 +154,20 @@ class Connection:
         except BaseException:
             await self.stop(now=True)
             raise
+
+    async def _spawn(self, ready: asyncio.Future[list[ToolInfo]]) -> None:
+        """Start a stdio server and note its process group (the SDK makes the server a session leader but does
+        not expose its pid): the new child that leads a group, watched for while no other server spawns."""
+        loop = asyncio.get_running_loop()
+        lock = _spawning.setdefault(loop, asyncio.Lock())
+        async with lock:
+            before = stdio.children()
+            self._task = asyncio.create_task(self._serve(ready), name=f"mcp server {self.spec.id}")
+            for _ in range(SPAWN_POLLS):
+                await asyncio.sleep(0.005)
+                self._group = {pid for pid in stdio.children() - before if stdio.leads_group(pid)}
+                if self._group or self._task.done() or ready.done():
+                    break
 
     def _failed(self, reason: str) -> AgentTestError:
         spec = self.spec
@@ -173,8 +199,14 @@ class Connection:
         return _value(result)
 
     async def stop(self, now: bool = False) -> None:
-        """Stop the server (a stdio server's process tree is ended by the SDK); waits a bounded time."""
+        """Stop the server, waiting a bounded time: the SDK closes a stdio server's stdin (and ends it if it
+        lingers); then whatever its process group still holds — grandchildren it started — is killed.
+        ``now`` (a failed start, Ctrl-C): the group is killed first, so nothing waits for a grace period."""
         self._stopping.set()
+        groups = self._group
+        now = now or self._client is None  # still starting (the run was stopped meanwhile): no grace to wait for
+        if now:
+            stdio.kill(groups)
         task = self._task
         if task is not None and not task.done():
             if now:
@@ -183,8 +215,27 @@ class Connection:
             if not done:
                 task.cancel()
                 await asyncio.wait({task}, timeout=STOP_TIMEOUT)
+        stdio.kill(groups)
         if self._stderr is not None and not now:
             self._stderr.close()
+
+
+
+def _need_sdk_2(spec: ServerSpec) -> None:
+    """agent-test's MCP client is the 2.x SDK; an environment that has 1.x instead (``pip install 'mcp<2'`` for
+    a server's sake) is exit 2 saying how to keep both, not a traceback."""
+    try:
+        from mcp import Client  # noqa: F401
+    except ImportError:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = f"mcp {version('mcp')}"
+        except PackageNotFoundError:
+            found = "no usable mcp"
+        raise AgentTestError(f"mcp server '{spec.id}': agent-test's MCP client needs the mcp SDK 2.x, but this environment has {found}",
+                             Location(spec.path), "install agent-test where mcp>=2 is, and run a server written for mcp 1.x from its own "
+                             "environment: \"command\": \".venv-mcp1/bin/python\" (docs/mcp.md, 'Servers written for mcp 1.x')") from None
 
 
 async def _listing(client: Any) -> list[ToolInfo]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from agenttest.errors import AgentTestError, did_you_mean
+from agenttest.util.paths import inside
 
 
 def find_root(explicit: str | None, input_path: str | None, cwd: str | None = None) -> str | None:
@@ -42,13 +43,13 @@ class App:
 
     # -- agents ------------------------------------------------------------------------------
 
-    def agent_folder(self, agent_id: str) -> str | None:
-        parts = agent_id.split(".")
-        candidates = [parts]
-        if parts[0] == "assistants" and len(parts) > 1:
-            candidates.append(parts[1:])
-        for segs in candidates:
-            folder = os.path.join(self.root, "assistants", *segs)
+    def agent_folder(self, agent_id: str, what: str = "agent") -> str | None:
+        """The folder of an agent ID, if it has a package.yao; an ID leading outside the app root is an error."""
+        candidates = [agent_id]
+        if agent_id.startswith("assistants.") and len(agent_id) > len("assistants."):
+            candidates.append(agent_id[len("assistants."):])
+        for ident in candidates:
+            folder = inside(self.root, ident, "assistants", what=what)
             if os.path.isfile(os.path.join(folder, "package.yao")):
                 return folder
         return None
@@ -91,7 +92,7 @@ class App:
     # -- connectors --------------------------------------------------------------------------
 
     def connector_path(self, connector_id: str) -> str:
-        return os.path.join(self.root, "connectors", *connector_id.split(".")) + ".conn.yao"
+        return inside(self.root, connector_id, "connectors", suffix=".conn.yao", what="connector")
 
     def connector_ids(self) -> list[str]:
         base = os.path.join(self.root, "connectors")
@@ -108,4 +109,4 @@ class App:
 
     def script_path(self, module: str) -> str:
         """``mod`` (or ``pkg.mod``) → ``<root>/scripts/mod.py``."""
-        return os.path.join(self.root, "scripts", *module.split(".")) + ".py"
+        return inside(self.root, module, "scripts", suffix=".py", what="script module")

@@ -10,15 +10,16 @@ import os
 from typing import Any
 
 from agenttest.errors import AgentTestError
+from agenttest.util.paths import inside
 from agenttest.app.yaofiles import function
 from agenttest.runtime import node
 
 
-def hook_path(agent_dir: str, module: str) -> str:
-    """The ``.py`` file a ref names: one that exists, else one with Yao's ``.ts`` beside it, else the last tried."""
-    src = os.path.join(agent_dir, "src")
+def hook_path(agent_dir: str, module: str, what: str = "hook") -> str:
+    """The ``.py`` file a ref names: one that exists, else one with Yao's ``.ts`` beside it, else the last tried
+    — never a file outside the agent's folder (a path or ``..`` in the ref, a symlink out: AgentTestError)."""
     candidates = [module] if module.endswith("_test") else [module, module + "_test"]
-    paths = [os.path.join(src, *name.split(".")) + ".py" for name in candidates]
+    paths = [inside(agent_dir, name, "src", suffix=".py", what=what) for name in candidates]
     return next((p for p in paths if os.path.isfile(p)), None) or next((p for p in paths if node.source_beside(p)), paths[-1])
 
 
@@ -27,7 +28,7 @@ def resolve(agent_dir: str, ref: str, what: str) -> Any:
     module, _, name = ref.rpartition(".")
     if not module or not name:
         raise AgentTestError(f"{what} '{ref}' must be <module>.<Function>", hint="e.g. env_test.Before")
-    path = hook_path(agent_dir, module)
+    path = hook_path(agent_dir, module, what)
     script = node.source_beside(path)
     if script is not None:
         return node.function(script, name, f"{what} '{ref}'")

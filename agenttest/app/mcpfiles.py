@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agenttest.app.folders import App
+from agenttest.util.paths import inside
 from agenttest.util.durations import parse_duration
 from agenttest.errors import AgentTestError, Location, did_you_mean, typo_of
 from agenttest.util.matching import tool_name
@@ -81,6 +82,10 @@ def locate(app: App, agent_id: str, agent_folder: str, server_id: str) -> tuple[
 
 def read(path: str, server_id: str, app: App, agent_folder: str | None, secrets: Secrets, warnings: list[str]) -> ServerSpec:
     """Read and check one server file (``agent_folder`` for an agent's own); raises AgentTestError."""
+    real, top = os.path.realpath(path), os.path.realpath(app.root)
+    if os.path.commonpath([real, top]) != top:
+        raise AgentTestError(f"MCP server '{server_id}' leads outside the app root: {path} is a link to {real}",
+                             hint=f"keep what the app uses inside {app.root}")
     data = read_jsonc(path)
     where = Location(path)
     if not isinstance(data, dict):
@@ -172,9 +177,9 @@ def _function(ref: str, app: App, agent_folder: str | None, where: Location) -> 
         for cut in range(len(module) - 1, 1, -1):
             folder = app.agent_folder(".".join(module[1:cut]))
             if folder:
-                return os.path.join(folder, "src", *module[cut:]) + ".py", name
+                return inside(folder, ".".join(module[cut:]), "src", suffix=".py", what=f"MCP tool function '{ref}'"), name
         raise AgentTestError(f"'{ref}': no agent {'.'.join(module[1:-1])}", where)
     if agent_folder is None:
         raise AgentTestError(f"'{ref}': a process server under {os.path.join(app.root, 'mcps')} names scripts.<module>.<Function> "
                              "or agents.<agent>.<module>.<Function>", where)
-    return os.path.join(agent_folder, "src", *module) + ".py", name
+    return inside(agent_folder, ".".join(module), "src", suffix=".py", what=f"MCP tool function '{ref}'"), name

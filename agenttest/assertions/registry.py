@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from agenttest.plugins import ASSERTIONS
 from agenttest.model import AssertionResult, AssertionSpec, Case, Message, ToolCall
 from agenttest.util.text import as_text
 
@@ -94,8 +95,7 @@ class AssertionType:
         return frozenset(self.params)
 
 
-_REGISTRY: dict[str, AssertionType] = {}
-_version = [0]  # bumped by register: what was derived from the registry (the case schema) is rebuilt
+_REGISTRY = ASSERTIONS._items  # name → AssertionType (the plug-in registry of assertion types)
 
 
 def register(
@@ -109,8 +109,7 @@ def register(
 
     def decorate(fn: Evaluate) -> Evaluate:
         doc = description or (fn.__doc__ or "").strip().split("\n")[0]
-        _REGISTRY[name] = AssertionType(name, fn, {**COMMON_FIELDS, **declared}, check, inspect.iscoroutinefunction(fn), doc, needs)
-        _version[0] += 1
+        ASSERTIONS.add(name, AssertionType(name, fn, {**COMMON_FIELDS, **declared}, check, inspect.iscoroutinefunction(fn), doc, needs))
         return fn
 
     return decorate
@@ -129,7 +128,7 @@ def types() -> list[AssertionType]:
 
 def version() -> int:
     """Changes whenever a type is registered."""
-    return _version[0]
+    return ASSERTIONS.version
 
 
 def get(name: str) -> AssertionType | None:

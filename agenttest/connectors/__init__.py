@@ -3,6 +3,7 @@ types are registered by name — ``openai``, ``mock`` and plug-ins, all the same
 
 from __future__ import annotations
 
+from agenttest import plugins
 from agenttest.errors import AgentTestError, did_you_mean
 from agenttest.connectors.base import ChatRequest, Connector, ConnectorSpec, Factory, Retryable, factory, register, type_names
 
@@ -11,8 +12,7 @@ __all__ = ["ChatRequest", "Connector", "ConnectorSpec", "Factory", "Retryable", 
 
 def create(spec: ConnectorSpec) -> Connector:
     """A connector of the spec's type (built-in types load on first use)."""
-    from agenttest.connectors import mock, openai  # noqa: F401  the built-ins register themselves
-
+    plugins.builtins()
     make = factory(spec.type)
     if make is None:
         hint = did_you_mean(spec.type, type_names()) or f"known types: {', '.join(type_names())}"

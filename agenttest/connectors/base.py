@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from agenttest.errors import CallError
+from agenttest.plugins import CONNECTORS
 from agenttest.model import Completion, Message
 
 FailureKind = Literal["rate_limit", "server", "timeout", "connection", "unreachable"]
@@ -55,20 +56,14 @@ class Connector(Protocol):
 
 
 Factory = Callable[[ConnectorSpec], Connector]
-_REGISTRY: dict[str, Factory] = {}
-
-
 def register(type_name: str) -> Callable[[Factory], Factory]:
-    def decorate(factory: Factory) -> Factory:
-        _REGISTRY[type_name] = factory
-        return factory
-
-    return decorate
+    """``@register("mytype")`` on a factory: connector files of that ``type`` are made by it."""
+    return CONNECTORS.register(type_name)
 
 
 def factory(type_name: str) -> Factory | None:
-    return _REGISTRY.get(type_name)
+    return CONNECTORS.get(type_name)
 
 
 def type_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return CONNECTORS.names()

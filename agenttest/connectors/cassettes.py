@@ -16,6 +16,7 @@ from agenttest.connectors import ChatRequest, Connector, ConnectorSpec
 from agenttest.errors import AgentTestError, CallError, Location, Problem
 from agenttest.model import Case, Completion, ToolCall, Usage
 from agenttest.connectors.requestdiff import first_difference, nearest
+from agenttest.util.text import loads
 from agenttest.util.files import write_atomic
 from agenttest.util.secrets import Secrets
 from agenttest.util.paths import source_key
@@ -102,18 +103,28 @@ def user_left(turn: int) -> Completion:
     return Completion(json.dumps({"message": "", "goal_achieved": True, "reasoning": reasoning}))
 
 
+MAX_NAME = 80  # characters of one file-name part: far below any file system's limit (255 bytes), with room for a hash
+
+
 def _safe(part: str) -> str:
-    """A path part that is a plain file name on every system; an altered one keeps a short hash of the original."""
+    """A path part that is a plain, short file name on every system; an altered or shortened one keeps a short
+    hash of the original, so that two ids never share a cassette."""
     clean = re.sub(r"[^A-Za-z0-9._-]+", "_", part).strip("._") or "_"
-    return clean if clean == part else f"{clean}-{hashlib.sha256(part.encode()).hexdigest()[:8]}"
+    if clean == part and len(part) <= MAX_NAME:
+        return clean
+    return f"{clean[:MAX_NAME].rstrip('._-') or '_'}-{hashlib.sha256(part.encode()).hexdigest()[:8]}"
 
 
-def cassette_name(case: Case, root: str) -> str:
-    """``tests/inputs/T001.jsonl``: the case file's path without its suffix, then the case id."""
-    source = source_key(case.file, root)
-    stem = os.path.splitext(source)[0] if os.path.isfile(case.file) else source
-    parts = [_safe(p) for p in stem.split("/") if p] or ["_"]
-    return "/".join([*parts, _safe(case.id) + ".jsonl"])
+def cassette_name(case: Case, root: str, secrets: Secrets | None = None, cwd: str = "") -> str:
+    """``tests/inputs/T001.jsonl``: the case file's path without its suffix, then the case id. A secret in either
+    (a generator that echoed the key into its cases) is hidden first: cassette file names get committed."""
+    hide = secrets.redact if secrets else str
+    file = os.path.join(cwd, case.file) if case.file else case.file
+    file = file if os.path.isfile(file) else case.file  # a path, or a source such as agents:… as written
+    source = source_key(file, root)
+    stem = os.path.splitext(source)[0] if os.path.isfile(file) else source
+    parts = [_safe(hide(p)) for p in stem.split("/") if p] or ["_"]
+    return "/".join([*parts, _safe(hide(case.id)) + ".jsonl"])
 
 
 @dataclass
@@ -144,7 +155,7 @@ class Entry:
 def parse_line(text: str, where: Location) -> Entry:
     """One cassette line; a malformed one is a usage error at its place."""
     try:
-        data = json.loads(text)
+        data = loads(text)
     except ValueError as exc:
         raise AgentTestError(f"not a JSON line: {exc}", where, "re-record it with --record") from None
     if not isinstance(data, dict) or not isinstance(data.get("request"), dict) or not isinstance(data.get("response"), dict) \
@@ -225,8 +236,9 @@ class Cassettes:
     """--record / --replay / --replay-roles for one run: wraps every connector the catalog makes."""
 
     def __init__(self, root: str, record: str | None = None, replay: str | None = None, roles: tuple[str, ...] | None = None,
-                 secrets: Secrets | None = None):
+                 secrets: Secrets | None = None, cwd: str | None = None):
         self.root = root
+        self.cwd = cwd or os.getcwd()  # case files named relative to it: the same cassette after a tool's os.chdir
         self.record = record
         self.replay = replay
         self.roles = roles  # None: every role is replayed
@@ -234,7 +246,7 @@ class Cassettes:
         self.tapes: dict[str, Tape] = {}
 
     @classmethod
-    def for_run(cls, root: str, config: Any, secrets: Secrets) -> Cassettes | None:
+    def for_run(cls, root: str, config: Any, secrets: Secrets, cwd: str | None = None) -> Cassettes | None:
         """The cassettes ``--record``/``--replay`` ask for (their folders checked before anything runs)."""
         if config.replay_roles is not None and not config.replay:
             raise AgentTestError("--replay-roles needs --replay DIR", hint="e.g. --replay cassettes/ --replay-roles simulator,validator")
@@ -244,7 +256,9 @@ class Cassettes:
             raise AgentTestError(f"--record {config.record}: not a folder")
         if not (config.record or config.replay):
             return None
-        return cls(root, config.record, config.replay, config.replay_roles, secrets)
+        cwd = cwd or os.getcwd()  # the folders as meant when the run started (a tool's os.chdir moves none)
+        return cls(root, config.record and os.path.join(cwd, config.record), config.replay and os.path.join(cwd, config.replay),
+                   config.replay_roles, secrets, cwd)
 
     async def save(self) -> None:
         """Write the recorded cassettes (each atomically)."""
@@ -269,14 +283,14 @@ class Cassettes:
         return self.tapes[name]
 
     def name(self, trace: Trace | None) -> str:
-        return cassette_name(trace.case, self.root) if trace is not None and trace.case is not None else OUTSIDE
+        return cassette_name(trace.case, self.root, self.secrets, self.cwd) if trace is not None and trace.case is not None else OUTSIDE
 
     def preload(self, cases: list[Case]) -> list[Problem]:
         """Read the cassettes of the cases about to run, so that a malformed one stops the run before it starts."""
         problems = []
         for case in cases:
             try:
-                self.tape(cassette_name(case, self.root))
+                self.tape(cassette_name(case, self.root, self.secrets, self.cwd))
             except AgentTestError as exc:
                 problems += exc.problems
         return problems
@@ -308,7 +322,8 @@ class Cassettes:
                     trace.notes.append(f"the recorded user has no turn {turn}: the conversation ended there (--replay-roles)")
                 return user_left(turn)
             if not self.record:
-                miss = (f"replay miss: {role} at turn {turn}: {tape.explain(run, role, entry.key, normal)}; to record it, "
+                why = await asyncio.to_thread(tape.explain, run, role, entry.key, normal)  # off the loop: other cases go on
+                miss = (f"replay miss: {role} at turn {turn}: {why}; to record it, "
                         f"run with --replay {self.replay} --record {self.replay} (misses are called live and added)")
                 if trace is not None and not trace.miss:
                     trace.miss = miss

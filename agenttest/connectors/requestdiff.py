@@ -13,6 +13,7 @@ from agenttest.util.text import as_text
 FIELDS_FIRST = ("role", "content", "tool_calls", "tool_call_id", "name")
 WINDOW = 40  # characters shown on each side of a difference
 LIKENESS = 2000  # characters of two messages compared for likeness
+CLOSEST = 16  # recordings compared for likeness (the rest are ranked by cheap equalities only)
 
 
 class Recorded(Protocol):
@@ -33,26 +34,30 @@ def _prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
 
 
 def _score(recorded: dict[str, Any], now: dict[str, Any]) -> tuple[Any, ...]:
-    """Nearness: the longest run of equal leading messages, then equal counts, model, tools, parameters,
-    then how alike the first differing message is."""
+    """Cheap nearness: the longest run of equal leading messages, then equal counts, model, tools, parameters."""
     rm, nm = recorded.get("messages") or [], now.get("messages") or []
-    same = _prefix(rm, nm)
-    alike = 0.0
-    if same < min(len(rm), len(nm)):
-        # cut: ratio() is quadratic in the worst case, and a tool result may be long
-        alike = difflib.SequenceMatcher(None, _text(rm[same])[:LIKENESS], _text(nm[same])[:LIKENESS], autojunk=False).ratio()
-    return (same, alike, len(rm) == len(nm), recorded.get("model") == now.get("model"),
+    return (_prefix(rm, nm), len(rm) == len(nm), recorded.get("model") == now.get("model"),
             recorded.get("tools") == now.get("tools"), recorded.get("parameters") == now.get("parameters"))
 
 
+def _alike(recorded: dict[str, Any], now: dict[str, Any], same: int) -> float:
+    """How alike the first differing messages are (0–1)."""
+    rm, nm = recorded.get("messages") or [], now.get("messages") or []
+    if same >= min(len(rm), len(nm)):
+        return 0.0
+    # cut: ratio() is quadratic in the worst case, and a tool result may be long
+    return difflib.SequenceMatcher(None, _text(rm[same])[:LIKENESS], _text(nm[same])[:LIKENESS], autojunk=False).ratio()
+
+
 def nearest(recorded: Sequence[Recorded], request: dict[str, Any]) -> Any:
-    """The recording whose request is nearest to ``request`` (the first of equals)."""
-    best = recorded[0]
-    best_score = _score(best.request, request)
-    for candidate in recorded[1:]:
-        score = _score(candidate.request, request)
-        if score > best_score:
-            best, best_score = candidate, score
+    """The recording whose request is nearest to ``request`` (the first of equals). Only the ``CLOSEST`` best by
+    the cheap measure are compared for likeness, so a miss near a cassette of thousands of calls stays quick."""
+    scored = sorted(((_score(c.request, request), i) for i, c in enumerate(recorded)), key=lambda s: (s[0], -s[1]), reverse=True)
+    best, best_key = None, None
+    for score, i in scored[:CLOSEST]:
+        key = (score[0], _alike(recorded[i].request, request, score[0]), *score[1:], -i)
+        if best_key is None or key > best_key:
+            best, best_key = recorded[i], key
     return best
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import linecache
 import os
+import re
+import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agenttest.verdicts import budgets
@@ -17,6 +19,7 @@ from agenttest.errors import InputError, Location, Problem, closest
 from agenttest.model.messages import normalize
 from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, SimulatorSpec
 from agenttest.util.positions import json_hint, json_offset, line_col, yaml_mark
+from agenttest.util.text import cleaned, escapes_surrogates
 from agenttest.inputs.validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml")
@@ -131,6 +134,8 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
     if not docs and not loaded.problems:  # never a silent green: a file with no cases is not a passing suite
         loaded.problems.append(Problem(f"holds no test cases: {_emptiness(text, kind)}", Location(source),
                                        "add cases, or point -i at the file that has them"))
+    if escapes_surrogates(text):  # "\\ud83d" alone (a cut emoji): made safe before anything holds it
+        docs = [replace(d, raw=cleaned(d.raw)) for d in docs]
     loaded.cases = build_cases(docs, base_dir, default_simulator, loaded, policy)
     return loaded
 
@@ -164,6 +169,9 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
             continue
         except RecursionError:
             problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source, number, 1)))
+            continue
+        except ValueError:  # an integer too long to convert (Python refuses more than 4,300 digits)
+            problems.append(_huge_number(line, source, number - 1))
             continue
         yield Document(raw, source, (), line if keep_text else None, number - 1)
 
@@ -199,6 +207,9 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         return []
     except RecursionError:
         problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))
+        return []
+    except ValueError:
+        problems.append(_huge_number(text, source))
         return []
     if too_deep(data, MAX_DEPTH + 2):
         problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))
@@ -300,8 +311,26 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
     except RecursionError:
         problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))
         return []
+    except ValueError:
+        problems.append(_huge_number(text, source))
+        return []
     base, items = _listed(data, source, problems)
     return [Document(raw, source, base + (i,), node=node) for i, raw in enumerate(items)]
+
+
+_DIGITS = re.compile(r"\d{%d,}" % (sys.get_int_max_str_digits() + 1))
+
+
+def _huge_number(text: str, source: str, lines_before: int = 0) -> Problem:
+    """The problem of a number too long to read (Python converts at most 4,300 digits), at its place."""
+    found = _DIGITS.search(text)
+    where = Location(source, lines_before + 1)
+    if found is not None:
+        line, col = line_col(text, found.start())
+        where = Location(source, lines_before + line, col)
+    digits = len(found.group()) if found else 0
+    return Problem(f"a number of {digits:,} digits: numbers in case files are limited to {sys.get_int_max_str_digits():,} digits",
+                   where, "write it as a string if you need all of its digits")
 
 
 CASE_LIST_KEYS = ("cases", "test_cases")

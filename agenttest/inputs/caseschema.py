@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agenttest import assertions
+from agenttest import assertions, plugins
 
 Schema = dict[str, Any]
 _OPTIONS: Schema = {"type": "object", "properties": {"connector": {"type": "string"}, "metadata": {"type": "object"}}}
@@ -112,7 +112,7 @@ def build() -> Schema:
         "type": "object",
         "required": ["id"],
         "additionalProperties": False,
-        "properties": CASE_FIELDS,
+        "properties": case_fields(),
         "$defs": {
             "duration": {"description": "\"30s\", \"2m30s\", \"1h\", \"500ms\" or a number of seconds.", "type": ["string", "number"]},
             "input": {
@@ -154,10 +154,11 @@ def validator() -> Any:
 
 
 def _refresh() -> None:
-    if _cache["version"] != assertions.version():
+    if _cache["version"] != _versions():
         fields = assertion_fields()
         _cache.clear()
-        _cache.update(version=assertions.version(), schema=build(), assertion_checks={k: _simple_check(v) for k, v in fields.items()})
+        _cache.update(version=_versions(), schema=build(), assertion_checks={k: _simple_check(v) for k, v in fields.items()},
+                      keys=frozenset(case_fields()))
 
 
 _TYPES: dict[str, Any] = {"string": lambda v: type(v) is str, "boolean": lambda v: type(v) is bool,
@@ -188,6 +189,17 @@ def _simple_check(field: Schema) -> Any:
 # ---- the fast check ------------------------------------------------------------------------------
 
 CASE_KEYS = frozenset(CASE_FIELDS)
+
+
+def case_fields() -> dict[str, Schema]:
+    """The fields of a case: the built-in ones and those the plug-in modes read (a mode's ``fields``)."""
+    plugins.builtins()
+    extra = {k: v for mode in plugins.MODES.values() for k, v in (getattr(mode, "fields", None) or {}).items()}
+    return {**CASE_FIELDS, **extra} if extra else CASE_FIELDS
+
+
+def _versions() -> tuple[int, int]:
+    return assertions.version(), plugins.MODES.version
 STRINGS = ("name", "description", "user", "team", "skip_reason")
 NONEMPTY = ("before", "after")
 MESSAGE_KEYS = frozenset(MESSAGE_FIELDS)
@@ -288,7 +300,7 @@ def _world(raw: dict[str, Any]) -> bool:
 def plainly_valid(raw: Any) -> bool:
     """True only if the case's structure is certainly valid under the schema."""
     _refresh()
-    if type(raw) is not dict or not raw.keys() <= CASE_KEYS or not _str(raw.get("id")) or raw["id"] == "":
+    if type(raw) is not dict or not raw.keys() <= _cache["keys"] or not _str(raw.get("id")) or raw["id"] == "":
         return False
     if not all(k not in raw or _str(raw[k]) for k in STRINGS) or not all(k not in raw or (_str(raw[k]) and raw[k]) for k in NONEMPTY):
         return False

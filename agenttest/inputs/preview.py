@@ -13,6 +13,8 @@ from agenttest.inputs.casefiles import SUFFIXES
 from agenttest.inputs.sources import normalized
 from agenttest.model import Case
 from agenttest.util import files
+from agenttest.util.secrets import Secrets
+from agenttest.util.text import printable
 
 
 def check_outputs(outputs: Iterable[str]) -> None:
@@ -23,19 +25,21 @@ def check_outputs(outputs: Iterable[str]) -> None:
         files.prepare(output)
 
 
-def list_cases(cases: Iterable[Case], out: TextIO) -> None:
-    """One line per case — id, mode, tags, file:line — and how many."""
+def list_cases(cases: Iterable[Case], out: TextIO, secrets: Secrets | None = None) -> None:
+    """One line per case — id, mode, tags, file:line — and how many; shown inert (no escape sequence or
+    right-to-left override acts) and with no secret (generated cases may echo a key)."""
+    hide = secrets.redact if secrets else str
     count = 0
     for case in cases:
         tags = f" [{', '.join(case.tags)}]" if case.tags else ""
-        out.write(f"{case.id}  {case.mode}{tags}  {case.location}\n")
+        out.write(printable(hide(f"{case.id}  {case.mode}{tags}  {case.location}")) + "\n")
         count += 1
     out.write(f"{count} {'case' if count == 1 else 'cases'} selected\n")
 
 
-async def dry_run(cases: Iterable[Case], outputs: Iterable[str], out: TextIO) -> None:
-    """The cases as JSON lines on ``out``, and as each ``-o`` file's format asks."""
-    rows = [normalized(c) for c in cases]
+async def dry_run(cases: Iterable[Case], outputs: Iterable[str], out: TextIO, secrets: Secrets | None = None) -> None:
+    """The cases as JSON lines on ``out``, and as each ``-o`` file's format asks — with no secret in them."""
+    rows = [secrets.scrub(normalized(c)) if secrets else normalized(c) for c in cases]
     for row in rows:
         out.write(json.dumps(row, ensure_ascii=False) + "\n")
     for output in outputs:

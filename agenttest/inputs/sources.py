@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
+from agenttest.plugins import SOURCES
 from agenttest.runtime import usercalls
 from agenttest.agents.agent import Agent
 from agenttest.app.folders import App
@@ -31,6 +32,7 @@ class LoadEnv:
     agent: Agent | None = None
     caller: Caller | None = None
     policy: KeyPolicy = KeyPolicy()  # unknown keys (--strict)
+    timeout: float | None = None  # --timeout: a generator (agent or script) gets as long as one case
 
 
 class Source(Protocol):
@@ -190,8 +192,9 @@ class _Generator(_NotAFile):
             loaded.warnings.append(f"{self.text} returned {count + dropped} cases for count={count}; the last {dropped} were dropped")
         if loaded.problems:
             fd, path = tempfile.mkstemp(prefix="agent-test-generated-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            hide = env.caller.catalog.secrets.redact if env.caller is not None else str
+            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+                fh.write(hide(text) + "\n")  # kept for the user to read: never with a key in it
             loaded.problems = [Problem(p.message, p.location and Location(path, p.location.line, p.location.column), p.hint)
                                for p in loaded.problems]
             loaded.problems.append(Problem(f"the cases {self.text} generated are saved in {path}"))
@@ -213,8 +216,12 @@ class GeneratorAgent(_Generator):
         info = env.agent.spec.info() if env.agent else {"id": "", "description": "", "tools": []}
         payload = {"target_agent": info, "count": count, "focus": focus, "extra": extra}
         try:
-            items = await ask_json(env.caller, self.ref, payload, "generator", _listed,
-                                   metadata={"target_agent": info, "count": count, "focus": focus})
+            async with asyncio.timeout(env.timeout):
+                items = await ask_json(env.caller, self.ref, payload, "generator", _listed,
+                                       metadata={"target_agent": info, "count": count, "focus": focus})
+        except TimeoutError:
+            raise AgentTestError(f"generator {self.text} did not answer within {env.timeout:g}s (--timeout)",
+                                 hint="raise --timeout, or check the generator's endpoint") from None
         except ProtocolError as exc:
             raise AgentTestError(f"generator {self.text}: {exc}") from None
         except CallError as exc:
@@ -233,7 +240,8 @@ class GeneratorScript(_Generator):
         fn = env.caller.script(self.ref)
         info = env.agent.spec.info() if env.agent else {"id": "", "description": "", "tools": []}
         try:
-            returned = await usercalls.call(fn, info, {"count": count, "focus": focus, **extra}, what=f"generator {self.text}")
+            returned = await usercalls.call(fn, info, {"count": count, "focus": focus, **extra}, what=f"generator {self.text}",
+                                            timeout=env.timeout)
         except CallError as exc:
             raise AgentTestError(str(exc)) from None
         if isinstance(returned, str):
@@ -251,21 +259,11 @@ MESSAGE_PREFIX = "message:"
 
 
 def classify(text: str) -> Source:
-    """What an ``-i`` value names."""
-    if text.startswith("agents:"):
-        ref, _, query = text[len("agents:"):].partition("?")
-        if not ref:
-            raise AgentTestError("-i agents: needs a generator agent ID", hint="e.g. -i \"agents:workers.test.generator?count=10\"")
-        return GeneratorAgent(ref, dict(parse_qsl(query, keep_blank_values=True)))
-    if text.startswith("scripts:"):
-        ref, _, query = text[len("scripts:"):].partition("?")
-        if "." not in ref:
-            raise AgentTestError(f"-i {text}: a script generator is scripts:<module>.<function>")
-        return GeneratorScript(ref, dict(parse_qsl(query, keep_blank_values=True)))
-    if text.startswith(MESSAGE_PREFIX):  # -m TEXT: a message whatever it looks like
-        if not text[len(MESSAGE_PREFIX):].strip():
-            raise AgentTestError("-m is empty", hint="give the message to send, e.g. -m \"Where is my order?\"")
-        return Message(text[len(MESSAGE_PREFIX):], explicit=True)
+    """What an ``-i`` value names: a registered source whose prefix it starts with (``agents:``,
+    ``scripts:``, ``message:`` and plug-ins), else script tests, a case file or folder, or a message."""
+    for prefix in sorted(SOURCES, key=len, reverse=True):
+        if text.startswith(prefix):
+            return SOURCES.get(prefix)(text[len(prefix):])  # type: ignore[no-any-return, misc]
     if text.startswith("scripts.") and not os.path.exists(text) and " " not in text:
         return ScriptTests(text[len("scripts."):])
     if not text.strip():
@@ -273,6 +271,30 @@ def classify(text: str) -> Source:
     if looks_like_a_path(text):
         return CaseFile(text)
     return Message(text)
+
+
+@SOURCES.register("agents:")
+def _generator_agent(rest: str) -> Source:
+    ref, _, query = rest.partition("?")
+    if not ref:
+        raise AgentTestError("-i agents: needs a generator agent ID", hint="e.g. -i \"agents:workers.test.generator?count=10\"")
+    return GeneratorAgent(ref, dict(parse_qsl(query, keep_blank_values=True)))
+
+
+@SOURCES.register("scripts:")
+def _generator_script(rest: str) -> Source:
+    ref, _, query = rest.partition("?")
+    if "." not in ref:
+        raise AgentTestError(f"-i scripts:{rest}: a script generator is scripts:<module>.<function>")
+    return GeneratorScript(ref, dict(parse_qsl(query, keep_blank_values=True)))
+
+
+@SOURCES.register(MESSAGE_PREFIX)
+def _message(rest: str) -> Source:
+    """-m TEXT: a message whatever it looks like."""
+    if not rest.strip():
+        raise AgentTestError("-m is empty", hint="give the message to send, e.g. -m \"Where is my order?\"")
+    return Message(rest, explicit=True)
 
 
 def looks_like_a_path(text: str) -> bool:

@@ -3,10 +3,13 @@ are reached; the case's own assertions are then checked once against the whole c
 
 from __future__ import annotations
 
+import sys
+
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agenttest.plugins import MODES
 from agenttest.verdicts import budgets
 from agenttest.assertions import Observation, evaluate, evaluate_all
 from agenttest.errors import CallError
@@ -249,3 +252,6 @@ def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
         error += f" (during turn {len(conv.turns) + 1}); missing checkpoints: {', '.join(conv.missing())}"
     result = _result(case, conv, status, error)
     return replace(result, tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
+
+
+MODES.add("dynamic", sys.modules[__name__])  # the built-in mode registers as a plug-in would

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import inspect
 import operator
 import os
 from dataclasses import replace
 from typing import Any
 
+from agenttest.plugins import MODES
 from agenttest.util import patterns
 from agenttest.runtime import usercalls
 from agenttest.errors import AgentTestError, CallError, Location
@@ -287,3 +290,6 @@ def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
     t = trace.state if isinstance(trace.state, T) else T(case.id, Context())
     return CaseResult(case.id, status, case.name, None, None, error=error, assertions=tuple(t.results), logs=tuple(t.logs),
                       tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
+
+
+MODES.add("script", sys.modules[__name__])  # the built-in mode registers as a plug-in would

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 
+from agenttest.plugins import MODES
 from agenttest.assertions import Observation, evaluate_all
 from agenttest.errors import CallError
 from agenttest.model import AssertionResult, AssertionSpec, Case, CaseResult, Status
@@ -44,3 +46,6 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
     return CaseResult(case.id, status, case.name, case.input, error=error, tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
+
+
+MODES.add("standard", sys.modules[__name__])  # the built-in mode registers as a plug-in would

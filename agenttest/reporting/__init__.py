@@ -15,8 +15,6 @@ __all__ = ["Render", "check_path", "extensions", "register", "render", "write", 
 
 
 def extensions() -> list[str]:
-    from agenttest.reporting import html, jsonfile, junit, markdown  # noqa: F401  the built-ins register themselves
-
     return registered()
 
 
@@ -30,13 +28,16 @@ def check_path(path: str) -> None:
 
 
 def render(report: RunReport, path: str, secrets: Secrets | Iterable[str] = ()) -> Iterable[str]:
-    """The report in the format of ``path``'s extension, as chunks of text with secrets redacted."""
+    """The report in the format of ``path``'s extension, as chunks of text with secrets redacted: first in the
+    report's values (dict keys and bytes in tool data included), since escaping for the format (Markdown's
+    ``\\_``, HTML's entities) would hide a key from a search in the text; then in the text, for what a
+    format composed."""
     extensions()
     make = renderer(os.path.splitext(path)[1].lower())
     assert make is not None, path  # checked by check_path before the run
-    out = make(report)
-    chunks = [out] if isinstance(out, str) else out
     hide = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
+    out = make(hide.scrub(report))
+    chunks = [out] if isinstance(out, str) else out
     return (hide.redact(chunk) for chunk in chunks) if hide else chunks
 
 

@@ -1,26 +1,25 @@
-"""The registry of report formats, by file extension (``.json``, ``.html``, … and plug-ins)."""
+"""Report formats by file extension (``.json``, ``.html``, … and plug-ins), in the plug-in registry."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
 from agenttest.model import RunReport
+from agenttest.plugins import REPORTS, builtins
 
 Render = Callable[[RunReport], "str | Iterable[str]"]  # a whole text, or chunks (large reports stream)
-_FORMATS: dict[str, Render] = {}
 
 
 def register(extension: str) -> Callable[[Render], Render]:
-    def decorate(fn: Render) -> Render:
-        _FORMATS[extension] = fn
-        return fn
-
-    return decorate
+    """``@register(".csv")`` on a render function: ``-o x.csv`` writes what it returns."""
+    return REPORTS.register(extension)
 
 
 def renderer(extension: str) -> Render | None:
-    return _FORMATS.get(extension)
+    builtins()
+    return REPORTS.get(extension)
 
 
 def registered() -> list[str]:
-    return sorted(_FORMATS)
+    builtins()
+    return REPORTS.names()

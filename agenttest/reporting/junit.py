@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from agenttest.verdicts.costs import totals
 from agenttest.verdicts.gates import key_of, runs_saved
 from agenttest.model import CaseResult, Gate, RunReport
-from agenttest.util.text import as_text
+from agenttest.util.text import BIDI, as_text
 from agenttest.reporting.figures import percent
 from agenttest.reporting.formats import register
 
@@ -128,5 +128,5 @@ def _transcript(r: CaseResult, numbered: bool) -> str:
 
 
 def _clean(text: str) -> str:
-    """Drop characters XML 1.0 cannot hold."""
-    return "".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20 and ord(ch) not in (0xFFFE, 0xFFFF))
+    """Drop characters XML 1.0 cannot hold; show right-to-left overrides as their code (a CI page shows them inert)."""
+    return "".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20 and ord(ch) not in (0xFFFE, 0xFFFF)).translate(BIDI)

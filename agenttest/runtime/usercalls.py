@@ -8,7 +8,9 @@ its deadline (a daemon thread is never waited for, so it cannot keep the run fro
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextvars
+import inspect
 import io
 import os
 import sys
@@ -74,16 +76,57 @@ class _Router(io.TextIOBase):
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self.real, "encoding", "utf-8")
 
+    @property
+    def buffer(self) -> _BinaryRouter:
+        """``sys.stdout.buffer.write(b"…")`` works in user code too: the bytes are captured as UTF-8 text."""
+        return _BinaryRouter(self)
+
+
+class _BinaryRouter(io.RawIOBase):
+    """The ``buffer`` of a _Router: bytes decoded (bad bytes escaped) and written as text."""
+
+    def __init__(self, text: _Router):
+        self.text = text
+        self._decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:  # type: ignore[override]
+        real = getattr(self.text.real, "buffer", None)
+        if current_capture.get() is None and real is not None:  # outside any case: the real stream's bytes
+            return int(real.write(data))
+        self.text.write(self._decoder.decode(bytes(data)))
+        return len(data)
+
+    def flush(self) -> None:
+        self.text.flush()
+
+
+_home: list[str] = []  # the run's working directory, while a run captures user code
+
 
 @contextmanager
-def capturing() -> Iterator[None]:
-    """Route ``print`` of user code to the capture of the case it runs for (for the whole run)."""
+def capturing(home: str | None = None) -> Iterator[None]:
+    """Route ``print`` of user code to the capture of the case it runs for (for the whole run); a call that
+    changed the working directory (``os.chdir`` in a tool) is followed by a return to ``home``."""
     old_out, old_err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Router(old_out, "stdout"), _Router(old_err, "stderr")  # type: ignore[assignment]
+    _home.append(home or os.getcwd())
     try:
         yield
     finally:
         sys.stdout, sys.stderr = old_out, old_err
+        _home.pop()
+
+
+def _go_home() -> None:
+    """After a user call: back in the run's working directory, wherever the call went."""
+    if _home:
+        try:
+            os.chdir(_home[-1])
+        except OSError:  # home itself is gone: every path of the run is absolute anyway
+            pass
 
 
 class Deadline(CallError):
@@ -106,10 +149,14 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
     def target() -> None:
         try:
             value = context.run(fn, *args, **kwargs)
+            if inspect.isawaitable(value):  # an ``async def`` tool or hook: awaited in this thread's own loop
+                value = context.run(asyncio.run, _awaited(value))
         except BaseException as exc:  # noqa: BLE001 — user code may raise anything; none of it may escape
             failure = _failure(what, exc)
+            _go_home()
             _post(loop, settle, False, failure)
         else:
+            _go_home()
             _post(loop, settle, True, value)
 
     threading.Thread(target=target, name=f"agent-test: {what}", daemon=True).start()
@@ -124,6 +171,10 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
         future.cancel()
         raise Deadline(f"{what} did not return within {timeout:g}s")
     return future.result()
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _post(loop: asyncio.AbstractEventLoop, settle: Callable[..., None], ok: bool, value: Any) -> None:

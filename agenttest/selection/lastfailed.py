@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from agenttest.model import CaseResult, Gate
 from agenttest.util.files import write_atomic
@@ -24,14 +25,35 @@ def _path(root: str) -> str:
     return os.path.join(root, FOLDER, "lastfailed.json")
 
 
-def load(root: str, inputs: Sequence[str]) -> set[tuple[str, str]]:
-    """(file, id) of the cases that did not pass last time; none when there was no last time."""
+def _read(root: str) -> tuple[dict[str, list[list[str]]], str | None]:
+    """The memory of earlier runs, and a warning when the file is there but not one agent-test wrote (corrupt,
+    nested past the parser, wrong shapes): then it is ignored, never the end of the run."""
+    path = _path(root)
     try:
-        with open(_path(root), encoding="utf-8") as fh:
+        with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
-    except (OSError, ValueError):
-        return set()
-    return {(f, i) for f, i in data.get(key(inputs), [])} if isinstance(data, dict) else set()
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, ValueError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {str(exc)[:200]}"
+        return {}, f"{path} cannot be read ({why}); ignored, so --lf runs every case (it is rewritten after this run)"
+    kept = {k: v for k, v in data.items() if _pairs(v)} if isinstance(data, dict) else {}
+    if not isinstance(data, dict) or len(kept) != len(data):
+        return kept, f"{path} is not as agent-test writes it; what is not was ignored (it is rewritten after this run)"
+    return kept, None
+
+
+def _pairs(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, list) and len(x) == 2 and all(isinstance(y, str) for y in x) for x in value)
+
+
+def load(root: str, inputs: Sequence[str], warnings: list[str] | None = None) -> set[tuple[str, str]]:
+    """(file, id) of the cases that did not pass last time; none when there was no last time. A file that is
+    not as agent-test writes it adds a warning to ``warnings`` and counts as no last time."""
+    data, problem = _read(root)
+    if problem and warnings is not None:
+        warnings.append(problem)
+    return {(f, i) for f, i in data.get(key(inputs), [])}
 
 
 def save(root: str, inputs: Sequence[str], results: Iterable[CaseResult], gates: Iterable[Gate] = ()) -> None:
@@ -47,13 +69,7 @@ def save(root: str, inputs: Sequence[str], results: Iterable[CaseResult], gates:
         ran = {(r.file, r.id) for r in results if r.status != "skipped"}
         failed = {(r.file, r.id) for r in results if not r.ok}
     path = _path(root)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-        if not isinstance(data, dict):
-            data = {}
-    except (OSError, ValueError):
-        data = {}
+    data = _read(root)[0]
     before = {(f, i) for f, i in data.get(key(inputs), [])}
     data[key(inputs)] = [list(x) for x in sorted((before - ran) | failed)]
     try:

@@ -11,13 +11,17 @@ from datetime import datetime
 
 from agenttest.errors import AgentTestError
 
+# A lone surrogate that reached a writer anyway is written as its escape (``\ud83d``), never a failed write:
+# inside a JSON string that is the same JSON escape, so the file stays valid and reads back.
+WRITE_ERRORS = "backslashreplace"
+
 
 def write_atomic(path: str, content: str | Iterable[str]) -> None:
     """Write to a temporary file beside ``path``, then rename over it."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".agent-test-", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=WRITE_ERRORS) as fh:
             fh.writelines([content] if isinstance(content, str) else content)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report gets the usual permissions
         os.replace(tmp, path)
@@ -64,7 +68,7 @@ def _file_in_the_way(folder: str) -> str | None:
 REPORTS = "reports"  # the folder of the app root where reports go when no -o is given
 
 
-def default_report(folder: str) -> str:
+def default_report(folder: str, cwd: str | None = None) -> str:
     """``output-YYYYMMDDHHMMSS.json`` in ``folder`` (made if missing), reserved at once so that a second run in
     the same second gets ``output-YYYYMMDDHHMMSS-2.json`` instead of overwriting the first one's report."""
     os.makedirs(folder or ".", exist_ok=True)
@@ -73,7 +77,7 @@ def default_report(folder: str) -> str:
         path = os.path.join(folder or ".", f"output-{stamp}{'' if n == 1 else f'-{n}'}.json")
         try:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            return _relative(path)
+            return _relative(path, cwd)
         except FileExistsError:
             continue
     raise AgentTestError(f"cannot find a free report name in {folder}")
@@ -82,14 +86,14 @@ def default_report(folder: str) -> str:
 def rescue(content: Iterable[str], name: str) -> str:
     """When a report cannot be written where asked after the run, keep it in a temporary file."""
     fd, tmp = tempfile.mkstemp(prefix="agent-test-report-", suffix=os.path.splitext(name)[1])
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+    with os.fdopen(fd, "w", encoding="utf-8", errors=WRITE_ERRORS) as fh:
         fh.writelines(content)
     return tmp
 
 
-def _relative(path: str) -> str:
-    """A path below the current folder as a relative one (as the user would write it), others as they are."""
+def _relative(path: str, cwd: str | None = None) -> str:
+    """A path below the current folder (``cwd``) as a relative one (as the user would write it), others as they are."""
     if not os.path.isabs(path):
         return path
-    shorter = os.path.relpath(path)
+    shorter = os.path.relpath(path, cwd)
     return path if shorter.startswith("..") else shorter

@@ -68,12 +68,17 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 
 def _scrub(value: Any, redact: Callable[[str], str]) -> Any:
+    """Keys, set members and bytes too: a key held anywhere in tool data is hidden before it is shown."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {k: _scrub(v, redact) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+        return {_scrub(k, redact): _scrub(v, redact) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
         return type(value)(_scrub(v, redact) for v in value)
+    if isinstance(value, (bytes, bytearray)):
+        text = bytes(value).decode("utf-8", "surrogateescape")
+        hidden = redact(text)
+        return value if hidden == text else type(value)(hidden.encode("utf-8", "surrogateescape"))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         changes = {f.name: _scrub(getattr(value, f.name), redact) for f in dataclasses.fields(value) if f.init}
         return dataclasses.replace(value, **changes)

@@ -1,4 +1,5 @@
-"""Text of model output: JSON found inside it, any value as text, and one-line shortening for display."""
+"""Text: JSON found inside model output, any value as text, one-line shortening, text made safe where it
+enters a run (lone surrogates) and where it is shown (control characters, right-to-left overrides)."""
 
 from __future__ import annotations
 
@@ -95,12 +96,16 @@ def shorten(value: Any, limit: int, marker: str = "…") -> str:
 
 
 _CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)] if c not in (0x09, 0x0A)}
+# Bidirectional overrides and isolates (and the marks) reorder what follows them on screen: an id could show
+# "passed" spelt backwards over "failed". They are shown as their code, like control characters.
+BIDI = {c: f"\\u{c:04x}" for c in [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+_CONTROLS.update(BIDI)
 _CONTROLS_ONE_LINE = {**_CONTROLS, 0x0A: "\\n"}
 
 
 def printable(text: str, newlines: bool = False) -> str:
-    """``text`` safe for a terminal: escape sequences and other control characters are shown escaped
-    (``\\x1b[2K``), never obeyed. Newlines are kept only when ``newlines``."""
+    """``text`` safe for a terminal: escape sequences, other control characters and right-to-left overrides
+    are shown escaped (``\\x1b[2K``, ``\\u202e``), never obeyed. Newlines are kept only when ``newlines``."""
     return text.translate(_CONTROLS if newlines else _CONTROLS_ONE_LINE)
 
 
@@ -114,6 +119,50 @@ def safe_text(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def cleaned(value: Any) -> Any:
+    """``value`` (parsed JSON: dicts, lists, strings) with every string made safe by ``safe_text``, keys included.
+    Containers are changed in place, without recursion (a value nested as deep as the parser allows is fine)."""
+    if isinstance(value, str):
+        return safe_text(value)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if any(isinstance(k, str) and _SURROGATE.search(k) for k in item):  # rebuilt, keeping the order
+                renamed = {safe_text(k) if isinstance(k, str) else k: v for k, v in item.items()}
+                item.clear()
+                item.update(renamed)
+            pairs: Any = item.items()
+        elif isinstance(item, list):
+            pairs = enumerate(item)
+        else:
+            continue
+        for key, v in list(pairs):
+            if isinstance(v, str):
+                if _SURROGATE.search(v):
+                    item[key] = safe_text(v)
+            elif isinstance(v, (dict, list)):
+                stack.append(v)
+    return value
+
+
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def escapes_surrogates(text: str) -> bool:
+    """Whether JSON or YAML ``text`` may spell a surrogate as an escape (``"\\ud83d"``): parsed, it needs ``cleaned``."""
+    return _ESCAPED_SURROGATE.search(text) is not None
+
+
+def loads(text: str) -> Any:
+    """``json.loads``, with lone surrogates that the text spells as escapes (``"\\ud83d"``) made safe."""
+    value = json.loads(text)
+    return cleaned(value) if escapes_surrogates(text) else value
 
 
 def plural(count: int, word: str) -> str:

@@ -1,0 +1,69 @@
+"""User code habits (issue 25, item 8): an ``async def`` tool is awaited, ``sys.stdout.buffer`` works in
+captured user code, and escape sequences or right-to-left overrides in ids are shown inert."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import cli, report
+
+RULES = """
+rules:
+  - tool: "*"
+    reply: "done: {{ tool_result }}"
+  - user: "^tool:later"
+    tool_calls: [{name: later}]
+  - user: "^tool:binary"
+    tool_calls: [{name: binary}]
+  - user: ".*"
+    reply: "echo: {{ user }}"
+"""
+TOOLS = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in ("later", "binary")]
+TOOLS_PY = """
+import asyncio, sys
+async def later(ctx):
+    await asyncio.sleep(0.01)
+    print("awaited")
+    return {"total": 42}
+def binary(ctx):
+    sys.stdout.buffer.write("bytes \\u00e9\\n".encode())
+    sys.stdout.buffer.flush()
+    return "written"
+"""
+
+
+@pytest.fixture
+def bot(offline_app):
+    offline_app.agent("bot", connector="mock", tools=TOOLS, files={"mock.yml": RULES, "src/tools.py": TOOLS_PY})
+    return offline_app
+
+
+def test_an_async_tool_is_awaited_and_stdout_buffer_is_captured(bot):
+    path = bot.cases("cases.jsonl", [
+        {"id": "async", "input": "tool:later", "assert": {"type": "tool_result", "value": {"tool": "later", "result": {"total": 42}}}},
+        {"id": "buffer", "input": "tool:binary", "assert": {"type": "contains", "value": "done: written"}}])
+    out = bot.root / "r.json"
+    result = cli("-i", str(path), "-n", "bot", "--app", str(bot.root), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    later, binary = report(out)["results"]
+    assert "coroutine" not in str(later) and later["stdout"] == "awaited\n"
+    assert binary["stdout"] == "bytes \u00e9\n" and "error" not in binary["tool_calls"][0]
+
+
+SNEAKY = "ok\x1b[2K\x1b[1A\u202edeliaf"  # erases the line above, then shows "failed" reversed
+
+
+def test_escape_sequences_and_rtl_overrides_in_ids_are_shown_escaped(bot):
+    path = bot.cases("cases.jsonl", [{"id": SNEAKY, "input": "hi", "tags": ["t\u202ex"], "assert": {"type": "contains", "value": "nope"}}])
+    listed = cli("-i", str(path), "-n", "bot", "--app", str(bot.root), "--list")
+    assert listed.exit_code == 0
+    assert "ok\\x1b[2K\\x1b[1A\\u202edeliaf" in listed.output and "t\\u202ex" in listed.output
+    assert "\x1b" not in listed.output and "\u202e" not in listed.output
+    outs = [bot.root / f"r{ext}" for ext in (".md", ".xml", ".json")]
+    result = cli("-i", str(path), "-n", "bot", "--app", str(bot.root), *[a for o in outs for a in ("-o", str(o))])
+    assert result.exit_code == 1
+    assert "\x1b" not in result.output and "\u202e" not in result.output
+    md, xml = outs[0].read_text(), outs[1].read_text()
+    assert "\u202e" not in md and "\\u202e" in md and "\x1b" not in md
+    assert "\u202e" not in xml and "\x1b" not in xml
+    assert report(outs[2])["results"][0]["id"] == SNEAKY  # the data keeps the id as written
