@@ -25,6 +25,7 @@ sys.path.insert(0, HERE)
 
 import load  # noqa: E402
 import viewer  # noqa: E402
+from sdk_alone import transport_name  # noqa: E402
 from workloads import dynamic_cases, expected_runs_with_early_stop, flaky_cases, make_app, standard_cases, write_cases  # noqa: E402
 
 
@@ -203,7 +204,8 @@ class Bench:
         self.row(f"{n} standard, {how}, --parallel {parallel} (median of {self.repeats()})", m, n, ideal, peak, target, check(m.wall, ideal) if target else None)
         sdk, sdk_peak = self.median(lambda: self.sdk(n, latency, parallel, "post", jitter))
         sdk_ideal = n * latency / parallel + self.sdk_startup
-        self.row("  openai SDK alone (post), same workload", sdk, n, sdk_ideal, sdk_peak, "(peer, same run)", None)
+        self.row("  openai SDK alone (post), same workload", sdk, n, sdk_ideal, sdk_peak,
+                 f"agent-test ÷ it: {m.wall / sdk.wall:.2f} (≤ 1.10)", m.wall <= 1.1 * sdk.wall)
 
     def dynamic(self) -> None:
         n, latency, parallel = self.size(20) if not self.smoke else 2, 0.05, 20
@@ -317,16 +319,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="every workload once at a tiny size (no targets)")
     parser.add_argument("--write", action="store_true", help="write the table into bench/RESULTS.md")
-    parser.add_argument("--peer", choices=["promptfoo"], help="run the peer's workloads side by side with it (never in CI)")
+    parser.add_argument("--peer", choices=["promptfoo", "inspect", "all"], help="run the peers' workloads side by side with agent-test and the SDK alone (never in CI)")
     parser.add_argument("--only", metavar="WORKLOAD", help="run one workload (for working on it; never --write)")
     args = parser.parse_args()
     bench = Bench(args.smoke)
-    print(f"machine: {machine()}", flush=True)
+    load = os.getloadavg()[0]
+    print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}; transport: {transport_name()}", flush=True)
     try:
         if args.peer:
             import peer
 
-            peer.compare(bench)
+            peer.compare(bench, args.peer)
         else:
             bench.all(args.only)
     finally:
@@ -346,7 +349,8 @@ def main() -> None:
         _, _, tail = rest.partition(f"<!-- /{marker} -->")
         command = f"python -m bench --peer {args.peer} --write" if args.peer else "python -m bench --write"
         notes = "".join(f"\n\n{n}" for n in bench.notes)
-        block = f"<!-- {marker} -->\nMachine: {machine()}. Command: `{command}`.\n\n{table}{notes}\n<!-- /{marker} -->"
+        block = (f"<!-- {marker} -->\nMachine: {machine()}; load average at the start {load:.1f} (2 cores shared with other work). "
+                 f"Transport: the SDK on {transport_name()}, for agent-test and the SDK alone. Command: `{command}`.\n\n{table}{notes}\n<!-- /{marker} -->")
         with open(path, "w") as fh:
             fh.write(head + block + tail)
     if args.smoke and not args.peer and not args.only:

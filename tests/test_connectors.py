@@ -28,7 +28,14 @@ def throttled(server, parallel=4, **options):
 
 
 def complete(conn, messages=None, **kw):
-    return asyncio.run(conn.complete(ChatRequest(messages or [{"role": "user", "content": "hi"}], **kw)))
+    """One call in its own event loop; the connector's clients are closed in it, as a run closes them."""
+    async def once():
+        try:
+            return await conn.complete(ChatRequest(messages or [{"role": "user", "content": "hi"}], **kw))
+        finally:
+            await conn.aclose()
+
+    return asyncio.run(once())
 
 
 def test_plain_completion_records_usage_and_passes_options(server):
@@ -100,7 +107,9 @@ def test_400_is_not_retried(server):
     assert len(server.requests) == 1
 
 
-def test_unreachable_host_is_an_agent_error():
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_unreachable_host_is_an_agent_error(monkeypatch, transport):
+    monkeypatch.setenv("AGENTTEST_HTTP", transport)
     conn = create(ConnectorSpec("x", "openai", {"model": "m", "host": "http://127.0.0.1:9", "max_retries": 0}))
     with pytest.raises(AgentError, match="cannot reach 127.0.0.1:9: connection refused"):
         complete(conn)
@@ -267,18 +276,33 @@ def test_arguments_sent_as_an_object_and_odd_responses(server):
         complete(connector(server))
 
 
-def test_many_calls_in_flight_are_spread_over_several_connection_pools(server):
+@pytest.mark.parametrize("transport, pools", [("httpx", 3), ("aiohttp", 1)])
+def test_many_calls_in_flight_are_spread_over_several_connection_pools_on_httpx(server, monkeypatch, transport, pools):
+    """httpcore's pool scans every connection per request: one pool per SHARD calls in flight; aiohttp's needs one."""
     from agenttest.connectors.openai import SHARD
 
+    monkeypatch.setenv("AGENTTEST_HTTP", transport)
     server.responder = lambda req: Answer("ok", delay=0.2)
     conn = connector(server)
 
     async def go():
         replies = await asyncio.gather(*(conn.complete(ChatRequest([{"role": "user", "content": str(i)}])) for i in range(SHARD * 2 + 5)))
-        pools = len(conn._clients)
+        made = [type(c._client).__name__ for c in conn._clients]
         await conn.aclose()
-        return replies, pools
+        return replies, made
 
-    replies, pools = asyncio.run(go())
-    assert all(r.content == "ok" for r in replies) and pools == 3 and conn._clients == []
+    replies, made = asyncio.run(go())
+    assert all(r.content == "ok" for r in replies) and len(made) == pools and conn._clients == []
+    assert all(("Aio" in name) == (transport == "aiohttp") for name in made), made
     assert server.peak_in_flight == SHARD * 2 + 5
+
+
+def test_start_makes_the_first_client_before_any_call(server):
+    """Catalog.warm calls start() as the run begins: the SDK's import and client set-up never count
+    against a case's deadline."""
+    server.responder = lambda req: Answer("ok")
+    conn = connector(server)
+    conn.start()
+    made = list(conn._clients)
+    assert len(made) == 1 and server.requests == []
+    assert complete(conn).content == "ok" and len(server.requests) == 1

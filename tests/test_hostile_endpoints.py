@@ -82,7 +82,9 @@ def test_a_streaming_connector_answered_badly_is_an_error_not_a_silent_pass(host
     assert all(b.get("stream") is True for b in server.bodies())
 
 
-def test_a_server_that_hangs_up_is_worded_as_such(hostile, server):
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_a_server_that_hangs_up_is_worded_as_such(hostile, server, monkeypatch, transport):
+    monkeypatch.setenv("AGENTTEST_HTTP", transport)  # aiohttp's mapping says ConnectTimeout: still not "timed out"
     server.responder = lambda req: Answer(hang_up=True)
     result, data = run_cases(hostile, [{"id": "a", "input": "hi"}])
     (r,) = data["results"]

@@ -54,6 +54,9 @@ def TestPytestFail(t, ctx):
     pytest.fail("from pytest")
 def TestSleeps(t, ctx):
     time.sleep(3600)
+def AtExit(ctx, cases):
+    import atexit
+    atexit.register(mark, "atexit")
 """
 
 
@@ -185,3 +188,29 @@ def test_ctrl_c_while_the_report_is_written_finishes_the_write(app_dir, tmp_path
     assert "Traceback" not in stderr, stderr
     assert out.read_text() == "".join(f"line {i}\n" for i in range(20))  # whole, never half written
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".agent-test-")]  # no temporary file left
+
+
+def test_the_cli_leaves_at_once_after_the_report_with_atexit_handlers_run_and_output_flushed(app_dir, tmp_path):
+    """The fast exit (os._exit after the report) skips only the interpreter's teardown: user code's atexit
+    handlers run, the console's last line reaches the pipe, the exit code is the verdict's."""
+    out = tmp_path / "r.json"
+    cases = [{"id": f"c{i}", "input": "hi", "assert": {"type": "contains", "value": "never said"}} for i in range(50)]
+    code, stdout, stderr = agent_test(app_dir, cases, "--before", "env_test.AtExit", "-o", str(out))
+    assert code == 1 and "Traceback" not in stderr, stderr
+    assert "atexit" in marks(app_dir)
+    assert stdout.rstrip().endswith("═" * 63) and "50 of 50 tests did not pass" in stdout, stdout[-500:]
+    assert len(report(out)["results"]) == 50
+
+
+def test_in_process_runs_leave_the_garbage_collector_alone(app_dir, tmp_path):
+    """gc.freeze and the thresholds are for the CLI's own process; a library or CliRunner caller keeps its own."""
+    import gc
+
+    from helpers import cli
+
+    before = gc.get_threshold(), gc.get_freeze_count()
+    path = app_dir / "cases.jsonl"
+    path.write_text(json.dumps({"id": "a", "input": "hi"}) + "\n")
+    result = cli("-i", str(path), "-n", "bot", "--app", str(app_dir), "-o", str(tmp_path / "r.json"))
+    assert result.exit_code in (0, 1), result.output
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before

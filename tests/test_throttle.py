@@ -26,8 +26,22 @@ def ask(conn, text: str):
     return conn.complete(ChatRequest([{"role": "user", "content": text}]))
 
 
+async def once(conn, text: str):
+    """One call; the connector's clients closed after it, in its loop."""
+    try:
+        return await ask(conn, text)
+    finally:
+        close = getattr(conn, "aclose", None)  # a plug-in connector may have none
+        if close is not None:
+            await close()
+
+
 async def many(conn, n: int, prefix: str = "case"):
-    return await asyncio.gather(*(ask(conn, f"{prefix} {i}") for i in range(n)), return_exceptions=True)
+    """n calls at once; the connector's clients closed after them, in the loop that made them (as a run does)."""
+    try:
+        return await asyncio.gather(*(ask(conn, f"{prefix} {i}") for i in range(n)), return_exceptions=True)
+    finally:
+        await conn.aclose()
 
 
 # ---- the throttle alone ------------------------------------------------------------------------
@@ -56,6 +70,27 @@ def test_halves_on_a_429_once_per_epoch_then_grows_back_one_per_success():
             t.succeeded()
         assert t.limit == 8  # never above the ceiling
         assert t.load().lowest_limit == 4 and t.load().rate_limited == 2
+
+    asyncio.run(go())
+
+
+def test_a_probe_that_meets_a_429_steps_back_by_one_and_a_429_after_it_halves():
+    async def go():
+        t = Throttle("x", Limits(ceiling=20))
+        epochs = [await t.acquire() for _ in range(10)]
+        t.rate_limited(epochs[-1])  # 10 in flight were too many
+        assert (t.limit, t.recover_to) == (5, 9)
+        for _ in range(10):
+            t.release()
+        for _ in range(4 + 3 * 9):  # back to 9, then one window set of successes past it: a probe to 10
+            t.succeeded()
+        assert (t.limit, t.recover_to) == (10, 10)
+        probe = await t.acquire()
+        t.rate_limited(probe)  # the probe was one too many: back to the last good level
+        assert (t.limit, t.recover_to) == (9, 9) and t.load().lowest_limit == 5
+        again = await t.acquire()
+        t.rate_limited(again)  # at a level the endpoint took before: it takes less now, so halve
+        assert t.limit == 1  # min(limit 9, in flight 2) // 2
 
     asyncio.run(go())
 
@@ -154,7 +189,7 @@ def test_retry_after_in_whole_seconds_and_in_ms_are_honoured(server):
             return Answer(status=429, error="slow down", headers={header: value}) if len(calls) == 1 else Answer("ok")
 
         server.responder = responder
-        assert asyncio.run(ask(Traffic(2).wrap(create(spec(server.host))), "hi")).content == "ok"
+        assert asyncio.run(once(Traffic(2).wrap(create(spec(server.host))), "hi")).content == "ok"
         assert wait - 0.02 <= calls[1] - calls[0] < wait + 1.0
 
 
@@ -162,7 +197,7 @@ def test_a_rate_limit_the_budget_cannot_absorb_is_the_calls_error(server):
     server.responder = lambda req: Answer(status=429, error="quota exceeded", headers={"retry-after-ms": "10"})
     conn = Traffic(2).wrap(create(spec(server.host, rate_limit_retries=2)))
     with pytest.raises(CallError, match=r"model error 429 .*quota exceeded \(still rate limited after 2 retries; try a lower --parallel"):
-        asyncio.run(ask(conn, "hi"))
+        asyncio.run(once(conn, "hi"))
     assert len(server.requests) == 3
 
 
@@ -188,10 +223,10 @@ def test_an_unreachable_endpoint_is_marked_down_after_three_failures_in_a_row():
     conn = traffic.wrap(create(spec(f"http://127.0.0.1:{port}", max_retries=5)))
     start = time.perf_counter()
     with pytest.raises(CallError, match=f"^endpoint unreachable: 127.0.0.1:{port}$"):
-        asyncio.run(ask(conn, "first"))  # attempts 1–3 fail, refused: the third marks it down
+        asyncio.run(once(conn, "first"))  # attempts 1–3 fail, refused: the third marks it down
     for i in range(5):  # the rest fail at once
         with pytest.raises(CallError, match=f"^endpoint unreachable: 127.0.0.1:{port}$"):
-            asyncio.run(ask(conn, f"then {i}"))
+            asyncio.run(once(conn, f"then {i}"))
     assert time.perf_counter() - start < 5  # 0.5 s + 1 s of backoff, not 5 retries each
     assert len(heard) == 1 and "connection refused" in heard[0] and "3 connection attempts in a row" in heard[0]
     assert traffic.load()[0].unreachable and traffic.warnings() == heard
@@ -229,7 +264,7 @@ def test_a_plug_in_connector_gets_the_same_retries_and_a_local_one_is_left_alone
     traffic = Traffic(parallel=3)
     inner = Flaky()
     conn = traffic.wrap(inner)
-    assert asyncio.run(ask(conn, "hi")).content == "ok" and inner.calls == 3
+    assert asyncio.run(once(conn, "hi")).content == "ok" and inner.calls == 3
     assert traffic.load()[0].absorbed == 2
     mock = create(ConnectorSpec("mock", "mock", {}))
     assert traffic.wrap(mock) is mock and len(traffic.throttles) == 1

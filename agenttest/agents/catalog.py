@@ -72,6 +72,14 @@ class Catalog:
             if isinstance(r, BaseException):
                 raise r
 
+    def warm(self) -> None:
+        """Before the first case of a run (not for --dry-run or --list): each connector makes what every call
+        needs (the SDK client and its import), so that it never counts against a case's deadline."""
+        for connector in list(self._connectors.values()):
+            start = getattr(connector, "start", None)
+            if start is not None:
+                start()
+
     def connector(self, connector_id: str) -> Connector:
         """The Connector for an ID (a file under connectors/, or the implicit ``openai.<model>``), its
         calls throttled and retried (FORMATS §13)."""

@@ -47,7 +47,8 @@ class Retryable(CallError):
 class Connector(Protocol):
     """``complete`` answers one request (one attempt: raise ``Retryable`` for what may be retried, CallError
     for the rest). Optional: ``prepare(agent_dir)`` checks at load time what the connector needs for an
-    agent (the mock: its rules file); ``aclose()`` releases network clients; ``warnings``, a list of
+    agent (the mock: its rules file); ``start()`` makes what every call needs (network clients, their
+    imports) before the first case starts; ``aclose()`` releases network clients; ``warnings``, a list of
     load-time warnings."""
 
     spec: ConnectorSpec

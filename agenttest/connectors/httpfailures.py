@@ -53,6 +53,12 @@ def connection_failure(exc: BaseException) -> tuple[str, str]:
     return "connection", f"{type(cause).__name__}: {cause}"
 
 
+def disguised(exc: BaseException) -> bool:
+    """Whether a "timeout" is a connection failure in disguise: the SDK's aiohttp transport maps every
+    aiohttp connection error — refused, reset, server disconnected — to httpx's ConnectTimeout."""
+    return any(type(n).__module__.startswith("aiohttp") and "Timeout" not in type(n).__name__ for n in _chain(exc))
+
+
 def retry_after(headers: Any) -> float | None:
     """Seconds the server asked to wait: ``retry-after-ms`` (OpenAI), ``Retry-After`` in seconds or as an
     HTTP date; None when it did not say (or said nonsense)."""

@@ -7,6 +7,7 @@ Only chat-completions parameters reach the request body (``parameters.py``)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 from urllib.parse import urlparse
@@ -17,7 +18,7 @@ from agenttest.model.parameters import CHAT_PARAMETERS, not_sent, request_option
 from agenttest.util.secrets import redact
 from agenttest.util.text import shorten
 from agenttest.connectors.base import ChatRequest, ConnectorSpec, Retryable, register
-from agenttest.connectors.httpfailures import connection_failure, retry_after
+from agenttest.connectors.httpfailures import connection_failure, disguised, retry_after
 
 # read by agent-test, never sent
 _OWN = {"model", "host", "base_url", "proxy", "key", "api_key", "stream", "max_retries", "rate_limit_retries", "timeout",
@@ -27,10 +28,25 @@ _DESCRIPTIVE = {"capabilities", "thinking", "pricing", "protocols", "label", "de
 _RETRIED = {408, 409, 429}  # and every 5xx
 MAX_ERROR_TEXT = 1000  # characters of a server's error text kept (redacted first, then cut)
 MAX_ARGUMENT_DEPTH = 64  # tool-call arguments nested deeper are refused, not parsed on
-# One SDK client (one connection pool) per SHARD calls in flight: httpcore's pool scans all of its
-# connections, with a socket check each, on every request and response, so at --parallel 500 one pool
-# costs ~0.6 ms of CPU per call more than sixteen (0.25 ms at --parallel 200; bench/RESULTS.md).
+# On httpx (the fallback transport), one SDK client (one connection pool) per SHARD calls in flight:
+# httpcore's pool scans all of its connections, with a socket check each, on every request and response,
+# so at --parallel 500 one pool costs ~0.6 ms of CPU per call more than sixteen (bench/RESULTS.md).
+# aiohttp's pool does not scan: one client serves any width.
 SHARD = 32
+
+
+def http_client(timeout: float) -> Any | None:
+    """The SDK's aiohttp transport (``openai[aiohttp]``: ~0.7× the CPU per call of its default httpx
+    one, bench/RESULTS.md), or None for the SDK's default httpx client when aiohttp is not installed.
+    ``AGENTTEST_HTTP=httpx`` chooses httpx (to compare, or to work around a transport problem)."""
+    if os.environ.get("AGENTTEST_HTTP", "").lower() == "httpx":
+        return None
+    try:
+        from openai import DefaultAioHttpClient
+
+        return DefaultAioHttpClient(timeout=timeout)
+    except (ImportError, RuntimeError):  # an SDK without it, or the aiohttp extra not installed
+        return None
 
 
 def normalize_base_url(url: str) -> str:
@@ -65,21 +81,31 @@ class OpenAIConnector:
         self.where = _host(self.base_url)
         self._clients: list[Any] = []
         self._in_flight = self._peak = self._turn = 0
+        self._shard = SHARD  # calls in flight per client; unbounded once the first client is on aiohttp
         # The SDK's import takes 0.7–1 s (``openai.types`` builds every API model with pydantic); made lazily,
         # it was the first case's latency, and its deadline's. Connectors are made while resolving, before any case.
         import openai  # noqa: F401
 
     def _client(self) -> Any:
         """An SDK client, made on first use inside the run's event loop (its connection pool lives there):
-        one per SHARD calls ever in flight at once, taken in turn (so each keeps its connections alive)."""
+        on httpx one per SHARD calls ever in flight at once, taken in turn (so each keeps its connections alive)."""
         self._peak = max(self._peak, self._in_flight + 1)
-        while len(self._clients) * SHARD < self._peak:
+        while len(self._clients) * self._shard < self._peak:
             from openai import AsyncOpenAI
 
+            # aiohttp refuses credentials in the URL next to the key's Authorization header: httpx then
+            transport = http_client(self.request_timeout) if "@" not in urlparse(self.base_url or "").netloc else None
+            if transport is not None:
+                self._shard = 1 << 30
             self._clients.append(AsyncOpenAI(api_key=self.key, base_url=self.base_url, max_retries=0, timeout=self.request_timeout,
-                                             default_headers=self.headers, organization=self.organization))
+                                             default_headers=self.headers, organization=self.organization, http_client=transport))
         self._turn = (self._turn + 1) % len(self._clients)
         return self._clients[self._turn]
+
+    def start(self) -> None:
+        """The first SDK client (and the SDK's import) before the run, outside any case's deadline."""
+        if not self._clients:
+            self._client()
 
     def _body(self, request: ChatRequest, stream: bool) -> dict[str, Any]:
         """The request body as plain JSON: the connector's parameters, then the agent's and the case's."""
@@ -102,29 +128,28 @@ class OpenAIConnector:
     async def complete(self, request: ChatRequest) -> Completion:
         import openai
 
-        from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
         stream = bool(request.options.get("stream", self.stream))
-        # client.post is the SDK's own request path (auth, errors, parsing into ChatCompletion) without
-        # create()'s per-call TypedDict transform, which costs ~1 ms of CPU per call: the body here is
-        # already plain JSON. See bench/RESULTS.md.
+        # client.post is the SDK's own request path (auth, errors, status codes) without create()'s
+        # per-call TypedDict transform (~1 ms of CPU a call: the body here is already plain JSON); and
+        # cast_to=object gives the parsed JSON as dicts, not a pydantic ChatCompletion built only to be
+        # read once. See bench/RESULTS.md.
         client = self._client()
         self._in_flight += 1
         try:
             if stream:
-                chunks = await client.post("/chat/completions", cast_to=ChatCompletion, body=self._body(request, True),
-                                           stream=True, stream_cls=openai.AsyncStream[ChatCompletionChunk])
+                chunks = await client.post("/chat/completions", cast_to=object, body=self._body(request, True),
+                                           stream=True, stream_cls=openai.AsyncStream[object])
                 return await self._streamed(chunks)
-            response = await client.post("/chat/completions", cast_to=ChatCompletion, body=self._body(request, False))
+            response = await client.post("/chat/completions", cast_to=object, body=self._body(request, False))
             return self._completion(response)
         except openai.APIStatusError as exc:
             raise self._status_failure(exc) from None
-        except openai.APITimeoutError:
-            raise Retryable(f"model request to {self.where} timed out", "timeout", self.where) from None
+        except openai.APITimeoutError as exc:
+            if not disguised(exc):
+                raise Retryable(f"model request to {self.where} timed out", "timeout", self.where) from None
+            raise self._connection_failure(exc) from None
         except openai.APIConnectionError as exc:
-            kind, why = connection_failure(exc)
-            verb = "cannot reach" if kind == "unreachable" else "connection to"
-            raise Retryable(self._text(f"{verb} {self.where}{'' if kind == 'unreachable' else ' failed'}: {why}"), kind, self.where) from None  # type: ignore[arg-type]
+            raise self._connection_failure(exc) from None
         except openai.OpenAIError as exc:
             raise CallError(self._text(f"model error from {self.where}: {exc}")) from None
         except RecursionError:
@@ -136,6 +161,11 @@ class OpenAIConnector:
         finally:
             self._in_flight -= 1
 
+    def _connection_failure(self, exc: BaseException) -> Retryable:
+        kind, why = connection_failure(exc)
+        verb = "cannot reach" if kind == "unreachable" else "connection to"
+        return Retryable(self._text(f"{verb} {self.where}{'' if kind == 'unreachable' else ' failed'}: {why}"), kind, self.where)  # type: ignore[arg-type]
+
     def _status_failure(self, exc: Any) -> CallError:
         status = int(exc.status_code)
         text = self._text(f"model error {status} from {self.where}: {_message(exc)}")
@@ -145,17 +175,30 @@ class OpenAIConnector:
         return CallError(text)
 
     def _completion(self, response: Any) -> Completion:
-        if isinstance(response, str):  # a body that is not JSON at all
-            raise CallError(self._text(f"invalid response from {self.where}: {_what_text(response)}"))
-        if not response.choices:
+        if isinstance(response, str):  # not labelled JSON: parsed if it is JSON all the same, as the SDK would
+            response = self._json_text(response)
+        if not isinstance(response, dict):
+            raise CallError(self._text(f"unexpected response from {self.where}: a JSON {type(response).__name__}, not an object"))
+        choices = response.get("choices")
+        if not choices:
             raise CallError(f"model error from {self.where}: the response has no choices")
-        message = response.choices[0].message
+        message = choices[0].get("message")
+        if not isinstance(message, dict):
+            raise CallError(self._text(f"unexpected response from {self.where}: choices[0].message is {shorten(repr(message), 80)}"))
         calls = tuple(
-            ToolCall(c.function.name, self._arguments(c.function.arguments), c.id or f"call_{i}")
-            for i, c in enumerate(message.tool_calls or ())
-            if getattr(c, "function", None) is not None
+            ToolCall(c["function"].get("name"), self._arguments(c["function"].get("arguments")), c.get("id") or f"call_{i}")
+            for i, c in enumerate(message.get("tool_calls") or ())
+            if isinstance(c, dict) and c.get("function") is not None
         )
-        return Completion(message.content or "", calls, self._usage(response.usage), response.model or "")
+        return Completion(message.get("content") or "", calls, self._usage(response.get("usage")), response.get("model") or "")
+
+    def _json_text(self, text: str) -> Any:
+        if text.lstrip()[:1] in ("{", "["):
+            try:
+                return json.loads(text)
+            except ValueError:
+                pass
+        raise CallError(self._text(f"invalid response from {self.where}: {_what_text(text)}"))
 
     async def _streamed(self, stream: Any) -> Completion:
         kind = stream.response.headers.get("content-type", "")
@@ -166,24 +209,25 @@ class OpenAIConnector:
         content: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         usage, model, finished = Usage(), "", False
-        async for chunk in stream:
-            model = chunk.model or model
-            if chunk.usage:
-                usage = self._usage(chunk.usage)
-            for choice in chunk.choices or ():
-                finished = finished or bool(choice.finish_reason)
-                delta = choice.delta
+        async for chunk in stream:  # each a dict (AsyncStream[object]): no pydantic model per chunk
+            model = chunk.get("model") or model
+            if chunk.get("usage"):
+                usage = self._usage(chunk["usage"])
+            for choice in chunk.get("choices") or ():
+                finished = finished or bool(choice.get("finish_reason"))
+                delta = choice.get("delta")
                 if delta is None:
                     continue
-                if delta.content:
-                    content.append(delta.content)
-                for tc in delta.tool_calls or ():
-                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-                    if tc.id:
-                        slot["id"] = tc.id
-                    if tc.function is not None:
-                        slot["name"] += tc.function.name or ""
-                        slot["arguments"] += tc.function.arguments or ""
+                if delta.get("content"):
+                    content.append(delta["content"])
+                for tc in delta.get("tool_calls") or ():
+                    slot = calls.setdefault(tc.get("index"), {"id": "", "name": "", "arguments": ""})
+                    if tc.get("id"):
+                        slot["id"] = tc["id"]
+                    function = tc.get("function")
+                    if function is not None:
+                        slot["name"] += function.get("name") or ""
+                        slot["arguments"] += function.get("arguments") or ""
         if not finished:
             got = sum(len(c) for c in content)
             raise CallError(f"the stream from {self.where} ended without a finish_reason (cut off after {got} characters)")
@@ -211,16 +255,18 @@ class OpenAIConnector:
     def _usage(self, u: Any) -> Usage:
         if u is None:
             return Usage()
+        if not isinstance(u, dict):  # as the SDK's model read it: no counts to take
+            return Usage()
         counts = []
         for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
-            value = getattr(u, name, None)
+            value = u.get(name)
             if value is None:
                 value = 0
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 or value > 1e15:
                 raise CallError(self._text(f"invalid response from {self.where}: usage.{name} is {value!r}, not a number of tokens"))
             counts.append(int(value))
-        details = getattr(u, "prompt_tokens_details", None)  # of the prompt tokens, those served from the endpoint's cache
-        cached = getattr(details, "cached_tokens", None) if details is not None else None
+        details = u.get("prompt_tokens_details")  # of the prompt tokens, those served from the endpoint's cache
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
         if isinstance(cached, bool) or not isinstance(cached, (int, float)) or cached != cached or not 0 <= cached <= counts[0]:
             cached = 0
         return Usage(counts[0], counts[1], counts[2], int(cached))

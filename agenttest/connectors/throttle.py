@@ -68,6 +68,7 @@ class Throttle:
         self.epoch = 0  # bumped on each decrease: 429s of calls sent before it do not halve again
         self.down: str | None = None  # "host: why", once marked down
         self._probe = 0
+        self._probing = False  # the limit is one past the last level the endpoint took
         self._failures_in_a_row = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._next_start = 0.0
@@ -129,14 +130,15 @@ class Throttle:
 
     def succeeded(self) -> None:
         """A call came back: grow back by one, or past the last good level by one per PROBE_WINDOWS windows
-        of successes (probing slowly keeps the limit near what the endpoint takes, instead of halving often)."""
+        of successes (probing slowly keeps the limit near what the endpoint takes; a probe that meets a 429
+        steps back by one instead of halving, so settling costs no dip in throughput)."""
         self._failures_in_a_row = 0
         if self.limit < self.recover_to:
             self.limit += 1
         else:
             self._probe += 1
             if self._probe >= PROBE_WINDOWS * self.limit and self.limit < self.limits.ceiling:
-                self.limit, self._probe = self.limit + 1, 0
+                self.limit, self._probe, self._probing = self.limit + 1, 0, True
                 self.recover_to = self.limit
         self._wake()
 
@@ -146,6 +148,10 @@ class Throttle:
         self._failures_in_a_row = 0
         if epoch != self.epoch:
             return  # sent before the last decrease: that decrease already answered it
+        if self._probing:  # one step past the last good level was one too many: back to it, not halved
+            self.limit = self.recover_to = max(1, self.limit - 1)
+            self.epoch, self._probe, self._probing = self.epoch + 1, 0, False
+            return
         level = min(self.limit, self.in_flight)
         self.recover_to = max(1, level - 1)  # at most this many were accepted
         self.limit = max(1, level // 2)

@@ -37,7 +37,10 @@ class CaseEnv:
 
     async def messages(self, case: Case) -> list[Message]:
         """The case's input with its attachments read, off the event loop. A case file's own folder is
-        allowed besides the app; generated cases (untrusted model output) get the app alone."""
+        allowed besides the app; generated cases (untrusted model output) get the app alone. Without
+        content parts there is nothing to read: no thread, no path resolved."""
+        if not attachments.has_parts(case.messages):
+            return list(case.messages)
         policy = self.attachments
         if policy.roots and os.path.isfile(case.file):
             policy = replace(policy, roots=(*policy.roots, os.path.realpath(case.base_dir)))

@@ -32,6 +32,7 @@ class Finished:
 async def execute(plan: Plan, caller: Caller, watch: Any, signals: Signals) -> Finished:
     """Run ``plan``; ``watch`` is told of every start, result and run saved by --early-stop."""
     done = Finished(RunState())
+    caller.catalog.warm()
     task = signals.task = asyncio.create_task(scheduling.run(plan, caller, done.state, watch.started, watch.finished, watch.saved))
     try:
         with usercalls.capturing():

@@ -7,7 +7,6 @@ hanging, a bug in agent-test — ends as that case's result; the run goes on."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import traceback
 from collections.abc import Callable
@@ -63,15 +62,14 @@ def internal_error(exc: BaseException) -> tuple[str, str]:
 async def run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller: Caller) -> CaseResult:
     """Run one case once on its connector, Before and After included. Never raises, except CancelledError
     (Ctrl-C)."""
-    result = await _run_case(item, run, index, plan, caller)
-    return replace(result, connector=item.label)
+    return await _run_case(item, run, index, plan, caller)
 
 
 async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller: Caller) -> CaseResult:
     case, config = item.case, plan.config
     if case.skip:
         return CaseResult(case.id, "skipped", case.name, case.input, skip_reason=case.skip_reason, run=run, index=index,
-                          description=case.description, tags=case.tags,
+                          description=case.description, tags=case.tags, connector=item.label,
                           dynamic=case.dynamic, file=case.file, line=case.location.line or 0)
     trace, capture = Trace(case=case, run=run), usercalls.Capture()
     current_trace.set(trace)
@@ -79,7 +77,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
     start = time.perf_counter()
     ctx = caller.context(case, run, connector=item.scheduled or "")
     world = trace.world = ToolWorld(case, ctx.world, config.seed, run)
-    policy = attachments.Policy((os.path.realpath(caller.catalog.app.root),), config.max_attachment)
+    policy = attachments.app_policy(caller.catalog.app.root, config.max_attachment)
     budget = item.budget
     env = modes.CaseEnv(caller, plan.agent, item.connector, ctx, policy, budget)
     mode = modes.get(case)
@@ -108,9 +106,10 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
         except Exception as exc:  # a bug of ours, or a plug-in's: this case's error, not the run's end
             message, tb = internal_error(exc)
             result = replace(mode.partial(case, trace, "error", message), traceback=tb)
+        described: dict[str, Any] = {"description": case.description, "tags": case.tags} if case.description or case.tags else {}
         result = replace(result, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index, file=case.file,
-                         line=case.location.line or 0, world=world.record(),
-                         spend=spend_of(trace.by_connector, trace.calls, caller.catalog.prices))
+                         line=case.location.line or 0, world=world.record(), connector=item.label, **described,
+                         model_calls=tuple(trace.served), spend=spend_of(trace.by_connector, trace.calls, caller.catalog.prices))
         if budget is not None:
             result = over_budget(result, budget, trace, caller)
         if before_ok and case.after:
@@ -120,18 +119,20 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
     except Exception as exc:  # after everything above: still this case's error
         message, tb = internal_error(exc)
         result = CaseResult(case.id, "error", case.name, case.input, error=message, traceback=tb, run=run, index=index,
-                            dynamic=case.dynamic, file=case.file, line=case.location.line or 0)
+                            dynamic=case.dynamic, file=case.file, line=case.location.line or 0, connector=item.label,
+                            description=case.description, tags=case.tags)
+    extra: dict[str, Any] = {}  # one replace for what only some cases have (a replace costs ~30 µs)
     if trace.miss:  # --replay had no recording for a call: whatever the mode made of it, the case is that error
-        result = replace(result, status="error", error=trace.miss)
+        extra.update(status="error", error=trace.miss)
     if trace.notes:
-        result = replace(result, warnings=(*result.warnings, *trace.notes))
+        extra["warnings"] = (*result.warnings, *trace.notes)
     stdout, stderr = capture.text()
     if stdout or stderr:
-        result = replace(result, stdout=stdout, stderr=stderr)
-    if trace.served:
-        result = replace(result, model_calls=tuple(trace.served))
-    if case.description or case.tags:
-        result = replace(result, description=case.description, tags=case.tags)
+        extra.update(stdout=stdout, stderr=stderr)
+    if len(trace.served) != len(result.model_calls):  # an After hook's calls, or a result made above
+        extra["model_calls"] = tuple(trace.served)
+    if extra:
+        result = replace(result, **extra)
     return caller.catalog.secrets.scrub(result)  # keys hidden before anything shortens the text
 
 
@@ -198,8 +199,8 @@ def units(plan: Plan) -> list[Unit]:
     """Case by case, connector by connector, run by run (the report's order). With --early-stop they start
     round by round — every case's run 1, then every run 2, … — so that a case's next run starts, as a
     rule, after its last one finished and the verdict it may have settled is known."""
-    ordered = [Unit(item, run, 0) for item in plan.items for run in range(1, item.runs + 1)]
-    ordered = [replace(u, index=i) for i, u in enumerate(ordered)]
+    runs = [(item, run) for item in plan.items for run in range(1, item.runs + 1)]
+    ordered = [Unit(item, run, i) for i, (item, run) in enumerate(runs)]
     return sorted(ordered, key=lambda u: (u.run, u.index)) if plan.config.early_stop else ordered
 
 

@@ -11,6 +11,7 @@ import mimetypes
 import os
 import stat
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from agenttest.errors import CallError
@@ -25,6 +26,17 @@ class Policy:
 
     roots: tuple[str, ...] = ()  # real paths; empty: anywhere (library use without an app)
     max_bytes: int = DEFAULT_MAX_BYTES
+
+
+@cache
+def app_policy(root: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Policy:
+    """The policy of a run in the app at ``root``: its real path resolved once per run, not per case."""
+    return Policy((os.path.realpath(root),), max_bytes)
+
+
+def has_parts(messages: Any) -> bool:
+    """Whether any message has content parts (attachments, data): only those need ``resolve``."""
+    return any(isinstance(m.get("content"), list) for m in messages)
 
 
 def resolve(messages: Any, base_dir: str, policy: Policy = Policy()) -> list[Message]:
