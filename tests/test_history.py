@@ -79,7 +79,7 @@ def test_a_failing_run_is_recorded_with_its_verdicts_and_exit_code(tmp_path):
 
 def test_gated_runs_are_recorded_by_their_gate_and_flaky_is_kept(tmp_path):
     runs = [CaseResult("a", s, run=i + 1, connector="mock") for i, s in enumerate(("passed", "failed", "passed"))]
-    gate = Gate("a", "mock", planned=3, runs=3, passed=2, min_pass_rate=0.5)
+    gate = Gate(id="a", connector="mock", planned=3, runs=3, passed=2, min_pass_rate=0.5)
     with History(str(tmp_path / "h.sqlite")) as history:
         history.record(_report(*runs, gates=(gate,)), 0, ["t"])
         (a,) = history.case("a")
