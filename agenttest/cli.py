@@ -301,6 +301,9 @@ def main() -> None:
               help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: reports/output-<timestamp>.json in the app root, for a case file]")
 @click.option("--report-world", type=click.Choice(["full", "changes"]), default="full", show_default=True, cls=Option, section="Output",
               help="What reports keep of each case's tool world: the initial and final world and their changes, or the changes only.")
+@click.option("--history", "history", metavar="FILE", cls=Option, section="Output",
+              help="Record the run in this history database  [default: .agent-test/history.sqlite in the app root]")
+@click.option("--no-history", is_flag=True, cls=Option, section="Output", help="Do not record this run in the history  [default: recorded]")
 @click.option("-v", "--verbose", is_flag=True, cls=Option, section="Output",
               help="Show outputs, tool calls, what user code printed and whole tracebacks under every case  [default: off]")
 @click.option("--json", "json", is_flag=True, cls=Option, section="Output",
@@ -350,11 +353,12 @@ def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on_regressi
 
         for output in outputs:
             diffs.check_path(output)
-        comparison = compare(read(base), read(new), base, new)
+        before, after = read(base), read(new)
+        comparison = compare(before, after, base, new)
         for line in diffs.console_lines(comparison, color):
             click.echo(line)
         for output in outputs:
-            write_atomic(output, diffs.render(comparison, output))
+            write_atomic(output, diffs.render(comparison, output, before, after))
             click.echo(f"  Output: {output}")
         return ExitCode.FAILED if fail_on_regression and comparison.regressions else ExitCode.OK
 
@@ -389,6 +393,64 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...]) -> None:
         console.total = len(merged.results)
         console.summary(merged, ", ".join(written) or None)
         return exit_code(merged)
+
+    finish(work)
+
+
+@main.command("history", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--history", "history_file", metavar="FILE", help="The history database  [default: .agent-test/history.sqlite in the app root]")
+@click.option("--app", "app_dir", metavar="DIR", help="App root  [default: the nearest folder with assistants/ above the current one]")
+@click.option("-n", "--limit", default=20, show_default=True, type=click.IntRange(1, None), metavar="N", help="Show the last N runs.")
+def history_command(history_file: str | None, app_dir: str | None, limit: int) -> None:
+    """List the recorded runs, newest first: when, inputs, connector, cases, pass rate, exit code."""
+
+    def work() -> int:
+        from agenttest.history.store import History, locate
+        from agenttest.reporting.runs import run_lines
+
+        path = locate(history_file, app_dir)
+        with History(path, create=False) as history:
+            runs = history.runs(limit)
+        for line in run_lines(runs) if runs else [f"No runs recorded in {path} yet."]:
+            click.echo(line)
+        return ExitCode.OK
+
+    finish(work)
+
+
+@main.command("view", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.argument("report", required=False, metavar="[REPORT.json]")
+@click.option("--port", default=8642, show_default=True, type=click.IntRange(0, 65535), metavar="N", help="Port on 127.0.0.1 (0: any free one).")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the web browser  [default: print its address]")
+@click.option("--history", "history_file", metavar="FILE", help="The history database  [default: .agent-test/history.sqlite in the app root]")
+@click.option("--app", "app_dir", metavar="DIR", help="App root  [default: the nearest folder with assistants/ above the current one]")
+def view_command(report: str | None, port: int, open_browser: bool, history_file: str | None, app_dir: str | None) -> None:
+    """Serve the run history (or one JSON report) in the viewer on 127.0.0.1 until Ctrl-C."""
+
+    def work() -> int:
+        from agenttest.history.codec import read
+        from agenttest.history.store import History, locate
+        from agenttest.reporting.viewer import server
+
+        if report is not None:
+            pages, what = server.Pages(report=read(report)), report
+        else:
+            path = locate(history_file, app_dir)
+            History(path, create=False).close()  # a missing or foreign database is said now, not on the first page
+            pages, what = server.Pages(history=path), f"the run history {path}"
+        httpd = server.make_server(pages, port)
+        click.echo(f"Serving {what} at {server.url_of(httpd)} (Ctrl-C to stop)")
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(server.url_of(httpd))
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            httpd.server_close()
+        return ExitCode.OK
 
     finish(work)
 

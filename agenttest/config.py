@@ -57,6 +57,8 @@ class RunConfig:
     workers: int = field(default=1, metadata=_reported(show=lambda v: v if v != 1 else None))  # 0: cases run in this process
     executor: str = field(default="local", metadata=_reported(show=lambda v: v if v != "local" else None))  # --executor local|ray
     ray_address: str | None = None  # --ray-address (else RAY_ADDRESS; else a local Ray)
+    history: str | None = None  # --history FILE: the run history database  [default: <app root>/.agent-test/history.sqlite]
+    no_history: bool = False  # --no-history: this run is not recorded
 
     @classmethod
     def from_flags(cls, flags: dict[str, Any], **more: Any) -> RunConfig:

@@ -99,6 +99,7 @@ class Session:
             if comparison is not None:
                 watch.comparison(comparison)
             code = comparison.gate() if comparison is not None and not report.interrupted else exit_code(report)
+            self._remember(report, ExitCode.INTERNAL if done.failure is not None else code, caller.catalog.app.root)  # 7 history
         if done.failure is not None:  # a bug of ours outside any case: exit 3, the report of what ran written
             raise InternalError.of(done.failure)
         watch.closing(report, code)
@@ -231,6 +232,16 @@ class Session:
             return path
         sys.stderr.write(f"warning: could not write the report to {path}; it is saved in {rescued}\n")
         return rescued
+
+    def _remember(self, report: RunReport, code: int, root: str) -> None:
+        """Add the run to the history (FORMATS §16) unless --no-history; if that fails, a warning says so."""
+        if self.config.no_history:
+            return
+        from agenttest.history import store
+
+        problem = store.record_run(self.config.history or store.default_path(root), report, code, self.config.inputs, self.secrets)
+        if problem:
+            sys.stderr.write(f"warning: {problem}\n")
 
     def _warnings(self, note: str, loaded: Loaded, catalog: Catalog, resolved: list[str]) -> list[str]:
         """What the header says before the run: the selection's note, loading's, the catalog's, resolution's."""

@@ -1,6 +1,6 @@
 """``python -m bench``: run each workload through the installed CLI as a subprocess, next to the openai
 SDK alone on the same server, and print wall time, the ideal, their ratio, CPU per case, peak
-in-flight requests and peak memory. ``--smoke`` runs every workload once at a tiny size;
+in-flight requests and peak memory; and the HTML viewer of a 10,000-case report in headless Chromium. ``--smoke`` runs every workload once at a tiny size;
 ``--write`` saves the table to bench/RESULTS.md; ``--peer promptfoo`` runs the peer's workloads side
 by side with promptfoo when it is installed (bench/peer.py)."""
 
@@ -25,6 +25,7 @@ sys.path.insert(0, HERE)
 
 import load  # noqa: E402
 import scaleout  # noqa: E402
+import viewer  # noqa: E402
 from sdk_alone import transport_name  # noqa: E402
 from workloads import dynamic_cases, expected_runs_with_early_stop, flaky_cases, make_app, standard_cases, write_cases  # noqa: E402
 
@@ -277,6 +278,7 @@ class Bench:
             "rate_limited": lambda: load.rate_limited(self), "wide": lambda: load.wide(self),
             "huge_mock": lambda: load.huge_mock(self), "first_request": lambda: load.first_request(self),
             **scaleout.workloads(self),
+            "viewer": lambda: viewer.viewer(self),
         }
 
     def all(self, only: str | None = None) -> None:
@@ -312,7 +314,8 @@ SMOKE_WORKLOADS = ("agent-test --help", "start-up: 1 case", "standard, 0 ms", "o
                    "dynamic × 3 turns", "--early-stop: requests saved", "replay of the recorded", "--dry-run of", "(memory)",
                    "in flight allowed (429 + Retry-After beyond)", "standard, 200 ms, --parallel 200", "SDK alone (create), same workload, runs interleaved",
                    "on the mock connector, --parallel 20 (memory", "start-up to the first request",
-                   "one worker process", "with --workers 2")
+                   "one worker process", "with --workers 2",
+                   "HTML report size vs its JSON report", "report to its first screen", "a filter chip applied", "a search applied")
 
 
 def main() -> None:

@@ -143,7 +143,7 @@ SHAPES: dict[type, tuple[Key, ...]] = {
         Key("output"), Key("duration_ms", put=_ms), Key("skip_reason", when=lambda r, v: r.status == "skipped" and bool(v)),
         Key("error", when=_not_passed, put=lambda r: r.reasons[0], derived=True),  # read back by _result_fields
         Key("assertion_errors", when=_not_passed, put=lambda r: r.assertion_errors, derived=True),
-        Key("run"), Key("assertions"), Key("tool_calls"), Key("usage"), Key("turns", when=_conversation), Key("checkpoints", when=_dynamic),
+        Key("run"), Key("assertions"), Key("tool_calls"), Key("usage"), Key("simulator", when=_given), Key("turns", when=_conversation), Key("checkpoints", when=_dynamic),
         Key("total_turns", when=_conversation, put=lambda r: len(r.turns), derived=True),
         Key("turns_not_run", attr="not_run_turns", when=_set), Key("variants", when=_set), Key("world", when=_given),
         Key("warnings", when=_set), Key("logs", when=_set), Key("file", when=_set),

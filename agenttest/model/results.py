@@ -113,6 +113,7 @@ class CaseResult:
     connector: str = ""  # the connector of the agent under test in a model matrix (-c a,b)
     spend: tuple[Spend, ...] = ()  # tokens and cost by role and connector
     model_calls: tuple[ModelCall, ...] = ()
+    simulator: dict[str, Any] | None = None  # a dynamic case's simulator as the viewer shows it: use, persona, goal
     scripted: bool = False  # a scripted conversation (FORMATS §14): ``turns`` hold each turn's checks
     variants: tuple[str, ...] = ()  # the variant ids of a case of a product
     not_run_turns: int = 0  # a scripted conversation stopped early: its turns that did not run

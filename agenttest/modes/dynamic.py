@@ -151,8 +151,16 @@ def _result(case: Case, conv: Conversation, status: Status, error: str, assertio
         id=case.id, status=status, name=case.name, input=case.input,
         output=conv.turns[-1].output if conv.turns else None, error=error, assertions=assertions,
         tool_calls=tuple(conv.tool_calls), usage=conv.usage, turns=tuple(conv.turns),
-        checkpoints=_checkpoint_results(conv), dynamic=True,
+        checkpoints=_checkpoint_results(conv), dynamic=True, simulator=_simulator(case),
     )
+
+
+def _simulator(case: Case) -> dict[str, Any] | None:
+    """Who played the user: the simulator agent, its persona and goal."""
+    if case.simulator is None:
+        return None
+    meta = case.simulator.options.get("metadata") or {}
+    return {k: v for k, v in (("use", case.simulator.use), ("persona", meta.get("persona")), ("goal", meta.get("goal"))) if v}
 
 
 async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:

@@ -7,11 +7,14 @@ import os
 from html import escape
 from typing import Any
 
-from agenttest.history.comparison import KINDS, CaseDiff, Comparison
 from agenttest.errors import AgentTestError
-from agenttest.util.files import prepare
+from agenttest.history.comparison import KINDS, CaseDiff, Comparison
+from agenttest.history.codec import result_dict
+from agenttest.model import CaseResult, RunReport
+from agenttest.reporting import viewer
 from agenttest.reporting.console import RULE, THIN, cut, safe
 from agenttest.reporting.markdown import _code, _text
+from agenttest.util.files import prepare
 
 ICONS = {"regressed": "🔴", "fixed": "🟢", "still failing": "❌", "new": "🆕", "removed": "➖", "flaky": "🟡",
          "changed": "🔄", "unchanged": "⚪"}
@@ -98,7 +101,8 @@ def to_markdown(comparison: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_html(comparison: Comparison) -> str:
+def _static(comparison: Comparison) -> str:
+    """The comparison as a table, for a reader without JavaScript."""
     rows = []
     for d in comparison.cases:
         if d.kind == "unchanged":
@@ -108,20 +112,34 @@ def to_html(comparison: Comparison) -> str:
                     f"<td>{escape(_verdicts(d))}</td><td><ul>{changes}</ul>{escape(d.reason) if not changes else ''}</td></tr>")
     table = ("<table><tr><th></th><th>Case</th><th>Verdict</th><th>What changed</th></tr>" + "".join(rows) + "</table>") if rows \
         else "<p>Every case has the same verdict, output and tool calls.</p>"
-    style = ("body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem}"
-             "table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem;border-bottom:1px solid #e5e8ee;vertical-align:top}"
-             ".regressed td:first-child,.still-failing td:first-child{color:#b3261e}.fixed td:first-child{color:#137333}")
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>agent-test diff</title><style>{style}</style></head>"
-            f"<body><h1>agent-test diff</h1><p>{escape(comparison.base)} → {escape(comparison.new)}</p>"
-            f"<p><b>{escape(headline(comparison))}</b></p>{table}</body></html>\n")
+    return (f"<h1>agent-test diff</h1><p>{escape(comparison.base)} → {escape(comparison.new)}</p>"
+            f"<p><b>{escape(headline(comparison))}</b></p>{table}")
 
 
-def render(comparison: Comparison, path: str) -> str:
+def _runs(d: CaseDiff, report: RunReport | None) -> list[dict[str, Any]]:
+    """The results a changed case had in one of the reports, for the before/after view."""
+    if report is None:
+        return []
+    runs: list[CaseResult] = [r for r in report.results if r.id == d.id and (not d.connector or r.connector == d.connector)]
+    same_file = [r for r in runs if r.file == d.file]
+    return [result_dict(r) for r in (same_file or runs)]
+
+
+def to_html(comparison: Comparison, base: RunReport | None = None, new: RunReport | None = None) -> str:
+    """The comparison in the viewer: regressions first, each changed case before and after in full."""
+    data = to_dict(comparison)
+    for entry, d in zip(data["cases"], comparison.cases):
+        if d.kind != "unchanged":
+            entry.update(before_runs=_runs(d, base), after_runs=_runs(d, new))
+    return viewer.page("diff", {"diff": data}, "agent-test diff", _static(comparison))
+
+
+def render(comparison: Comparison, path: str, base: RunReport | None = None, new: RunReport | None = None) -> str:
     ext = os.path.splitext(path)[1].lower()
     if ext == ".md":
         return to_markdown(comparison)
     if ext == ".html":
-        return to_html(comparison)
+        return to_html(comparison, base, new)
     return json.dumps(to_dict(comparison), ensure_ascii=False, indent=2) + "\n"
 
 

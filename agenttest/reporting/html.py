@@ -1,185 +1,22 @@
-"""A self-contained HTML page: the summary, a row per case, each failure's reasons and transcript."""
+"""``-o report.html``: the run in the viewer — its JSON report inside one self-contained page."""
 
 from __future__ import annotations
 
-from html import escape
+from typing import Any
 
-from agenttest.util.durations import format_duration
-from agenttest.util.text import as_text, shorten
-from agenttest.model import AssertionResult, CaseResult, RunReport, ToolCall
-from agenttest.reporting import figures
+from agenttest.history.codec import report_dict
+from agenttest.model import RunReport
+from agenttest.reporting import viewer
 from agenttest.reporting.formats import register
-from agenttest.history.codec import summary_dict
-from agenttest.reporting.rows import change_text, row_input
-
-_STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
-h1{font-size:1.5rem}.cards{display:flex;gap:.75rem;flex-wrap:wrap;margin:1rem 0}
-.card{border:1px solid #d8dde6;border-radius:8px;padding:.6rem .8rem;flex:1 1 0;min-width:70px}
-.card b{display:block;font-size:1.4rem}table{border-collapse:collapse;width:100%}
-th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid #e5e8ee;vertical-align:top}
-.passed{color:#137333}.failed,.error,.timeout{color:#b3261e}.skipped{color:#6b7280}
-details{margin:.25rem 0}pre{background:#f5f7fa;padding:.5rem;border-radius:6px;white-space:pre-wrap;word-break:break-word}
-.reason{color:#b3261e}.meta{color:#6b7280}.mark{color:#8a5a00;font-size:.85em}
-.added{color:#137333}.removed{color:#b3261e}.changed{color:#8a5a00}
-.banner{border:1px solid #e8c77a;background:#fff8e6;border-radius:8px;padding:.5rem .8rem;margin:1rem 0}
-h2{font-size:1.15rem;margin-top:1.8rem}.warn{color:#8a5a00}
-"""
-
-
-def _conversation(value: object) -> str:
-    """A message history as ``role: text`` lines; anything else as text."""
-    from agenttest.model.messages import content_text
-
-    if isinstance(value, list) and all(isinstance(m, dict) and "content" in m for m in value):
-        return "\n".join(f"{m.get('role', 'user')}: {content_text(m.get('content'))}" for m in value)
-    return as_text(value)
-
-
-def _transcript(r: CaseResult) -> str:
-    parts = []
-    if r.reasons:
-        parts.append("<ul>" + "".join(f'<li class="reason">{escape(x)}</li>' for x in r.reasons) + "</ul>")
-    if r.assertions:
-        items = "".join(
-            f'<li class="{"passed" if a.passed else "failed"}">{"✓" if a.passed else "✗"} <code>{escape(a.type)}</code> '
-            f"{escape(a.message or as_text(a.expected))}{_expected_actual(a)}</li>"
-            for a in r.assertions
-        )
-        parts.append(f"<p><b>Assertions</b></p><ul>{items}</ul>")
-    if r.turns:
-        rows = "".join(
-            f"<tr><td>{t.turn}</td><td>{escape(as_text(t.input))}</td><td>{escape(as_text(t.output))}</td>"
-            f"<td>{escape(', '.join([*t.checkpoints, *(('✓ ' if a.passed else '✗ ') + (a.message or a.type) for a in t.assertions)]))}"
-            f"{escape(' · ended: ' + t.ended) if t.ended else ''}</td></tr>"
-            for t in r.turns
-        )
-        parts.append(f"<table><tr><th>Turn</th><th>User</th><th>Agent</th><th>Checks</th></tr>{rows}</table>")
-    else:
-        parts.append(f"<p><b>Input</b></p><pre>{escape(_conversation(r.input))}</pre><p><b>Output</b></p><pre>{escape(as_text(r.output))}</pre>")
-    if r.tool_calls:
-        calls = "".join(f"<li><code>{escape(c.name)}</code> {escape(as_text(c.arguments))} → {escape(as_text(c.error or c.result))}{_mark(c)}</li>"
-                        for c in r.tool_calls)
-        parts.append(f"<p><b>Tool calls</b></p><ul>{calls}</ul>")
-    if r.world is not None:
-        parts.append(_world(r))
-    return "".join(parts)
-
-
-def _expected_actual(a: AssertionResult) -> str:
-    if a.passed or (a.expected is None and a.actual is None):
-        return ""
-    return (f'<br><span class="meta">expected</span> <code>{escape(shorten(a.expected, 300))}</code> '
-            f'<span class="meta">actual</span> <code>{escape(shorten(a.actual, 300))}</code>')
-
-
-def _mark(c: ToolCall) -> str:
-    if c.fault is not None:
-        return f' <span class="mark">[fault: {escape(c.fault)}]</span>'
-    return ' <span class="mark">[mocked]</span>' if c.mocked else ""
-
-
-def _world(r: CaseResult) -> str:
-    """The difference the agent made to the case's world."""
-    assert r.world is not None
-    changes = r.world.changes
-    if not changes:
-        return "<p><b>World</b> <span class=\"meta\">unchanged</span></p>"
-    items = "".join(f'<li class="{c.op}"><code>{escape(change_text(c, 200))}</code></li>' for c in changes)
-    return f"<p><b>World</b> <span class=\"meta\">{len(changes)} change{'s' if len(changes) != 1 else ''}</span></p><ul>{items}</ul>"
-
-
-def _table(table: figures.Table) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
-    rows = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in table.rows)
-    return f"<table><tr>{head}</tr>{rows}</table>"
-
-
-def _cell(text: str) -> str:
-    """A table cell; a failed verdict is red (and nothing else is)."""
-    return f'<td class="failed">{escape(text)}</td>' if text.startswith(("FAILED", "NOT RUN")) else f"<td>{escape(text)}</td>"
-
-
-def _state(report: RunReport) -> str:
-    """Interrupted, stopped early, not run: a banner above the results."""
-    said = [f"<b>{escape(label)}</b> {escape(text)}" for label, text in figures.run_state(report)]
-    return f'<div class="banner">{" ".join(said)}</div>' if said else ""
-
-
-def _figures(report: RunReport) -> str:
-    """Gates, the model matrix, Yao's stability figures, costs and warnings."""
-    parts = []
-    gates = figures.gate_table(report)
-    if gates is not None:
-        parts.append(f"<h2>Gates</h2><p class=\"meta\">Gates {escape(figures.gate_summary(report))}.</p>{_table(gates)}")
-    passk = figures.pass_k_table(report)
-    if passk is not None:
-        parts.append(f"<h2>pass^k</h2><p class=\"meta\">{escape(figures.pass_k_caption(report))}; unbiased over runs.</p>{_table(passk)}")
-    matrix = figures.matrix_table(report)
-    if matrix is not None:
-        parts.append("<h2>Matrix</h2><p class=\"meta\">The agent under test on each connector: verdict, pass rate, tokens, cost, "
-                     f"median latency.</p>{_table(matrix)}")
-    if report.stability:
-        head = "<tr><th>ID</th>" + ("<th>Connector</th>" if report.matrix else "") + "<th>Runs</th><th>Pass rate</th><th>Avg</th>"
-        head += "<th>Min</th><th>Max</th><th>Std dev</th><th>Class</th></tr>"
-        rows = "".join(
-            f"<tr><td>{escape(st.id)}</td>" + (f"<td>{escape(st.connector)}</td>" if report.matrix else "")
-            + f"<td>{st.runs}</td><td>{st.pass_rate}%</td><td>{st.avg_ms:.0f}ms</td><td>{st.min_ms:.0f}ms</td>"
-            f"<td>{st.max_ms:.0f}ms</td><td>{st.std_ms:.0f}ms</td><td>{escape(st.classification)}</td></tr>"
-            for st in report.stability
-        )
-        parts.append(f"<h2>Stability</h2><table>{head}{rows}</table>")
-    tagged = figures.tag_table(report)
-    if tagged is not None:
-        parts.append(f"<h2>Tags</h2>{_table(tagged)}")
-    costs = figures.cost_lines(report)
-    if costs:
-        parts.append("<h2>Costs</h2><ul>" + "".join(f"<li>{escape(c)}</li>" for c in costs) + "</ul>")
-    warnings = [escape(w) for w in report.warnings]
-    warnings += [f"{escape(r.id)}{_where(r, report)}: {escape(w)}" for r in report.results for w in r.warnings]
-    if warnings:
-        parts.append("<h2>Warnings</h2><ul>" + "".join(f'<li class="warn">{w}</li>' for w in warnings) + "</ul>")
-    return "".join(parts)
-
-
-def _where(r: CaseResult, report: RunReport) -> str:
-    """`` @ connector`` in a matrix and `` (run k)`` with repeated runs."""
-    repeated = any(x.run > 1 for x in report.results) or any(g.planned > 1 for g in report.gates)
-    return (f" @ {escape(r.connector)}" if report.matrix else "") + (f" (run {r.run})" if repeated else "")
+from agenttest.reporting.viewer import static
 
 
 @register(".html")
 def to_html(report: RunReport) -> str:
-    s = summary_dict(report)
-    cards = "".join(
-        f'<div class="card"><span class="meta">{label}</span><b class="{cls if value else ""}">{value}</b></div>'
-        for label, value, cls in [
-            ("Total", s["total"], ""), ("Passed", s["passed"], "passed"), ("Failed", s["failed"], "failed"),
-            ("Errors", s["errors"], "error"), ("Timeouts", s["timeouts"], "timeout"), ("Skipped", s["skipped"], "skipped"),
-            ("Pass rate", f"{s['pass_rate']}%", ""), ("Duration", format_duration(report.duration_ms / 1000), ""),
-        ]
-    )
-    rows = []
-    for r in report.results:
-        body = _transcript(r)
-        detail = f"<details{' open' if r.status not in ('passed', 'skipped') else ''}><summary>details</summary>{body}</details>"
-        meta = ""
-        if r.dynamic:
-            reached = sum(1 for c in r.checkpoints if c.reached)
-            meta = f'<br><span class="meta">{len(r.turns)} turns · {reached}/{len(r.checkpoints)} checkpoints</span>'
-        title = f'<br><span class="meta">{escape(r.name)}</span>' if r.name else ""
-        where = _where(r, report)
-        title += f'<br><span class="meta">{where.strip()}</span>' if where else ""
-        rows.append(
-            f'<tr><td>{escape(r.id)}{title}</td><td>{escape(row_input(r)[:120])}</td><td class="{r.status}">{r.status.upper()}</td>'
-            f"<td>{format_duration(r.duration_ms / 1000)}{meta}</td><td>{detail}</td></tr>"
-        )
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>Agent Test — {escape(report.agent_id)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>Agent Test Report</h1><p class=\"meta\">Agent <b>{escape(report.agent_id or '—')}</b> · connector "
-        f"<b>{escape(report.connector or '—')}</b> · input {escape(report.input_source)} · started {escape(report.started_at)}</p>"
-        f"<div class=\"cards\">{cards}</div>{_state(report)}<table><tr><th>ID</th><th>Input</th><th>Status</th><th>Duration</th><th></th></tr>"
-        + "".join(rows)
-        + "</table>" + _figures(report) + "</body></html>\n"
-    )
+    return page_of(report)
+
+
+def page_of(report: RunReport, links: dict[str, str] | None = None) -> str:
+    """The report's page; ``links`` (served by ``agent-test view``) lead to the history: home, a case across runs."""
+    data: dict[str, Any] = {"report": report_dict(report), **({"links": links} if links else {})}
+    return viewer.page("report", data, f"Agent Test — {report.agent_id or 'report'}", static.report(report))

@@ -1,0 +1,248 @@
+"""The run history (FORMATS §16): every run's report and its cases' verdicts in one SQLite database,
+``<app root>/.agent-test/history.sqlite``. The schema is versioned (``PRAGMA user_version``) and migrated
+on open; WAL and a busy timeout let runs that finish at the same moment all be recorded. What is stored
+has its secrets redacted first."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agenttest.errors import AgentTestError
+from agenttest.history.codec import report_dict
+from agenttest.model import CaseResult, Gate, RunReport
+from agenttest.util.secrets import Secrets
+from agenttest.util.text import shorten
+from agenttest.verdicts.gates import key_of
+
+FOLDER, NAME = ".agent-test", "history.sqlite"
+BUSY_MS = 30_000  # a run waits this long for another run's write before giving up
+
+# each step takes the database from version i to i + 1; a step is never edited once released, only added
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        started_at TEXT NOT NULL, completed_at TEXT NOT NULL, duration_ms REAL NOT NULL,
+        inputs TEXT NOT NULL, agent TEXT NOT NULL, connector TEXT NOT NULL,
+        cases INTEGER NOT NULL, passed INTEGER NOT NULL, failed INTEGER NOT NULL, flaky INTEGER NOT NULL,
+        skipped INTEGER NOT NULL, pass_rate REAL, exit_code INTEGER NOT NULL, version TEXT NOT NULL,
+        report BLOB NOT NULL  -- the JSON report, zlib-compressed
+    );
+    CREATE TABLE verdicts (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        file TEXT NOT NULL, case_id TEXT NOT NULL, connector TEXT NOT NULL, verdict TEXT NOT NULL,
+        runs INTEGER NOT NULL, passed INTEGER NOT NULL, flaky INTEGER NOT NULL, duration_ms REAL NOT NULL,
+        output TEXT NOT NULL, reason TEXT NOT NULL,
+        PRIMARY KEY (run_id, file, case_id, connector)
+    );
+    CREATE INDEX verdicts_by_case ON verdicts (case_id, file);
+    """,
+    """
+    ALTER TABLE runs ADD COLUMN tokens INTEGER;
+    ALTER TABLE runs ADD COLUMN cost REAL;
+    """,
+)
+VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRow:
+    """One recorded run, as the history lists it."""
+
+    id: int
+    started_at: str
+    inputs: str
+    agent: str
+    connector: str
+    cases: int
+    passed: int
+    failed: int  # cases that did not pass (failed, errored or timed out)
+    flaky: int
+    skipped: int
+    pass_rate: float | None  # percent of the cases that ran; None when none ran
+    exit_code: int
+    duration_ms: float
+    version: str
+    tokens: int | None = None
+    cost: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerdictRow:
+    """One case's (× connector's) verdict in one recorded run."""
+
+    run_id: int
+    started_at: str
+    file: str
+    case_id: str
+    connector: str
+    verdict: str  # passed, failed, error, timeout, skipped
+    runs: int
+    passed: int
+    flaky: bool
+    duration_ms: float
+    output: str
+    reason: str
+
+
+def default_path(root: str) -> str:
+    return os.path.join(root, FOLDER, NAME)
+
+
+def locate(history_file: str | None, app_dir: str | None) -> str:
+    """``--history FILE``, else the history of the app root (``--app``, or the one around the current folder)."""
+    from agenttest.app.folders import find_root
+
+    if history_file:
+        return history_file
+    root = find_root(app_dir, None)
+    if root is None:
+        raise AgentTestError("no app root found here (a folder with assistants/ or app.yao), so no run history",
+                             hint="run it in your app, or pass --app DIR or --history FILE")
+    return default_path(root)
+
+
+class History:
+    """An open history database (created and migrated as needed)."""
+
+    def __init__(self, path: str, create: bool = True):
+        if not create and not os.path.isfile(path):
+            raise AgentTestError(f"{path}: no run history yet", hint="run agent-test first (every run is recorded), or pass --history FILE")
+        try:
+            if create:
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            self.db = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise AgentTestError(f"{path}: not a run history database: {exc}",
+                                 hint="pass --history FILE for another file, or --no-history") from None
+        self.path = path
+
+    def _migrate(self) -> None:
+        """Bring the schema to VERSION, inside one write transaction (two runs never migrate at once)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            current = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if current > VERSION:
+                raise AgentTestError(f"the run history was written by a newer agent-test (schema {current}, this one knows {VERSION})",
+                                     hint="upgrade agent-test, or pass --history FILE for another file")
+            for step in MIGRATIONS[current:]:
+                for statement in _statements(step):
+                    self.db.execute(statement)
+            self.db.execute(f"PRAGMA user_version = {VERSION}")
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def record(self, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets | None = None) -> int:
+        """Add a run; returns its id. Secrets are redacted from everything stored."""
+        hide = secrets or Secrets()
+        report = hide.scrub(report)
+        verdicts = case_verdicts(report)
+        counted = [v for v in verdicts if v["verdict"] != "skipped"]
+        good = sum(1 for v in counted if v["verdict"] == "passed")
+        blob = zlib.compress(hide.redact(json.dumps(report_dict(report), ensure_ascii=False, default=str)).encode())
+        from agenttest.version import __version__
+
+        row = (report.started_at, report.completed_at, round(report.duration_ms, 1), hide.redact(", ".join(inputs)), report.agent_id,
+               report.connector, len(verdicts), good, len(counted) - good, sum(1 for v in verdicts if v["flaky"]),
+               len(verdicts) - len(counted), round(100.0 * good / len(counted), 1) if counted else None, int(exit_code), __version__,
+               report.summary.usage.total_tokens, _cost(report), blob)
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            run_id = self.db.execute(
+                "INSERT INTO runs (started_at, completed_at, duration_ms, inputs, agent, connector, cases, passed, failed, flaky,"
+                " skipped, pass_rate, exit_code, version, tokens, cost, report) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row).lastrowid
+            self.db.executemany(
+                "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [(run_id, v["file"], v["id"], v["connector"], v["verdict"], v["runs"], v["passed"], int(v["flaky"]), v["duration_ms"],
+                  v["output"], v["reason"]) for v in verdicts])
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        assert run_id is not None
+        return int(run_id)
+
+    def runs(self, limit: int | None = None) -> list[RunRow]:
+        """The recorded runs, newest first."""
+        names = [f for f in RunRow.__dataclass_fields__]
+        query = f"SELECT {', '.join(names)} FROM runs ORDER BY id DESC" + (" LIMIT ?" if limit else "")
+        return [RunRow(**dict(zip(names, row))) for row in self.db.execute(query, (limit,) if limit else ())]
+
+    def report(self, run_id: int) -> dict[str, Any] | None:
+        """A recorded run's JSON report, or None when there is no such run."""
+        row = self.db.execute("SELECT report FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return json.loads(zlib.decompress(row[0]).decode()) if row else None
+
+    def case(self, case_id: str, file: str | None = None) -> list[VerdictRow]:
+        """One case's verdicts across the recorded runs, newest first (every file's, unless ``file`` is given)."""
+        rows = self.db.execute(
+            "SELECT v.run_id, r.started_at, v.file, v.case_id, v.connector, v.verdict, v.runs, v.passed, v.flaky, v.duration_ms,"
+            " v.output, v.reason FROM verdicts v JOIN runs r ON r.id = v.run_id WHERE v.case_id = ? AND (? IS NULL OR v.file = ?)"
+            " ORDER BY v.run_id DESC, v.connector", (case_id, file, file))
+        names = list(VerdictRow.__dataclass_fields__)
+        return [replace(VerdictRow(**dict(zip(names, row))), flaky=bool(row[8])) for row in rows]
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _cost(report: RunReport) -> float | None:
+    priced = [s.cost for r in report.results for s in r.spend if s.cost is not None]
+    return round(sum(priced), 8) if priced else None
+
+
+def case_verdicts(report: RunReport) -> list[dict[str, Any]]:
+    """Each case's (× connector's) verdict over its runs: its gate's when it has one, else its result's status."""
+    groups: dict[tuple[str, str, str], list[CaseResult]] = {}
+    for r in report.results:
+        groups.setdefault(key_of(r), []).append(r)
+    gates: dict[tuple[str, str, str], Gate] = {(g.file, g.id, g.connector): g for g in report.gates}
+    out = []
+    for key, runs in groups.items():
+        ran = [r for r in runs if r.status != "skipped"]
+        passed = sum(1 for r in ran if r.status == "passed")
+        gate = gates.get(key)
+        verdict: str
+        if gate is not None:
+            verdict = gate.verdict if gate.verdict in ("passed", "failed") else "skipped"
+        else:
+            verdict = next((r.status for r in ran if r.status != "passed"), "passed" if ran else "skipped")
+        first_bad = next((r for r in ran if r.status != "passed"), None)
+        out.append({"file": key[0], "id": key[1], "connector": key[2], "verdict": verdict, "runs": len(ran), "passed": passed,
+                    "flaky": 0 < passed < len(ran), "duration_ms": round(sum(r.duration_ms for r in runs) / len(runs), 1),
+                    "output": shorten(runs[0].output, 300) if runs[0].output is not None else "",
+                    "reason": first_bad.reasons[0] if first_bad is not None and first_bad.reasons else ""})
+    return out
+
+
+def record_run(path: str, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets) -> str:
+    """Record a run, best effort: the run's verdict never depends on its history. Returns a warning, or ""."""
+    try:
+        with History(path) as history:
+            history.record(report, exit_code, inputs, secrets)
+    except (AgentTestError, OSError, sqlite3.Error) as exc:
+        text = exc.format_message() if isinstance(exc, AgentTestError) else str(exc)
+        return secrets.redact(f"the run was not added to the history {path}: {text}")
+    return ""

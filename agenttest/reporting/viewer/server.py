@@ -1,0 +1,125 @@
+"""``agent-test view``: the run history in the viewer, served on 127.0.0.1 by the standard library's
+``http.server`` — the runs with their pass-rate trend, any run, a case across runs, two runs compared;
+or one report file."""
+
+from __future__ import annotations
+
+import threading
+from html import escape
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from agenttest.errors import AgentTestError
+from agenttest.history.comparison import compare
+from agenttest.history.codec import report_of
+from agenttest.history.store import History
+from agenttest.model import RunReport
+from agenttest.reporting import diffs, html, viewer
+
+HOST = "127.0.0.1"  # never another interface: the history holds what the agent said
+
+
+class NotFound(Exception):
+    pass
+
+
+class Pages:
+    """The pages the server shows: HTML for a path and query (NotFound when there is none) — no HTTP in here."""
+
+    def __init__(self, history: str | None = None, report: RunReport | None = None):
+        self.history_path = history
+        self.single = report
+
+    def get(self, path: str, query: dict[str, str]) -> str:
+        if self.single is not None and path == "/":
+            return html.page_of(self.single)
+        if self.history_path is None:
+            raise NotFound(path)
+        with History(self.history_path, create=False) as history:
+            if path == "/":
+                return self._runs(history)
+            if path.startswith("/run/"):
+                report = self._report(history, path.removeprefix("/run/"))
+                return html.page_of(report, {"home": "/", "case": "/case"})
+            if path == "/case" and query.get("id"):
+                return self._case(history, query["id"], query.get("file") or None)
+            if path == "/compare" and query.get("a") and query.get("b"):
+                base, new = self._report(history, query["a"]), self._report(history, query["b"])
+                comparison = compare(base, new, f"run #{query['a']}", f"run #{query['b']}")
+                return diffs.to_html(comparison, base, new)
+        raise NotFound(path)
+
+    def _report(self, history: History, run_id: str) -> RunReport:
+        data = history.report(int(run_id)) if run_id.isdigit() else None
+        if data is None:
+            raise NotFound(f"run {run_id}")
+        return report_of(data)
+
+    def _runs(self, history: History) -> str:
+        runs = [vars(r) for r in history.runs()]
+        rows = "".join(f'<tr><td><a href="/run/{r["id"]}">#{r["id"]}</a></td><td>{escape(r["started_at"])}</td><td>{escape(r["inputs"])}</td>'
+                       f'<td>{escape(r["connector"])}</td><td>{r["pass_rate"] if r["pass_rate"] is not None else "—"}%</td><td>{r["exit_code"]}</td></tr>'
+                       for r in runs)
+        static = (f"<h1>Run history</h1><p>{escape(history.path)}</p><table><tr><th>Run</th><th>When</th><th>Inputs</th><th>Connector</th>"
+                  f"<th>Pass rate</th><th>Exit</th></tr>{rows}</table>")
+        return viewer.page("runs", {"runs": runs, "database": history.path}, "agent-test history", static)
+
+    def _case(self, history: History, case_id: str, file: str | None) -> str:
+        verdicts = [vars(v) for v in history.case(case_id, file)]
+        rows = "".join(f'<tr><td><a href="/run/{v["run_id"]}">#{v["run_id"]}</a></td><td>{escape(v["started_at"])}</td>'
+                       f'<td>{escape(v["verdict"])}</td><td>{escape(v["reason"] or v["output"])}</td></tr>' for v in verdicts)
+        static = f"<h1>{escape(case_id)}</h1><table><tr><th>Run</th><th>When</th><th>Verdict</th><th></th></tr>{rows}</table>"
+        return viewer.page("case", {"case": {"id": case_id, "file": file or ""}, "history": verdicts}, f"{case_id} — agent-test history", static)
+
+
+def _handler(pages: Pages) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            # a page another site opens through a DNS name pointing here is refused: only our own host names
+            if self.headers.get("Host", "").rsplit(":", 1)[0] not in (HOST, "localhost"):
+                return self._send(403, "<h1>Forbidden</h1>")
+            url = urlsplit(self.path)
+            query = {k: v[0] for k, v in parse_qs(url.query).items()}
+            try:
+                self._send(200, pages.get(url.path, query))
+            except NotFound as exc:
+                self._send(404, f"<h1>Not found</h1><p>{escape(str(exc))}</p><p><a href=\"/\">Run history</a></p>")
+            except AgentTestError as exc:
+                self._send(500, f"<h1>Cannot show this</h1><p>{escape(exc.format_message())}</p>")
+
+        def _send(self, status: int, body: str) -> None:
+            data = body.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # the terminal shows the URL, not every request
+            pass
+
+    return Handler
+
+
+def make_server(pages: Pages, port: int = 0) -> ThreadingHTTPServer:
+    """A server on 127.0.0.1 (port 0: any free one); ``serve_forever`` starts it."""
+    try:
+        server = ThreadingHTTPServer((HOST, port), _handler(pages))
+    except OSError as exc:
+        raise AgentTestError(f"cannot listen on {HOST}:{port}: {exc.strerror or exc}", hint="pass another --port N") from None
+    server.daemon_threads = True
+    return server
+
+
+def url_of(server: ThreadingHTTPServer) -> str:
+    return f"http://{HOST}:{server.server_address[1]}/"
+
+
+def start(pages: Pages, port: int = 0) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    """The server running in a background thread (tests and ``--open``)."""
+    server = make_server(pages, port)
+    thread = threading.Thread(target=server.serve_forever, name="agent-test-view", daemon=True)
+    thread.start()
+    return server, thread

@@ -1,0 +1,525 @@
+/* agent-test viewer: draws the JSON in #agent-test-data (a run report, a comparison of two runs, the run
+   history or one case's history). Every value is put in the page as text (textContent, setAttribute),
+   never parsed as markup: outputs come from models and tools. No network, no libraries. */
+(function () {
+  "use strict";
+  const node = document.getElementById("agent-test-data");
+  if (!node) return;
+  performance.mark("viewer:start");
+  const DATA = JSON.parse(node.textContent);
+  performance.mark("viewer:parsed");
+  document.documentElement.classList.add("js");
+  const app = document.getElementById("app");
+  const PAGE = 200; // rows drawn at a time: a 10,000-case report opens as fast as a small one
+  const RANK = { failed: 0, error: 0, timeout: 0, flaky: 1, passed: 2, skipped: 3 };
+  const CHIPS = [["failed", "Failed"], ["error", "Errored"], ["timeout", "Timed out"], ["flaky", "Flaky"], ["passed", "Passed"], ["skipped", "Skipped"]];
+  const MARK = { passed: "✓", failed: "✗", error: "!", timeout: "⏱", skipped: "–" };
+
+  // ---- building blocks ------------------------------------------------------------------------------
+  function h(tag, props, ...kids) {
+    const el = document.createElement(tag);
+    for (const k in props || {}) {
+      const v = props[k];
+      if (v == null || v === false) continue;
+      if (k === "class") el.className = v;
+      else if (k === "text") el.textContent = String(v);
+      else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const c of kids.flat(Infinity)) if (c != null && c !== false && c !== "") el.append(c instanceof Node ? c : String(c));
+    return el;
+  }
+  function put(parent, ...kids) { // append, leaving out the parts that are not there (null, false, "")
+    parent.append(...kids.flat(Infinity).filter(c => c != null && c !== false && c !== ""));
+  }
+  function s(tag, attrs, ...kids) {
+    const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const k in attrs || {}) if (k === "text") el.textContent = String(attrs[k]); else el.setAttribute(k, String(attrs[k]));
+    for (const c of kids.flat(Infinity)) if (c) el.append(c);
+    return el;
+  }
+  function text(v) {
+    if (v == null) return "";
+    return typeof v === "string" ? v : JSON.stringify(v, null, 2);
+  }
+  function contentText(c) {
+    if (c == null) return "";
+    if (typeof c === "string") return c;
+    if (Array.isArray(c)) return c.map(p => (p && typeof p === "object") ? (p.text != null ? String(p.text) : "[" + (p.name || p.type || "part") + "]") : String(p)).join(" ");
+    return text(c);
+  }
+  function shorten(t, n) { t = String(t).replace(/\s+/g, " ").trim(); return t.length > n ? t.slice(0, n - 1) + "…" : t; }
+  function ms(v) { v = +v || 0; return v < 1000 ? Math.round(v) + "ms" : v < 60000 ? (v / 1000).toFixed(1) + "s" : (v / 60000).toFixed(1) + "m"; }
+  function pct(x) { return (Math.round(x * 1000) / 10) + "%"; }
+  function money(v) { return v == null ? "—" : "$" + (v < 0.01 ? v.toFixed(5) : v.toFixed(4)); }
+  function badge(kind, label) { return h("span", { class: "badge " + kind.replace(/ /g, "-"), text: (label || kind).toUpperCase() }); }
+  function pre(v, cls) { return h("pre", { class: cls }, text(v)); }
+  function section(title, ...kids) { return h("section", null, h("h3", { text: title }), kids); }
+  function card(label, value, cls) { return h("div", { class: "card" }, h("span", { class: "meta", text: label }), h("b", { class: value ? cls : "", text: value })); }
+  function messages(input) {
+    if (Array.isArray(input) && input.every(m => m && typeof m === "object" && "content" in m)) return input;
+    if (input == null || input === "") return [];
+    return [{ role: "user", content: typeof input === "string" ? input : text(input) }];
+  }
+  function inputText(input) { return messages(input).map(m => contentText(m.content)).join("\n"); }
+
+  // ---- a run report as cases ---------------------------------------------------------------------------
+  function verdictOf(runs, gate) {
+    const ran = runs.filter(r => r.status !== "skipped");
+    const bad = ran.filter(r => r.status !== "passed");
+    const worst = () => { const kinds = new Set(bad.map(r => r.status)); return kinds.size === 1 ? [...kinds][0] : "failed"; };
+    if (gate) {
+      if (gate.verdict !== "passed" && gate.verdict !== "failed") return "skipped";
+      if (gate.verdict === "passed") return gate.flaky ? "flaky" : "passed";
+      return bad.length ? worst() : "failed";
+    }
+    if (!ran.length) return "skipped";
+    return bad.length ? worst() : "passed";
+  }
+  function worstOf(verdicts) { return verdicts.reduce((a, b) => (RANK[b] < RANK[a] ? b : a), verdicts[0] || "skipped"); }
+
+  function buildCases(report) {
+    const sum = report.summary || {};
+    const matrix = sum.matrix || [];
+    const gates = new Map((sum.gates || []).map(g => [(g.file || "") + "\0" + g.id + "\0" + (g.connector || ""), g]));
+    const byKey = new Map();
+    (report.results || []).forEach(r => {
+      const key = (r.file || "") + "\0" + r.id;
+      let c = byKey.get(key);
+      if (!c) { c = { key, id: r.id, file: r.file || "", line: r.line, name: r.name || "", tags: r.tags || [], description: r.description || "", order: byKey.size, sides: new Map() }; byKey.set(key, c); }
+      const conn = matrix.length ? (r.connector || "") : "";
+      if (!c.sides.has(conn)) c.sides.set(conn, { connector: conn, runs: [] });
+      c.sides.get(conn).runs.push(r);
+    });
+    const cases = [...byKey.values()];
+    const ids = new Map();
+    cases.forEach(c => ids.set(c.id, (ids.get(c.id) || 0) + 1));
+    for (const c of cases) {
+      c.anchor = ids.get(c.id) > 1 ? c.id + "@" + c.file : c.id;
+      c.sides = matrix.length ? matrix.filter(m => c.sides.has(m)).map(m => c.sides.get(m)) : [...c.sides.values()];
+      let passed = 0, ran = 0, duration = 0, n = 0;
+      for (const side of c.sides) {
+        side.gate = gates.get(c.file + "\0" + c.id + "\0" + (side.runs[0].connector || "")) || null;
+        side.verdict = verdictOf(side.runs, side.gate);
+        for (const r of side.runs) { if (r.status !== "skipped") { ran++; if (r.status === "passed") passed++; } duration += r.duration_ms || 0; n++; }
+      }
+      c.verdict = worstOf(c.sides.map(x => x.verdict));
+      c.flaky = passed > 0 && passed < ran;
+      c.passed = passed; c.ran = ran; c.rate = ran ? passed / ran : null; c.duration = n ? duration / n : 0;
+      const g = c.sides.length === 1 ? c.sides[0].gate : null;
+      c.gate = g; c.cls = g ? g.classification : null;
+      const all = c.sides.flatMap(x => x.runs);
+      const first = all.find(r => r.status !== "passed" && r.status !== "skipped") || all[0];
+      c.reason = first && first.status !== "passed" ? (first.error || first.skip_reason || "") : "";
+      c.output = all.length ? shorten(text(all[0].output), 200) : "";
+      c.search = null; // made on the first search (searchOf): opening a large report does not wait for it
+    }
+    cases.sort((a, b) => RANK[a.verdict] - RANK[b.verdict] || a.order - b.order); // failures first, then input order
+    return cases;
+  }
+
+  function searchOf(c) {
+    if (c.search === null) {
+      const all = c.sides.flatMap(x => x.runs).slice(0, 3);
+      c.search = [c.id, c.name, c.tags.join(" "), c.file, c.description, c.reason,
+        all.map(r => shorten(inputText(r.input) + " " + (r.turns || []).map(t => text(t.input) + " " + text(t.output)).join(" ") + " " + text(r.output), 4000))].join(" ").toLowerCase();
+    }
+    return c.search;
+  }
+
+  function strip(runs, chosen, choose) {
+    return h("span", { class: "strip", title: runs.map(r => "run " + r.run + ": " + r.status).join(", ") },
+      runs.map((r, i) => {
+        const cls = r.status === "passed" ? "p" : r.status === "skipped" ? "s" : "f";
+        return choose ? h("button", { class: cls + (i === chosen ? " on" : ""), title: "run " + r.run + ": " + r.status, onclick: () => choose(i), text: MARK[r.status] || "?" })
+          : h("span", { class: cls, text: MARK[r.status] || "?" });
+      }));
+  }
+
+  // ---- the report: overview -----------------------------------------------------------------------------
+  function reportView(report, links) {
+    const sum = report.summary || {};
+    const cases = buildCases(report);
+    performance.mark("viewer:cases");
+    const matrix = sum.matrix || [];
+    const state = { on: new Set(), query: "", different: false, shown: PAGE }; // no chip pressed: every verdict shown
+    const count = v => cases.filter(c => c.verdict === v).length;
+    const overview = h("div", { id: "overview" });
+    const detail = h("div", { id: "case" });
+    app.append(overview, detail);
+
+    const tbody = h("tbody");
+    const more = h("div", { class: "more" });
+    const search = h("input", { type: "search", id: "search", placeholder: "Search id, name, tags, input, output…", "aria-label": "search" });
+    const chipButtons = CHIPS.map(([key, label]) => h("button", {
+      class: "chip", "data-chip": key, "aria-pressed": "false", title: "show only these (press several to combine)",
+      onclick: e => { state.on.has(key) ? state.on.delete(key) : state.on.add(key); e.currentTarget.setAttribute("aria-pressed", state.on.has(key)); refresh(); }
+    }, label, h("span", { class: "n", text: count(key) })));
+    let timer = 0;
+    search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => { state.query = search.value.trim().toLowerCase(); refresh(); }, 60); });
+    const toolbar = h("div", { class: "toolbar" }, chipButtons, search,
+      matrix.length ? h("label", { class: "toggle" }, h("input", { type: "checkbox", id: "different", onchange: e => { state.different = e.target.checked; refresh(); } }), "different only") : null,
+      h("span", { class: "meta small", id: "shown" }));
+
+    const head = matrix.length ? ["", "Case", ...matrix] : ["", "Case", "Runs", "Pass rate", "Gate", "Class", "Time", "Output"];
+    const table = h("table", { class: "cases", id: "cases" }, h("thead", null, h("tr", null, head.map(x => h("th", { text: x })))), tbody);
+
+    function differs(c) {
+      if (c.sides.length < 2) return false;
+      const outs = c.sides.map(x => x.verdict + "\0" + text(x.runs[0].output));
+      return outs.some(o => o !== outs[0]);
+    }
+    function visible() {
+      const words = state.query ? state.query.split(/\s+/) : [];
+      return cases.filter(c => (!state.on.size || state.on.has(c.verdict)) && words.every(w => searchOf(c).includes(w)) && (!state.different || differs(c)));
+    }
+    function row(c) {
+      const title = h("td", null, h("a", { href: "#" + encodeURIComponent(c.anchor), text: c.id }),
+        c.name ? h("div", { class: "meta small", text: c.name }) : null,
+        c.tags.length ? h("div", null, c.tags.map(t => h("span", { class: "tag", text: t }))) : null,
+        c.reason ? h("div", { class: "reason small", text: shorten(c.reason, 160) }) : null);
+      const cells = matrix.length
+        ? c.sides.map(x => h("td", null, badge(x.verdict), " ", strip(x.runs), h("div", { class: "small", text: shorten(text(x.runs[0].output), 160) })))
+        : [h("td", null, strip(c.sides[0].runs)), h("td", { text: c.rate == null ? "—" : pct(c.rate) }),
+          h("td", { text: c.gate ? "≥ " + pct(c.gate.min_pass_rate) : "—" }), h("td", { text: c.cls || "—" }),
+          h("td", { text: ms(c.duration) }), h("td", { class: "out", text: c.output })];
+      return h("tr", { class: "case", "data-id": c.id, "data-verdict": c.verdict, onclick: e => { if (e.target.tagName !== "A") location.hash = "#" + encodeURIComponent(c.anchor); } },
+        h("td", null, badge(c.verdict)), title, cells);
+    }
+    function refresh(keep) {
+      const list = visible();
+      if (!keep) state.shown = PAGE;
+      tbody.replaceChildren(...list.slice(0, state.shown).map(row));
+      document.getElementById("shown").textContent = list.length + " of " + cases.length + " cases";
+      more.replaceChildren(list.length > state.shown ? h("button", { class: "chip", id: "show-more", onclick: () => { state.shown += PAGE * 5; refresh(true); }, text: "Show " + Math.min(PAGE * 5, list.length - state.shown) + " more" }) : "");
+    }
+    put(overview, links && links.home ? h("div", { class: "nav" }, h("a", { href: links.home, id: "home", text: "← Run history" })) : null,
+      headerOf(report, cases, count), toolbar, table, more);
+    refresh();
+    performance.mark("viewer:rows");
+    put(overview, chartsOf(report, cases), warningsOf(report));
+
+    const failing = cases.filter(c => RANK[c.verdict] === 0);
+    const byAnchor = new Map(cases.map(c => [c.anchor, c]));
+    function route() {
+      const key = decodeURIComponent(location.hash.slice(1));
+      const c = byAnchor.get(key);
+      if (!c) { detail.replaceChildren(); overview.hidden = false; return; }
+      overview.hidden = true;
+      detail.replaceChildren(casePage(c, failing, links));
+      window.scrollTo(0, 0);
+    }
+    window.addEventListener("hashchange", route);
+    route();
+  }
+
+  // the run in a few lines: who ran what, a banner when it was cut short, cards counting cases and gates (not runs)
+  function headerOf(report, cases, count) {
+    const sum = report.summary || {}, meta = report.metadata || {};
+    const metaLine = h("p", { class: "meta" }, "Agent ", h("b", { text: sum.agent_id || "—" }), " · connector ", h("b", { text: sum.connector || "—" }),
+      " · input ", meta.input_file || "—", " · started ", meta.started_at || "—", meta.version ? " · agent-test " + meta.version : "",
+      (meta.options || {}).merged ? " · merged from " + meta.options.merged.join(", ") : "");
+    const banners = [];
+    if (sum.interrupted) banners.push("Interrupted: the report holds the results that finished.");
+    else if (sum.stopped_early) banners.push("Stopped early (--fail-fast): no case was started after the first failure.");
+    if (sum.not_run) banners.push("Not run: " + sum.not_run);
+    const tokens = (sum.usage || {}).total_tokens || 0;
+    const ran = cases.filter(c => c.verdict !== "skipped").length;
+    const good = cases.filter(c => c.verdict === "passed" || c.verdict === "flaky").length;
+    return [h("h1", { text: "Agent Test Report" }), metaLine, banners.map(b => h("div", { class: "banner", text: b })), h("div", { class: "cards", id: "cards" },
+      card("Cases", cases.length, ""), card("Passed", count("passed"), "passed"), card("Failed", count("failed"), "failed"),
+      card("Errors", count("error"), "error"), card("Timeouts", count("timeout"), "timeout"), card("Flaky", count("flaky"), "flaky"),
+      card("Skipped", count("skipped"), "skipped"),
+      sum.gates ? card("Gates passed", sum.gates_passed + "/" + sum.cases, sum.gates_failed ? "failed" : "passed") : null,
+      card("Pass rate", ran ? pct(good / ran) : "—", ""),
+      (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
+      card("Duration", ms(sum.duration_ms), ""), tokens ? card("Tokens", tokens.toLocaleString("en"), "") : null,
+      sum.costs && sum.costs.total != null ? card("Cost", money(sum.costs.total), "") : null)];
+  }
+
+  function warningsOf(report) {
+    const list = [...((report.metadata || {}).warnings || [])];
+    for (const r of report.results || []) for (const w of r.warnings || []) list.push(r.id + ": " + w);
+    return list.length ? section("Warnings", h("ul", null, list.map(w => h("li", { class: "warn", text: w })))) : null;
+  }
+
+  // ---- a case page ---------------------------------------------------------------------------------------
+  function casePage(c, failing, links) {
+    const at = failing.indexOf(c);
+    const prev = at > 0 ? failing[at - 1] : at < 0 && failing.length ? failing[failing.length - 1] : null;
+    const next = at >= 0 ? failing[at + 1] : failing[0];
+    const link = (x, label, id) => x ? h("a", { href: "#" + encodeURIComponent(x.anchor), id, text: label }) : h("span", { class: "meta", text: label });
+    const nav = h("div", { class: "nav" }, h("a", { href: "#", id: "back", text: "← All cases" }),
+      link(prev, "◀ previous failing", "prev"), link(next, "next failing ▶", "next"),
+      at >= 0 ? h("span", { class: "meta", text: "failing " + (at + 1) + " of " + failing.length }) : null,
+      links && links.case ? h("a", { href: links.case + "?id=" + encodeURIComponent(c.id) + (c.anchor !== c.id ? "&file=" + encodeURIComponent(c.file) : ""), id: "case-history", text: "this case across runs" }) : null);
+    const head = h("div", null, h("h1", null, badge(c.verdict), " ", c.id),
+      c.name ? h("div", { text: c.name }) : null, c.description ? h("p", { class: "meta", text: c.description }) : null,
+      h("div", { class: "meta" }, c.tags.map(t => h("span", { class: "tag", text: t })), c.file ? c.file + (c.line ? ":" + c.line : "") : "",
+        c.ran > 1 ? " · " + c.passed + "/" + c.ran + " runs passed" : "", c.gate ? " · gate ≥ " + pct(c.gate.min_pass_rate) + " " + c.gate.verdict : "",
+        c.cls ? " · " + c.cls : ""));
+    const sides = h("div", { class: "side", style: "grid-template-columns:repeat(" + c.sides.length + ",minmax(0,1fr))" }, c.sides.map(side => sideView(side, c.sides.length > 1)));
+    return h("div", null, nav, head, sides);
+  }
+
+  function sideView(side, titled) {
+    const box = h("div", { class: "connector", "data-connector": side.connector });
+    let chosen = Math.max(0, side.runs.findIndex(r => r.status !== "passed" && r.status !== "skipped"));
+    function draw() {
+      const r = side.runs[chosen];
+      box.replaceChildren(h("div", null, titled ? h("h2", null, side.connector, " ", badge(side.verdict)) : null,
+        side.runs.length > 1 ? h("div", null, "Runs ", strip(side.runs, chosen, i => { chosen = i; draw(); }), h("span", { class: "meta", text: " run " + r.run })) : null,
+        runView(r)));
+    }
+    draw();
+    return box;
+  }
+
+  function runView(r) {
+    const reasons = r.status === "passed" ? [] : [r.error || r.skip_reason, ...(r.assertion_errors || [])].filter((x, i, a) => x && a.indexOf(x) === i);
+    const usage = r.usage || {};
+    return h("div", { class: "run" },
+      reasons.length ? h("div", { class: "reasons" }, reasons.map(x => h("div", { text: x }))) : null,
+      h("div", { class: "meta small" }, r.status, " · ", ms(r.duration_ms), usage.total_tokens ? " · " + usage.total_tokens + " tokens" : "",
+        r.cost != null ? " · " + money(r.cost) : "", r.connector ? " · " + r.connector : "",
+        (r.model_calls || []).length ? " · models: " + [...new Set(r.model_calls.map(m => m.role + " " + (m.model || m.connector)))].join(", ") : ""),
+      section("Conversation", conversation(r)),
+      (r.assertions || []).length ? section("Assertions", assertions(r.assertions)) : null,
+      (r.checkpoints || []).length ? section("Checkpoints", checkpoints(r.checkpoints)) : null,
+      r.world ? section("World", world(r.world)) : null,
+      ["stdout", "stderr", "traceback"].map(k => r[k] ? section(k, pre(r[k], k === "traceback" ? "reason" : "")) : null),
+      (r.logs || []).length ? section("Logs", pre(r.logs.join("\n"))) : null,
+      (r.warnings || []).length ? section("Warnings", h("ul", null, r.warnings.map(w => h("li", { class: "warn", text: w })))) : null);
+  }
+
+  function bubble(role, content, who) {
+    return h("div", { class: "msg " + (["user", "assistant", "system", "tool"].includes(role) ? role : "user") },
+      h("span", { class: "who", text: who || role }), typeof content === "string" ? content : contentText(content));
+  }
+  function toolCall(c) {
+    const marks = [c.server ? "server " + c.server : "", c.mocked ? "mocked" : "", c.fault ? "fault: " + c.fault : "", c.duration_ms ? ms(c.duration_ms) : ""].filter(Boolean);
+    return h("div", { class: "call" + (c.error != null ? " err" : ""), "data-tool": c.name },
+      h("div", null, h("span", { class: "meta small", text: "tool call " }), h("code", { text: c.name }), marks.length ? h("span", { class: "mark small", text: "  " + marks.join(" · ") }) : null),
+      h("div", { class: "meta small", text: "arguments" }), pre(c.arguments),
+      c.error != null ? [h("div", { class: "reason small", text: "error" }), pre(c.error, "reason")] : [h("div", { class: "meta small", text: "result" }), pre(c.result)]);
+  }
+  function conversation(r) {
+    const chat = h("div", { class: "chat" });
+    if (r.simulator && (r.simulator.persona || r.simulator.goal || r.simulator.use)) {
+      chat.append(h("div", { class: "sim" }, h("b", { text: "Simulator" }), r.simulator.use ? " " + r.simulator.use : "",
+        r.simulator.persona ? h("div", null, h("span", { class: "meta", text: "persona " }), r.simulator.persona) : null,
+        r.simulator.goal ? h("div", null, h("span", { class: "meta", text: "goal " }), r.simulator.goal) : null));
+    }
+    if (r.turns && r.turns.length) {
+      for (const t of r.turns) {
+        chat.append(h("div", { class: "turn", "data-turn": t.turn }, h("div", { class: "turn-head", text: "Turn " + t.turn + " · " + ms(t.duration_ms) }),
+          t.simulator_reasoning ? h("div", { class: "reasoning", text: "simulator: " + t.simulator_reasoning }) : null,
+          bubble("user", text(t.input) + ((t.attachments || []).length ? "\n+ " + t.attachments.join(", ") : "")),
+          (t.tool_calls || []).map(toolCall),
+          bubble("assistant", text(t.output), "agent"),
+          (t.checkpoints || []).length ? h("div", null, t.checkpoints.map(id => h("span", { class: "cp", "data-checkpoint": id, text: "✓ " + id }))) : null));
+      }
+      const missing = (r.checkpoints || []).filter(c => !c.reached);
+      if (missing.length) chat.append(h("div", { id: "missing" }, h("span", { class: "meta", text: "missing checkpoints " }),
+        missing.map(c => h("span", { class: "cp missing", text: "✗ " + c.id + (c.required ? "" : " (optional)") }))));
+    } else {
+      for (const m of messages(r.input)) chat.append(bubble(m.role || "user", m.content));
+      (r.tool_calls || []).forEach(c => chat.append(toolCall(c)));
+      if (r.output != null && r.output !== "") chat.append(bubble("assistant", text(r.output), "agent"));
+      else if (r.status !== "skipped") chat.append(h("div", { class: "meta", text: "(no output)" }));
+    }
+    return chat;
+  }
+  function assertions(list) {
+    return h("table", { class: "assertions" }, list.map(a => h("tr", { class: "assertion" },
+      h("td", { class: a.passed ? "passed" : "failed", text: a.passed ? "✓" : "✗" }), h("td", null, h("code", { text: a.type })),
+      h("td", null, a.message || (a.passed ? "" : "failed"), a.score != null ? h("span", { class: "meta", text: " score " + a.score }) : null,
+        !a.passed && (a.expected != null || a.actual != null)
+          ? h("div", { class: "ea" }, h("div", null, h("div", { class: "meta small", text: "expected" }), pre(a.expected)), h("div", null, h("div", { class: "meta small", text: "actual" }), pre(a.actual)))
+          : a.expected != null ? h("div", { class: "meta small", text: "expected " + shorten(text(a.expected), 200) }) : null))));
+  }
+  function checkpoints(list) {
+    return h("ul", null, list.map(c => h("li", null, h("span", { class: c.reached ? "cp" : "cp missing", text: (c.reached ? "✓ " : "✗ ") + c.id }),
+      c.reached ? "reached at turn " + c.reached_at_turn : (c.message || "not reached"), c.required ? "" : " (optional)",
+      c.description ? h("span", { class: "meta", text: " — " + c.description }) : null)));
+  }
+  function world(w) {
+    const changes = w.changes || [];
+    const one = v => shorten(typeof v === "string" ? v : JSON.stringify(v), 300); // a value on one line, as the console shows it
+    const line = c => c.op === "added" ? "+ " + c.path + " = " + one(c.after) : c.op === "removed" ? "- " + c.path + " (was " + one(c.before) + ")"
+      : "~ " + c.path + ": " + one(c.before) + " → " + one(c.after);
+    return h("div", null, changes.length ? h("ul", null, changes.map(c => h("li", { class: c.op }, h("code", { text: line(c) })))) : h("p", { class: "meta", text: "unchanged" }),
+      h("details", null, h("summary", { text: "initial and final world" }), h("div", { class: "ea" }, pre(w.initial), pre(w.final))));
+  }
+
+  // ---- charts (inline SVG) -----------------------------------------------------------------------------
+  function bars(title, items) {
+    if (items.length < 1) return null;
+    items = items.slice(0, 12);
+    const rowH = 20, w = 360, labelW = 130;
+    return h("div", { class: "chart" }, h("b", { text: title }), s("svg", { viewBox: "0 0 " + w + " " + (items.length * rowH + 4), role: "img" },
+      items.map((it, i) => s("g", { transform: "translate(0," + (i * rowH + 2) + ")" },
+        s("text", { x: 0, y: 13, text: shorten(it.label || "(none)", 22) }),
+        s("rect", { x: labelW, y: 2, width: w - labelW - 70, height: 14, fill: "#eef1f6", rx: 2 }),
+        s("rect", { x: labelW, y: 2, width: Math.max(0, (w - labelW - 70) * it.value), height: 14, fill: it.value >= 1 ? "#34a853" : it.value >= 0.8 ? "#e0a33a" : "#d9534f", rx: 2 }),
+        s("text", { x: w - 64, y: 13, text: pct(it.value) + " (" + it.n + ")" })))));
+  }
+  function histogram(title, values, fmt) {
+    values = values.filter(v => v > 0);
+    if (values.length < 2) return null;
+    const lo = Math.min(...values), hi = Math.max(...values), n = 12, step = (hi - lo) / n || 1;
+    const counts = new Array(n).fill(0);
+    values.forEach(v => counts[Math.min(n - 1, Math.floor((v - lo) / step))]++);
+    const top = Math.max(...counts), w = 360, hgt = 110, bw = (w - 10) / n;
+    return h("div", { class: "chart" }, h("b", { text: title }), s("svg", { viewBox: "0 0 " + w + " " + (hgt + 18), role: "img" },
+      counts.map((k, i) => s("rect", { x: 5 + i * bw, y: hgt - (hgt - 12) * k / top, width: bw - 2, height: (hgt - 12) * k / top, fill: "#5b8def" },
+        s("title", { text: fmt(lo + i * step) + "–" + fmt(lo + (i + 1) * step) + ": " + k }))),
+      s("text", { x: 5, y: hgt + 14, text: fmt(lo) }), s("text", { x: w - 60, y: hgt + 14, text: fmt(hi) })));
+  }
+  function rates(cases, keysOf) {
+    const m = new Map();
+    for (const c of cases) for (const k of keysOf(c)) {
+      const e = m.get(k) || { label: k, good: 0, n: 0 };
+      if (c.verdict !== "skipped") { e.n++; if (c.verdict === "passed" || c.verdict === "flaky") e.good++; }
+      m.set(k, e);
+    }
+    return [...m.values()].filter(e => e.n).map(e => ({ label: e.label, value: e.good / e.n, n: e.n })).sort((a, b) => a.value - b.value);
+  }
+  function chartsOf(report, cases) {
+    const results = report.results || [];
+    const byConnector = [];
+    for (const c of cases) for (const side of c.sides) byConnector.push({ verdict: side.verdict, conn: side.runs[0].connector || "" });
+    const connRates = rates(byConnector, x => [x.conn]);
+    const charts = [
+      new Set(cases.map(c => c.file)).size > 1 ? bars("Pass rate by file", rates(cases, c => [c.file.split("/").pop()])) : null,
+      cases.some(c => c.tags.length) ? bars("Pass rate by tag", rates(cases, c => c.tags)) : null,
+      connRates.length > 1 || (report.summary || {}).matrix ? bars("Pass rate by connector", connRates) : null,
+      histogram("Duration per run", results.map(r => r.duration_ms || 0), ms),
+      histogram("Tokens per run", results.map(r => (r.usage || {}).total_tokens || 0), v => Math.round(v) + ""),
+    ].filter(Boolean);
+    return charts.length ? h("section", { id: "charts" }, h("h2", { text: "Charts" }), h("div", { class: "charts" }, charts)) : null;
+  }
+
+  // ---- a comparison of two runs ------------------------------------------------------------------------
+  function words(a, b) {
+    const x = a.split(/(\s+)/), y = b.split(/(\s+)/);
+    let p = 0; while (p < x.length && p < y.length && x[p] === y[p]) p++;
+    let q = 0; while (q < x.length - p && q < y.length - p && x[x.length - 1 - q] === y[y.length - 1 - q]) q++;
+    const xs = x.slice(p, x.length - q), ys = y.slice(p, y.length - q);
+    const out = [[], []], eq = t => { out[0].push(t); out[1].push(t); };
+    x.slice(0, p).forEach(eq);
+    if (xs.length * ys.length > 4e6) { out[0].push(h("del", { text: xs.join("") })); out[1].push(h("ins", { text: ys.join("") })); }
+    else {
+      const L = Array.from({ length: xs.length + 1 }, () => new Uint32Array(ys.length + 1));
+      for (let i = xs.length - 1; i >= 0; i--) for (let j = ys.length - 1; j >= 0; j--) L[i][j] = xs[i] === ys[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+      let i = 0, j = 0;
+      while (i < xs.length || j < ys.length) {
+        if (i < xs.length && j < ys.length && xs[i] === ys[j]) { eq(xs[i]); i++; j++; }
+        else if (j < ys.length && (i === xs.length || L[i][j + 1] >= L[i + 1][j])) out[1].push(h("ins", { text: ys[j++] }));
+        else out[0].push(h("del", { text: xs[i++] }));
+      }
+    }
+    x.slice(x.length - q).forEach(eq);
+    return out;
+  }
+  function diffView(d) {
+    const entries = (d.diff.cases || []).filter(x => x.kind !== "unchanged");
+    const counts = d.diff.counts || {};
+    const kinds = Object.keys(counts).filter(k => counts[k] && k !== "unchanged");
+    const on = new Set(); // no chip pressed: every kind shown
+    const list = h("div", { id: "entries" });
+    const detail = h("div", { id: "entry" });
+    const overview = h("div", null, h("h1", { text: "agent-test diff" }), h("p", { class: "meta" }, d.diff.base + " → " + d.diff.new),
+      h("div", { class: "cards" }, Object.keys(counts).filter(k => counts[k]).map(k => card(k, counts[k], k === "regressed" || k === "still failing" ? "failed" : k === "fixed" ? "passed" : ""))),
+      h("div", { class: "toolbar" }, kinds.map(k => h("button", { class: "chip", "data-chip": k, "aria-pressed": "false", onclick: e => { on.has(k) ? on.delete(k) : on.add(k); e.currentTarget.setAttribute("aria-pressed", on.has(k)); draw(); } }, k, h("span", { class: "n", text: counts[k] })))),
+      list);
+    app.append(overview, detail);
+    const label = x => x.connector ? x.id + " on " + x.connector : x.id;
+    const verdicts = x => x.kind === "new" ? (x.after || "") : x.kind === "removed" ? (x.before || "") + " (no longer in the run)" : (x.before || "") + " → " + (x.after || "");
+    function draw() {
+      list.replaceChildren(entries.length ? h("table", { class: "cases" }, h("tbody", null, entries.filter(x => !on.size || on.has(x.kind)).map(x =>
+        h("tr", { class: "case", "data-kind": x.kind, onclick: () => { location.hash = "#" + encodeURIComponent(label(x)); } },
+          h("td", null, badge(x.kind)), h("td", null, h("a", { href: "#" + encodeURIComponent(label(x)), text: label(x) })),
+          h("td", { text: verdicts(x) }),
+          h("td", null, (x.changes || []).slice(0, 3).map(c => h("div", { class: "small" }, h("b", { text: c.what }), ": " + shorten(c.before, 80) + " → " + shorten(c.after, 80))),
+            !(x.changes || []).length && x.reason ? h("div", { class: "reason small", text: x.reason }) : null)))))
+        : h("p", { text: "Every case has the same verdict, output and tool calls." }));
+    }
+    function entryPage(x) {
+      const at = entries.indexOf(x);
+      const nav = h("div", { class: "nav" }, h("a", { href: "#", text: "← All changes" }),
+        entries[at - 1] ? h("a", { href: "#" + encodeURIComponent(label(entries[at - 1])), text: "◀ previous" }) : null,
+        entries[at + 1] ? h("a", { href: "#" + encodeURIComponent(label(entries[at + 1])), text: "next ▶" }) : null);
+      const before = x.before_runs || [], after = x.after_runs || [];
+      const pairs = Math.max(before.length, after.length);
+      const runs = [];
+      for (let i = 0; i < pairs; i++) {
+        const a = before[i], b = after[i];
+        const [da, db] = words(a ? text(a.output) : "", b ? text(b.output) : "");
+        const col = (r, out, title) => h("div", null, h("h3", null, title, " ", r ? badge(r.status) : h("span", { class: "meta", text: "(none)" })),
+          r ? [h("div", { class: "meta small", text: "output" }), h("pre", { class: "output" }, out), runView(r)] : null);
+        runs.push(h("div", { class: "side", style: "grid-template-columns:1fr 1fr" }, col(a, da, "Before" + (pairs > 1 ? " · run " + (i + 1) : "")), col(b, db, "After" + (pairs > 1 ? " · run " + (i + 1) : ""))));
+      }
+      return h("div", null, nav, h("h1", null, badge(x.kind), " ", label(x)), h("p", { text: verdicts(x) }),
+        (x.changes || []).length ? h("ul", null, x.changes.map(c => h("li", null, h("b", { text: c.what }), ": ", c.before, " → ", c.after))) : null,
+        x.reason ? h("div", { class: "reasons" }, h("div", { text: x.reason })) : null, runs);
+    }
+    function route() {
+      const key = decodeURIComponent(location.hash.slice(1));
+      const x = entries.find(e => label(e) === key);
+      overview.hidden = !!x;
+      detail.replaceChildren(x ? entryPage(x) : "");
+    }
+    draw();
+    window.addEventListener("hashchange", route);
+    route();
+  }
+
+  // ---- the run history (agent-test view) --------------------------------------------------------------
+  function trend(runs) {
+    const pts = runs.filter(r => r.pass_rate != null).slice().reverse();
+    if (pts.length < 2) return null;
+    const w = 1100, hgt = 150, step = (w - 40) / (pts.length - 1);
+    const xy = pts.map((r, i) => [30 + i * step, 10 + (hgt - 20) * (1 - r.pass_rate / 100)]);
+    return h("div", { class: "chart", id: "trend" }, h("b", { text: "Pass rate over runs (oldest to newest)" }), s("svg", { viewBox: "0 0 " + w + " " + hgt, role: "img" },
+      [0, 50, 100].map(v => [s("line", { x1: 30, x2: w - 10, y1: 10 + (hgt - 20) * (1 - v / 100), y2: 10 + (hgt - 20) * (1 - v / 100), stroke: "#e5e8ee" }),
+        s("text", { x: 0, y: 14 + (hgt - 20) * (1 - v / 100), text: v + "%" })]),
+      s("polyline", { points: xy.map(p => p.join(",")).join(" "), fill: "none", stroke: "#5b8def", "stroke-width": 2 }),
+      xy.map((p, i) => s("circle", { cx: p[0], cy: p[1], r: 3.5, fill: pts[i].exit_code === 0 ? "#34a853" : "#d9534f" }, s("title", { text: "#" + pts[i].id + " " + pts[i].started_at + ": " + pts[i].pass_rate + "%" })))));
+  }
+  function runsView(d) {
+    const form = h("form", { method: "get", action: "/compare", id: "compare" },
+      h("table", { class: "cases", id: "runs" }, h("thead", null, h("tr", null, ["A", "B", "Run", "When", "Inputs", "Connector", "Cases", "Pass rate", "Exit"].map(x => h("th", { text: x })))),
+        h("tbody", null, d.runs.map((r, i) => h("tr", { "data-run": r.id },
+          h("td", null, h("input", { type: "radio", name: "a", value: r.id, checked: i === 1, "aria-label": "compare from run " + r.id })),
+          h("td", null, h("input", { type: "radio", name: "b", value: r.id, checked: i === 0, "aria-label": "compare to run " + r.id })),
+          h("td", null, h("a", { href: "/run/" + r.id, text: "#" + r.id })), h("td", { text: r.started_at }), h("td", { class: "out", text: r.inputs }),
+          h("td", { text: r.connector }), h("td", { text: r.cases + " (" + r.failed + " not passing)" }),
+          h("td", { class: r.exit_code === 0 ? "passed" : "failed", text: r.pass_rate == null ? "—" : r.pass_rate + "%" }), h("td", { text: r.exit_code }))))),
+      d.runs.length > 1 ? h("p", null, h("button", { type: "submit", class: "chip", id: "compare-button", text: "Compare A → B" })) : null);
+    app.append(h("div", null, h("h1", { text: "Run history" }), h("p", { class: "meta", text: d.database + " · " + d.runs.length + " runs" }),
+      d.runs.length ? [trend(d.runs), form] : h("p", { text: "No runs recorded yet: run agent-test and come back." })));
+  }
+  function caseHistoryView(d) {
+    const hist = d.history; // newest first
+    const facts = [];
+    const bad = v => RANK[v] === 0;
+    const oldest = hist.slice().reverse();
+    const firstBad = oldest.find(x => bad(x.verdict));
+    const lastGreen = hist.find(x => x.verdict === "passed" || x.verdict === "flaky");
+    if (firstBad) facts.push("first failing run #" + firstBad.run_id + " (" + firstBad.started_at + ")");
+    if (lastGreen) facts.push("last green run #" + lastGreen.run_id + " (" + lastGreen.started_at + ")");
+    const flaky = hist.filter(x => x.flaky).length;
+    facts.push("flaky in " + flaky + " of " + hist.length + " runs");
+    app.append(h("div", null, h("div", { class: "nav" }, h("a", { href: "/", text: "← Run history" })), h("h1", { text: d.case.id }), d.case.file ? h("p", { class: "meta", text: d.case.file }) : null,
+      h("p", null, "Oldest to newest ", h("span", { class: "strip", id: "verdicts" }, oldest.map(x => h("a", { href: "/run/" + x.run_id + "#" + encodeURIComponent(d.case.id), class: bad(x.verdict) ? "f" : x.verdict === "skipped" ? "s" : "p", title: "#" + x.run_id + " " + x.verdict, text: bad(x.verdict) ? "✗" : x.verdict === "skipped" ? "–" : x.flaky ? "≈" : "✓" })))),
+      h("ul", { id: "facts" }, facts.map(f => h("li", { text: f }))),
+      h("table", { class: "cases" }, h("thead", null, h("tr", null, ["Run", "When", "File", "Connector", "Verdict", "Runs passed", "Time", "Output / reason"].map(x => h("th", { text: x })))),
+        h("tbody", null, hist.map(x => h("tr", null, h("td", null, h("a", { href: "/run/" + x.run_id + "#" + encodeURIComponent(d.case.id), text: "#" + x.run_id })),
+          h("td", { text: x.started_at }), h("td", { text: x.file }), h("td", { text: x.connector }), h("td", null, badge(x.verdict)), h("td", { text: x.passed + "/" + x.runs }), h("td", { text: ms(x.duration_ms) }),
+          h("td", { class: "out", text: x.reason || x.output })))))));
+  }
+
+  const views = { report: d => reportView(d.report, d.links), diff: diffView, runs: runsView, case: caseHistoryView };
+  try { views[DATA.kind](DATA); } catch (e) { document.documentElement.classList.remove("js"); app.textContent = ""; throw e; }
+})();

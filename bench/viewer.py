@@ -1,0 +1,83 @@
+"""The viewer at size (issue 27): a 10,000-case HTML report, written by the CLI on the mock connector,
+opened in headless Chromium — time to its first screen, to apply a filter chip and a search — and its
+file size next to the JSON report of the same run. Without Chromium (or Playwright) the rows say so."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+from typing import Any
+
+from workloads import standard_cases
+
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+FIRST_SCREEN = "() => new Promise(r => { const t = () => document.querySelector('#cases tbody tr') ? r(performance.now()) : requestAnimationFrame(t); t(); })"
+CHIP = """async () => { const t = performance.now(); document.querySelector('[data-chip=failed]').click();
+  await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0))); return [performance.now() - t, document.querySelectorAll('#cases tbody tr').length]; }"""
+SEARCH = """async () => { const box = document.querySelector('#search'), shown = document.querySelector('#shown'), before = shown.textContent;
+  const t = performance.now(); box.value = 'confirm #9990'; box.dispatchEvent(new Event('input'));
+  await new Promise(r => { const o = new MutationObserver(() => { if (shown.textContent !== before) { o.disconnect(); r(); } }); o.observe(shown, {childList: true, characterData: true, subtree: true}); });
+  await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0))); return [performance.now() - t, document.querySelectorAll('#cases tbody tr').length]; }"""
+
+
+def _cases(n: int) -> list[dict[str, Any]]:
+    """Standard cases; one in twenty asks for a word the mock never says, so it fails."""
+    cases = standard_cases(n)
+    for i, case in enumerate(cases):
+        case["tags"] = ["smoke" if i % 2 else "regression"]
+        if i % 20 == 7:
+            case["assertions"] = [{"type": "contains", "value": "rejected"}]
+    return cases
+
+
+def _browser() -> tuple[Any, str] | tuple[None, str]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None, "the playwright package is not installed"
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    return (sync_playwright, path) if path else (None, "no chromium on this machine")
+
+
+def _row(b: Any, name: str, seconds: float | None, target: str, met: bool | None) -> None:
+    b.rows.append({"workload": name, "wall": f"{seconds:.2f} s" if seconds is not None else "—", "ideal": "—", "ratio": "—", "cpu/case": "—",
+                   "peak in-flight": "—", "peak RSS": "—", "target": target, "met": "—" if b.smoke or met is None else ("yes" if met else "NO")})
+    print("  ".join(f"{k}={v}" for k, v in b.rows[-1].items()), flush=True)
+
+
+def viewer(b: Any) -> None:
+    n = b.size(10_000)
+    path = b.cases("viewer", _cases(n))
+    page_path, json_path = os.path.join(b.tmp, "viewer.html"), os.path.join(b.tmp, "viewer.json")
+    b.invoke(["-i", path, "-n", "mockbot", "--parallel", "20", "--no-history", "-o", json_path, "-o", page_path])
+    ratio = os.path.getsize(page_path) / os.path.getsize(json_path)
+    b.rows.append({"workload": f"viewer: {n}-case HTML report size vs its JSON report ({os.path.getsize(page_path) / 2**20:.1f} MB)",
+                   "wall": "—", "ideal": "—", "ratio": f"{ratio:.2f}", "cpu/case": "—", "peak in-flight": "—", "peak RSS": "—",
+                   "target": "≤ 1.5 × JSON", "met": "—" if b.smoke else ("yes" if ratio <= 1.5 else "NO")})
+    print("  ".join(f"{k}={v}" for k, v in b.rows[-1].items()), flush=True)
+    playwright, why = _browser()
+    names = (f"viewer: {n}-case report to its first screen (headless Chromium)", "viewer: a filter chip applied (failed only)",
+             "viewer: a search applied (output word)")
+    if playwright is None:
+        for name in names:
+            _row(b, name + f" — not measured: {why}", None, "≤ 2.00 s", None)
+        return
+    opened, chips, searches = [], [], []
+    with playwright() as pw:
+        browser = pw.chromium.launch(executable_path=why, args=ARGS)
+        for _ in range(b.repeats()):
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto("file://" + page_path, wait_until="commit")
+            opened.append(page.evaluate(FIRST_SCREEN) / 1000)  # since the navigation started
+            took, shown = page.evaluate(CHIP)
+            assert shown == min(200, n // 20 + (n % 20 > 7)), shown  # the failures, first page of them
+            chips.append(took / 1000)
+            page.click("[data-chip=failed]")  # every case again, then search
+            took, shown = page.evaluate(SEARCH)
+            searches.append(took / 1000)
+            page.close()
+        browser.close()
+    for name, times in zip(names, (opened, chips, searches)):
+        _row(b, name, statistics.median(times), "≤ 2.00 s", statistics.median(times) <= 2.0)

@@ -1,0 +1,238 @@
+"""The run history (FORMATS §16): every run recorded in SQLite unless --no-history, a versioned and migrated
+schema, concurrent runs, no secret stored; ``agent-test history`` and ``agent-test view``'s pages and server."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import urllib.error
+import urllib.request
+import zlib
+from dataclasses import replace
+
+import pytest
+
+from helpers import cli
+
+from agenttest.errors import AgentTestError
+from agenttest.history import store
+from agenttest.history.store import History
+from agenttest.model import CaseResult, Gate, RunReport
+from agenttest.reporting.viewer import server
+from agenttest.util.secrets import Secrets
+
+SECRET = "sk-test-0123456789abcdef"
+
+
+def _report(*results: CaseResult, gates: tuple[Gate, ...] = ()) -> RunReport:
+    return RunReport(results=results, started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z", duration_ms=1000.0,
+                     agent_id="bot", connector="mock", gates=gates)
+
+
+@pytest.fixture
+def app(tmp_path):
+    from agenttest.app.scaffold import init
+
+    init(str(tmp_path / "app"))
+    return tmp_path / "app"
+
+
+def test_every_run_is_recorded_beside_the_app_root(app):
+    assert cli("-i", "tests", "-q", cwd=app).exit_code == 0
+    assert cli("-i", "tests/cases.jsonl", "-q", "--run", "greets", cwd=app).exit_code == 0
+    with History(str(app / ".agent-test" / "history.sqlite"), create=False) as history:
+        runs = history.runs()
+        assert [(r.id, r.inputs, r.cases, r.passed, r.pass_rate, r.exit_code) for r in runs] == [
+            (2, "tests/cases.jsonl", 1, 1, 100.0, 0), (1, "tests", 7, 7, 100.0, 0)]
+        assert [r["id"] for r in history.report(1)["results"]][:2] == ["greets", "asks-number"]
+        assert [(v.run_id, v.verdict) for v in history.case("greets")] == [(2, "passed"), (1, "passed")]
+        assert history.report(99) is None
+
+
+def test_no_history_history_file_dry_run_and_list(app, tmp_path):
+    assert cli("-i", "tests", "-q", "--no-history", cwd=app).exit_code == 0
+    assert cli("-i", "tests", "--dry-run", cwd=app).exit_code == 0
+    assert cli("-i", "tests", "--list", cwd=app).exit_code == 0
+    assert not (app / ".agent-test" / "history.sqlite").exists()
+    other = tmp_path / "elsewhere" / "runs.sqlite"
+    assert cli("-i", "tests", "-q", "--history", str(other), cwd=app).exit_code == 0
+    with History(str(other), create=False) as history:
+        assert len(history.runs()) == 1
+
+
+def test_a_history_that_cannot_be_written_is_a_warning_not_a_failure(app):
+    (app / "taken").mkdir()
+    result = cli("-i", "tests", "-q", "--history", "taken", cwd=app)
+    assert result.exit_code == 0 and "warning: the run was not added to the history taken" in result.stderr
+
+
+def test_a_failing_run_is_recorded_with_its_verdicts_and_exit_code(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    failed = CaseResult("b", "failed", error="output does not contain 'x'", output="nope", file="t.jsonl")
+    with History(path) as history:
+        history.record(_report(CaseResult("a", "passed", output="fine", file="t.jsonl"), failed, CaseResult("c", "skipped")), 1, ["t.jsonl"])
+        run = history.runs()[0]
+        assert (run.cases, run.passed, run.failed, run.skipped, run.pass_rate, run.exit_code) == (3, 1, 1, 1, 50.0, 1)
+        (b,) = history.case("b")
+        assert (b.verdict, b.reason, b.output, b.runs, b.passed) == ("failed", "output does not contain 'x'", "nope", 1, 0)
+
+
+def test_gated_runs_are_recorded_by_their_gate_and_flaky_is_kept(tmp_path):
+    runs = [CaseResult("a", s, run=i + 1, connector="mock") for i, s in enumerate(("passed", "failed", "passed"))]
+    gate = Gate(id="a", connector="mock", planned=3, runs=3, passed=2, min_pass_rate=0.5)
+    with History(str(tmp_path / "h.sqlite")) as history:
+        history.record(_report(*runs, gates=(gate,)), 0, ["t"])
+        (a,) = history.case("a")
+        assert (a.verdict, a.flaky, a.runs, a.passed) == ("passed", True, 3, 2)
+        assert history.runs()[0].flaky == 1
+
+
+def test_the_history_never_holds_a_secret(tmp_path):
+    path = tmp_path / "h.sqlite"
+    leaked = CaseResult("a", "failed", input=f"key {SECRET}", output=f"your key is {SECRET}", error=f"saw {SECRET}")
+    with History(str(path)) as history:
+        history.record(_report(leaked), 1, [f"say {SECRET}"], Secrets([SECRET]))
+        stored = history.report(1)
+        assert SECRET not in str(stored) and "your key is ***" in str(stored) and history.runs()[0].inputs == "say ***"
+        assert SECRET not in str([vars(v) for v in history.case("a")])
+    blobs = sqlite3.connect(path).execute("SELECT report FROM runs").fetchall()
+    assert SECRET.encode() not in path.read_bytes() and SECRET.encode() not in zlib.decompress(blobs[0][0])
+
+
+def test_concurrent_runs_are_all_recorded(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(5):
+                with History(path) as history:
+                    history.record(_report(CaseResult(f"case-{n}-{i}", "passed")), 0, [f"worker {n}"])
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with History(path) as history:
+        runs = history.runs()
+        assert len(runs) == 30 and len({r.id for r in runs}) == 30
+        assert history.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_an_older_schema_is_migrated_and_its_runs_kept(tmp_path):
+    path = tmp_path / "h.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(store.MIGRATIONS[0] + "PRAGMA user_version = 1;")
+    db.execute("INSERT INTO runs (started_at, completed_at, duration_ms, inputs, agent, connector, cases, passed, failed, flaky, skipped,"
+               " pass_rate, exit_code, version, report) VALUES ('then', 'then', 1, 'old', 'bot', 'mock', 1, 1, 0, 0, 0, 100, 0, '0.1', ?)",
+               (zlib.compress(b'{"results": []}'),))
+    db.commit()
+    db.close()
+    with History(str(path)) as history:
+        assert history.db.execute("PRAGMA user_version").fetchone()[0] == store.VERSION == 2
+        (old,) = history.runs()
+        assert (old.inputs, old.tokens, old.cost) == ("old", None, None)
+        history.record(_report(CaseResult("a", "passed")), 0, ["new"])
+        assert history.runs()[0].tokens == 0
+
+
+def test_a_newer_schema_or_a_foreign_file_is_a_clear_error(tmp_path):
+    newer = tmp_path / "newer.sqlite"
+    sqlite3.connect(newer).execute("PRAGMA user_version = 99").connection.close()
+    with pytest.raises(AgentTestError, match="written by a newer agent-test \\(schema 99, this one knows 2\\)"):
+        History(str(newer))
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_text("not a database at all " * 100)
+    with pytest.raises(AgentTestError, match="garbage.sqlite: not a run history database"):
+        History(str(garbage))
+
+
+def test_the_history_command_lists_runs(app):
+    assert cli("history", cwd=app).exit_code == 2  # nothing recorded yet
+    cli("-i", "tests", "-q", cwd=app)
+    cli("-i", "tests/cases.jsonl", "-c", "mock", "-q", cwd=app)
+    result = cli("history", cwd=app)
+    lines = result.output.splitlines()
+    assert result.exit_code == 0 and lines[0].split() == ["run", "when", "inputs", "connector", "cases", "pass", "rate", "time", "exit"]
+    assert lines[1].split()[0] == "#2" and "tests/cases.jsonl" in lines[1] and lines[1].split()[-1] == "0"
+    assert lines[2].split()[0] == "#1" and " tests " in lines[2] and "100.0%" in lines[2]
+    assert len(cli("history", "-n", "1", cwd=app).output.splitlines()) == 2
+
+
+def test_history_and_view_outside_an_app_say_what_to_do(tmp_path):
+    result = cli("history", cwd=tmp_path)
+    assert result.exit_code == 2 and "no app root found here" in result.output and "--history FILE" in result.output
+    result = cli("view", "--history", str(tmp_path / "none.sqlite"), cwd=tmp_path)
+    assert result.exit_code == 2 and "none.sqlite: no run history yet" in result.output
+    (tmp_path / "bad.json").write_text("{")
+    result = cli("view", str(tmp_path / "bad.json"), cwd=tmp_path)
+    assert result.exit_code == 2 and "bad.json:1:2: not valid JSON" in result.output
+
+
+def _get(url: str, host: str | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers={"Host": host} if host else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_the_server_pages(app):
+    cli("-i", "tests", "-q", cwd=app)
+    cli("-i", "tests/cases.jsonl", "-q", cwd=app)
+    httpd, _ = server.start(server.Pages(history=str(app / ".agent-test" / "history.sqlite")))
+    url = server.url_of(httpd)
+    try:
+        assert url.startswith("http://127.0.0.1:")
+        status, body = _get(url)
+        assert status == 200 and '"kind":"runs"' in body and "Run history" in body
+        status, body = _get(url + "run/1")
+        assert status == 200 and '"kind":"report"' in body and '"links":{"home":"/","case":"/case"}' in body
+        assert _get(url + "case?id=greets")[0] == 200 and _get(url + "compare?a=1&b=2")[0] == 200
+        assert _get(url + "run/7")[0] == 404 and _get(url + "run/x")[0] == 404 and _get(url + "nothing")[0] == 404
+        assert _get(url, host="evil.example:80")[0] == 403  # a DNS name pointed at 127.0.0.1 is refused
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_view_of_one_report_file(app, tmp_path):
+    cli("-i", "tests", "-q", "-o", str(tmp_path / "r.json"), cwd=app)
+    from agenttest.history.codec import read
+
+    pages = server.Pages(report=read(str(tmp_path / "r.json")))
+    assert '"kind":"report"' in pages.get("/", {})
+    with pytest.raises(server.NotFound):
+        pages.get("/run/1", {})
+
+
+def test_a_port_in_use_is_a_usage_error(tmp_path):
+    httpd = server.make_server(server.Pages(report=replace(_report())))
+    try:
+        with pytest.raises(AgentTestError, match=f"cannot listen on 127.0.0.1:{httpd.server_address[1]}"):
+            server.make_server(server.Pages(report=_report()), httpd.server_address[1])
+    finally:
+        httpd.server_close()
+
+
+def test_agent_test_view_serves_until_stopped(app):
+    import subprocess
+    import sys
+
+    cli("-i", "tests", "-q", cwd=app)
+    proc = subprocess.Popen([sys.executable, "-m", "agenttest", "view", "--port", "0"], cwd=app, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("Serving the run history ") and "history.sqlite at http://127.0.0.1:" in line, line
+        url = line.split(" at ")[1].split()[0]
+        status, body = _get(url + "run/1")
+        assert status == 200 and '"id":"greets"' in body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

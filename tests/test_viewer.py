@@ -1,0 +1,208 @@
+"""The viewer in a real browser (headless Chromium, tests/browser.py): reports, a model matrix, a diff and
+``agent-test view``, all made by the CLI on the offline app of ``agent-test init`` (tests/viewer_demo.py).
+One browser for the module; each test opens its own page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from browser import chromium, expect
+from viewer_demo import build
+
+from agenttest.reporting.viewer import server
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("viewer") / "app")
+
+
+def gated(folder: Path) -> Path:
+    """A ``--runs 3`` report: a flaky case within its gate, a broken one (whose tools changed the world and
+    whose hook printed), a steady one — nine results."""
+    from dataclasses import replace
+
+    from agenttest.model import AssertionResult, CaseResult, WorldChange, WorldRecord
+    from agenttest.reporting import write
+    from agenttest.verdicts.gates import Policy
+    from agenttest.verdicts.outcome import make_report
+
+    def run(cid: str, k: int, passed: bool) -> CaseResult:
+        check = AssertionResult("contains", passed, "" if passed else "output does not contain 'ok'", "ok", f"answer {k}")
+        return CaseResult(cid, "passed" if passed else "failed", input=f"ask {cid}", output=f"answer {k} of {cid}", run=k,
+                          assertions=(check,), connector="mock", duration_ms=10.0 * k)
+
+    plan = {"broken": (False, False, False), "flaky": (True, False, True), "steady": (True, True, True)}
+    results = [run(cid, k + 1, ok) for cid, oks in plan.items() for k, ok in enumerate(oks)]
+    world = WorldRecord({"budget": 100}, {"budget": 40, "spent": [60]},
+                        (WorldChange("$.budget", "changed", 100, 40), WorldChange("$.spent", "added", after=[60])))
+    results[0] = replace(results[0], world=world, stdout="hook: seeded the budget\n", traceback="Traceback (most recent call last):\nValueError: boom")
+    policies = {("", cid, "mock"): Policy(3, 0.5 if cid == "flaky" else 1.0) for cid in plan}
+    report = make_report(results, 1795953600.0, 900.0, 3, policies=policies, agent_id="bot", connector="mock", options={"runs": 3})
+    write(report, str(folder / "gated.html"))
+    return folder / "gated.html"
+
+
+@pytest.fixture(scope="module")
+def browser(demo):  # after the demo: Playwright's sync API keeps an event loop running, and the CLI starts its own
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    yield page
+    context.close()
+    assert not errors, errors  # the viewer never throws
+
+
+def rows(page):
+    return page.eval_on_selector_all("#cases tbody tr", "rs => rs.map(r => [r.dataset.id, r.dataset.verdict])")
+
+
+def test_the_failing_cases_are_the_first_rows(page, demo):
+    page.goto(demo["b_html"].as_uri())
+    listed = rows(page)
+    assert listed[:2] == [["greets", "failed"], ["asks-number", "failed"]] and {v for _, v in listed[2:]} == {"passed"}
+    assert "null" not in page.inner_text("#app") and "undefined" not in page.inner_text("#app")  # nothing missing drawn as a word
+    cards = page.inner_text("#cards")
+    assert "Cases\n8" in cards and "Failed\n2" in cards and "Passed\n6" in cards
+
+
+def test_a_chip_hides_the_passing_cases(page, demo):
+    page.goto(demo["b_html"].as_uri())
+    page.click("[data-chip=failed]")
+    assert rows(page) == [["greets", "failed"], ["asks-number", "failed"]]
+    assert page.get_attribute("[data-chip=failed]", "aria-pressed") == "true"
+    page.click("[data-chip=failed]")  # pressed again: every case is back
+    assert len(rows(page)) == 8
+
+
+def test_search_finds_a_case_by_a_word_of_its_output(page, demo):
+    page.goto(demo["b_html"].as_uri())
+    page.fill("#search", "packed")
+    expect(page.locator("#cases tbody tr")).to_have_count(1)  # the search waits for typing to pause
+    assert rows(page) == [["judged", "passed"]]
+    page.fill("#search", "no-such-word-anywhere")
+    expect(page.locator("#cases tbody tr")).to_have_count(0)
+    assert "0 of 8 cases" in page.inner_text("#shown")
+
+
+def test_a_dynamic_case_shows_its_tool_call_in_its_turn_and_its_checkpoints(page, demo):
+    page.goto(demo["a_html"].as_uri() + "#order-status")
+    assert page.is_hidden("#overview") and "order-status" in page.inner_text("#case h1")
+    turn1, turn2 = page.locator(".turn[data-turn='1']"), page.locator(".turn[data-turn='2']")
+    assert turn1.locator(".call").count() == 0 and turn2.locator(".call[data-tool=lookup_order]").count() == 1
+    assert '"order_id": "1042"' in turn2.locator(".call").inner_text()
+    assert turn1.locator(".cp").all_inner_texts() == ["✓ asks"] and turn2.locator(".cp").all_inner_texts() == ["✓ looks-up", "✓ answers"]
+    simulator = page.inner_text(".sim")
+    assert "A customer waiting for a parcel" in simulator and "Learn the status of order 1042" in simulator
+    assert page.locator(".reasoning").count() == 2 and page.locator("#missing").count() == 0
+
+
+def test_a_model_matrix_shows_both_connectors_outputs_side_by_side(page, demo):
+    page.goto(demo["matrix_html"].as_uri())
+    assert page.eval_on_selector_all("#cases thead th", "hs => hs.map(h => h.textContent)")[2:] == ["mock", "terse"]
+    assert "Gates passed\n7/10" in page.inner_text("#cards") and "null" not in page.inner_text("#app")
+    greets = page.locator("#cases tr[data-id=greets] td")
+    assert "What would you like to know?" in greets.nth(2).inner_text() and "Hi. Orders only." in greets.nth(3).inner_text()
+    assert len(rows(page)) == 5
+    page.check("#different")  # looks-up and judged answer the same on both
+    assert sorted(i for i, _ in rows(page)) == ["asks-number", "greets", "unknown-order"]
+    page.goto(demo["matrix_html"].as_uri() + "#greets")
+    assert page.eval_on_selector_all(".connector", "cs => cs.map(c => c.dataset.connector)") == ["mock", "terse"]
+    assert "Hi. Orders only." in page.inner_text(".connector[data-connector=terse] .msg.assistant")
+
+
+def test_a_link_opens_that_case_and_prev_next_walk_the_failures(page, demo):
+    page.goto(demo["b_html"].as_uri() + "#greets")
+    assert "greets" in page.inner_text("#case h1") and "failing 1 of 2" in page.inner_text(".nav")
+    assert "expected" in page.inner_text(".assertions") and "refund" in page.inner_text(".ea")
+    page.click("#next")
+    assert page.evaluate("location.hash") == "#asks-number" and "asks-number" in page.inner_text("#case h1")
+    page.click("#back")
+    assert page.is_visible("#overview") and len(rows(page)) == 8
+    page.goto(demo["b_html"].as_uri() + "#unknown-order")  # a tool that raised: its error where the call happened
+    call = page.locator(".chat .call.err[data-tool=lookup_order]")
+    assert "LookupError: no order 9999" in call.inner_text() and '"order_id": "9999"' in call.inner_text()
+
+
+def test_model_and_tool_text_is_shown_never_run(page, demo):
+    page.goto(demo["b_html"].as_uri() + "#echo")
+    agent = page.inner_text(".msg.assistant")
+    assert '<img src=x onerror="window.__pwned=1"></script><script>window.__pwned=2</script> done' in agent
+    assert page.evaluate("window.__pwned") is None and page.locator("#app img").count() == 0
+    assert page.locator("script").count() == 2  # the data and the viewer: nothing a value smuggled in
+
+
+def test_without_javascript_the_report_is_still_readable(browser, demo):
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(demo["b_html"].as_uri())
+        text = page.inner_text("body")
+        assert "output does not contain 'refund'" in text and "FAILED" in text and page.is_visible("#static")
+    finally:
+        context.close()
+
+
+def test_the_diff_page_shows_a_regression_first(page, demo):
+    page.goto(demo["diff_html"].as_uri())
+    kinds = page.eval_on_selector_all("#entries tr", "rs => rs.map(r => r.dataset.kind)")
+    assert kinds == ["regressed", "regressed", "new"]  # the 4 unchanged cases have no entry
+    page.click("#entries tr[data-kind=regressed] a")
+    assert "REGRESSED" in page.inner_text("#entry h1") and page.locator("#entry .side").count() == 1
+    assert page.inner_text("#entry .side > div:nth-child(1) h3").startswith("Before") and "PASSED" in page.inner_text("#entry .side > div:nth-child(1) h3")
+    assert "FAILED" in page.inner_text("#entry .side > div:nth-child(2) h3")
+    before, after = page.locator("#entry .side > div:nth-child(1) pre.output"), page.locator("#entry .side > div:nth-child(2) pre.output")
+    assert before.inner_text() == "Hello! I can help with your orders. What would you like to know?"
+    assert "Hello!" in before.locator("del").all_inner_texts() and "number?" in after.locator("ins").all_inner_texts()
+    assert after.inner_text() == "Sure — what is your order number?"
+
+
+def test_agent_test_view_lists_the_runs_and_compares_two(page, demo):
+    httpd, _ = server.start(server.Pages(history=str(demo["history"])))
+    try:
+        assert httpd.server_address[0] == "127.0.0.1"
+        page.goto(server.url_of(httpd))
+        assert page.eval_on_selector_all("#runs tbody tr", "rs => rs.map(r => r.dataset.run)") == ["3", "2", "1"]
+        assert page.locator("#trend circle").count() == 3
+        page.check("input[name=a][value='1']")
+        page.check("input[name=b][value='2']")
+        page.click("#compare-button")
+        page.wait_for_selector("#entries tr")
+        assert page.eval_on_selector_all("#entries tr", "rs => rs.map(r => r.dataset.kind)")[:2] == ["regressed", "regressed"]
+        page.goto(server.url_of(httpd) + "run/2#greets")
+        assert "greets" in page.inner_text("#case h1")
+        page.click("#case-history")
+        page.wait_for_selector("#verdicts")
+        assert page.inner_text("#verdicts") == "✓✗✗✓"  # runs 1, 2 and the matrix's two connectors
+        assert "first failing run #2" in page.inner_text("#facts") and "last green run #3" in page.inner_text("#facts")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_gated_run_is_one_row_per_case_with_its_runs_nested(page, tmp_path):
+    page.goto(gated(tmp_path).as_uri())
+    assert rows(page) == [["broken", "failed"], ["flaky", "flaky"], ["steady", "passed"]]  # 9 results, 3 cases
+    flaky = page.locator("#cases tr[data-id=flaky] td")
+    assert flaky.nth(2).inner_text() == "✓✗✓" and flaky.nth(3).inner_text() == "66.7%" and flaky.nth(4).inner_text() == "≥ 50%"
+    cards = page.inner_text("#cards")
+    assert "Cases\n3" in cards and "Failed\n1" in cards and "Flaky\n1" in cards and "Gates passed\n2/3" in cards and "Runs\n9" in cards
+    page.click("[data-chip=flaky]")
+    assert rows(page) == [["flaky", "flaky"]]
+    page.click("#cases tr[data-id=flaky] a")
+    assert "run 2" in page.inner_text(".connector") and "answer 2 of flaky" in page.inner_text(".msg.assistant")  # its failing run first
+    page.click(".connector .strip button >> nth=0")
+    assert "answer 1 of flaky" in page.inner_text(".msg.assistant") and page.locator(".reasons").count() == 0
+    page.goto(page.url.split("#")[0] + "#broken")
+    run = page.inner_text(".run")
+    assert "~ $.budget: 100 → 40" in run and "+ $.spent = [60]" in run  # the world's changes
+    assert "hook: seeded the budget" in run and "ValueError: boom" in run  # stdout and the traceback
