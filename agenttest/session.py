@@ -239,7 +239,7 @@ class Session:
             return
         from agenttest.history import store
 
-        problem = store.record_run(self.config.history or store.default_path(root), report, code, self.config.inputs, self.secrets)
+        problem = store.record_run(self.config.history or store.locate(None, root), report, code, self.config.inputs, self.secrets)
         if problem:
             sys.stderr.write(f"warning: {problem}\n")
 

@@ -20,6 +20,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
+def _history_apart(tmp_path, monkeypatch):
+    """The suite's own runs go to a history of their own, not the repository's (tests of the default place
+    take the variable away)."""
+    monkeypatch.setenv("AGENTTEST_HISTORY", str(tmp_path / "suite-history.sqlite"))
+
+
+@pytest.fixture(autouse=True)
 def _assertion_registry():
     """Assertion types a test registers are gone after it (the case schema is derived from them)."""
     from agenttest.assertions import registry

@@ -30,8 +30,10 @@ def _report(*results: CaseResult, gates: tuple[Gate, ...] = ()) -> RunReport:
 
 
 @pytest.fixture
-def app(tmp_path):
+def app(tmp_path, monkeypatch):
     from agenttest.app.scaffold import init
+
+    monkeypatch.delenv("AGENTTEST_HISTORY", raising=False)  # these tests check the default place
 
     init(str(tmp_path / "app"))
     return tmp_path / "app"
@@ -163,7 +165,8 @@ def test_the_history_command_lists_runs(app):
     assert len(cli("history", "-n", "1", cwd=app).output.splitlines()) == 2
 
 
-def test_history_and_view_outside_an_app_say_what_to_do(tmp_path):
+def test_history_and_view_outside_an_app_say_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.delenv("AGENTTEST_HISTORY", raising=False)
     result = cli("history", cwd=tmp_path)
     assert result.exit_code == 2 and "no app root found here" in result.output and "--history FILE" in result.output
     result = cli("view", "--history", str(tmp_path / "none.sqlite"), cwd=tmp_path)

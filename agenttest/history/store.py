@@ -96,11 +96,12 @@ def default_path(root: str) -> str:
 
 
 def locate(history_file: str | None, app_dir: str | None) -> str:
-    """``--history FILE``, else the history of the app root (``--app``, or the one around the current folder)."""
+    """``--history FILE``, else ``$AGENTTEST_HISTORY``, else the history of the app root (``--app``, or the one
+    around the current folder)."""
     from agenttest.app.folders import find_root
 
-    if history_file:
-        return history_file
+    if history_file or os.environ.get("AGENTTEST_HISTORY"):
+        return history_file or os.environ["AGENTTEST_HISTORY"]
     root = find_root(app_dir, None)
     if root is None:
         raise AgentTestError("no app root found here (a folder with assistants/ or app.yao), so no run history",
