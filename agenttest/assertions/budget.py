@@ -40,11 +40,11 @@ def budget(params: dict[str, Any], obs: Observation) -> AssertionResult:
     spent = obs.spent
     if spent is None:
         return AssertionResult("budget", False, "budget: nothing was measured here (only cases and checkpoints have a budget)",
-                               budgets.limits(limit), error=True)
+                               limit.limits(), error=True)
     unmeasured = budgets.unmeasured(limit, spent)
     if unmeasured:
-        return AssertionResult("budget", False, unmeasured, budgets.limits(limit), spent.as_dict(), error=True)
+        return AssertionResult("budget", False, unmeasured, limit.limits(), spent.as_dict(), error=True)
     exceeded = budgets.overruns(limit, spent)
     if exceeded:
-        return AssertionResult("budget", False, budgets.message(exceeded), budgets.limits(limit), spent.as_dict())
-    return AssertionResult("budget", True, "", budgets.limits(limit), spent.as_dict())
+        return AssertionResult("budget", False, budgets.message(exceeded), limit.limits(), spent.as_dict())
+    return AssertionResult("budget", True, "", limit.limits(), spent.as_dict())

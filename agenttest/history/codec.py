@@ -389,7 +389,7 @@ def report_of(data: Any) -> RunReport:
         duration_ms=get(summary, "duration_ms", float, s, 0.0), agent_id=get(summary, "agent_id", str, s, ""),
         agent_path=get(summary, "agent_path", str, s, ""), connector=get(summary, "connector", str, s, ""),
         simulator=get(summary, "simulator", str, s, ""), input_source=get(meta, "input_file", str, m, ""),
-        output_file=get(meta, "output_file", str, m, ""), environment=clean(environment), options=clean(meta.get("options") or {}),
+        output_file=get(meta, "output_file", str, m, ""), environment=jsonable(environment), options=jsonable(meta.get("options") or {}),
         stability=get(summary, "stability", tuple[Stability, ...], s, ()),
         interrupted=get(summary, "interrupted", bool, s, False), stopped_early=get(summary, "stopped_early", bool, s, False),
         not_run=get(summary, "not_run", int, s, 0), warnings=get(meta, "warnings", tuple[str, ...], m, ()),
@@ -451,7 +451,7 @@ def decode(tp: Any, value: Any, path: list[Any]) -> Any:
     """``value`` read as type ``tp`` (str, int, float, bool, Any, Literal, X | None, tuple[X, ...], dict,
     or a result type by its shape); raises _Bad naming what was expected."""
     if tp is Any:
-        return clean(value)
+        return jsonable(value)
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         options = [t for t in typing.get_args(tp) if t is not type(None)]
@@ -468,7 +468,7 @@ def decode(tp: Any, value: Any, path: list[Any]) -> Any:
     if origin is dict or tp is dict:
         if not isinstance(value, dict):
             raise _Bad(f"must be an object, not {_kind(value)}", path)
-        return clean(value)
+        return jsonable(value)
     if tp in SHAPES:
         if not isinstance(value, dict):
             raise _Bad(f"must be an object, not {_kind(value)}", path)
@@ -503,11 +503,6 @@ def _gate_fields(d: dict[str, Any], path: list[Any]) -> dict[str, Any]:
         raise _Bad(f"must be an object, not {_kind(duration)}", [*path, "duration"])
     return {k: decode(float, duration[k], [*path, "duration", k]) for k in ("median_ms", "mean_ms", "min_ms", "max_ms", "std_ms")
             if duration.get(k) is not None}
-
-
-def clean(value: Any) -> Any:
-    """A value read from a file, its text made safe."""
-    return jsonable(value)
 
 
 def _kind(value: Any) -> str:

@@ -200,6 +200,10 @@ def _shared(value: Any, strings: dict[str, str]) -> Any:
     return value
 
 
+def _nested(source: str) -> Problem:
+    return Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source))
+
+
 def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Document]:
     try:
         data = json.loads(text)
@@ -207,13 +211,13 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, exc.lineno, exc.colno), json_hint(exc.msg, text, exc.pos, "file")))
         return []
     except RecursionError:
-        problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))
+        problems.append(_nested(source))
         return []
     except ValueError:
         problems.append(_huge_number(text, source))
         return []
     if too_deep(data, MAX_DEPTH + 2):
-        problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))
+        problems.append(_nested(source))
         return []
     base, items = _listed(data, source, problems)
     docs, pos, line = [], 0, 1
@@ -310,7 +314,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         problems.append(Problem(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", loc))
         return []
     except RecursionError:
-        problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source)))
+        problems.append(_nested(source))
         return []
     except ValueError:
         problems.append(_huge_number(text, source))

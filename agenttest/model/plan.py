@@ -67,7 +67,3 @@ class Plan:
     def total(self) -> int:
         """Scheduled results: cases × runs × connectors."""
         return sum(item.runs for item in self.items)
-
-    def runs_of(self, case: Case) -> int:
-        """How many times ``case`` runs on each connector."""
-        return next((item.runs for item in self.items if item.case is case), self.config.runs)

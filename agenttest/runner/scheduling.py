@@ -156,7 +156,7 @@ def over_budget(result: CaseResult, budget: Budget, trace: Trace, caller: Caller
     exceeded = budgets.overruns(budget, spent)
     if not exceeded:
         return result
-    verdict = AssertionResult("budget", False, budgets.message(exceeded), budgets.limits(budget), spent.as_dict())
+    verdict = AssertionResult("budget", False, budgets.message(exceeded), budget.limits(), spent.as_dict())
     status: Status = "failed"
     return replace(result, status=status, error=result.error or verdict.message, assertions=(*result.assertions, verdict))
 

@@ -137,11 +137,6 @@ def problems(items: Iterable[ResolvedCase], prices: Mapping[str, Pricing | None]
     return list(out.values())
 
 
-def limits(budget: Budget) -> dict[str, Any]:
-    """The limits that are set, as a record."""
-    return budget.limits()
-
-
 PREFIX = "budget exceeded: "
 
 
