@@ -53,6 +53,7 @@ class Session:
         self.events = EventStream(events, self.secrets) if events is not None else None
         self.cwd = os.getcwd()  # where relative paths point, whatever user code does to the working directory
         self._workers: Pool | None = None
+        self._document: bytes | None = None  # the JSON report as written, compressed: the history keeps it
 
     async def run(self) -> ExitCode:
         """The run; an error that ends it says no secret (a generator may have echoed the key into its cases)."""
@@ -227,7 +228,10 @@ class Session:
 
     async def _write(self, report: RunReport, path: str) -> str:
         """Write one report; if that fails after the run, it is kept in a temporary file (said on stderr)."""
-        rescued = await asyncio.to_thread(reporting.write, report, self.here(path), self.secrets)
+        copy = reporting.Copy() if self._document is None and path.lower().endswith(".json") else None
+        rescued = await asyncio.to_thread(reporting.write, report, self.here(path), self.secrets, copy)
+        if copy is not None:
+            self._document = copy.data
         if rescued is None:
             return path
         sys.stderr.write(f"warning: could not write the report to {path}; it is saved in {rescued}\n")
@@ -239,7 +243,8 @@ class Session:
             return
         from agenttest.history import store
 
-        problem = store.record_run(self.config.history or store.locate(None, root), report, code, self.config.inputs, self.secrets)
+        problem = store.record_run(self.config.history or store.locate(None, root), report, code, self.config.inputs, self.secrets,
+                                   self._document)
         if problem:
             sys.stderr.write(f"warning: {problem}\n")
 

@@ -180,3 +180,21 @@ def test_a_lone_surrogate_in_a_report_file_is_read_and_written_again(tmp_path):
     out = cli("merge", str(path), "-o", str(merged))
     assert out.exit_code == 0, out.output
     assert json.loads(merged.read_text())["results"][0]["output"] == "ok \ufffd cut"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_fast_indented_writer_is_the_standard_librarys_text(seed):
+    """reporting/jsonfile writes indented JSON itself (twice as fast as json.dumps(indent=2)); its text is the
+    standard library's to the byte, for every kind of value — odd ones (keys that are not text, NaN, objects)
+    going to the standard library."""
+    from agenttest.reporting.jsonfile import _indented, dumps
+
+    rng = random.Random(seed)
+    odd = [float("nan"), float("inf"), -float("inf"), -0.0, 1e300, 10**40, "\u2028\u202e\x00\"\\", "\ud83d", {1: "x"}, {None: 1},
+           (1, "t"), object(), True, [], {}]
+    for _ in range(300):
+        value = _value(rng)
+        if rng.random() < 0.3:
+            value = {"v": value, "odd": [rng.choice(odd) for _ in range(rng.randint(1, 3))]}
+        for level in (0, 2, 4):
+            assert _indented(value, level) == dumps(value, indent=2).replace("\n", "\n" + " " * level)

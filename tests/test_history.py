@@ -62,6 +62,20 @@ def test_no_history_history_file_dry_run_and_list(app, tmp_path):
         assert len(history.runs()) == 1
 
 
+def test_the_history_keeps_the_json_report_as_written_and_encodes_one_when_none_is(app):
+    """A run that writes a JSON report hands its text to the history (the report is encoded once); a run
+    with only other formats has the history encode the report itself: both read back the same results."""
+    assert cli("-i", "tests", "-q", "-o", "out.json", cwd=app).exit_code == 0
+    assert cli("-i", "tests", "-q", "-o", "out.md", cwd=app).exit_code == 0
+    with History(str(app / ".agent-test" / "history.sqlite"), create=False) as history:
+        blob = history.db.execute("SELECT report FROM runs WHERE id = 1").fetchone()[0]
+        assert zlib.decompress(blob).decode() == (app / "out.json").read_text(encoding="utf-8")
+        first, second = history.report(1), history.report(2)
+    assert first is not None and second is not None
+    assert [r["id"] for r in first["results"]] == [r["id"] for r in second["results"]] and len(first["results"]) == 7
+    assert first["summary"]["passed"] == second["summary"]["passed"] == 7
+
+
 def test_a_history_that_cannot_be_written_is_a_warning_not_a_failure(app):
     (app / "taken").mkdir()
     result = cli("-i", "tests", "-q", "--history", "taken", cwd=app)

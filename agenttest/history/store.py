@@ -154,14 +154,16 @@ class History:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def record(self, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets | None = None) -> int:
-        """Add a run; returns its id. Secrets are redacted from everything stored."""
+    def record(self, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets | None = None,
+               document: bytes | None = None) -> int:
+        """Add a run; returns its id. Secrets are redacted from everything stored. ``document``: the run's JSON
+        report as written (zlib-compressed, its secrets already redacted), kept instead of encoding it again."""
         hide = secrets or Secrets()
         report = hide.scrub(report)
         verdicts = case_verdicts(report)
         counted = [v for v in verdicts if v["verdict"] != "skipped"]
         good = sum(1 for v in counted if v["verdict"] == "passed")
-        blob = zlib.compress(hide.redact(json.dumps(report_dict(report), ensure_ascii=False, default=str)).encode())
+        blob = document or zlib.compress(hide.redact(json.dumps(report_dict(report), ensure_ascii=False, default=str)).encode())
         from agenttest.version import __version__
 
         row = (report.started_at, report.completed_at, round(report.duration_ms, 1), hide.redact(", ".join(inputs)), report.agent_id,
@@ -238,11 +240,11 @@ def case_verdicts(report: RunReport) -> list[dict[str, Any]]:
     return out
 
 
-def record_run(path: str, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets) -> str:
+def record_run(path: str, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets, document: bytes | None = None) -> str:
     """Record a run, best effort: the run's verdict never depends on its history. Returns a warning, or ""."""
     try:
         with History(path) as history:
-            history.record(report, exit_code, inputs, secrets)
+            history.record(report, exit_code, inputs, secrets, document)
     except (AgentTestError, OSError, sqlite3.Error) as exc:
         text = exc.format_message() if isinstance(exc, AgentTestError) else str(exc)
         return secrets.redact(f"the run was not added to the history {path}: {text}")

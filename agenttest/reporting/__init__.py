@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Iterator
 
 from agenttest.errors import AgentTestError
 from agenttest.model import RunReport
-from agenttest.util.files import prepare, rescue, write_atomic
+from agenttest.util.files import WRITE_ERRORS, prepare, rescue, write_atomic
 from agenttest.util.secrets import Secrets
 from agenttest.reporting.formats import Render, register, registered, renderer
 
-__all__ = ["Render", "check_path", "extensions", "register", "render", "write", "write_atomic"]
+__all__ = ["Copy", "Render", "check_path", "extensions", "register", "render", "write", "write_atomic"]
 
 
 def extensions() -> list[str]:
@@ -41,11 +42,35 @@ def render(report: RunReport, path: str, secrets: Secrets | Iterable[str] = ()) 
     return (hide.redact(chunk) for chunk in chunks) if hide else chunks
 
 
-def write(report: RunReport, path: str, secrets: Secrets | Iterable[str] = ()) -> str | None:
+class Copy:
+    """What a report's writing wrote, kept compressed (zlib) as the chunks go by: the run's history keeps
+    the JSON report's text without encoding the report a second time."""
+
+    def __init__(self) -> None:
+        self.data: bytes | None = None  # once the whole text went by
+        self._start()
+
+    def _start(self) -> None:
+        self._zip = zlib.compressobj()
+        self._parts: list[bytes] = []
+
+    def tee(self, chunks: Iterable[str]) -> Iterator[str]:
+        self._start()  # a second attempt (the rescue) starts over
+        for chunk in chunks:
+            self._parts.append(self._zip.compress(chunk.encode("utf-8", WRITE_ERRORS)))
+            yield chunk
+        self.data = b"".join([*self._parts, self._zip.flush()])
+
+
+def write(report: RunReport, path: str, secrets: Secrets | Iterable[str] = (), copy: Copy | None = None) -> str | None:
     """Write the report to ``path``; if that fails after the run, keep it in a temporary file and return
-    that file's path (the run's work is never lost)."""
+    that file's path (the run's work is never lost). ``copy`` keeps what was written."""
+    def rendered() -> Iterable[str]:
+        chunks = render(report, path, secrets)
+        return copy.tee(chunks) if copy is not None else chunks
+
     try:
-        write_atomic(path, render(report, path, secrets))
+        write_atomic(path, rendered())
         return None
     except OSError:
-        return rescue(render(report, path, secrets), path)
+        return rescue(rendered(), path)
