@@ -22,7 +22,14 @@ class Registry(Generic[T]):
     def __init__(self, kind: str):
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._deferred: dict[str, str] = {}  # name → the built-in module that registers it when imported
         self.version = 0
+
+    def defer(self, name: str, module: str) -> None:
+        """A built-in known by name at once and imported when first asked for (``-o x.html`` imports the HTML
+        writer; a run without one never pays for it)."""
+        if name not in self._items:
+            self._deferred[name] = module
 
     def add(self, name: str, item: T) -> T:
         self._items[name] = item
@@ -34,23 +41,26 @@ class Registry(Generic[T]):
         return lambda item: self.add(name, item)
 
     def get(self, name: str) -> T | None:
+        module = self._deferred.pop(name, None)
+        if module is not None and name not in self._items:
+            importlib.import_module(module)
         return self._items.get(name)
 
     def names(self) -> list[str]:
-        return sorted(self._items)
+        return sorted({*self._items, *self._deferred})
 
     def values(self) -> list[T]:
-        return [self._items[n] for n in self.names()]
+        return [item for item in (self.get(n) for n in self.names()) if item is not None]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items
+        return name in self._items or name in self._deferred
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def hint(self, name: str) -> str:
         """A did-you-mean, or the known names."""
-        return did_you_mean(name, self._items) or f"known {self.kind}s: {', '.join(self.names())}"
+        return did_you_mean(name, self.names()) or f"known {self.kind}s: {', '.join(self.names())}"
 
 
 ASSERTIONS: Registry[Any] = Registry("assertion type")  # name → assertions.registry.AssertionType
@@ -69,6 +79,12 @@ BUILTINS = (
     "agenttest.modes.standard", "agenttest.modes.dynamic", "agenttest.modes.scripted", "agenttest.modes.scripttest",
 )
 
+# Built-ins imported only when asked for by name (kind, name, module); each is in BUILTINS too.
+DEFERRED = (
+    (REPORTS, ".md", "agenttest.reporting.markdown"), (REPORTS, ".html", "agenttest.reporting.html"),
+    (REPORTS, ".xml", "agenttest.reporting.junit"),
+)
+
 _loaded: set[str] = set()
 
 
@@ -76,8 +92,12 @@ def builtins() -> None:
     """Import the built-in plug-ins (once)."""
     if "builtins" not in _loaded:
         _loaded.add("builtins")
+        for registry, name, module in DEFERRED:
+            registry.defer(name, module)
+        deferred = {module for _, _, module in DEFERRED}
         for module in BUILTINS:
-            importlib.import_module(module)
+            if module not in deferred:
+                importlib.import_module(module)
 
 
 def load() -> None:

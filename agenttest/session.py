@@ -21,8 +21,6 @@ from agenttest.config import RunConfig
 from agenttest.connectors.cassettes import Cassettes
 from agenttest.connectors.throttle import Traffic
 from agenttest.errors import AgentTestError, ExitCode, InputError, InternalError, Interrupted
-from agenttest.history.baseline import Baseline
-from agenttest.inputs import preview
 from agenttest.inputs.casefiles import KeyPolicy, Loaded, load_file
 from agenttest.inputs.sources import Inputs, LoadEnv, expand
 from agenttest.model import Case, Plan, RunHeader, RunReport
@@ -74,7 +72,11 @@ class Session:
         plugins.load()  # third-party plug-ins of every kind
         config = self.config
         self._check_outputs()  # -o: every target checked (its folder made) before anything runs
-        baseline = Baseline(config.baseline) if config.baseline else None
+        baseline = None
+        if config.baseline:
+            from agenttest.history.baseline import Baseline
+
+            baseline = Baseline(config.baseline)
         source = self._inputs()
         async with self._catalog(source) as caller:
             agent_id = self._agent_id(source, caller.catalog.app)
@@ -110,6 +112,8 @@ class Session:
 
     def _check_outputs(self) -> None:
         if self.config.dry_run:
+            from agenttest.inputs import preview
+
             preview.check_outputs(self.config.outputs)
         else:
             for output in self.config.outputs:
@@ -199,6 +203,8 @@ class Session:
         raise Interrupted(signals.caught == signal.SIGTERM)
 
     async def _preview(self, loaded: Loaded, cases: list[Case]) -> ExitCode:
+        from agenttest.inputs import preview
+
         if self.config.list_only:
             preview.list_cases(cases, self.out, self.secrets)
         else:

@@ -172,7 +172,7 @@ class Judge:
 
 CALLS = (ToolCall("lookup", {"id": 1, "q": "a"}, result={"ok": True}), ToolCall("lookup", {"id": 2}), ToolCall("save", {"id": 2}))
 OBS = Observation('{"a": 1, "b": [1, 2]} hello', CALLS, "hi", None, Judge(), world={"n": 2, "m": 1}, initial_world={"n": 1, "m": 1},
-                  spent=Spent(tokens=100, cost=0.5, tool_calls=3, turns=2, duration=5.0))
+                  spending=Spent(tokens=100, cost=0.5, tool_calls=3, turns=2, duration=5.0))
 
 # (type, parameter) → two parameter sets that differ only in that parameter, and must give different results
 PARAMS: dict[tuple[str, str], tuple[dict, dict]] = {

@@ -236,3 +236,42 @@ def test_diff_of_two_matrix_runs_compares_each_case_on_each_connector_under_its_
     from agenttest.history.codec import report_dict
     from agenttest.history.codec import read
     assert report_dict(read(str(new))) == report(new)  # gates, matrix, costs and spend read back whole
+
+
+def _reference_totals(results, generation=()):
+    """totals as first written: every spend sorted by role then connector, summed one by one."""
+    from agenttest.verdicts.costs import _order, add
+
+    by_role: dict = {}
+    by_connector: dict = {}
+    unpriced, cost = 0, None
+    for s in sorted([s for r in results for s in r.spend] + list(generation), key=lambda s: _order((s.role, s.connector))):
+        for table, key in ((by_role, s.role), (by_connector, s.connector)):
+            usage, sofar = table.get(key, (Usage(), None))
+            table[key] = (usage + s.usage, add(sofar, s.cost))
+        cost = add(cost, s.cost)
+        if s.cost is None:
+            unpriced += s.usage.total_tokens
+    return cost, by_role, by_connector, unpriced
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_totals_sum_as_one_sorted_pass_would(seed):
+    """totals groups spends instead of sorting them all (10,000 results): the same sums to the last bit, the
+    same order of roles and connectors, unpriced calls kept apart."""
+    import random
+
+    rng = random.Random(seed)
+    roles, connectors = ["agent", "simulator", "validator", "generator", "custom"], ["b", "a", "c"]
+
+    def spend() -> Spend:
+        usage = Usage(rng.randint(0, 900), rng.randint(0, 300), 0, rng.randint(0, 50))
+        usage = Usage(usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens + usage.completion_tokens, usage.cached_tokens)
+        return Spend(rng.choice(roles), rng.choice(connectors), usage, rng.randint(1, 3), rng.choice([None, rng.random() / 7]))
+
+    results = [CaseResult(f"c{i}", "passed", spend=tuple(spend() for _ in range(rng.randint(0, 3)))) for i in range(300)]
+    generation = [spend() for _ in range(rng.randint(0, 3))]
+    got = totals(results, generation)
+    cost, by_role, by_connector, unpriced = _reference_totals(results, generation)
+    assert (got.cost, got.unpriced_tokens) == (cost, unpriced)
+    assert list(got.by_role.items()) == list(by_role.items()) and list(got.by_connector.items()) == list(by_connector.items())

@@ -239,3 +239,24 @@ def test_without_ray_the_flag_is_exit_2_saying_how_to_install_it(offline_app):
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--executor ray: Ray is not installed" in proc.stderr and "pip install 'agent-test[ray]'" in proc.stderr
+
+
+def test_results_cross_the_channel_unchanged():
+    """Results go to the controller through reducers of their own (class and values, rebuilt by __init__):
+    every kind of value in them comes back equal, and each reduced class is one __init__ can rebuild."""
+    import dataclasses
+    import pickle
+
+    from agenttest.model import AssertionResult, CaseResult, ModelCall, ToolCall, Turn, Usage
+    from agenttest.runner import workers
+
+    assert {c.__name__ for c in workers._REDUCERS} >= {"CaseResult", "AssertionResult", "ToolCall", "Usage", "Turn", "ModelCall"}
+    for cls in workers._REDUCERS:
+        assert all(f.init and not f.kw_only for f in dataclasses.fields(cls)) and not hasattr(cls, "__post_init__")
+    call = ToolCall("t", {"a": [1, {"b": None}]}, "id1", {"ok": True}, None, 1.5)
+    result = CaseResult("c", "failed", "name", [{"role": "user", "content": "hi"}], output={"x": (1, 2)}, error="boom",
+                        assertions=(AssertionResult("contains", False, "no", "x", "y"),), tool_calls=(call,), usage=Usage(1, 2, 3, 1),
+                        turns=(Turn(1, "hi", "yo", (call,), ("cp",), 2.0),), model_calls=(ModelCall("agent", "mock", "m", 0.1),),
+                        tags=("a", "b"), run=2, index=7)
+    back = pickle.loads(workers._pickled(("result", 7, result)))
+    assert back == ("result", 7, result) and type(back[2].turns[0]) is Turn

@@ -50,7 +50,12 @@ class Observation:
     world: Any = None  # the case's world now (JSON), None when there is none
     initial_world: Any = None  # the world as the agent found it
     all_tool_calls: Sequence[ToolCall] | None = None  # the case's calls so far, across turns
-    spent: Any = None  # budgets.Spent: what the agent under test has spent so far (the budget assertion)
+    spending: Any = None  # budgets.Spent, or a function of no arguments that tells it (called only if an assertion asks)
+
+    @property
+    def spent(self) -> Any:
+        """What the agent under test has spent so far (budgets.Spent; the budget assertion reads it)."""
+        return self.spending() if callable(self.spending) else self.spending
 
     @property
     def text(self) -> str:

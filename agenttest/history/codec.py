@@ -197,10 +197,10 @@ _ALWAYS, _IF_SET, _IF_GIVEN, _IF = range(4)
 def _encoder(cls: type) -> Callable[[Any], dict[str, Any]]:
     """The encoder of one shape, made once: its keys as plain tuples, the common rules (written when set,
     when given) tested inline — a report of 100,000 results calls it millions of times."""
-    steps = []
+    steps: list[tuple[str, str, bool, int, Rule, Callable[[Any], Any] | None]] = []
     for key in SHAPES[cls]:
         when = _ALWAYS if key.when is None else _IF_SET if key.when is _set else _IF_GIVEN if key.when is _given else _IF
-        steps.append((key.name, key.field, key.derived, when, key.when, key.put))
+        steps.append((key.name, key.field, key.derived, when, key.when or _set, key.put))
 
     def shaped(obj: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -95,7 +95,7 @@ async def agent_turn(case: Case, env: CaseEnv, conv: Conversation, trace: Trace,
     conv.tool_calls += reply.tool_calls
     conv.last = reply
     obs = Observation(reply_text(reply), reply.tool_calls, user_text, case, env.caller,
-                      all_tool_calls=tuple(conv.tool_calls), spent=env.spent(trace, turn), **world_view(trace))
+                      all_tool_calls=tuple(conv.tool_calls), spending=env.spent(trace, turn), **world_view(trace))
     return Exchange(turn, user_text, tuple(attached), reply, obs, start)
 
 
@@ -119,7 +119,7 @@ async def final(case: Case, env: CaseEnv, conv: Conversation, trace: Trace,
     output = (last.data if last.has_data else last.output) if last is not None else None
     first_input = conv.turns[0].input if conv.turns else case.input
     obs = Observation(output, conv.tool_calls, first_input, case, env.caller, all_tool_calls=tuple(conv.tool_calls),
-                      spent=env.spent(trace, len(conv.turns)), **world_view(trace))
+                      spending=env.spent(trace, len(conv.turns)), **world_view(trace))
     return await evaluate_all(specs, obs)
 
 

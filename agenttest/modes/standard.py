@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from functools import partial as partial_of
 
 from agenttest.plugins import MODES
 from agenttest.assertions import Observation, evaluate_all
@@ -37,7 +38,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
         return partial(case, trace, "failed", f"{budgets.PREFIX}model_calls > {env.budget.model_calls}")
     except CallError as exc:
         return partial(case, trace, "error", f"agent error: {exc}")
-    obs = Observation(reply.output, reply.tool_calls, case.input, case, env.caller, spent=env.spent(trace, 1), **world_view(trace))
+    obs = Observation(reply.output, reply.tool_calls, case.input, case, env.caller, spending=partial_of(env.spent, trace, 1), **world_view(trace))
     results = await evaluate_all(expectations(case), obs)
     status = verdict(results)
     errored = next((r for r in results if r.error), None) if status == "error" else None

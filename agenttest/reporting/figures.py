@@ -152,6 +152,8 @@ def aligned(table: Table) -> list[str]:
 
 def tag_table(report: RunReport) -> Table | None:
     """One row per tag (in the order tags first appear): its cases, how many passed (by their gate), the rate."""
+    if not any(r.tags for r in report.results):
+        return None
     verdicts: dict[tuple[str, str, str], bool] = {}
     tags: dict[str, list[tuple[str, str, str]]] = {}
     gated = {(g.file, g.id, g.connector): g.verdict == "passed" for g in report.gates}

@@ -19,6 +19,14 @@ def preview(value: object) -> str:
     """An input for a one-line preview: the last user message, its attachments as ``+ [name]``."""
     from agenttest.model.messages import last_user_content, normalize
 
+    if isinstance(value, list) and value:  # the common form, a history: its last user message, read in place
+        for m in reversed(value):
+            if type(m) is not dict or "role" not in m:
+                break  # a message without a role is the user's: the general path below
+            if m["role"] == "user":
+                if type(m.get("content")) is str:
+                    return m["content"]  # type: ignore[no-any-return]
+                break
     if isinstance(value, (str, dict, list)) and value:
         try:
             text, names = last_user_content(normalize(value))

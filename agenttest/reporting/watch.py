@@ -4,15 +4,16 @@ each start and result, warnings, the summary and the baseline comparison."""
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from agenttest.config import RunConfig
-from agenttest.history.comparison import Comparison
 from agenttest.model import CaseResult, Plan, ResolvedCase, RunHeader, RunReport
-from agenttest.reporting import diffs
 from agenttest.reporting.console import Console
 from agenttest.reporting.events import EventStream
 from agenttest.util.secrets import Secrets
+
+if TYPE_CHECKING:  # --baseline only: a run without one never imports the comparison (start-up)
+    from agenttest.history.comparison import Comparison
 
 
 class Watch:
@@ -50,6 +51,8 @@ class Watch:
 
     def comparison(self, comparison: Comparison) -> None:
         """--baseline: the comparison after the summary, ending with its banner."""
+        from agenttest.reporting import diffs
+
         for line in diffs.console_lines(comparison, self.config.color) + diffs.gate_lines(comparison):
             self.console.line(line)
 

@@ -9,6 +9,9 @@ seconds (user code holding the GIL, a C call that never returns) is killed, as i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import io
+import operator
 import os
 import pickle
 import signal
@@ -16,6 +19,7 @@ import socket
 import sys
 from typing import Any
 
+from agenttest import model
 from agenttest.agents.caller import Caller
 from agenttest.connectors.cassettes import Cassettes, cassette_name
 from agenttest.errors import Problem
@@ -37,6 +41,35 @@ async def prepare(plan: Plan, caller: Caller) -> list[Problem]:
     return await planning.mcp_tools(list(plan.cases), caller.catalog, plan.agent)
 
 
+def _dataclass_reducer(cls: type) -> Any:
+    """A frozen dataclass with slots pickles through dataclasses' own ``__getstate__``/``__setstate__``, which
+    call ``fields()`` each time (a result is a dozen such objects): sent as its class and its values instead
+    (read with a C ``attrgetter``), it is rebuilt by its own ``__init__``."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    get = operator.attrgetter(*names)
+    if len(names) == 1:
+        return lambda obj: (cls, (get(obj),))
+    return lambda obj: (cls, get(obj))
+
+
+def _positional(cls: type) -> bool:
+    fields = dataclasses.fields(cls)
+    return bool(fields) and all(f.init and not f.kw_only for f in fields) and not hasattr(cls, "__post_init__") \
+        and len(fields) == len(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+
+
+_REDUCERS = {cls: _dataclass_reducer(cls) for cls in vars(model).values()
+             if isinstance(cls, type) and dataclasses.is_dataclass(cls) and "__slots__" in vars(cls) and _positional(cls)}
+
+
+def _pickled(message: tuple[Any, ...]) -> bytes:
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _REDUCERS  # type: ignore[assignment]  # the rest as copyreg says
+    pickler.dump(message)
+    return out.getvalue()
+
+
 class Channel:
     """Messages (tuples) both ways over one stream socket."""
 
@@ -50,10 +83,16 @@ class Channel:
         reader, writer = await asyncio.open_connection(sock=sock, limit=2**24)
         return cls(reader, writer)
 
-    def send(self, message: tuple[Any, ...]) -> None:
+    def send(self, message: tuple[Any, ...], now: bool = False) -> None:
+        """Frames sent in one turn of the loop go out in one write; ``now`` writes at once (a worker's result:
+        the controller handles it while the worker runs the next case, instead of the two taking turns)."""
         if self.writer.is_closing():
             return
-        data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+        data = _pickled(message)
+        if now:
+            self._out += (len(data).to_bytes(4, "big"), data)
+            self._flush()
+            return
         if not self._out:
             asyncio.get_running_loop().call_soon(self._flush)
         self._out += (len(data).to_bytes(4, "big"), data)
@@ -336,7 +375,7 @@ async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel) -> None
         channel.send(("cancelled", unit.index))
         return
     try:
-        channel.send(("result", unit.index, result, tapes_of(unit.item.case, caller), caller.catalog.secrets.state()))
+        channel.send(("result", unit.index, result, tapes_of(unit.item.case, caller), caller.catalog.secrets.state()), now=True)
     except Exception as exc:  # noqa: BLE001 — e.g. user data in the result that cannot be pickled
         message, tb = internal_error(exc)
         failed = CaseResult(result.id, "error", result.name, result.input, error=f"the result could not be sent: {message}",

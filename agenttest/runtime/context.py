@@ -8,7 +8,6 @@ import hashlib
 import itertools
 import json
 import os
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +59,7 @@ def _prefix() -> str:
     """A random prefix drawn once per process (os.urandom per context cost ~45 µs a case)."""
     global _process
     if _process[0] != os.getpid():
-        _process = (os.getpid(), uuid.uuid4().hex[:12])
+        _process = (os.getpid(), os.urandom(6).hex())
     return _process[1]
 
 

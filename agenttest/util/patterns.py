@@ -7,8 +7,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-import regex
-
 TIMEOUT = 2.0  # seconds one search may take
 
 
@@ -19,6 +17,8 @@ class PatternTimeout(Exception):
 @lru_cache(maxsize=1024)
 def compile_pattern(pattern: str) -> Any:
     """The compiled pattern; raises ``regex.error`` with the reason."""
+    import regex  # on the first pattern: a run without one never imports it (start-up)
+
     return regex.compile(pattern)
 
 
@@ -32,4 +32,11 @@ def search(pattern: str, text: str, timeout: float = TIMEOUT) -> Any:
                              "(catastrophic backtracking?); simplify the pattern") from None
 
 
-error = regex.error
+def __getattr__(name: str) -> Any:
+    """``patterns.error`` is ``regex.error``, imported when first named (``except patterns.error`` names it only
+    when an exception reaches it)."""
+    if name == "error":
+        import regex
+
+        return regex.error
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -80,18 +80,31 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 
 def _scrub(value: Any, redact: Callable[[str], str]) -> Any:
-    """Keys, set members and bytes too: a key held anywhere in tool data is hidden before it is shown."""
+    """Keys, set members and bytes too: a key held anywhere in tool data is hidden before it is shown. What
+    holds no secret is returned as it is (the same object): a report is not copied to be searched."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {_scrub(k, redact): _scrub(v, redact) for k, v in value.items()}
+        items = [(_scrub(k, redact), _scrub(v, redact)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
+            return value
+        return dict(items)
     if isinstance(value, (list, tuple, set, frozenset)):
-        return type(value)(_scrub(v, redact) for v in value)
+        items = [_scrub(v, redact) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return type(value)(items)
     if isinstance(value, (bytes, bytearray)):
         text = bytes(value).decode("utf-8", "surrogateescape")
         hidden = redact(text)
         return value if hidden == text else type(value)(hidden.encode("utf-8", "surrogateescape"))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {f.name: _scrub(getattr(value, f.name), redact) for f in dataclasses.fields(value) if f.init}
-        return dataclasses.replace(value, **changes)
+        changes = {}
+        for f in dataclasses.fields(value):
+            if f.init:
+                before = getattr(value, f.name)
+                after = _scrub(before, redact)
+                if after is not before:
+                    changes[f.name] = after
+        return dataclasses.replace(value, **changes) if changes else value
     return value

@@ -103,18 +103,36 @@ class Totals:
 
 
 def totals(results: Iterable[CaseResult], generation: Iterable[Spend] = ()) -> Totals:
-    """Sum every result's spend (and what generating the cases cost)."""
-    by_role: dict[str, tuple[Usage, float | None]] = {}
-    by_connector: dict[str, tuple[Usage, float | None]] = {}
+    """Sum every result's spend (and what generating the cases cost), in the order of roles then connectors
+    (the sums of costs are made in that order, spend by spend)."""
+    groups: dict[Key, list[Spend]] = {}
+    for r in results:
+        for s in r.spend:
+            groups.setdefault((s.role, s.connector), []).append(s)
+    for s in generation:
+        groups.setdefault((s.role, s.connector), []).append(s)
+    tokens: dict[tuple[int, str], list[int]] = {}  # (0: by role, 1: by connector; its name) → the four token counts
+    costs: dict[tuple[int, str], float | None] = {}
     unpriced, cost = 0, None
-    spends = sorted([s for r in results for s in r.spend] + list(generation), key=lambda s: _order((s.role, s.connector)))
-    for s in spends:
-        for table, key in ((by_role, s.role), (by_connector, s.connector)):
-            usage, sofar = table.get(key, (Usage(), None))
-            table[key] = (usage + s.usage, add(sofar, s.cost))
-        cost = add(cost, s.cost)
-        if s.cost is None:
-            unpriced += s.usage.total_tokens
+    for key in sorted(groups, key=_order):
+        places = ((0, key[0]), (1, key[1]))
+        for place in places:
+            tokens.setdefault(place, [0, 0, 0, 0])
+            costs.setdefault(place, None)
+        for s in groups[key]:
+            u = s.usage
+            for place in places:
+                sums = tokens[place]
+                sums[0] += u.prompt_tokens
+                sums[1] += u.completion_tokens
+                sums[2] += u.total_tokens
+                sums[3] += u.cached_tokens
+                costs[place] = add(costs[place], s.cost)
+            cost = add(cost, s.cost)
+            if s.cost is None:
+                unpriced += u.total_tokens
+    by_role = {name: (Usage(*tokens[(0, name)]), costs[(0, name)]) for kind, name in tokens if kind == 0}
+    by_connector = {name: (Usage(*tokens[(1, name)]), costs[(1, name)]) for kind, name in tokens if kind == 1}
     return Totals(cost, by_role, by_connector, unpriced)
 
 
