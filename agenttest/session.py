@@ -88,14 +88,20 @@ class Session:
             if config.dry_run or config.list_only:
                 return await self._preview(loaded, cases)
             header = header_of(plan, source.describe(len(plan.cases)), caller.catalog, selected)
-            watch = Watch(config, plan, self.out, self.events, self.secrets, source.message is not None, len(source.files) > 1)
+            outputs = self._outputs(source, caller.catalog.app.root)
+            spool = reporting.Spool() if any(o.lower().endswith(".json") for o in outputs) else None
+            watch = Watch(config, plan, self.out, self.events, self.secrets, source.message is not None, len(source.files) > 1, spool)
             warnings = self._warnings(note, loaded, caller.catalog, warnings)
             watch.header(header, iso(time.time()), warnings)
             caller.catalog.traffic.listen(watch.warning)
             with execution.Signals() as signals:
                 done = await execution.execute(plan, caller, watch, signals, self._workers)  # 4 run
                 report = self._report(plan, done, source, caller, header, warnings)  # 5 decide
-                written = [await self._write(report, path) for path in self._outputs(source, caller.catalog.app.root)]  # 6 report
+                try:
+                    written = [await self._write(report, path, spool) for path in outputs]  # 6 report
+                finally:
+                    if spool is not None:
+                        spool.close()
             lastfailed.save(caller.catalog.app.root, config.inputs, report.results, report.gates)
             watch.summary(report, written)
             comparison = baseline.compare(report) if baseline is not None else None
@@ -232,10 +238,11 @@ class Session:
             self._default = [files.default_report(os.path.join(root, files.REPORTS), self.cwd)] if wanted else []
         return self._default
 
-    async def _write(self, report: RunReport, path: str) -> str:
+    async def _write(self, report: RunReport, path: str, spool: reporting.Spool | None = None) -> str:
         """Write one report; if that fails after the run, it is kept in a temporary file (said on stderr)."""
-        copy = reporting.Copy() if self._document is None and path.lower().endswith(".json") else None
-        rescued = await asyncio.to_thread(reporting.write, report, self.here(path), self.secrets, copy)
+        json = path.lower().endswith(".json")
+        copy = reporting.Copy() if json and self._document is None else None
+        rescued = await asyncio.to_thread(reporting.write, report, self.here(path), self.secrets, copy, spool if json else None)
         if copy is not None:
             self._document = copy.data
         if rescued is None:

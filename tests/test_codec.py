@@ -198,3 +198,23 @@ def test_the_fast_indented_writer_is_the_standard_librarys_text(seed):
             value = {"v": value, "odd": [rng.choice(odd) for _ in range(rng.randint(1, 3))]}
         for level in (0, 2, 4):
             assert _indented(value, level) == dumps(value, indent=2).replace("\n", "\n" + " " * level)
+
+
+def test_results_spooled_during_the_run_make_the_same_json_report():
+    """The JSON writer may take results it wrote while the run went on (reporting/jsonfile.Spool): the file is
+    the same to the byte, and a result the report holds as another object (a secret hidden in it after it was
+    spooled) is written from the report, not from the spool."""
+    from dataclasses import replace
+
+    from agenttest.reporting.jsonfile import Spool, json_chunks, to_json
+
+    report = _report(3)
+    spool = Spool()
+    for r in report.results:
+        spool.add(r)
+    assert "".join(json_chunks(report, spool)) == "".join(to_json(report))
+    changed = replace(report.results[0], output="*** (hidden after the run)")
+    later = dataclasses.replace(report, results=(changed, *report.results[1:]))
+    text = "".join(json_chunks(later, spool))
+    assert text == "".join(to_json(later)) and "hidden after the run" in text
+    spool.close()

@@ -11,8 +11,9 @@ from agenttest.model import RunReport
 from agenttest.util.files import WRITE_ERRORS, prepare, rescue, write_atomic
 from agenttest.util.secrets import Secrets
 from agenttest.reporting.formats import Render, register, registered, renderer
+from agenttest.reporting.jsonfile import Spool, json_chunks, to_json
 
-__all__ = ["Copy", "Render", "check_path", "extensions", "register", "render", "write", "write_atomic"]
+__all__ = ["Copy", "Render", "Spool", "check_path", "extensions", "register", "render", "write", "write_atomic"]
 
 
 def extensions() -> list[str]:
@@ -28,16 +29,17 @@ def check_path(path: str) -> None:
     prepare(path)
 
 
-def render(report: RunReport, path: str, secrets: Secrets | Iterable[str] = ()) -> Iterable[str]:
+def render(report: RunReport, path: str, secrets: Secrets | Iterable[str] = (), spool: Spool | None = None) -> Iterable[str]:
     """The report in the format of ``path``'s extension, as chunks of text with secrets redacted: first in the
     report's values (dict keys and bytes in tool data included), since escaping for the format (Markdown's
     ``\\_``, HTML's entities) would hide a key from a search in the text; then in the text, for what a
-    format composed."""
+    format composed. ``spool``: the results the JSON writer already wrote during the run."""
     extensions()
     make = renderer(os.path.splitext(path)[1].lower())
     assert make is not None, path  # checked by check_path before the run
     hide = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
-    out = make(hide.scrub(report))
+    scrubbed = hide.scrub(report)
+    out = json_chunks(scrubbed, spool) if spool is not None and make is to_json else make(scrubbed)
     chunks = [out] if isinstance(out, str) else out
     return (hide.redact(chunk) for chunk in chunks) if hide else chunks
 
@@ -62,11 +64,12 @@ class Copy:
         self.data = b"".join([*self._parts, self._zip.flush()])
 
 
-def write(report: RunReport, path: str, secrets: Secrets | Iterable[str] = (), copy: Copy | None = None) -> str | None:
+def write(report: RunReport, path: str, secrets: Secrets | Iterable[str] = (), copy: Copy | None = None,
+          spool: Spool | None = None) -> str | None:
     """Write the report to ``path``; if that fails after the run, keep it in a temporary file and return
     that file's path (the run's work is never lost). ``copy`` keeps what was written."""
     def rendered() -> Iterable[str]:
-        chunks = render(report, path, secrets)
+        chunks = render(report, path, secrets, spool)
         return copy.tee(chunks) if copy is not None else chunks
 
     try:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from array import array
 from json.encoder import INFINITY
 from json.encoder import encode_basestring as _text  # the C encoder's, as json.dumps uses with ensure_ascii=False
 from collections.abc import Iterator
 
-from agenttest.model import RunReport
+from agenttest.model import CaseResult, RunReport
+from agenttest.util.files import WRITE_ERRORS
 from agenttest.reporting.formats import register
 from agenttest.history.codec import metadata_dict, result_dict, summary_dict
 
@@ -16,15 +19,57 @@ def dumps(value: object, indent: int | None = None) -> str:
     return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
 
 
+class Spool:
+    """Results written as the JSON report will hold them while the run goes on (the controller mostly waits
+    for its workers then), kept in a temporary file: writing the report then copies their text instead of
+    encoding 10,000 results at the end. A result the report holds as a different object (a secret learned
+    later was hidden in it) is encoded again."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile()
+        self._end = 0
+        # by the result's unit index: the result (to know it is the one the report holds), its text's place
+        self._results: list[CaseResult | None] = []
+        self._places = array("q")  # offset, length, offset, length, …
+
+    def add(self, result: CaseResult) -> None:
+        data = _indented(result_dict(result), 4).encode("utf-8", WRITE_ERRORS)
+        self._file.seek(self._end)
+        self._file.write(data)
+        i = result.index
+        if i >= len(self._results):
+            grow = i + 1 - len(self._results)
+            self._results += [None] * grow
+            self._places.extend([0, 0] * grow)
+        self._results[i] = result
+        self._places[2 * i], self._places[2 * i + 1] = self._end, len(data)
+        self._end += len(data)
+
+    def text(self, result: CaseResult) -> str:
+        i = result.index
+        if not 0 <= i < len(self._results) or self._results[i] is not result:
+            return _indented(result_dict(result), 4)
+        self._file.seek(self._places[2 * i])
+        return self._file.read(self._places[2 * i + 1]).decode("utf-8")
+
+    def close(self) -> None:
+        self._file.close()
+
+
 @register(".json")
 def to_json(report: RunReport) -> Iterator[str]:
     """The same document as ``json.dumps(report_dict(report), indent=2)``, one result at a time."""
+    return json_chunks(report)
+
+
+def json_chunks(report: RunReport, spool: Spool | None = None) -> Iterator[str]:
+    """The JSON report's text, its results taken from ``spool`` when it holds them."""
     yield "{\n"
     yield f'  "summary": {_indented(summary_dict(report))},\n'
     yield f'  "environment": {_indented(report.environment)},\n'
     yield '  "results": ['
     for i, r in enumerate(report.results):
-        yield ("," if i else "") + "\n    " + _indented(result_dict(r), 4)
+        yield ("," if i else "") + "\n    " + (spool.text(r) if spool is not None else _indented(result_dict(r), 4))
     yield "\n  ]" if report.results else "]"
     yield f',\n  "metadata": {_indented(metadata_dict(report))}\n}}\n'
 

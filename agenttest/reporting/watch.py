@@ -10,6 +10,7 @@ from agenttest.config import RunConfig
 from agenttest.model import CaseResult, Plan, ResolvedCase, RunHeader, RunReport
 from agenttest.reporting.console import Console
 from agenttest.reporting.events import EventStream
+from agenttest.reporting.jsonfile import Spool
 from agenttest.util.secrets import Secrets
 
 if TYPE_CHECKING:  # --baseline only: a run without one never imports the comparison (start-up)
@@ -18,8 +19,9 @@ if TYPE_CHECKING:  # --baseline only: a run without one never imports the compar
 
 class Watch:
     def __init__(self, config: RunConfig, plan: Plan, out: TextIO, events: EventStream | None, secrets: Secrets,
-                 show_reply: bool, grouped: bool):
+                 show_reply: bool, grouped: bool, spool: Spool | None = None):
         self.config = config
+        self.spool = spool  # the JSON report's results, written as they come
         self.console = Console(out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(),
                                show_reply=show_reply, secrets=secrets, quiet=config.quiet, grouped=grouped, matrix=bool(plan.matrix))
         self.events = events
@@ -42,6 +44,8 @@ class Watch:
         self.console.finished(result, self._runs.get((result.file, result.id), self.config.runs))
         if self.events is not None:
             self.events.result(result)
+        if self.spool is not None:
+            self.spool.add(result)
 
     def saved(self) -> None:
         self.console.saved()
