@@ -276,3 +276,40 @@ def test_long_failure_reasons_are_cut_on_the_console_and_whole_in_the_report(off
     line = next(x for x in result.stdout.splitlines() if x.startswith("  └─ output does not contain"))
     assert line.endswith("… (the whole text is in the report)") and len(line) < 600
     assert "missing-079" in report(out)["results"][0]["assertions"][0]["message"] and "missing-079" not in line
+
+
+def test_the_depth_check_agrees_with_a_walk_of_every_value():
+    """casefiles.too_deep visits containers level by level (cheap for 100,000 cases); it says what a walk of
+    every value with its depth says, for every limit, on random nestings."""
+    import random
+
+    from agenttest.inputs.casefiles import too_deep
+
+    def walk(value, limit):
+        stack = [(value, 1)]
+        while stack:
+            item, depth = stack.pop()
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+            stack.extend((v, depth + 1) for v in children)
+        return False
+
+    rng = random.Random(7)
+
+    def nesting(depth):
+        roll = rng.random()
+        if depth > 7 or roll < 0.3:
+            return rng.choice([1, "x", None, [], {}])
+        if roll < 0.65:
+            return [nesting(depth + 1) for _ in range(rng.randint(0, 3))]
+        return {str(i): nesting(depth + 1) for i in range(rng.randint(0, 3))}
+
+    for _ in range(2000):
+        value = nesting(0)
+        for limit in range(10):
+            assert too_deep(value, limit) == walk(value, limit)
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert too_deep(deep, 200) and not too_deep([[1]], 3)

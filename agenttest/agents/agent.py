@@ -370,8 +370,11 @@ def _assistant_message(content: str, calls: tuple[ToolCall, ...]) -> Message:
 def _entered(completion: Completion) -> Completion:
     """A model's answer with its text made safe to write anywhere (a lone surrogate from a proxy that cut an
     emoji becomes U+FFFD): whatever the connector, text enters the run here."""
+    content = safe_text(completion.content or "")
+    if not completion.tool_calls:
+        return completion if content is completion.content else replace(completion, content=content)
     calls = tuple(replace(c, name=safe_text(c.name), id=safe_text(c.id), arguments=cleaned(c.arguments)) for c in completion.tool_calls)
-    return replace(completion, content=safe_text(completion.content or ""), tool_calls=calls)
+    return replace(completion, content=content, tool_calls=calls)
 
 
 def _tool_content(call: ToolCall) -> str:

@@ -215,7 +215,10 @@ def _crashed(spec: AssertionSpec, exc: Exception) -> AssertionResult:
 
 
 def _finish(spec: AssertionSpec, result: AssertionResult) -> AssertionResult:
-    result = replace(result, checked=result.checked or checked(spec))
+    if not result.checked:
+        what = checked(spec)
+        if what:
+            result = replace(result, checked=what)
     if spec.params.get("negate") and not result.error:
         passed = not result.passed
         message = "" if passed else f"not: {result.message or describe(spec)} (negated assertion held)"

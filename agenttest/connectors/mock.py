@@ -88,12 +88,18 @@ class Rules:
     def pick(self, messages: list[dict[str, Any]]) -> tuple[Rule, dict[str, str]]:
         last = messages[-1] if messages else {}
         after_tool = last.get("role") == "tool"
-        texts = {
-            "user": _last_user(messages),
-            "system": "\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "system"),
-            "conversation": "\n".join(f"{m.get('role')}: {content_text(m.get('content'))}" for m in messages if m.get("role") != "system"),
-            "result": content_text(last.get("content")) if after_tool else "",
-        }
+        made: dict[str, str] = {}
+
+        def text(key: str) -> str:  # each text made when a rule first asks for it
+            if key not in made:
+                made[key] = (
+                    _last_user(messages) if key == "user"
+                    else "\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "system") if key == "system"
+                    else "\n".join(f"{m.get('role')}: {content_text(m.get('content'))}" for m in messages if m.get("role") != "system")
+                    if key == "conversation"
+                    else content_text(last.get("content")) if after_tool else "")
+            return made[key]
+
         tool_name = _tool_name(messages) if after_tool else None
         for rule in self.rules:
             if ("tool" in rule.when) != after_tool:
@@ -104,7 +110,7 @@ class Rules:
             for key, pattern in rule.when.items():
                 if key == "tool":
                     continue
-                m = re.search(pattern, texts[key])
+                m = re.search(pattern, text(key))
                 if not m:
                     break
                 groups.update({str(i): g or "" for i, g in enumerate(m.groups(), start=1)})

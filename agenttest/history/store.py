@@ -225,16 +225,17 @@ def case_verdicts(report: RunReport) -> list[dict[str, Any]]:
     out = []
     for key, runs in groups.items():
         ran = [r for r in runs if r.status != "skipped"]
-        passed = sum(1 for r in ran if r.status == "passed")
+        first_bad = next((r for r in ran if r.status != "passed"), None)
+        passed = len(ran) if first_bad is None else sum(1 for r in ran if r.status == "passed")
         gate = gates.get(key)
         verdict: str
         if gate is not None:
             verdict = gate.verdict if gate.verdict in ("passed", "failed") else "skipped"
         else:
-            verdict = next((r.status for r in ran if r.status != "passed"), "passed" if ran else "skipped")
-        first_bad = next((r for r in ran if r.status != "passed"), None)
+            verdict = first_bad.status if first_bad is not None else "passed" if ran else "skipped"
+        took = runs[0].duration_ms if len(runs) == 1 else sum(r.duration_ms for r in runs) / len(runs)
         out.append({"file": key[0], "id": key[1], "connector": key[2], "verdict": verdict, "runs": len(ran), "passed": passed,
-                    "flaky": 0 < passed < len(ran), "duration_ms": round(sum(r.duration_ms for r in runs) / len(runs), 1),
+                    "flaky": 0 < passed < len(ran), "duration_ms": round(took, 1),
                     "output": shorten(runs[0].output, 300) if runs[0].output is not None else "",
                     "reason": first_bad.reasons[0] if first_bad is not None and first_bad.reasons else ""})
     return out

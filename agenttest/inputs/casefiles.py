@@ -232,16 +232,19 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
 
 
 def too_deep(value: Any, limit: int) -> bool:
-    """Whether a parsed value nests deeper than ``limit`` (iteratively: deep values must not recurse here)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
+    """Whether a parsed value nests deeper than ``limit`` (level by level: deep values must not recurse here;
+    only containers are visited, so a case of a hundred strings costs a few steps)."""
+    if limit < 1:
+        return True
+    level, depth = [value], 1
+    while level:
+        below: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+            if children and depth + 1 > limit:
+                return True
+            below += [c for c in children if isinstance(c, (dict, list))]
+        level, depth = below, depth + 1
     return False
 
 

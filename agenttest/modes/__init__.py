@@ -14,13 +14,17 @@ from agenttest.modes.base import CaseEnv, Mode
 __all__ = ["CaseEnv", "Mode", "get"]
 
 
+_claiming: tuple[int, list[Mode]] = (-1, [])  # the registry's version, its modes with a claims()
+
+
 def get(case: Case) -> Mode:
     """The mode that runs ``case``: a plug-in mode that claims it, else the built-in its fields name."""
+    global _claiming
     plugins.builtins()
-    modes: list[Mode] = plugins.MODES.values()
-    for mode in modes:
-        claims = getattr(mode, "claims", None)
-        if claims is not None and claims(case):
+    if _claiming[0] != plugins.MODES.version:
+        _claiming = (plugins.MODES.version, [m for m in plugins.MODES.values() if getattr(m, "claims", None) is not None])
+    for mode in _claiming[1]:
+        if mode.claims(case):  # type: ignore[attr-defined]
             return mode
     builtin: Mode = plugins.MODES.get(case.mode)  # type: ignore[assignment]  # every case.mode is a built-in
     return builtin

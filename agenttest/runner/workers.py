@@ -31,6 +31,7 @@ from agenttest.runtime import usercalls
 from agenttest.runner.scheduling import AFTER_GRACE, Unit, internal_error, run_case, units
 
 HEARTBEAT = 0.5
+EAGER = 4  # a worker's results go out at least this often (frames), not only when its loop turns
 SILENCE = float(os.environ.get("AGENTTEST_WORKER_SILENCE") or 4.0)  # seconds without a word before a worker is lost
 STOP_GRACE = AFTER_GRACE + 1.0  # a stopping worker's After hooks and MCP servers get this long
 
@@ -84,18 +85,17 @@ class Channel:
         return cls(reader, writer)
 
     def send(self, message: tuple[Any, ...], now: bool = False) -> None:
-        """Frames sent in one turn of the loop go out in one write; ``now`` writes at once (a worker's result:
-        the controller handles it while the worker runs the next case, instead of the two taking turns)."""
+        """Frames sent in one turn of the loop go out in one write; ``now`` writes every EAGER frames (a worker's
+        results: the controller handles them while the worker runs the next cases, instead of the two taking
+        turns)."""
         if self.writer.is_closing():
             return
         data = _pickled(message)
-        if now:
-            self._out += (len(data).to_bytes(4, "big"), data)
-            self._flush()
-            return
         if not self._out:
             asyncio.get_running_loop().call_soon(self._flush)
         self._out += (len(data).to_bytes(4, "big"), data)
+        if now and len(self._out) >= 2 * EAGER:
+            self._flush()
 
     def _flush(self) -> None:
         out, self._out = self._out, []
