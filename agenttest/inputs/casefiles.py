@@ -76,6 +76,7 @@ class Document:
     line_offset: int = 0  # lines before ``text`` starts
     col_offset: int = 0  # columns before ``text`` starts on its first line
     node: Any = None  # YAML node of the whole file
+    shallow: bool = False  # known to nest no deeper than MAX_DEPTH (checked as it was read)
 
     def locate(self, path: Sequence[Any] = (), key: bool = False) -> Location:
         full = tuple(self.base) + tuple(path)
@@ -164,7 +165,11 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
         if not stripped or stripped.startswith("//"):
             continue
         try:
-            raw = _shared(json.loads(line), strings)
+            parsed = json.loads(line)
+            try:
+                raw, shallow = _shared(parsed, strings), True
+            except _Deep:  # build_cases says so, at its place
+                raw, shallow = parsed, False
         except json.JSONDecodeError as exc:
             problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, number, exc.colno), json_hint(exc.msg, line, exc.pos)))
             continue
@@ -174,7 +179,7 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
         except ValueError:  # an integer too long to convert (Python refuses more than 4,300 digits)
             problems.append(_huge_number(line, source, number - 1))
             continue
-        yield Document(raw, source, (), line if keep_text else None, number - 1)
+        yield Document(raw, source, (), line if keep_text else None, number - 1, shallow=shallow)
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -188,15 +193,22 @@ def _lines(text: str) -> Iterator[str]:
         start = stop + 1
 
 
-def _shared(value: Any, strings: dict[str, str]) -> Any:
+class _Deep(Exception):
+    """A value nested deeper than MAX_DEPTH met while sharing its strings."""
+
+
+def _shared(value: Any, strings: dict[str, str], depth: int = 1) -> Any:
     """``value`` with equal strings (keys too) made one object: every case repeats its keys, and suites
-    repeat roles and whole histories; at 100,000 cases this halves the memory of the parsed file."""
+    repeat roles and whole histories; at 100,000 cases this halves the memory of the parsed file. A value
+    nested deeper than MAX_DEPTH raises _Deep (this walk is the depth check of a ``.jsonl`` case)."""
+    if depth > MAX_DEPTH:
+        raise _Deep
     if isinstance(value, str):
         return strings.setdefault(value, value)
     if isinstance(value, dict):
-        return {strings.setdefault(k, k): _shared(v, strings) for k, v in value.items()}
+        return {strings.setdefault(k, k): _shared(v, strings, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_shared(v, strings) for v in value]
+        return [_shared(v, strings, depth + 1) for v in value]
     return value
 
 
@@ -391,7 +403,7 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
         if not isinstance(raw, dict):
             loaded.problems.append(Problem(f"a case must be a JSON object, not {type_name(raw)}", doc.locate()))
             continue
-        if too_deep(raw, MAX_DEPTH):
+        if not doc.shallow and too_deep(raw, MAX_DEPTH):
             loaded.problems.append(Problem(f"the case is nested more than {MAX_DEPTH} levels deep", doc.locate()))
             continue
         found = [] if plainly_valid(raw) else schema_problems(raw)
