@@ -76,11 +76,11 @@ class Measure:
     code: int
 
 
-def run(cmd: list[str], cwd: str, ok: tuple[int, ...] = (0, 1)) -> Measure:
+def run(cmd: list[str], cwd: str, ok: tuple[int, ...] = (0, 1), env: dict[str, str] | None = None) -> Measure:
     """Run a command, returning wall time, user+system CPU and peak RSS of that process."""
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "NO_COLOR": "1"})
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "NO_COLOR": "1", **(env or {})})
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -90,15 +90,33 @@ def run(cmd: list[str], cwd: str, ok: tuple[int, ...] = (0, 1)) -> Measure:
     return Measure(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
 
 
+def _compiled(package: str) -> None:
+    """The package's bytecode written, as pip writes it for an installed package: an editable install run
+    with PYTHONDONTWRITEBYTECODE=1 (some CI images set it) would compile every module on every start-up."""
+    import compileall
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is not None and spec.submodule_search_locations:
+        for folder in spec.submodule_search_locations:
+            compileall.compile_dir(folder, quiet=1)
+
+
 def cli() -> list[str]:
     exe = os.path.join(os.path.dirname(sys.executable), "agent-test")
     return [exe] if os.path.exists(exe) else [sys.executable, "-m", "agenttest"]
 
 
 class Bench:
-    def __init__(self, smoke: bool):
+    def __init__(self, smoke: bool, against: str | None = None):
         self.smoke = smoke
+        self.against = against  # another agent-test source tree to run the mock workload through
+        if against:
+            import compileall
+
+            compileall.compile_dir(os.path.join(against, "agenttest"), quiet=1)
         self.tmp = tempfile.mkdtemp(prefix="agent-test-bench-")
+        _compiled("agenttest")
         self.server = Server()
         make_app(self.tmp, self.server.host)
         self.rows: list[dict[str, str]] = []
@@ -120,9 +138,9 @@ class Bench:
         """agent-test with these arguments, in the benchmark app."""
         return run(cli() + args, self.tmp)
 
-    def measure(self, cmd: list[str], ok: tuple[int, ...] = (0, 1)) -> Measure:
-        """Any command (a peer), in the benchmark app's folder."""
-        return run(cmd, self.tmp, ok)
+    def measure(self, cmd: list[str], ok: tuple[int, ...] = (0, 1), env: dict[str, str] | None = None) -> Measure:
+        """Any command (a peer, another tree), in the benchmark app's folder."""
+        return run(cmd, self.tmp, ok, env)
 
     def agent_test(self, path: str, latency: float, parallel: int, *extra: str, agent: str = "bot", jitter: float = 0.1) -> tuple[Measure, int]:
         self.server.configure(latency, jitter)
@@ -276,7 +294,7 @@ class Bench:
             "standard_exact": lambda: self.standard(400, 0.2, 50, "", None, jitter=0.0),
             "dynamic": self.dynamic, "early_stop": self.early_stop, "replay": self.replay, "dry_run": self.dry_run, "scale": self.scale,
             "rate_limited": lambda: load.rate_limited(self), "wide": lambda: load.wide(self),
-            "huge_mock": lambda: load.huge_mock(self), "first_request": lambda: load.first_request(self),
+            "mock_10k": lambda: load.mock_10k(self), "huge_mock": lambda: load.huge_mock(self), "first_request": lambda: load.first_request(self),
             **scaleout.workloads(self),
             "viewer": lambda: viewer.viewer(self),
         }
@@ -313,7 +331,7 @@ SMOKE_WORKLOADS = ("agent-test --help", "start-up: 1 case", "standard, 0 ms", "o
                    "runner's own CPU per case vs SDK post", "standard, 50 ms, --parallel 20", "standard, 200 ms, --parallel 50",
                    "dynamic × 3 turns", "--early-stop: requests saved", "replay of the recorded", "--dry-run of", "(memory)",
                    "in flight allowed (429 + Retry-After beyond)", "standard, 200 ms, --parallel 200", "SDK alone (create), same workload, runs interleaved",
-                   "on the mock connector, --parallel 20 (memory", "start-up to the first request",
+                   "on the mock connector, --parallel 20 (memory", "standard on the mock connector (median of", "start-up to the first request",
                    "one worker process", "with --workers 2",
                    "HTML report size vs its JSON report", "report to its first screen", "a filter chip applied", "a search applied")
 
@@ -324,8 +342,12 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write the table into bench/RESULTS.md")
     parser.add_argument("--peer", choices=["promptfoo", "inspect", "all"], help="run the peers' workloads side by side with agent-test and the SDK alone (never in CI)")
     parser.add_argument("--only", metavar="WORKLOAD", help="run one workload (for working on it; never --write)")
+    parser.add_argument("--against", metavar="TREE", help="another agent-test source tree (a git worktree of an older commit): "
+                                                          "the mock workload runs through it too, interleaved")
     args = parser.parse_args()
-    bench = Bench(args.smoke)
+    if args.against and not os.path.isfile(os.path.join(args.against, "agenttest", "__init__.py")):
+        parser.error(f"--against {args.against}: no agenttest/ package there (give the root of a source tree)")
+    bench = Bench(args.smoke, os.path.abspath(args.against) if args.against else None)
     load = os.getloadavg()[0]
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}; transport: {transport_name()}", flush=True)
     try:

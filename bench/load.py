@@ -53,6 +53,30 @@ def wide(b: Any) -> None:
           "(peer, same run)", None)
 
 
+def mock_10k(b: Any) -> None:
+    """10,000 cases on the mock connector, the default workers: the runner's own cost, no network. With
+    ``--against TREE`` (another agent-test source tree, e.g. a git worktree of round 1's commit 36027b7) the
+    same run through that tree, interleaved, medians of three: the ratio is the regression or the gain."""
+    n = b.size(10_000)
+    path = b.cases("mock10k", standard_cases(n))
+    args = ["-i", path, "-n", "mockbot", "--parallel", "20", "-o", os.path.join(b.tmp, "mock10k.json")]
+    ours: list[Any] = []
+    theirs: list[Any] = []
+    for _ in range(b.repeats()):
+        ours.append(b.invoke(args))
+        if b.against:
+            theirs.append(b.measure([sys.executable, "-m", "agenttest", *args], env={"PYTHONPATH": b.against}))
+    m = sorted(ours, key=lambda r: r.wall)[len(ours) // 2]
+    if not theirs:
+        b.row(f"{n} standard on the mock connector (median of {b.repeats()})", m, n, None, 0, "", None)
+        return
+    other = sorted(theirs, key=lambda r: r.wall)[len(theirs) // 2]
+    ratio = m.wall / other.wall
+    b.row(f"{n} standard on the mock connector (median of {b.repeats()})", m, n, other.wall, 0,
+          f"÷ {os.path.basename(b.against.rstrip('/'))}: {ratio:.2f} (≤ 1.00)", ratio <= 1.0)
+    b.row(f"  the same through {b.against}", other, n, None, 0, "(the tree compared, same run)", None)
+
+
 def huge_mock(b: Any) -> None:
     """100,000 cases on the mock connector: no network, the runner and the report alone."""
     n = b.size(100_000)

@@ -30,7 +30,7 @@ class Usage:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Spend:
     """What one role's model calls through one connector cost within a case run."""
 

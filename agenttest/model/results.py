@@ -46,7 +46,7 @@ class Turn:
         return f"turn {self.turn}" + (f" ({self.id})" if self.id else "")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CheckpointResult:
     id: str
     reached: bool
@@ -62,7 +62,7 @@ class CheckpointResult:
         return self.reached
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorldChange:
     """One difference between the initial and the final world, at a JSONPath such as ``$.expenses[1]``."""
 
@@ -159,7 +159,7 @@ class Stability:
     connector: str = ""  # in a model matrix
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Gate:
     """The verdict of one case (on one connector of a matrix) over its runs (FORMATS §8): passed when
     ``pass_rate >= min_pass_rate``. Skipped runs count nowhere; errors and timeouts count as not passed."""

@@ -25,7 +25,8 @@ class Watch:
         self.console = Console(out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(),
                                show_reply=show_reply, secrets=secrets, quiet=config.quiet, grouped=grouped, matrix=bool(plan.matrix))
         self.events = events
-        self._runs = {(item.case.file, item.case.id): item.runs for item in plan.items}
+        # the cases whose runs differ from --runs (100,000 cases need not each have an entry)
+        self._runs = {(item.case.file, item.case.id): item.runs for item in plan.items if item.runs != config.runs}
 
     def header(self, header: RunHeader, started_at: str, warnings: list[str]) -> None:
         self.console.header(header, warnings)

@@ -209,7 +209,7 @@ async def _run(plan: Plan, caller: Caller, state: RunState, on_start: StartListe
                 state.warnings.append(str(exc))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Unit:
     """One scheduled run: a case on a connector, run number ``run``; ``index`` orders the report."""
 

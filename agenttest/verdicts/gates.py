@@ -48,7 +48,7 @@ def settled(passed: int, failed: int, planned: int, min_pass_rate: float) -> boo
     return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Policy:
     """What a case's gate is held to: its planned runs and its minimum pass rate."""
 
@@ -64,7 +64,7 @@ def policies(plan: Plan) -> dict[Key, Policy]:
     return {item.key: Policy(item.runs, item.min_pass_rate) for item in plan.items}
 
 
-@dataclass
+@dataclass(slots=True)
 class Tally:
     """Runs of one case × connector so far, while the run goes on (for --early-stop and --fail-fast)."""
 
