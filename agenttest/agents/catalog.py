@@ -105,6 +105,11 @@ class Catalog:
             modules += ["mcp", "mcp.client.stdio", "mcp.client.sse", "mcp.client.streamable_http"]
         for name in dict.fromkeys(modules):
             importlib.import_module(name)
+        if "openai" in modules:  # the SDK's aiohttp transport imports aiohttp (~65 ms) when its first client is made
+            try:
+                importlib.import_module("openai._vendor.httpx_aiohttp.transport")
+            except ImportError:  # another SDK version, or no aiohttp: each worker imports what it needs
+                pass
 
     def forked(self) -> None:
         """In a forked worker: make the connectors again, since their network clients belong to the controller's

@@ -32,7 +32,8 @@ class Finished:
 async def execute(plan: Plan, caller: Caller, watch: Any, signals: Signals, workers: scheduling.Executor | None = None) -> Finished:
     """Run ``plan`` (on the ``workers``, if any); ``watch`` is told of every start, result and run saved by --early-stop."""
     done = Finished(RunState())
-    caller.catalog.warm()
+    if workers is None:  # cases run here: their clients are made before the first (workers make their own)
+        caller.catalog.warm()
     task = signals.task = asyncio.create_task(scheduling.run(plan, caller, done.state, watch.started, watch.finished, watch.saved, workers))
     try:
         with usercalls.capturing():
