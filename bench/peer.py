@@ -18,7 +18,11 @@ from typing import Any
 from workloads import HISTORY, NEEDLE, standard_cases
 
 # (cases, latency, concurrency, in-flight limit of the endpoint or 0) — the issue's measurements
-WORKLOADS = [(200, 0.05, 20, 0), (1000, 0.2, 100, 0), (200, 0.1, 20, 4)]
+WORKLOADS = [(200, 0.05, 20, 0), (2000, 0.0, 50, 0), (1000, 0.2, 100, 0), (200, 0.1, 20, 4)]
+# issue 30's bars: promptfoo's wall ÷ agent-test's at least this; agent-test within 1.10 × the SDK alone;
+# the rate-limited run within 1.15 × its ideal
+PROMPTFOO_BAR = {(200, 0.05, 20, 0): 3.0, (2000, 0.0, 50, 0): 5.0, (200, 0.1, 20, 4): 1.6}
+SDK_BAR, LIMIT_BAR = 1.10, 1.15
 
 
 def promptfoo() -> list[str] | None:
@@ -144,10 +148,20 @@ def compare(b: Any, which: str = "promptfoo") -> None:
         what = f"{n} × {latency * 1000:.0f} ms, concurrency {concurrency}" + (f", {limit} in flight allowed (429 beyond)" if limit else "")
         medians = {who: sorted(r, key=lambda r: r[0].wall)[len(r) // 2] for who, r in runs.items() if r}
         ours = medians["agent-test"][0].wall
+        bar = None if b.smoke else PROMPTFOO_BAR.get((n, latency, concurrency, limit))
         for who, (m, passed, lost) in medians.items():
             own = {"agent-test": b.startup, "openai SDK alone": b.sdk_startup}.get(who) or startups[who]
-            vs = "(side by side)" if who == "agent-test" else f"its wall ÷ agent-test's: {m.wall / ours:.2f}"
-            b.row(f"{who}: {what}: {passed} passed, {lost} not", m, n, ideal + own, "—", vs, None)
+            times = m.wall / ours
+            target, met = f"its wall ÷ agent-test's: {times:.2f}", None
+            if who == "agent-test":
+                target = "(side by side)"
+                if limit:
+                    target, met = f"all pass; ≤ {LIMIT_BAR:.2f} × ideal", lost == 0 and m.wall <= LIMIT_BAR * (ideal + own)
+            elif who == "openai SDK alone":
+                target, met = f"agent-test ÷ it: {1 / times:.2f} (≤ {SDK_BAR:.2f})", 1 / times <= SDK_BAR
+            elif who == "promptfoo" and bar is not None:
+                target, met = f"its wall ÷ agent-test's: {times:.2f} (≥ {bar:g})", times >= bar
+            b.row(f"{who}: {what}: {passed} passed, {lost} not", m, n, ideal + own, "—", target, met)
 
 
 def peer_start_up(b: Any, name: str, cmd: list[str]) -> float:
