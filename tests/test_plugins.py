@@ -167,3 +167,31 @@ def test_a_third_party_input_source_and_mode_load_through_the_entry_point(tmp_pa
     r = subprocess.run([sys.executable, "-m", "agenttest", "-i", "inline:" + json.dumps(typo), "-n", "bot", "--app", str(app)],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "'echo_bak' is not a field; did you mean 'echo_back'?" in r.stderr, r.stderr
+
+
+def test_built_in_report_formats_are_known_at_once_and_imported_when_asked_for(tmp_path):
+    """Markdown, HTML and JUnit are deferred built-ins: listed (and checked, with a did-you-mean) from the
+    start, imported only by a run that writes one — a JSON-only run never pays for the HTML viewer."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from agenttest.reporting import extensions, renderer\n"
+        "assert {'.html', '.md', '.xml', '.json', '.jsonl'} <= set(extensions()), extensions()\n"
+        "assert 'agenttest.reporting.html' not in sys.modules and 'agenttest.reporting.markdown' not in sys.modules\n"
+        "assert renderer('.json') is not None and 'agenttest.reporting.html' not in sys.modules\n"
+        "assert renderer('.html') is not None and 'agenttest.reporting.html' in sys.modules\n"
+        "assert renderer('.htm') is None\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    import pytest
+
+    from agenttest import reporting
+    from agenttest.errors import AgentTestError
+
+    with pytest.raises(AgentTestError) as bad:
+        reporting.check_path(str(tmp_path / "report.htm"))
+    assert ".html" in bad.value.format_message()
