@@ -76,18 +76,31 @@ class Measure:
     code: int
 
 
+class Spawner:
+    """bench/spawner.py, started before the harness grows: it runs every timed command (see its docstring)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "spawner.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def run(self, cmd: list[str], cwd: str, env: dict[str, str]) -> dict:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"cmd": cmd, "cwd": cwd, "env": env}) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+
+SPAWNER: Spawner | None = None
+
+
 def run(cmd: list[str], cwd: str, ok: tuple[int, ...] = (0, 1), env: dict[str, str] | None = None) -> Measure:
     """Run a command, returning wall time, user+system CPU and peak RSS of that process."""
-    with tempfile.TemporaryFile() as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "NO_COLOR": "1", **(env or {})})
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode not in ok:
-            out.seek(0)
-            raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{out.read().decode()[-3000:]}")
-    return Measure(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
+    global SPAWNER
+    if SPAWNER is None:
+        SPAWNER = Spawner()
+    got = SPAWNER.run(cmd, cwd, {**os.environ, "NO_COLOR": "1", **(env or {})})
+    if got["code"] not in ok:
+        raise SystemExit(f"{' '.join(cmd)} exited {got['code']}:\n{got['tail']}")
+    return Measure(got["wall"], got["cpu"], got["rss_mb"], got["code"])
 
 
 def _compiled(package: str) -> None:
@@ -347,6 +360,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.against and not os.path.isfile(os.path.join(args.against, "agenttest", "__init__.py")):
         parser.error(f"--against {args.against}: no agenttest/ package there (give the root of a source tree)")
+    global SPAWNER
+    SPAWNER = Spawner()  # first, while this process is small
     bench = Bench(args.smoke, os.path.abspath(args.against) if args.against else None)
     load = os.getloadavg()[0]
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}; transport: {transport_name()}", flush=True)
