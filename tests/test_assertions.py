@@ -134,3 +134,12 @@ def test_a_crashing_assertion_becomes_a_failed_result():
 
     result = check({"type": "explodes"}, "x")
     assert not result.passed and "kaboom" in result.message and result.error
+
+
+def test_a_negated_check_says_so_in_what_it_checked():
+    """A negated assertion's ``checked`` (console -v, every report) reads ``not: …``: a passed
+    ``tool_called name=create_expense`` with negate must not look like the tool was called."""
+    held = check({"type": "tool_called", "name": "never_called", "negate": True}, "x")
+    assert held.passed and held.checked == "not: name=never_called"
+    plain = check({"type": "tool_called", "name": "create_expense"}, "x")
+    assert plain.checked == "name=create_expense"

@@ -194,4 +194,4 @@ def test_built_in_report_formats_are_known_at_once_and_imported_when_asked_for(t
 
     with pytest.raises(AgentTestError) as bad:
         reporting.check_path(str(tmp_path / "report.htm"))
-    assert ".html" in bad.value.format_message()
+    assert "did you mean '.html'?" in bad.value.format_message()

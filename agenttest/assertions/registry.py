@@ -246,8 +246,9 @@ def _evaluate_sync(spec: AssertionSpec, obs: Observation) -> AssertionResult:
 def checked(spec: AssertionSpec) -> str:
     """What an assertion checks, its parameters as ``key=value`` (``path=$.a value="x"``), for ``-v`` and reports."""
     shown = {k: v for k, v in spec.params.items() if k not in ("type", "message", "negate", "options")}
-    return " ".join(f"{k}={v if isinstance(v, str) and k in ('path', 'tool', 'mode', 'call', 'match') else as_text(v)}"
+    text = " ".join(f"{k}={v if isinstance(v, str) and k in ('path', 'tool', 'mode', 'call', 'match') else as_text(v)}"
                     for k, v in shown.items())
+    return f"not: {text}" if spec.params.get("negate") is True else text  # a negated check reads as one
 
 
 def describe(spec: AssertionSpec) -> str:

@@ -6,7 +6,7 @@ import os
 import zlib
 from collections.abc import Iterable, Iterator
 
-from agenttest.errors import AgentTestError
+from agenttest.errors import AgentTestError, did_you_mean
 from agenttest.model import RunReport
 from agenttest.util.files import WRITE_ERRORS, prepare, rescue, write_atomic
 from agenttest.util.secrets import Secrets
@@ -25,7 +25,10 @@ def check_path(path: str) -> None:
     a missing folder is created."""
     ext = os.path.splitext(path)[1].lower()
     if ext not in extensions():
-        raise AgentTestError(f"-o {path}: unknown report format '{ext or '(none)'}'", hint=f"use one of {', '.join(extensions())}")
+        known = ", ".join(extensions())
+        typo = did_you_mean(ext, extensions()) if ext else None
+        raise AgentTestError(f"-o {path}: unknown report format '{ext or '(none)'}'",
+                             hint=f"{typo} (formats: {known})" if typo else f"use one of {known}")
     prepare(path)
 
 
