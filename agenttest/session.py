@@ -240,9 +240,9 @@ class Session:
 
     async def _write(self, report: RunReport, path: str, spool: reporting.Spool | None = None) -> str:
         """Write one report; if that fails after the run, it is kept in a temporary file (said on stderr)."""
-        json = path.lower().endswith(".json")
-        copy = reporting.Copy() if json and self._document is None else None
-        rescued = await asyncio.to_thread(reporting.write, report, self.here(path), self.secrets, copy, spool if json else None)
+        is_json = path.lower().endswith(".json")
+        copy = reporting.Copy() if is_json and self._document is None else None
+        rescued = await asyncio.to_thread(reporting.write, report, self.here(path), self.secrets, copy, spool if is_json else None)
         if copy is not None:
             self._document = copy.data
         if rescued is None:

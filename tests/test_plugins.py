@@ -50,13 +50,20 @@ def plain(report):
 '''
 
 
-def test_entry_point_plugins(tmp_path):
+def _installed(tmp_path, name: str, source: str):
+    """A folder for PYTHONPATH holding module ``<name>_plugin`` and the dist-info that names it in the
+    ``agenttest.plugins`` entry-point group, as ``pip install`` would leave a plug-in."""
     site = tmp_path / "site"
-    dist = site / "demo_plugin-1.0.dist-info"
+    dist = site / f"{name}_plugin-1.0.dist-info"
     dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-plugin\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[agenttest.plugins]\ndemo = demo_plugin\n")
-    (site / "demo_plugin.py").write_text(textwrap.dedent(PLUGIN))
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[agenttest.plugins]\n{name} = {name}_plugin\n")
+    (site / f"{name}_plugin.py").write_text(textwrap.dedent(source))
+    return site
+
+
+def test_entry_point_plugins(tmp_path):
+    site = _installed(tmp_path, "demo", PLUGIN)
     app = tmp_path / "app"
     (app / "assistants" / "loud").mkdir(parents=True)
     (app / "connectors").mkdir()
@@ -141,12 +148,7 @@ plugins.MODES.add("echo", Echo)
 
 
 def test_a_third_party_input_source_and_mode_load_through_the_entry_point(tmp_path):
-    site = tmp_path / "site"
-    dist = site / "inline_plugin-1.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: inline-plugin\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[agenttest.plugins]\ninline = inline_plugin\n")
-    (site / "inline_plugin.py").write_text(textwrap.dedent(SOURCE_AND_MODE))
+    site = _installed(tmp_path, "inline", SOURCE_AND_MODE)
     app = tmp_path / "app"
     (app / "assistants" / "bot").mkdir(parents=True)
     (app / "assistants" / "bot" / "package.yao").write_text(json.dumps({"name": "bot", "connector": "mock"}))

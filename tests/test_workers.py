@@ -260,3 +260,7 @@ def test_results_cross_the_channel_unchanged():
                         tags=("a", "b"), run=2, index=7)
     back = pickle.loads(workers._pickled(("result", 7, result)))
     assert back == ("result", 7, result) and type(back[2].turns[0]) is Turn
+    import re
+
+    pattern = pickle.loads(workers._pickled(("result", 1, ToolCall("t", {}, "i", re.compile("a+b"), None, 0.0))))[2].result
+    assert pattern.pattern == "a+b"  # a type only copyreg knows how to pickle still crosses

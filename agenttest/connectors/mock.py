@@ -88,16 +88,18 @@ class Rules:
     def pick(self, messages: list[dict[str, Any]]) -> tuple[Rule, dict[str, str]]:
         last = messages[-1] if messages else {}
         after_tool = last.get("role") == "tool"
+        makers = {  # each text made when a rule first asks for it
+            "user": lambda: _last_user(messages),
+            "system": lambda: "\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "system"),
+            "conversation": lambda: "\n".join(f"{m.get('role')}: {content_text(m.get('content'))}" for m in messages
+                                              if m.get("role") != "system"),
+            "result": lambda: content_text(last.get("content")) if after_tool else "",
+        }
         made: dict[str, str] = {}
 
-        def text(key: str) -> str:  # each text made when a rule first asks for it
+        def text(key: str) -> str:
             if key not in made:
-                made[key] = (
-                    _last_user(messages) if key == "user"
-                    else "\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "system") if key == "system"
-                    else "\n".join(f"{m.get('role')}: {content_text(m.get('content'))}" for m in messages if m.get("role") != "system")
-                    if key == "conversation"
-                    else content_text(last.get("content")) if after_tool else "")
+                made[key] = makers[key]()
             return made[key]
 
         tool_name = _tool_name(messages) if after_tool else None

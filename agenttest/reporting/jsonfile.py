@@ -33,7 +33,7 @@ class Spool:
         self._places = array("q")  # offset, length, offset, length, …
 
     def add(self, result: CaseResult) -> None:
-        data = _indented(result_dict(result), 4).encode("utf-8", WRITE_ERRORS)
+        data = _result_text(result).encode("utf-8", WRITE_ERRORS)
         self._file.seek(self._end)
         self._file.write(data)
         i = result.index
@@ -48,7 +48,7 @@ class Spool:
     def text(self, result: CaseResult) -> str:
         i = result.index
         if not 0 <= i < len(self._results) or self._results[i] is not result:
-            return _indented(result_dict(result), 4)
+            return _result_text(result)
         self._file.seek(self._places[2 * i])
         return self._file.read(self._places[2 * i + 1]).decode("utf-8")
 
@@ -69,9 +69,14 @@ def json_chunks(report: RunReport, spool: Spool | None = None) -> Iterator[str]:
     yield f'  "environment": {_indented(report.environment)},\n'
     yield '  "results": ['
     for i, r in enumerate(report.results):
-        yield ("," if i else "") + "\n    " + (spool.text(r) if spool is not None else _indented(result_dict(r), 4))
+        yield ("," if i else "") + "\n    " + (spool.text(r) if spool is not None else _result_text(r))
     yield "\n  ]" if report.results else "]"
     yield f',\n  "metadata": {_indented(metadata_dict(report))}\n}}\n'
+
+
+def _result_text(result: CaseResult) -> str:
+    """One result as the JSON report holds it, at its indentation in the results list."""
+    return _indented(result_dict(result), 4)
 
 
 def _indented(value: object, level: int = 2) -> str:

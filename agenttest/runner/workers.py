@@ -9,6 +9,8 @@ seconds (user code holding the GIL, a C call that never returns) is killed, as i
 from __future__ import annotations
 
 import asyncio
+import collections
+import copyreg
 import dataclasses
 import io
 import operator
@@ -61,12 +63,14 @@ def _positional(cls: type) -> bool:
 
 _REDUCERS = {cls: _dataclass_reducer(cls) for cls in vars(model).values()
              if isinstance(cls, type) and dataclasses.is_dataclass(cls) and "__slots__" in vars(cls) and _positional(cls)}
+# ours first, then whatever copyreg knows (re.Pattern, and what user code registers there, at the time of pickling)
+_DISPATCH = collections.ChainMap(_REDUCERS, copyreg.dispatch_table)
 
 
 def _pickled(message: tuple[Any, ...]) -> bytes:
     out = io.BytesIO()
     pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _REDUCERS  # type: ignore[assignment]  # the rest as copyreg says
+    pickler.dispatch_table = _DISPATCH  # type: ignore[assignment]
     pickler.dump(message)
     return out.getvalue()
 
