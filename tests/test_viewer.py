@@ -206,3 +206,19 @@ def test_a_gated_run_is_one_row_per_case_with_its_runs_nested(page, tmp_path):
     run = page.inner_text(".run")
     assert "~ $.budget: 100 → 40" in run and "+ $.spent = [60]" in run  # the world's changes
     assert "hook: seeded the budget" in run and "ValueError: boom" in run  # stdout and the traceback
+
+
+def test_a_passed_check_shows_what_it_looked_at_and_a_negated_one_says_not(page, tmp_path):
+    """A passed assertion's line is what it checked — ``not: name=delete_expense`` for a negated one — not
+    ``expected delete_expense``, which would read as if the tool had been called (a new user's finding)."""
+    from agenttest.model import AssertionResult, CaseResult
+    from agenttest.reporting import write
+    from agenttest.verdicts.outcome import make_report
+
+    checks = (AssertionResult("tool_called", True, "", "delete_expense", [], checked="not: name=delete_expense"),
+              AssertionResult("contains", True, "", "type", checked="value=type"))
+    result = CaseResult("turn1", "passed", input="hi", output="What type?", assertions=checks, connector="mock")
+    write(make_report([result], 1795953600.0, 10.0, 1, agent_id="bot", connector="mock"), str(tmp_path / "r.html"))
+    page.goto((tmp_path / "r.html").as_uri() + "#turn1")
+    shown = page.inner_text(".assertions")
+    assert "not: name=delete_expense" in shown and "value=type" in shown and "expected delete_expense" not in shown

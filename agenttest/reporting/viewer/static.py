@@ -31,7 +31,7 @@ def _transcript(r: CaseResult) -> str:
     if r.assertions:
         items = "".join(
             f'<li class="{"passed" if a.passed else "failed"}">{"✓" if a.passed else "✗"} <code>{escape(a.type)}</code> '
-            f"{escape(a.message or as_text(a.expected))}{_expected_actual(a)}</li>"
+            f"{escape(a.message or a.checked or as_text(a.expected))}{_expected_actual(a)}</li>"
             for a in r.assertions
         )
         parts.append(f"<p><b>Assertions</b></p><ul>{items}</ul>")

@@ -336,6 +336,7 @@
       h("td", null, a.message || (a.passed ? "" : "failed"), a.score != null ? h("span", { class: "meta", text: " score " + a.score }) : null,
         !a.passed && (a.expected != null || a.actual != null)
           ? h("div", { class: "ea" }, h("div", null, h("div", { class: "meta small", text: "expected" }), pre(a.expected)), h("div", null, h("div", { class: "meta small", text: "actual" }), pre(a.actual)))
+          : a.checked ? h("div", { class: "meta small", text: shorten(a.checked, 200) })  // what it looked at ("not: …" when negated)
           : a.expected != null ? h("div", { class: "meta small", text: "expected " + shorten(text(a.expected), 200) }) : null))));
   }
   function checkpoints(list) {
