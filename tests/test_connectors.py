@@ -282,7 +282,7 @@ def test_many_calls_in_flight_are_spread_over_several_connection_pools_on_httpx(
     from agenttest.connectors.openai import SHARD
 
     monkeypatch.setenv("AGENTTEST_HTTP", transport)
-    server.responder = lambda req: Answer("ok", delay=0.2)
+    server.responder = lambda req: Answer("ok", delay=1.0)  # long enough that all are in flight on a loaded machine
     conn = connector(server)
 
     async def go():
