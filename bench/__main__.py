@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import socket
+import shutil
 import statistics
 import subprocess
 import sys
@@ -374,6 +375,7 @@ def main() -> None:
             bench.all(args.only)
     finally:
         bench.server.stop()
+        shutil.rmtree(bench.tmp, ignore_errors=True)  # the throwaway app, its cases and reports
     table = bench.table()
     print()
     print(table)

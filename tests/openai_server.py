@@ -214,7 +214,8 @@ class _Server(ThreadingHTTPServer):
 class OpenAIServer:
     """Start with ``start()`` (or as a context manager); ``url`` is the API base ending in /v1."""
 
-    def __init__(self, responder: Callable[[dict[str, Any]], Answer] = echo, port: int = 0):
+    def __init__(self, responder: Callable[[dict[str, Any]], Answer] = echo, port: int = 0, tls: tuple[str, str] | None = None):
+        """``tls``: (certificate file, key file) to serve HTTPS instead of HTTP."""
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -226,11 +227,19 @@ class OpenAIServer:
         self.retry_headers: dict[str, str] = {}
         self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.owner = self
+        self.scheme = "http"
+        if tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            self.scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def host(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self._server.server_address[1]}"
 
     @property
     def url(self) -> str:

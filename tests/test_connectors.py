@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import ssl
+import subprocess
+import sys
 import time
 
 import pytest
 
 from agenttest.connectors import ChatRequest, ConnectorSpec, create
-from agenttest.connectors.openai import normalize_base_url
+from agenttest.connectors.openai import normalize_base_url, verifying_context
 from agenttest.connectors.throttle import Traffic
 from agenttest.errors import AgentTestError, CallError as AgentError
-from helpers import Answer
+from helpers import REPO, Answer, AppBuilder, OpenAIServer
 
 KEY = "sk-live-DO-NOT-LEAK-123456"
 
@@ -306,3 +310,81 @@ def test_start_makes_the_first_client_before_any_call(server):
     made = list(conn._clients)
     assert len(made) == 1 and server.requests == []
     assert complete(conn).content == "ok" and len(server.requests) == 1
+
+
+TLS = (str(REPO / "tests" / "tls" / "localhost.pem"), str(REPO / "tests" / "tls" / "localhost.key"))  # self-signed, for 127.0.0.1
+
+
+def test_the_prepared_tls_context_is_the_one_the_sdk_would_make():
+    """The context made on another thread while the SDK imports verifies as the SDK's transport's own does."""
+    httpcore2 = pytest.importorskip("httpcore2")  # the SDK's transport library (openai >= 3)
+    ours, theirs = verifying_context(), httpcore2.default_ssl_context()
+    assert isinstance(ours, ssl.SSLContext)
+    assert (ours.verify_mode, ours.check_hostname, ours.protocol) == (ssl.CERT_REQUIRED, True, theirs.protocol)
+    assert (ours.options, ours.minimum_version, ours.verify_flags) == (theirs.options, theirs.minimum_version, theirs.verify_flags)
+    assert ours.cert_store_stats() == theirs.cert_store_stats()
+
+
+def test_the_first_client_uses_the_prepared_tls_context_and_platform(server, monkeypatch):
+    """Made on another thread as the connector is made; the client is given it (the SDK does not make its own)."""
+    import platform
+
+    from agenttest.connectors.openai import prepared_context
+
+    monkeypatch.delenv("AGENTTEST_HTTP", raising=False)
+    conn = connector(server)
+    context = prepared_context()
+    assert isinstance(context, ssl.SSLContext) and context.verify_mode == ssl.CERT_REQUIRED
+    conn.start()
+    transport = conn._clients[0]._client._transport  # the SDK's aiohttp transport
+    assert transport.ssl_context is context
+    assert platform._platform_cache  # platform.platform() ran: the SDK's headers need no `uname -p` of their own
+    asyncio.run(conn.aclose())
+
+
+def test_the_prepared_tls_context_follows_ssl_cert_file(monkeypatch):
+    monkeypatch.setenv("SSL_CERT_FILE", TLS[0])
+    context = verifying_context()
+    assert context.cert_store_stats()["x509_ca"] == 1 and context.verify_mode == ssl.CERT_REQUIRED
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_tls_failures_say_why_and_are_not_retried(monkeypatch, transport):
+    """An untrusted certificate, or https:// to a plain HTTP server: one attempt, an error that says what to
+    do (another attempt would fail the same way)."""
+    from agenttest.connectors.base import Retryable
+
+    monkeypatch.setenv("AGENTTEST_HTTP", transport)
+    for tls, expected in ((TLS, "its TLS certificate is not trusted .*self-signed certificate.*SSL_CERT_FILE"),
+                          (None, r"the TLS handshake failed \(WRONG_VERSION_NUMBER\) — is it http://, not https://\?")):
+        with OpenAIServer(tls=tls) as server:
+            host = server.host.replace("http://", "https://")
+            conn = Traffic(4).wrap(create(ConnectorSpec("x", "openai", {"model": "m", "host": host, "key": KEY, "max_retries": 3})))
+            with pytest.raises(AgentError, match=f"cannot connect to 127.0.0.1:{host.rsplit(':', 1)[1]}: {expected}") as caught:
+                complete(conn)
+            assert not isinstance(caught.value, Retryable) and "retries" not in str(caught.value)
+            assert not server.requests
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_an_https_endpoint_is_verified_against_the_trust_store(tmp_path, trusted):
+    """A run against an HTTPS endpoint with a self-signed certificate: refused, saying why, unless
+    SSL_CERT_FILE trusts that certificate; then it passes."""
+    with OpenAIServer(tls=TLS) as server:
+        app = AppBuilder(tmp_path, server)
+        app.agent("bot")
+        env = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+        env["FAKE_OPENAI_KEY"] = KEY
+        if trusted:
+            env["SSL_CERT_FILE"] = TLS[0]
+        run = subprocess.run([sys.executable, "-m", "agenttest", "-m", "hi", "-n", "bot", "-o", "r.json", "--no-history"],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    if trusted:
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert server.bodies()[0]["messages"][-1]["content"] == "hi"
+    else:
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert not server.bodies()
+        error = json.loads((tmp_path / "r.json").read_text())["results"][0]["error"]
+        assert "TLS certificate is not trusted" in error and "(after" not in error, error  # said at once, not retried
+    assert KEY not in run.stdout + run.stderr

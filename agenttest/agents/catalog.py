@@ -106,10 +106,14 @@ class Catalog:
         for name in dict.fromkeys(modules):
             importlib.import_module(name)
         if "openai" in modules:  # the SDK's aiohttp transport imports aiohttp (~65 ms) when its first client is made
-            try:
-                importlib.import_module("openai._vendor.httpx_aiohttp.transport")
-            except ImportError:  # another SDK version, or no aiohttp: each worker imports what it needs
-                pass
+            for name in ("openai._vendor.httpx_aiohttp.transport", "httpcore2"):
+                try:
+                    importlib.import_module(name)
+                except ImportError:  # another SDK version, or no aiohttp: each worker imports what it needs
+                    pass
+            from agenttest.connectors.openai import prepared_context
+
+            prepared_context()  # the preparing thread ends before a fork
 
     def forked(self) -> None:
         """In a forked worker: make the connectors again, since their network clients belong to the controller's

@@ -53,6 +53,25 @@ def connection_failure(exc: BaseException) -> tuple[str, str]:
     return "connection", f"{type(cause).__name__}: {cause}"
 
 
+def tls_failure(exc: BaseException) -> str | None:
+    """What went wrong in the TLS handshake, or None if it was not TLS: an untrusted or mismatched
+    certificate, or TLS spoken to what is not a TLS server. Another attempt fares no better."""
+    import ssl
+
+    nodes = _chain(exc)
+    nodes += [inner for n in nodes for inner in (getattr(n, "certificate_error", None), getattr(n, "os_error", None))
+              if isinstance(inner, BaseException)]  # aiohttp keeps the ssl module's error beside its own
+    errors = [n for n in nodes if isinstance(n, ssl.SSLError)]
+    if not errors:
+        return None
+    error = next((n for n in errors if type(n).__module__ == "ssl"), errors[0])  # the ssl module's own says most
+    why = getattr(error, "verify_message", None) or getattr(error, "reason", None) or str(error)
+    if isinstance(error, ssl.SSLCertVerificationError) or any(isinstance(n, ssl.SSLCertVerificationError) for n in errors):
+        return f"its TLS certificate is not trusted ({why}); if your own CA signed it, point SSL_CERT_FILE at a bundle that holds it"
+    hint = " — is it http://, not https://?" if "WRONG_VERSION_NUMBER" in f"{why} {error}" else ""
+    return f"the TLS handshake failed ({why}){hint}"
+
+
 def disguised(exc: BaseException) -> bool:
     """Whether a "timeout" is a connection failure in disguise: the SDK's aiohttp transport maps every
     aiohttp connection error — refused, reset, server disconnected — to httpx's ConnectTimeout."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
+import threading
 from typing import Any
 from urllib.parse import urlparse
 
@@ -18,7 +20,7 @@ from agenttest.model.parameters import CHAT_PARAMETERS, not_sent, request_option
 from agenttest.util.secrets import redact
 from agenttest.util.text import shorten
 from agenttest.connectors.base import ChatRequest, ConnectorSpec, Retryable, register
-from agenttest.connectors.httpfailures import connection_failure, disguised, retry_after
+from agenttest.connectors.httpfailures import connection_failure, disguised, retry_after, tls_failure
 
 # read by agent-test, never sent
 _OWN = {"model", "host", "base_url", "proxy", "key", "api_key", "stream", "max_retries", "rate_limit_retries", "timeout",
@@ -35,6 +37,81 @@ MAX_ARGUMENT_DEPTH = 64  # tool-call arguments nested deeper are refused, not pa
 SHARD = 32
 
 
+class _Prepared:
+    """What the SDK's first request needs and computes on the critical path, made on another thread while
+    the SDK imports (~0.8 s of the main thread's time): the verifying TLS context its aiohttp transport builds
+    (the CA bundle parsed by OpenSSL, ~45 ms, the GIL released) and the platform its headers name (which runs
+    ``uname -p`` in a subprocess, ~15 ms). Started when the first openai connector is made; waited for before
+    a client is made and before a worker forks (``Catalog.import_sdks``), so a worker inherits both."""
+
+    def __init__(self) -> None:
+        self.context: Any = None
+        self.thread = threading.Thread(target=self._run, name="agenttest-prepare", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        import platform
+
+        try:
+            platform.platform()  # cached by the platform module, as is the os-release file below
+            platform.freedesktop_os_release()
+        except Exception:  # noqa: BLE001 — the SDK asks again and copes with whatever it finds
+            pass
+        try:
+            self.context = verifying_context()
+        except Exception:  # noqa: BLE001 — the SDK builds its own, and reports what is wrong with it
+            self.context = None
+
+    def wait(self) -> Any:
+        self.thread.join()
+        return self.context
+
+
+_PREPARED: _Prepared | None = None
+
+
+def prepare() -> None:
+    """Start the preparation (once per process)."""
+    global _PREPARED
+    if _PREPARED is None:
+        _PREPARED = _Prepared()
+
+
+def prepared_context() -> Any:
+    """The TLS context prepared in the background (None: let the SDK make its own)."""
+    return _PREPARED.wait() if _PREPARED is not None else None
+
+
+def verifying_context() -> Any:
+    """The TLS context the SDK's transport makes by default on Linux (httpcore2's ``default_ssl_context``):
+    certificates verified against ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else OpenSSL's compiled-in
+    bundle, else the usual distribution paths. None elsewhere (macOS and Windows use the system's trust
+    store through ``truststore``): the SDK then makes its own."""
+    import ssl
+
+    if not sys.platform.startswith("linux"):
+        return None
+    if cafile := os.environ.get("SSL_CERT_FILE"):
+        return ssl.create_default_context(cafile=cafile)
+    if capath := os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context(capath=capath)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    paths = ssl.get_default_verify_paths()
+    cafile = paths.openssl_cafile if os.path.isfile(paths.openssl_cafile) else None
+    capath = paths.openssl_capath if os.path.isdir(paths.openssl_capath) else None
+    if capath and not cafile and not any(re.fullmatch(r"[0-9a-fA-F]{8}\.\d", f) for f in os.listdir(capath)):
+        capath = None
+    if not cafile and not capath:
+        cafile = next(filter(os.path.isfile, _CA_FILES), None)
+    if cafile or capath:
+        context.load_verify_locations(cafile, capath)
+    return context
+
+
+_CA_FILES = ("/etc/ssl/cert.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/pki/tls/cert.pem",
+             "/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/ca-bundle.pem")
+
+
 def http_client(timeout: float) -> Any | None:
     """The SDK's aiohttp transport (``openai[aiohttp]``: ~0.7× the CPU per call of its default httpx
     one, bench/RESULTS.md), or None for the SDK's default httpx client when aiohttp is not installed.
@@ -44,7 +121,8 @@ def http_client(timeout: float) -> Any | None:
     try:
         from openai import DefaultAioHttpClient
 
-        return DefaultAioHttpClient(timeout=timeout)
+        context = prepared_context()
+        return DefaultAioHttpClient(timeout=timeout, **({"verify": context} if context is not None else {}))
     except (ImportError, RuntimeError):  # an SDK without it, or the aiohttp extra not installed
         return None
 
@@ -84,6 +162,7 @@ class OpenAIConnector:
         self._shard = SHARD  # calls in flight per client; unbounded once the first client is on aiohttp
         # The SDK's import takes 0.7–1 s (``openai.types`` builds every API model with pydantic); made lazily,
         # it was the first case's latency, and its deadline's. Connectors are made while resolving, before any case.
+        prepare()  # meanwhile, on another thread
         import openai  # noqa: F401
 
     def _client(self) -> Any:
@@ -161,7 +240,10 @@ class OpenAIConnector:
         finally:
             self._in_flight -= 1
 
-    def _connection_failure(self, exc: BaseException) -> Retryable:
+    def _connection_failure(self, exc: BaseException) -> CallError:
+        tls = tls_failure(exc)
+        if tls is not None:  # not retried: it fails the same way every time
+            return CallError(self._text(f"cannot connect to {self.where}: {tls}"))
         kind, why = connection_failure(exc)
         verb = "cannot reach" if kind == "unreachable" else "connection to"
         return Retryable(self._text(f"{verb} {self.where}{'' if kind == 'unreachable' else ' failed'}: {why}"), kind, self.where)  # type: ignore[arg-type]
