@@ -4,6 +4,10 @@ The public API: the data that flows (cases, results, reports), the errors, and t
 registry per plug-in kind (``plugins.ASSERTIONS``, ``CONNECTORS``, ``REPORTS``, ``SOURCES``, ``MODES``)
 and the decorators that add to them (``register_assertion``, ``register_connector``, ``register_report``)."""
 
+from agenttest.util import classcache as _classcache
+
+_classcache.install(__path__[0])  # before any of agenttest's dataclasses is made
+
 from agenttest import plugins
 from agenttest.assertions import Observation
 from agenttest.assertions import register as register_assertion

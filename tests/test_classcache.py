@@ -1,0 +1,164 @@
+"""The kept code of agenttest's dataclasses (agenttest/util/classcache.py): a class made from it behaves as
+``dataclasses`` makes it; other packages' classes are left alone; the file is read and written as Python's
+own bytecode is."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import subprocess
+import sys
+import types
+
+import pytest
+
+from agenttest.util import classcache
+
+pytestmark = pytest.mark.skipif(not classcache._installed, reason="only on the Python versions whose dataclasses it mirrors")
+
+SOURCE = '''
+import dataclasses
+from typing import Any
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Point:
+    x: int
+    y: int = 0
+    tags: tuple[str, ...] = ()
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Named:
+    name: str
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+@dataclasses.dataclass
+class Plain:
+    items: list[int] = dataclasses.field(default_factory=list)
+    count: int = 0
+'''
+
+
+def make(module_name: str) -> types.ModuleType:
+    """SOURCE's classes, made in a module of that name (pickle finds them there)."""
+    module = types.ModuleType(module_name)
+    sys.modules[module_name] = module
+    exec(compile(SOURCE, f"<{module_name}>", "exec", dont_inherit=True), module.__dict__)  # annotations evaluated
+    return module
+
+
+@pytest.fixture
+def modules():
+    made = []
+
+    def _make(name):
+        made.append(name)
+        return make(name)
+
+    yield _make
+    for name in made:
+        sys.modules.pop(name, None)
+
+
+def test_a_class_made_from_the_kept_code_behaves_as_dataclasses_makes_it(modules):
+    ours = modules("agenttest._probe_ours")
+    original = dataclasses._create_fn
+    try:  # the same source through the standard library's own _create_fn
+        dataclasses._create_fn = classcache._original
+        theirs = modules("agenttest._probe_theirs")
+    finally:
+        dataclasses._create_fn = original
+    for name in ("Point", "Named", "Plain"):
+        a, b = getattr(ours, name), getattr(theirs, name)
+        for method in ("__init__", "__repr__", "__eq__", "__setattr__", "__delattr__", "__hash__"):
+            fa, fb = getattr(a, method), getattr(b, method)
+            if isinstance(fa, types.FunctionType):
+                assert fa.__code__.co_code == fb.__code__.co_code, (name, method)
+                assert {k: str(v) for k, v in fa.__annotations__.items()} == {k: str(v) for k, v in fb.__annotations__.items()}
+                assert fa.__defaults__ == fb.__defaults__ and fa.__kwdefaults__ == fb.__kwdefaults__
+    p = ours.Point(1, tags=("a",))
+    assert repr(p) == "Point(x=1, y=0, tags=('a',))" and p == ours.Point(1, 0, ("a",)) and hash(p) == hash(ours.Point(1, 0, ("a",)))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.x = 2  # type: ignore[misc]
+    assert dataclasses.replace(p, y=5) == ours.Point(1, 5, ("a",)) and pickle.loads(pickle.dumps(p)) == p
+    with pytest.raises(TypeError):
+        ours.Named("positional")  # kw_only
+    n = ours.Named(name="n")
+    assert n.extra == {} and n.extra is not ours.Named(name="m").extra  # default_factory: a new dict each time
+    assert ours.Point.__init__.__annotations__["x"] is int  # evaluated, not strings: no __future__ flag leaked in
+    plain = ours.Plain()
+    plain.count = 3
+    assert plain == ours.Plain([], 3) and ours.Plain.__hash__ is None
+
+
+def test_the_same_text_is_compiled_once(modules):
+    modules("agenttest._probe_once_a")
+    before = classcache._added
+    modules("agenttest._probe_once_b")  # the same classes again: every method's text is already kept
+    assert classcache._added == before
+
+
+def test_other_packages_classes_are_left_to_dataclasses(modules):
+    kept = len(classcache._codes)
+    module = modules("someone_else._probe")
+    assert len(classcache._codes) == kept
+    assert module.Point(2) == module.Point(2, 0)
+
+
+def test_kept_code_is_written_and_read_back(tmp_path, monkeypatch, modules):
+    path = tmp_path / "__pycache__" / "dataclasses.test.bin"
+    monkeypatch.setattr(classcache, "_path", str(path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    modules("agenttest._probe_saved")
+    monkeypatch.setattr(classcache, "_added", 1)
+    classcache.save()
+    assert classcache._added == 0 and not list(path.parent.glob("*.tmp"))
+    loaded = classcache._load(str(path))
+    assert loaded.keys() == classcache._codes.keys()
+    assert all(loaded[t].co_code == c.co_code for t, c in classcache._codes.items())
+
+
+def test_nothing_is_written_when_bytecode_is_not(tmp_path, monkeypatch):
+    path = tmp_path / "dataclasses.test.bin"
+    monkeypatch.setattr(classcache, "_path", str(path))
+    monkeypatch.setattr(classcache, "_added", 1)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    classcache.save()
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"not marshal at all", b"\x00\x00\x00\x00" + b"x" * 40])
+def test_a_missing_damaged_or_foreign_file_is_ignored(tmp_path, content):
+    path = tmp_path / "dataclasses.test.bin"
+    assert classcache._load(str(path)) == {}
+    path.write_bytes(content)
+    assert classcache._load(str(path)) == {}
+    path.write_bytes(classcache._magic() + b"\xff\xfe garbage")
+    assert classcache._load(str(path)) == {}
+
+
+def test_a_read_only_folder_is_not_an_error(tmp_path, monkeypatch):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        monkeypatch.setattr(classcache, "_path", str(folder / "__pycache__" / "x.bin"))
+        monkeypatch.setattr(classcache, "_added", 1)
+        monkeypatch.setattr(sys, "dont_write_bytecode", False)
+        classcache.save()  # no exception
+        assert os.getuid() == 0 or not (folder / "__pycache__").exists()
+    finally:
+        folder.chmod(0o700)
+
+
+def test_a_fresh_interpreter_uses_the_kept_file(tmp_path):
+    """A run writes the file at exit; the next one compiles nothing anew."""
+    probe = ("import agenttest.cli, agenttest.session; from agenttest.util import classcache as c; "
+             "print(c._added, len(c._codes))")
+    if not os.access(os.path.dirname(os.path.dirname(classcache._path or "")), os.W_OK):
+        pytest.skip("agenttest is installed read-only here: nothing can be kept")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    first = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+    second = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+    added, kept = (int(x) for x in second.stdout.split())
+    assert added == 0 and kept >= 300, (first.stdout, second.stdout)
