@@ -6,6 +6,7 @@ a module that, when imported, adds itself to a registry; third-party modules are
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -107,6 +108,8 @@ def load() -> None:
     if "entry points" in _loaded:
         return
     _loaded.add("entry points")
+    if not _may_have_plugins():
+        return
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=GROUP):
@@ -114,3 +117,33 @@ def load() -> None:
             ep.load()
         except Exception as exc:
             raise AgentTestError(f"plug-in '{ep.name}' ({ep.value}) failed to import: {type(exc).__name__}: {exc}") from None
+
+
+def _may_have_plugins() -> bool:
+    """Whether any installed distribution may declare an ``agenttest.plugins`` entry point: a look at the
+    ``entry_points.txt`` files on ``sys.path`` (~1 ms) before ``importlib.metadata`` (~20 ms to import and
+    scan every distribution). Anything it cannot look through itself — a zip on the path, a finder of
+    distributions other than the standard one — counts as a maybe."""
+    import sys
+    from importlib.machinery import PathFinder
+
+    if any(getattr(f, "find_distributions", None) is not None and f is not PathFinder for f in sys.meta_path):
+        return True
+    marker = f"[{GROUP}]"
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            names = os.listdir(folder)
+        except NotADirectoryError:  # a zip or an egg file
+            return True
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")):
+                try:
+                    with open(os.path.join(folder, name, "entry_points.txt"), encoding="utf-8", errors="replace") as fh:
+                        if marker in fh.read():
+                            return True
+                except OSError:  # no entry points, or an .egg-info that is a file
+                    continue
+    return False

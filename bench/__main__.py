@@ -114,6 +114,16 @@ def _compiled(package: str) -> None:
     if spec is not None and spec.submodule_search_locations:
         for folder in spec.submodule_search_locations:
             compileall.compile_dir(folder, quiet=1)
+    # and the compiled dataclass methods agenttest keeps beside its bytecode (agenttest/util/classcache.py),
+    # which a first run writes unless PYTHONDONTWRITEBYTECODE is set
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-c", WARM], env=env, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+# every module a run imports, so that the kept dataclass methods cover them all
+WARM = ("import importlib, pkgutil, agenttest\n"
+        "for m in pkgutil.walk_packages(agenttest.__path__, 'agenttest.'):\n"
+        "    try:\n        importlib.import_module(m.name)\n    except Exception:\n        pass\n")
 
 
 def cli() -> list[str]:

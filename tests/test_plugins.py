@@ -197,3 +197,24 @@ def test_built_in_report_formats_are_known_at_once_and_imported_when_asked_for(t
     with pytest.raises(AgentTestError) as bad:
         reporting.check_path(str(tmp_path / "report.htm"))
     assert "did you mean '.html'?" in bad.value.format_message()
+
+
+def test_the_quick_look_for_plugins_finds_what_importlib_metadata_would(tmp_path, monkeypatch):
+    """plugins.load() reads importlib.metadata only when a distribution on sys.path may declare a plug-in."""
+    import sys
+    from importlib.metadata import entry_points
+
+    from agenttest.plugins import GROUP, _may_have_plugins
+
+    assert _may_have_plugins() == bool(list(entry_points(group=GROUP)))  # this environment as it is
+    site = _installed(tmp_path, "demo", PLUGIN)
+    monkeypatch.setattr(sys, "path", [str(site), *sys.path])
+    assert _may_have_plugins() and [ep.name for ep in entry_points(group=GROUP)] == ["demo"]
+    other = tmp_path / "other"
+    (other / "x-1.0.dist-info").mkdir(parents=True)
+    (other / "x-1.0.dist-info" / "entry_points.txt").write_text("[console_scripts]\nx = x:main\n")
+    monkeypatch.setattr(sys, "path", [str(other)])
+    assert not _may_have_plugins()  # entry points, but none of ours
+    (tmp_path / "lib.zip").write_bytes(b"PK\x05\x06" + b"\x00" * 18)
+    monkeypatch.setattr(sys, "path", [str(other), str(tmp_path / "lib.zip")])
+    assert _may_have_plugins()  # a zip on the path: not looked into, so importlib.metadata decides
