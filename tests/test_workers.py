@@ -264,3 +264,42 @@ def test_results_cross_the_channel_unchanged():
 
     pattern = pickle.loads(workers._pickled(("result", 1, ToolCall("t", {}, "i", re.compile("a+b"), None, 0.0))))[2].result
     assert pattern.pattern == "a+b"  # a type only copyreg knows how to pickle still crosses
+
+
+def test_a_frame_the_other_end_waits_for_is_written_at_once_others_in_one_write_per_loop_turn():
+    """``at_once`` (a case for a worker, or a worker's last result) leaves before the loop turns; other frames
+    of one turn go out together."""
+    import asyncio
+    import pickle
+    import socket
+
+    from agenttest.runner.workers import Channel
+
+    async def go():
+        ours, theirs = socket.socketpair()
+        theirs.setblocking(False)
+        channel = await Channel.open(ours)
+
+        def waiting() -> bytes:
+            try:
+                return theirs.recv(65536)
+            except BlockingIOError:
+                return b""
+
+        channel.send(("beat",))
+        channel.send(("beat",))
+        assert waiting() == b""  # buffered until the loop turns
+        channel.send(("run", 3), at_once=True)
+        data = waiting()
+        frames = []
+        while data:
+            size = int.from_bytes(data[:4], "big")
+            frames.append(pickle.loads(data[4:4 + size]))
+            data = data[4 + size:]
+        assert frames == [("beat",), ("beat",), ("run", 3)]  # in order, the earlier ones with it
+        await asyncio.sleep(0)
+        assert waiting() == b""  # nothing written twice
+        channel.close()
+        theirs.close()
+
+    asyncio.run(go())

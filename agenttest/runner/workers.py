@@ -88,17 +88,17 @@ class Channel:
         reader, writer = await asyncio.open_connection(sock=sock, limit=2**24)
         return cls(reader, writer)
 
-    def send(self, message: tuple[Any, ...], now: bool = False) -> None:
+    def send(self, message: tuple[Any, ...], now: bool = False, at_once: bool = False) -> None:
         """Frames sent in one turn of the loop go out in one write; ``now`` writes every EAGER frames (a worker's
         results: the controller handles them while the worker runs the next cases, instead of the two taking
-        turns)."""
+        turns); ``at_once`` writes this frame (and any before it) now: the other end is waiting for it."""
         if self.writer.is_closing():
             return
         data = _pickled(message)
-        if not self._out:
+        if not self._out and not at_once:
             asyncio.get_running_loop().call_soon(self._flush)
         self._out += (len(data).to_bytes(4, "big"), data)
-        if now and len(self._out) >= 2 * EAGER:
+        if at_once or (now and len(self._out) >= 2 * EAGER):
             self._flush()
 
     def _flush(self) -> None:
@@ -156,7 +156,7 @@ class LocalWorker:
         if self.lost is not None:
             raise WorkerLost(self.lost)
         fut = self.pending[unit.index] = asyncio.get_running_loop().create_future()
-        self.channel.send(("run", unit.index))
+        self.channel.send(("run", unit.index), at_once=True)  # the worker may have nothing else to do
         try:
             return await fut
         except asyncio.CancelledError:
@@ -339,7 +339,7 @@ async def serve(sock: socket.socket, plan: Plan, caller: Caller) -> None:
             kind = message[0]
             if kind == "run":
                 unit = by_index[message[1]]
-                tasks[unit.index] = task = loop.create_task(_one(unit, plan, caller, channel))
+                tasks[unit.index] = task = loop.create_task(_one(unit, plan, caller, channel, tasks))
                 task.add_done_callback(lambda _, i=unit.index: tasks.pop(i, None))  # type: ignore[misc]
             elif kind == "cancel" and message[1] in tasks:
                 tasks[message[1]].cancel()
@@ -372,14 +372,16 @@ async def _beat(channel: Channel) -> None:
         await asyncio.sleep(HEARTBEAT)
 
 
-async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel) -> None:
+async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel, running: dict[int, Any]) -> None:
     try:
         result = await run_case(unit.item, unit.run, unit.index, plan, caller)
     except asyncio.CancelledError:
         channel.send(("cancelled", unit.index))
         return
     try:
-        channel.send(("result", unit.index, result, tapes_of(unit.item.case, caller), caller.catalog.secrets.state()), now=True)
+        # the last case running here: the controller is waiting for this result to send the next case
+        channel.send(("result", unit.index, result, tapes_of(unit.item.case, caller), caller.catalog.secrets.state()),
+                     now=True, at_once=len(running) <= 1)
     except Exception as exc:  # noqa: BLE001 — e.g. user data in the result that cannot be pickled
         message, tb = internal_error(exc)
         failed = CaseResult(result.id, "error", result.name, result.input, error=f"the result could not be sent: {message}",
