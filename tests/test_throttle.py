@@ -54,22 +54,43 @@ def test_halves_on_a_429_once_per_epoch_then_grows_back_one_per_success():
         assert t.in_flight == 8 and t.limit == 8
         t.rate_limited(epochs[0])
         assert t.limit == 4 and t.recover_to == 7
-        t.rate_limited(epochs[1])  # sent before the decrease: already answered by it
-        assert t.limit == 4
+        t.rate_limited(epochs[1])  # sent before the decrease: not halved again, but one fewer of them was accepted
+        assert t.limit == 4 and t.recover_to == 6
         for _ in range(8):
             t.release()
-        for expected in (5, 6, 7):  # back to the last good level, one per success
+        for expected in (5, 6):  # back to the last good level, one per success
             t.succeeded()
             assert t.limit == expected
-        for _ in range(3 * 7 - 1):  # past it: one per three windows of successes
+        for _ in range(3 * 6 - 1):  # past it: one per three windows of successes
             t.succeeded()
-        assert t.limit == 7
+        assert t.limit == 6
         t.succeeded()
+        assert t.limit == 7
+        for _ in range(3 * 7):
+            t.succeeded()
         assert t.limit == 8
         for _ in range(50):
             t.succeeded()
         assert t.limit == 8  # never above the ceiling
         assert t.load().lowest_limit == 4 and t.load().rate_limited == 2
+
+    asyncio.run(go())
+
+
+def test_a_burst_that_meets_a_limit_settles_at_what_was_accepted_in_one_wave():
+    """20 sent at once to an endpoint that takes 4: 16 are refused. The first 429 halves; each further one of
+    that burst says one fewer was accepted — the limit is 4 at once, not after more waves of 429s."""
+    async def go():
+        t = Throttle("x", Limits(ceiling=20))
+        epochs = [await t.acquire() for _ in range(20)]
+        for e in epochs[4:]:
+            t.rate_limited(e)
+            t.release()
+        assert (t.limit, t.recover_to) == (4, 4) and t.load().lowest_limit == 4
+        for e in epochs[:4]:
+            t.release()
+            t.succeeded()
+        assert t.limit == 4  # the level that worked; probing past it is slow
 
     asyncio.run(go())
 

@@ -152,11 +152,17 @@ class Throttle:
         self._wake()
 
     def rate_limited(self, epoch: int) -> None:
-        """A 429 for a call sent in ``epoch`` (call before ``release``): halve, once per epoch."""
+        """A 429 for a call sent in ``epoch`` (call before ``release``): halve, once per epoch. Each further 429
+        of a call sent before that decrease lowers the level to grow back to by one (one fewer of those calls
+        was accepted): a burst of 20 that meets a limit of 4 settles at 4 at once, not after waves of 429s."""
         self.stats["rate_limited"] += 1
         self._failures_in_a_row = 0
-        if epoch != self.epoch:
-            return  # sent before the last decrease: that decrease already answered it
+        if epoch != self.epoch:  # sent before the last decrease: that decrease already answered it
+            if epoch == self.epoch - 1 and self.recover_to > 1:
+                self.recover_to -= 1
+                self.limit = min(self.limit, self.recover_to)
+                self.lowest = min(self.lowest, self.limit)
+            return
         if self._probing:  # one step past the last good level was one too many: back to it, not halved
             self.limit = self.recover_to = max(1, self.limit - 1)
             self.epoch, self._probe, self._probing = self.epoch + 1, 0, False
