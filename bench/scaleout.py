@@ -23,8 +23,7 @@ def _row(b: Any, name: str, wall: str, ideal: str, ratio: str, cpu: str, target:
 def start_up(b: Any) -> None:
     """The worker model's start-up against the cases in the controller's own process."""
     path = b.cases("first-w", standard_cases(1))
-    worker = _to_first_request(b, _command(path))
-    inline = _to_first_request(b, _command(path) + ["--workers", "0"])
+    worker, inline = _to_first_request(b, _command(path), _command(path) + ["--workers", "0"])
     _row(b, "start-up to the first request, one worker process (best of 5)", f"{worker:.3f} s", f"{inline:.3f} s",
          f"{worker - inline:+.3f} s", "—", "≤ in-process + 0.05 s", worker <= inline + 0.05)
     _row(b, "  the same in the controller's process (--workers 0)", f"{inline:.3f} s", "—", "—", "—", "(its ideal)", None)
