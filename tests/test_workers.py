@@ -181,6 +181,8 @@ def test_the_same_suite_gives_the_same_verdicts_in_process_and_with_one_or_two_w
     got = report(out)["results"]
     assert [(r["id"], r["run"], r["status"]) for r in got] == [(f"c{i:02d}", run, "failed" if i % 3 == 0 else "passed")
                                                                 for i in range(12) for run in (1, 2)]
+    cases = {json.loads(line)["id"]: json.loads(line)["input"] for line in path.read_text().splitlines() if line.strip()}
+    assert all(r["input"] == cases[r["id"]] for r in got)  # a worker sends a result without its input; it is put back
 
 
 def test_rate_limits_are_for_the_whole_run_with_two_workers(app, server):
@@ -303,3 +305,25 @@ def test_a_frame_the_other_end_waits_for_is_written_at_once_others_in_one_write_
         theirs.close()
 
     asyncio.run(go())
+
+
+def test_a_result_crosses_without_its_cases_input_which_the_controller_puts_back():
+    """The result's input is its case's own object: pickled without it (less to send, and the controller's
+    results share their cases' inputs instead of holding copies); any other input is sent as it is."""
+    import pickle
+
+    from agenttest.model import CaseResult
+    from agenttest.runner import workers
+
+    history = [{"role": "user", "content": "hi " * 100}]
+    result = CaseResult("c", "passed", "name", history, output="ok")
+    workers._leaving_out[0] = history
+    try:
+        light = workers._pickled(("result", 1, result))
+        other = CaseResult("c", "passed", "name", [dict(m) for m in history], output="ok")  # equal, not the same object
+        heavy = workers._pickled(("result", 1, other))
+    finally:
+        workers._leaving_out[0] = None
+    assert pickle.loads(light)[2].input is None and len(light) < len(heavy) - 250
+    assert pickle.loads(heavy)[2].input == history
+    assert pickle.loads(workers._pickled(("result", 1, result)))[2].input == history  # nothing left out otherwise
