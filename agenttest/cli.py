@@ -335,7 +335,7 @@ def run_command(**flags: Any) -> None:
     finish(work, events=flags["json"])
 
 
-@main.command("diff", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@main.command("diff", short_help="Compare two JSON reports case by case: regressed, fixed, flaky, …", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("base", metavar="BASE")
 @click.argument("new", metavar="NEW")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
@@ -365,7 +365,7 @@ def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on_regressi
     finish(work)
 
 
-@main.command("merge", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@main.command("merge", short_help="Join the JSON reports of shards (--shard K/N) into one.", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("reports", nargs=-1, required=True, metavar="REPORT...")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
               help="The merged report (several allowed); format by extension: .json .jsonl .md .html .xml")
@@ -397,7 +397,7 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...]) -> None:
     finish(work)
 
 
-@main.command("history", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@main.command("history", short_help="List the recorded runs, newest first, with their pass rates.", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--history", "history_file", metavar="FILE", help="The history database  [default: .agent-test/history.sqlite in the app root]")
 @click.option("--app", "app_dir", metavar="DIR", help="App root  [default: the nearest folder with assistants/ above the current one]")
 @click.option("-n", "--limit", default=20, show_default=True, type=click.IntRange(1, None), metavar="N", help="Show the last N runs.")
@@ -418,7 +418,7 @@ def history_command(history_file: str | None, app_dir: str | None, limit: int) -
     finish(work)
 
 
-@main.command("view", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@main.command("view", short_help="Serve the run history (or one report) in the viewer.", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("report", required=False, metavar="[REPORT.json]")
 @click.option("--port", default=8642, show_default=True, type=click.IntRange(0, 65535), metavar="N", help="Port on 127.0.0.1 (0: any free one).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the web browser  [default: print its address]")
@@ -455,7 +455,7 @@ def view_command(report: str | None, port: int, open_browser: bool, history_file
     finish(work)
 
 
-@main.command("init")
+@main.command("init", short_help="Make a working app in DIR: an agent, tools, cases, hooks.")
 @click.argument("folder", default=".", metavar="[DIR]")
 def init_command(folder: str) -> None:
     """Make a working app in DIR: an agent with a tool, worker agents, cases, hooks and a script test."""

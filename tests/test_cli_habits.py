@@ -262,3 +262,12 @@ def test_the_console_says_mixed_modes_replay_what_was_not_run_and_missed_optiona
     tree = verbose.stdout[verbose.stdout.index("[fail-wrong-word]"):].splitlines()
     last = next(i for i, line in enumerate(tree) if line.startswith("  └─"))
     assert any("✗ contains" in line for line in tree[:last]) and not any(line.startswith("  │") for line in tree[last:])
+
+
+def test_the_command_list_in_help_is_not_cut_off():
+    """A new user's trial read 'Compare two JSON reports case by case: regressed, fixed, still failing, new,...'."""
+    r = subprocess.run([sys.executable, "-m", "agenttest", "--help"], capture_output=True, text=True, cwd=REPO)
+    listed = r.stdout.split("Commands", 1)[1].split("Examples", 1)[0]
+    assert r.returncode == 0 and "..." not in listed
+    for name in ("diff", "merge", "history", "view", "init"):
+        assert f"\n  {name} " in listed, listed

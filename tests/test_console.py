@@ -115,3 +115,20 @@ def test_lines_as_the_design_draws_them(offline_app, tmp_path):
     header = [line.split(":")[0] for line in out.splitlines() if line.startswith("ℹ")]
     assert header == ["ℹ Agent", "ℹ Connector", "ℹ Input", "ℹ Timeout"]
     assert "❌ 1 failed — 1 of 4 tests did not pass" in out
+
+
+@pytest.mark.parametrize("errors, said", [(1, "❌ 1 error — 1 of 1 test did not pass"), (3, "❌ 3 errors — 3 of 3 tests did not pass")])
+def test_the_closing_line_counts_errors_in_the_plural(tmp_path, errors, said):
+    """A new user's trial read '3 error — …'."""
+    from helpers import cli
+
+    app = tmp_path / "app"
+    (app / "assistants" / "bot").mkdir(parents=True)
+    (app / "connectors").mkdir()
+    (app / "connectors" / "mock.conn.yao").write_text(json.dumps({"type": "mock"}))
+    (app / "assistants" / "bot" / "package.yao").write_text(json.dumps({"name": "bot", "connector": "mock"}))
+    (app / "assistants" / "bot" / "mock.yml").write_text('rules:\n  - user: broken\n    error: "simulated outage"\ndefault: ok\n')
+    cases = app / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"id": f"c{i}", "input": "broken"}) + "\n" for i in range(errors)))
+    result = cli("-i", str(cases), "-n", "bot", "--no-history", "-o", str(tmp_path / "r.json"), cwd=app)
+    assert result.exit_code == 1 and said in result.output, result.output

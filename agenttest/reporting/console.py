@@ -386,7 +386,7 @@ class Console:
         counts, cases = case_verdicts(report)
         bad = sum(counts.values())
         if bad:
-            parts = ", ".join(f"{n} {label}" for label, n in counts.items() if n)
+            parts = ", ".join(f"{n} {label}{'s' if label == 'error' and n != 1 else ''}" for label, n in counts.items() if n)
             what = "cases × connectors" if report.matrix else ("test" if cases == 1 else "tests")
             ran = " that ran" if report.not_run else ""
             unrun = f" ({report.not_run} not run)" if report.not_run else ""
