@@ -87,16 +87,20 @@ def gate(key: Key, runs: list[CaseResult], policy: Policy, saved: int = 0) -> Ga
     """One case × connector's gate from its results."""
     ran = [r for r in runs if r.status != "skipped"]
     durations = [r.duration_ms for r in ran] or [0.0]
-    mean = statistics.fmean(durations)
-    # in floats: statistics.pstdev is exact, through Fractions (~10 per gate), for a figure shown to 0.1 ms
-    std = math.sqrt(sum((d - mean) ** 2 for d in durations) / len(durations)) if len(durations) > 1 else 0.0
+    if len(durations) == 1:  # one run, the common case: every figure is its duration (what the statistics give)
+        mean = median = durations[0]
+        std = 0.0
+    else:
+        mean, median = statistics.fmean(durations), statistics.median(durations)
+        # in floats: statistics.pstdev is exact, through Fractions (~10 per gate), for a figure shown to 0.1 ms
+        std = math.sqrt(sum((d - mean) ** 2 for d in durations) / len(durations))
     agent = [s for r in ran for s in r.spend if s.role == "agent"]
     every = total(s for r in ran for s in r.spend)
     return Gate(
         id=key[1], connector=key[2], file=key[0], planned=policy.planned, runs=len(ran),
         passed=sum(1 for r in ran if r.status == "passed"), min_pass_rate=policy.min_pass_rate,
         skipped=len(runs) - len(ran), saved=saved,
-        mean_ms=round(mean, 1), median_ms=round(statistics.median(durations), 1), min_ms=round(min(durations), 1),
+        mean_ms=round(mean, 1), median_ms=round(median, 1), min_ms=round(min(durations), 1),
         max_ms=round(max(durations), 1), std_ms=round(std, 1),
         tokens=sum(r.usage.total_tokens for r in ran), cost=total(agent), total_cost=every,
     )
