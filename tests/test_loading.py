@@ -238,6 +238,20 @@ def test_invalid_yaml_location():
     assert found.startswith("c.yaml:3:1: invalid YAML")
 
 
+@pytest.mark.parametrize("text, opened", [
+    ("- id: a\n  input: hi\n  assert: [ {type: contains, value: x}\n- id: b\n  input: x\n", "the '[' at line 3, column 11 is never closed"),
+    ("- id: a\n  input: {a: 1\n", "the '{' at line 2, column 10 is never closed"),
+    ('- id: a\n  input: "unterminated\n', "the quote at line 2, column 10 is never closed"),
+])
+def test_an_unclosed_bracket_or_quote_in_yaml_is_pointed_at_where_it_opened(tmp_path, text, opened):
+    """The parser notices an unclosed '[' lines later (often at the end of the file): the hint says where it opened."""
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as info:
+        load_file(str(path)).check()
+    assert "invalid YAML" in str(info.value) and opened in str(info.value), str(info.value)
+
+
 def test_missing_file_with_hint(tmp_path):
     (tmp_path / "inputs.jsonl").write_text('{"id": "a", "input": "x"}\n')
     with pytest.raises(InputError) as info:

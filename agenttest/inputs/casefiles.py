@@ -212,6 +212,22 @@ def _shared(value: Any, strings: dict[str, str], depth: int = 1) -> Any:
     return value
 
 
+_OPENED = {"while parsing a flow sequence": "the '[' at line {}, column {} is never closed",
+           "while parsing a flow mapping": "the '{{' at line {}, column {} is never closed",
+           "while scanning a quoted scalar": "the quote at line {}, column {} is never closed"}
+
+
+def _yaml_opened(exc: Exception) -> str | None:
+    """Where what the parser gave up on began, when that is elsewhere: an unclosed ``[`` is noticed lines
+    later, often at the end of the file."""
+    context, start, mark = getattr(exc, "context", None), getattr(exc, "context_mark", None), getattr(exc, "problem_mark", None)
+    if not context or start is None or (mark is not None and (start.line, start.column) == (mark.line, mark.column)):
+        return None
+    template = _OPENED.get(context)
+    where = (start.line + 1, start.column + 1)
+    return template.format(*where) if template else f"{context.removeprefix('while ')} that starts at line {where[0]}, column {where[1]}"
+
+
 def _nested(source: str) -> Problem:
     return Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source))
 
@@ -326,7 +342,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         loc = Location(source, mark.line + 1, mark.column + 1) if mark else Location(source)
-        problems.append(Problem(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", loc))
+        problems.append(Problem(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", loc, _yaml_opened(exc)))
         return []
     except RecursionError:
         problems.append(_nested(source))
