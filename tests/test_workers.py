@@ -317,13 +317,9 @@ def test_a_result_crosses_without_its_cases_input_which_the_controller_puts_back
 
     history = [{"role": "user", "content": "hi " * 100}]
     result = CaseResult("c", "passed", "name", history, output="ok")
-    workers._leaving_out[0] = history
-    try:
-        light = workers._pickled(("result", 1, result))
-        other = CaseResult("c", "passed", "name", [dict(m) for m in history], output="ok")  # equal, not the same object
-        heavy = workers._pickled(("result", 1, other))
-    finally:
-        workers._leaving_out[0] = None
+    light = workers._pickled(("result", 1, result), without_input=history)
+    other = CaseResult("c", "passed", "name", [dict(m) for m in history], output="ok")  # equal, not the same object
+    heavy = workers._pickled(("result", 1, other), without_input=history)
     assert pickle.loads(light)[2].input is None and len(light) < len(heavy) - 250
     assert pickle.loads(heavy)[2].input == history
     assert pickle.loads(workers._pickled(("result", 1, result)))[2].input == history  # nothing left out otherwise

@@ -64,30 +64,28 @@ def _positional(cls: type) -> bool:
 _REDUCERS = {cls: _dataclass_reducer(cls) for cls in vars(model).values()
              if isinstance(cls, type) and dataclasses.is_dataclass(cls) and "__slots__" in vars(cls) and _positional(cls)}
 
-# A result's input is its case's (the same object): sent without it, the controller puts back its own case's —
-# less to pickle on both ends, and 100,000 results no longer hold 100,000 copies of their cases' histories.
+# ours first, then whatever copyreg knows (re.Pattern, and what user code registers there, at the time of pickling)
+_DISPATCH = collections.ChainMap(_REDUCERS, copyreg.dispatch_table)
 _INPUT = [f.name for f in dataclasses.fields(CaseResult)].index("input")
-_leaving_out: list[Any] = [None]  # the input a result being sent may leave out (set around one send)
 
 
-def _result_reducer(values: Any = _REDUCERS[CaseResult]) -> Any:
+def _without(case_input: Any) -> Any:
+    """A CaseResult reducer that leaves out ``case_input`` (the same object) — a result's input is its case's:
+    sent without it, the controller puts back its own case's. Less to pickle on both ends, and 100,000 results
+    no longer hold 100,000 copies of their cases' histories."""
+    values = _REDUCERS[CaseResult]
+
     def reduce(obj: CaseResult) -> Any:
         cls, fields = values(obj)
-        if _leaving_out[0] is not None and fields[_INPUT] is _leaving_out[0]:
-            return cls, fields[:_INPUT] + (None,) + fields[_INPUT + 1:]
-        return cls, fields
+        return (cls, fields[:_INPUT] + (None,) + fields[_INPUT + 1:]) if fields[_INPUT] is case_input else (cls, fields)
     return reduce
 
 
-_REDUCERS[CaseResult] = _result_reducer()
-# ours first, then whatever copyreg knows (re.Pattern, and what user code registers there, at the time of pickling)
-_DISPATCH = collections.ChainMap(_REDUCERS, copyreg.dispatch_table)
-
-
-def _pickled(message: tuple[Any, ...]) -> bytes:
+def _pickled(message: tuple[Any, ...], without_input: Any = None) -> bytes:
     out = io.BytesIO()
     pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _DISPATCH  # type: ignore[assignment]
+    pickler.dispatch_table = (  # type: ignore[assignment]
+        _DISPATCH if without_input is None else collections.ChainMap({CaseResult: _without(without_input)}, _DISPATCH))
     pickler.dump(message)
     return out.getvalue()
 
@@ -105,13 +103,14 @@ class Channel:
         reader, writer = await asyncio.open_connection(sock=sock, limit=2**24)
         return cls(reader, writer)
 
-    def send(self, message: tuple[Any, ...], now: bool = False, at_once: bool = False) -> None:
+    def send(self, message: tuple[Any, ...], now: bool = False, at_once: bool = False, without_input: Any = None) -> None:
         """Frames sent in one turn of the loop go out in one write; ``now`` writes every EAGER frames (a worker's
         results: the controller handles them while the worker runs the next cases, instead of the two taking
-        turns); ``at_once`` writes this frame (and any before it) now: the other end is waiting for it."""
+        turns); ``at_once`` writes this frame (and any before it) now: the other end is waiting for it. A result
+        in the message whose input is ``without_input`` is sent without it (``_without``)."""
         if self.writer.is_closing():
             return
-        data = _pickled(message)
+        data = _pickled(message, without_input)
         if not self._out and not at_once:
             asyncio.get_running_loop().call_soon(self._flush)
         self._out += (len(data).to_bytes(4, "big"), data)
@@ -401,20 +400,17 @@ async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel, running
         channel.send(("cancelled", unit.index))
         return
     case_input = unit.item.case.input
+    left_out = case_input is not None and result.input is case_input
     try:
-        _leaving_out[0] = case_input
         # the last case running here: the controller is waiting for this result to send the next case
-        channel.send(("result", unit.index, result, tapes_of(unit.item.case, caller), caller.catalog.secrets.state(),
-                      case_input is not None and result.input is case_input), now=True, at_once=len(running) <= 1)
+        channel.send(("result", unit.index, result, tapes_of(unit.item.case, caller), caller.catalog.secrets.state(), left_out),
+                     now=True, at_once=len(running) <= 1, without_input=case_input if left_out else None)
     except Exception as exc:  # noqa: BLE001 — e.g. user data in the result that cannot be pickled
-        _leaving_out[0] = None
         message, tb = internal_error(exc)
         failed = CaseResult(result.id, "error", result.name, result.input, error=f"the result could not be sent: {message}",
                             traceback=tb, run=result.run, index=result.index, file=result.file, line=result.line,
                             connector=result.connector)
         channel.send(("result", unit.index, failed, {}, caller.catalog.secrets.state(), False))
-    finally:
-        _leaving_out[0] = None
 
 
 def tapes_of(case: Case, caller: Caller) -> dict[str, Any]:
