@@ -116,6 +116,53 @@ def test_a_probe_that_meets_a_429_steps_back_by_one_and_a_429_after_it_halves():
     asyncio.run(go())
 
 
+def test_each_probe_refused_in_a_row_doubles_the_wait_before_the_next_and_a_level_that_holds_resets_it():
+    """An endpoint whose limit holds still refuses every probe: probing less and less often costs fewer 429s
+    (and fewer calls waiting out a Retry-After — near the end of a run, the run's end)."""
+    def successes_to_next_probe(t: Throttle) -> int:
+        n, level = 0, t.limit
+        while t.limit == level:
+            t.succeeded()
+            n += 1
+        return n
+
+    async def go():
+        t = Throttle("x", Limits(ceiling=20))
+        epochs = [await t.acquire() for _ in range(5)]
+        t.rate_limited(epochs[-1])  # 5 in flight were too many: back to 2, growing to 4
+        for _ in range(5):
+            t.release()
+        assert successes_to_next_probe(t) == 1 and successes_to_next_probe(t) == 1 and t.limit == 4
+        waits = []
+        for _ in range(6):  # the endpoint takes 4, always: each probe to 5 is refused
+            waits.append(successes_to_next_probe(t))
+            assert t.limit == 5
+            t.rate_limited(await t.acquire())
+            t.release()
+            assert t.limit == 4
+        assert waits == [3 * 4, 6 * 4, 12 * 4, 24 * 4, 48 * 4, 48 * 4]  # doubled, up to a most
+        assert successes_to_next_probe(t) == 48 * 4
+        assert successes_to_next_probe(t) == 3 * 5  # the probed level (5) held that long: the usual pace again
+        t.rate_limited(await t.acquire())  # a 429 at 6
+        t.release()
+        assert successes_to_next_probe(t) == 6 * 5  # refused: doubled from the usual pace
+        t.rate_limited(await t.acquire())
+        t.release()
+        assert successes_to_next_probe(t) == 12 * 5
+        t.rate_limited(await t.acquire())  # the probe to 6 refused: back to 5, the next probe 24 windows away
+        t.release()
+        assert (t.limit, t._windows) == (5, 24)
+        epochs = [await t.acquire() for _ in range(5)]
+        t.rate_limited(epochs[-1])  # at the level that held: the endpoint takes less now — halved, the pace reset
+        for _ in range(5):
+            t.release()
+        assert (t.limit, t.recover_to) == (2, 4)
+        assert successes_to_next_probe(t) == 1 and successes_to_next_probe(t) == 1
+        assert successes_to_next_probe(t) == 3 * 4
+
+    asyncio.run(go())
+
+
 def test_waiters_get_slots_in_order_and_a_429_holds_new_ones_back():
     async def go():
         t = Throttle("x", Limits(ceiling=2))

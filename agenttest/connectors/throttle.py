@@ -23,6 +23,7 @@ MAX_WAIT = 60.0  # a longer Retry-After is cut to this
 BASE_DELAY, MAX_DELAY = 0.5, 8.0  # exponential backoff when the server does not say how long
 UNBOUNDED = 1000  # the ceiling when no --parallel is known (a Catalog used as a library): the CLI's own maximum
 PROBE_WINDOWS = 3  # past the last good level, grow by one per this many windows of successes (bench/RESULTS.md)
+MOST_PROBE_WINDOWS = 48  # each probe refused at the same level doubles the windows before the next, up to this
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class Throttle:
         self.down: str | None = None  # "host: why", once marked down
         self._probe = 0
         self._probing = False  # the limit is one past the last level the endpoint took
+        self._windows = PROBE_WINDOWS  # windows of successes before the next probe
         self._failures_in_a_row = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._next_start = 0.0
@@ -140,13 +142,17 @@ class Throttle:
     def succeeded(self) -> None:
         """A call came back: grow back by one, or past the last good level by one per PROBE_WINDOWS windows
         of successes (probing slowly keeps the limit near what the endpoint takes; a probe that meets a 429
-        steps back by one instead of halving, so settling costs no dip in throughput)."""
+        steps back by one instead of halving, so settling costs no dip in throughput). Each probe refused in a
+        row doubles the windows before the next (an endpoint whose limit holds still is asked less and less
+        often: fewer 429s, fewer calls waiting out a Retry-After); a probed level that holds resets them."""
         self._failures_in_a_row = 0
         if self.limit < self.recover_to:
             self.limit += 1
         else:
             self._probe += 1
-            if self._probe >= PROBE_WINDOWS * self.limit and self.limit < self.limits.ceiling:
+            if self._probing and self._probe >= PROBE_WINDOWS * self.limit:  # the level probed held: it is good
+                self._windows = PROBE_WINDOWS
+            if self._probe >= self._windows * self.limit and self.limit < self.limits.ceiling:
                 self.limit, self._probe, self._probing = self.limit + 1, 0, True
                 self.recover_to = self.limit
         self._wake()
@@ -166,6 +172,7 @@ class Throttle:
         if self._probing:  # one step past the last good level was one too many: back to it, not halved
             self.limit = self.recover_to = max(1, self.limit - 1)
             self.epoch, self._probe, self._probing = self.epoch + 1, 0, False
+            self._windows = min(MOST_PROBE_WINDOWS, 2 * self._windows)
             return
         level = min(self.limit, self.in_flight)
         self.recover_to = max(1, level - 1)  # at most this many were accepted
@@ -173,6 +180,7 @@ class Throttle:
         self.lowest = min(self.lowest, self.limit)
         self.epoch += 1
         self._probe = 0
+        self._windows = PROBE_WINDOWS  # the endpoint takes less than it did: find its level again at the usual pace
 
     def failed(self, exc: Retryable) -> bool:
         """Any other failed attempt; True when it marked the endpoint down."""
