@@ -154,6 +154,47 @@ def test_base_url_option_and_repr_hide_the_key(server):
     assert KEY not in repr(conn) and KEY not in repr(conn.spec)
 
 
+@pytest.mark.parametrize("which", ["sdk", "httpx2"])
+def test_the_clients_url_merge_is_kept_per_url_text_and_follows_a_new_base_url(which):
+    """connectors/openai.lean: the SDK's and httpx2's URL merge, kept per URL text — the same URLs as the
+    classes underneath give, one object per text, a new one when the base URL changes."""
+    from openai import AsyncOpenAI, DefaultAioHttpClient
+
+    from agenttest.connectors.openai import lean
+
+    async def go():
+        if which == "sdk":
+            plain, made = (AsyncOpenAI(api_key="k", base_url="http://h:1/v1"), lean(AsyncOpenAI, "_prepare_url")(api_key="k", base_url="http://h:1/v1"))
+            merge = "_prepare_url"
+        else:
+            plain, made = (DefaultAioHttpClient(base_url="http://h:1/v1"), lean(DefaultAioHttpClient, "_merge_url")(base_url="http://h:1/v1"))
+            merge = "_merge_url"
+        try:
+            assert isinstance(made, type(plain)) and lean(type(plain), merge) is type(made)  # made once
+            for url in ("/chat/completions", "chat/completions", "http://elsewhere:2/x?y=1", "/models?limit=2"):
+                got = getattr(made, merge)(url)
+                assert str(got) == str(getattr(plain, merge)(url)) and getattr(made, merge)(url) is got
+            first = getattr(made, merge)("/chat/completions")
+            made.base_url = plain.base_url = "http://other:3/v2"
+            moved = getattr(made, merge)("/chat/completions")
+            assert str(moved) == str(getattr(plain, merge)("/chat/completions")) == "http://other:3/v2/chat/completions"
+            assert moved is not first
+        finally:
+            for client in (plain, made):
+                await (client.close() if which == "sdk" else client.aclose())
+
+    asyncio.run(go())
+
+
+def test_a_client_without_the_url_merge_is_used_as_it_is():
+    from agenttest.connectors.openai import lean
+
+    class Other:
+        pass
+
+    assert lean(Other, "_prepare_url") is Other
+
+
 def test_connector_without_model_and_unknown_type():
     with pytest.raises(AgentTestError, match="'options.model' is missing"):
         create(ConnectorSpec("c", "openai", {}))

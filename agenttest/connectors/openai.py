@@ -112,6 +112,40 @@ _CA_FILES = ("/etc/ssl/cert.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle
              "/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/ca-bundle.pem")
 
 
+_LEAN: dict[tuple[type, str], type] = {}
+_MEMO = 64  # URL texts kept per client (a run sends to one or two)
+
+
+def lean(base: type, method: str) -> type:
+    """``base`` (the SDK's client, or httpx2's under it) with its URL merge — ``method``: the SDK's
+    ``_prepare_url``, httpx2's ``_merge_url`` — kept per URL text. Each request parses its URL twice (the
+    SDK merges its base URL, then gives httpx2 the text to parse and merge again): ~10% of a call's CPU on
+    the same URL every time. The merged URL is immutable; one is kept for as long as the client's base URL
+    is the one it was made with. A client without ``method`` (another SDK version) is used as it is."""
+    merge = getattr(base, method, None)
+    if merge is None:
+        return base
+    made = _LEAN.get((base, method))
+    if made is None:
+        def merged(self: Any, url: Any) -> Any:
+            if type(url) is not str:
+                return merge(self, url)
+            memo = self.__dict__.setdefault("_agenttest_urls", {})
+            at = self.base_url
+            kept = memo.get(url)
+            if kept is not None and kept[0] is at:
+                return kept[1]
+            value = merge(self, url)
+            if len(memo) >= _MEMO:
+                memo.clear()
+            memo[url] = (at, value)
+            return value
+
+        merged.__doc__ = merge.__doc__
+        made = _LEAN[(base, method)] = type(base.__name__, (base,), {method: merged, "__module__": __name__})
+    return made
+
+
 def http_client(timeout: float) -> Any | None:
     """The SDK's aiohttp transport (``openai[aiohttp]``: ~0.7× the CPU per call of its default httpx
     one, bench/RESULTS.md), or None for the SDK's default httpx client when aiohttp is not installed.
@@ -122,7 +156,7 @@ def http_client(timeout: float) -> Any | None:
         from openai import DefaultAioHttpClient
 
         context = prepared_context()
-        return DefaultAioHttpClient(timeout=timeout, **({"verify": context} if context is not None else {}))
+        return lean(DefaultAioHttpClient, "_merge_url")(timeout=timeout, **({"verify": context} if context is not None else {}))
     except (ImportError, RuntimeError):  # an SDK without it, or the aiohttp extra not installed
         return None
 
@@ -176,7 +210,7 @@ class OpenAIConnector:
             transport = http_client(self.request_timeout) if "@" not in urlparse(self.base_url or "").netloc else None
             if transport is not None:
                 self._shard = 1 << 30
-            self._clients.append(AsyncOpenAI(api_key=self.key, base_url=self.base_url, max_retries=0, timeout=self.request_timeout,
+            self._clients.append(lean(AsyncOpenAI, "_prepare_url")(api_key=self.key, base_url=self.base_url, max_retries=0, timeout=self.request_timeout,
                                              default_headers=self.headers, organization=self.organization, http_client=transport))
         self._turn = (self._turn + 1) % len(self._clients)
         return self._clients[self._turn]
