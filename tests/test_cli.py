@@ -109,10 +109,12 @@ def test_parallel_gives_the_same_verdicts_in_input_order(bot, tmp_path):
     assert [i for i, _ in verdicts(par)] == [c["id"] for c in cases]
 
 
-def test_parallel_really_overlaps_and_is_bounded(bot, server, tmp_path):
-    path = bot.cases("cases.jsonl", [case(f"c{i}", "slow:0.3:ok") for i in range(9)])
-    assert cli("-i", str(path), "-n", "bot", "--parallel", "3", "-o", str(tmp_path / "r.json")).exit_code == 0
-    assert server.peak_in_flight == 3  # the server saw three requests at once, never more
+@pytest.mark.parametrize("parallel, n", [(3, 9), (1, 4)])
+def test_parallel_really_overlaps_and_is_bounded(bot, server, tmp_path, parallel, n):
+    """The worker holds one case beyond --parallel (to start it the moment one ends): never one more in flight."""
+    path = bot.cases("cases.jsonl", [case(f"c{i}", "slow:0.3:ok") for i in range(n)])
+    assert cli("-i", str(path), "-n", "bot", "--parallel", str(parallel), "-o", str(tmp_path / "r.json")).exit_code == 0
+    assert server.peak_in_flight == parallel  # the server saw that many requests at once, never more
 
 
 @pytest.mark.parametrize("parallel", ["1", "2"])

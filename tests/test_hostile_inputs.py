@@ -125,7 +125,7 @@ def test_attachments_outside_the_app_or_too_large_are_that_cases_error(bot, tmp_
     path = bot.cases("assistants/bot/tests/cases.jsonl", cases)
     out = tmp_path / "r.json"
     result = run(bot, "-i", str(path), "-o", str(out), "--max-attachment", "2KB", "--timeout", "5s")
-    assert result.exit_code == 1
+    assert result.exit_code == 1, result.output
     got = {r["id"]: r for r in report(out)["results"]}
     assert got["ok"]["status"] == "passed" and inside.exists()
     for cid in ("dotdot", "absolute", "symlink"):

@@ -92,6 +92,31 @@ def test_a_tool_holding_the_gil_ends_as_its_timeout_and_the_run_goes_on(app_dir,
     assert not alive(pid)
 
 
+def test_a_case_held_behind_a_hung_one_is_run_again_not_timed_out(app_dir, tmp_path):
+    """At --parallel 1 the worker holds the next case while one runs. When the running one hangs the worker,
+    the held one had not started: it runs again on a fresh worker, though its deadline (counted from when it
+    was sent, it would have passed) is shorter than the wait."""
+    out = tmp_path / "r.json"
+    cases = [{"id": "hog", "input": "call hog", "timeout": "1s"}, {"id": "held", "input": "hi", "timeout": "2s"}, {"id": "after", "input": "hi"}]
+    code, stdout, stderr = agent_test(app_dir, cases, "-o", str(out))
+    assert code == 1 and "Traceback" not in stderr, stderr
+    got = results(out)
+    assert got["hog"]["status"] == "timeout"
+    assert got["held"]["status"] == "passed" and got["after"]["status"] == "passed", got["held"]
+
+
+def test_one_case_at_a_time_each_line_shows_its_own_case_and_verdict(app_dir, tmp_path):
+    """With a case held ahead the console still shows each case's line, then its verdict, in order."""
+    out = tmp_path / "r.json"
+    cases = [{"id": f"c{i:02d}", "input": f"hi {i}"} for i in range(40)]
+    code, stdout, stderr = agent_test(app_dir, cases, "-o", str(out))
+    assert code == 0, stdout + stderr
+    lines = [line for line in stdout.splitlines() if line.startswith("► [")]
+    assert len(lines) == 40
+    for i, line in enumerate(lines):
+        assert line.startswith(f"► [c{i:02d}] hi {i} ") and line.count("►") == 1 and "PASSED" in line, line
+
+
 def test_a_segfault_errors_its_case_after_two_workers_and_the_innocent_case_beside_it_is_run_again(app_dir, tmp_path):
     out = tmp_path / "r.json"
     cases = [{"id": "innocent", "input": "call nap"}, {"id": "crash", "input": "call segfault"}, {"id": "later", "input": "hi"}]

@@ -10,6 +10,7 @@ processes; ``ray.py``: Ray actors); ``Pool.run`` is what the scheduler calls for
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Protocol
 
 from agenttest.errors import Problem
@@ -21,9 +22,10 @@ from agenttest.util.durations import format_timeout
 class WorkerLost(Exception):
     """A worker exited, was killed or stopped answering; ``reason`` says which, as the report does."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, ran: float | None = None):
         super().__init__(reason)
         self.reason = reason
+        self.ran = ran  # seconds the unit had run when its worker was lost, when the worker knows (0: it had not started)
 
 
 class StartFailed(Exception):
@@ -68,11 +70,19 @@ class Pool:
         self.timeout = 300.0
         self._locks = [asyncio.Lock() for _ in range(self.size)]
         self._extra: set[Worker] = set()  # the workers of cases run again alone
+        self.lookahead = 0  # units beyond --parallel a worker holds, to start the moment one of its units ends
 
     async def start(self, plan: Plan) -> list[Problem]:
-        """Start every worker before the first case; returns the problems their MCP servers met (said once)."""
+        """Start every worker before the first case; returns the problems their MCP servers met (said once).
+        One worker that can hold a unit ahead (a local one) gets one beyond --parallel and runs at most
+        --parallel at once itself: with --parallel 1 it no longer waits a round trip to the controller between
+        cases. Not with --early-stop or --fail-fast (a unit held ahead would run where it could be saved)."""
         self.launch.plan = plan
         self.timeout = plan.config.timeout
+        config = plan.config
+        self.lookahead = getattr(self.launch, "lookahead", 0) if self.size == 1 and not config.early_stop and not config.fail_fast else 0
+        if self.lookahead:
+            self.launch.limit = config.parallel  # type: ignore[attr-defined]
         try:
             started = await asyncio.gather(*(self.launch(i) for i in range(self.size)), return_exceptions=True)
         except asyncio.CancelledError:  # Ctrl-C or SIGTERM while they start (session._plan): none is left behind
@@ -105,10 +115,19 @@ class Pool:
             self.placed[key] = min(loads)[1]
         return self.placed[key]
 
-    async def run(self, unit: Unit) -> CaseResult:
+    async def run(self, unit: Unit, begun: Callable[[], None] | None = None) -> CaseResult:
         """The unit's result, whatever happens to the workers that run it. After a loss it runs once more
-        alone, in a fresh worker of its own: a case beside the culprit must not go down with it twice."""
+        alone, in a fresh worker of its own: a case beside the culprit must not go down with it twice.
+        ``begun`` (with a lookahead): called once, when the unit starts."""
         loop = asyncio.get_running_loop()
+        if begun is not None:
+            once = begun
+
+            def begun() -> None:
+                nonlocal once
+                if once is not None:
+                    call, once = once, None
+                    call()
         deadline = unit.item.case.timeout or self.timeout
         for attempt in (1, 2):
             started = loop.time()
@@ -120,9 +139,9 @@ class Pool:
             if attempt == 2:
                 self._extra.add(worker)
             try:
-                return await worker.run(unit)
+                return await (worker.run(unit, begun) if begun is not None else worker.run(unit))  # type: ignore[call-arg]
             except WorkerLost as gone:
-                if loop.time() - started >= deadline:
+                if (gone.ran if gone.ran is not None else loop.time() - started) >= deadline:
                     return lost(unit, "timeout", f"timeout after {format_timeout(deadline)} (worker lost: {gone.reason})")
                 if attempt == 2:
                     return lost(unit, "error", f"worker lost: {gone.reason} (the case took down 2 workers)")

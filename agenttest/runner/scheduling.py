@@ -55,6 +55,7 @@ class Executor(Protocol):
     while the plan was resolved (they start the MCP servers)."""
 
     warnings: list[str]
+    lookahead: int  # units it takes beyond --parallel (held until one of its running units ends)
 
     async def run(self, unit: Unit) -> CaseResult: ...
 
@@ -182,14 +183,15 @@ async def run(plan: Plan, caller: Caller, state: RunState, on_start: StartListen
     if executor is not None:
         state.warnings += executor.warnings
     try:
-        await _run(plan, caller, state, on_start, on_result, on_saved, executor.run if executor is not None else None)
+        await _run(plan, caller, state, on_start, on_result, on_saved, executor.run if executor is not None else None,
+                   getattr(executor, "lookahead", 0))
     finally:
         if executor is not None:
             await executor.aclose()
 
 
 async def _run(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None, on_result: Listener | None,
-               on_saved: Callable[[], None] | None, execute: Callable[[Unit], Awaitable[CaseResult]] | None) -> None:
+               on_saved: Callable[[], None] | None, execute: Callable[[Unit], Awaitable[CaseResult]] | None, lookahead: int = 0) -> None:
     ctx = caller.context()
     if plan.before_all is not None:
         try:
@@ -198,7 +200,7 @@ async def _run(plan: Plan, caller: Caller, state: RunState, on_start: StartListe
             raise HookError(str(exc), hint="no case was run") from None
         state.before_all_data = data_of(returned)
     try:
-        await _schedule(plan, caller, state, on_start, on_result, on_saved, execute)
+        await _schedule(plan, caller, state, on_start, on_result, on_saved, execute, lookahead)
     finally:
         if plan.after_all is not None and not state.after_all_done:
             state.after_all_done = True
@@ -228,11 +230,14 @@ def units(plan: Plan) -> list[Unit]:
 
 
 async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None, on_result: Listener | None,
-                    on_saved: Callable[[], None] | None = None, execute: Callable[[Unit], Awaitable[CaseResult]] | None = None) -> None:
+                    on_saved: Callable[[], None] | None = None, execute: Callable[[Unit], Awaitable[CaseResult]] | None = None,
+                    lookahead: int = 0) -> None:
     """Start units as the semaphore allows. --early-stop skips the runs of a case whose gate is settled
-    (runs already in flight finish and count); --fail-fast stops everything once a gate has failed."""
+    (runs already in flight finish and count); --fail-fast stops everything once a gate has failed.
+    ``lookahead``: units the executor takes beyond --parallel, held until one of its running units ends
+    (the next case is there when one ends, not a round trip to the controller later)."""
     config = plan.config
-    sem = asyncio.Semaphore(config.parallel)
+    sem = asyncio.Semaphore(config.parallel + lookahead)
     tasks: set[asyncio.Task[None]] = set()
     state.tallies = {k: gates.Tally(p) for k, p in gates.policies(plan).items()}
 
@@ -240,6 +245,9 @@ async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: Start
         try:
             if execute is None:
                 result = await run_case(unit.item, unit.run, unit.index, plan, caller)
+            elif lookahead:  # the unit may be held: it is said to start when it does
+                began = (lambda: on_start(unit.item, unit.run)) if on_start is not None else (lambda: None)
+                result = await execute(unit, began)  # type: ignore[call-arg]
             else:
                 result = await execute(unit)
             state.results[unit.index] = result
@@ -265,7 +273,7 @@ async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: Start
                 if on_saved is not None:
                     on_saved()
                 continue
-            if on_start is not None:
+            if on_start is not None and not lookahead:
                 on_start(unit.item, unit.run)
             task = asyncio.create_task(one(unit))
             tasks.add(task)

@@ -19,6 +19,7 @@ import pickle
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from agenttest import model
@@ -141,7 +142,7 @@ class Channel:
 class LocalWorker:
     """The controller's handle on one worker process."""
 
-    def __init__(self, pid: int, channel: Channel, caller: Caller, fleet: Local):
+    def __init__(self, pid: int, channel: Channel, caller: Caller, fleet: Local, limit: int | None = None):
         self.pid = pid
         self.channel = channel
         self.fleet = fleet
@@ -149,6 +150,11 @@ class LocalWorker:
         self.secrets = caller.catalog.secrets
         self.lender = slots.Lender(caller.catalog.traffic, channel.send)
         self.pending: dict[int, asyncio.Future[CaseResult]] = {}
+        self.limit = limit  # units it runs at once, the rest held in order (None: it runs whatever it is sent)
+        self.running: set[int] = set()  # as far as the controller knows (the worker says which held unit it started)
+        self.held: collections.deque[int] = collections.deque()
+        self.began: dict[int, float] = {}
+        self.begun: dict[int, Callable[[], None]] = {}  # held units: what to call when they start
         self.inputs: dict[int, Any] = {}  # the input of each case sent, by unit index
         self.acks: dict[int, asyncio.Future[None]] = {}  # cases told to stop (Ctrl-C): their After hooks ran
         self.lost: str | None = None
@@ -169,14 +175,31 @@ class LocalWorker:
     def alive(self) -> bool:
         return self.lost is None and not self.stopping
 
-    async def run(self, unit: Unit) -> CaseResult:
+    async def run(self, unit: Unit, begun: Callable[[], None] | None = None) -> CaseResult:
+        """``unit``'s result; ``begun`` is called when it starts (at once, or when the worker starts it in the
+        place of a unit that ended, if it is held)."""
         if self.lost is not None:
             raise WorkerLost(self.lost)
-        fut = self.pending[unit.index] = asyncio.get_running_loop().create_future()
-        self.inputs[unit.index] = unit.item.case.input  # put back into its result (sent without it)
-        self.channel.send(("run", unit.index), at_once=True)  # the worker may have nothing else to do
+        loop = asyncio.get_running_loop()
+        index = unit.index
+        fut = self.pending[index] = loop.create_future()
+        self.inputs[index] = unit.item.case.input  # put back into its result (sent without it)
+        if self.limit is None or len(self.running) + len(self.held) < self.limit:  # a held one may have begun unsaid
+            self.running.add(index)
+            self.began[index] = loop.time()
+            if begun is not None:  # after the results already taken in are handled (their tasks wake first)
+                loop.call_soon(begun)
+            self.channel.send(("run", index), at_once=True)  # the worker may have nothing else to do
+        else:  # the worker holds it until one of its units ends (or starts it at once if one has: "began")
+            self.held.append(index)
+            if begun is not None:
+                self.begun[index] = begun
+            self.channel.send(("hold", index), at_once=True)
         try:
             return await fut
+        except WorkerLost as gone:
+            since = self.began.get(index)
+            raise WorkerLost(gone.reason, loop.time() - since if since is not None else 0.0) from None
         except asyncio.CancelledError:
             if self.lost is None:  # Ctrl-C: the worker stops the case and runs its After hook
                 ack = self.acks[unit.index] = asyncio.get_running_loop().create_future()
@@ -184,8 +207,9 @@ class LocalWorker:
                 await asyncio.wait({ack}, timeout=STOP_GRACE)
             raise
         finally:
-            self.pending.pop(unit.index, None)
-            self.inputs.pop(unit.index, None)
+            self.pending.pop(index, None)
+            self.inputs.pop(index, None)
+            self._ended(index, None)
 
     async def _read(self) -> None:
         reason: str | None = None
@@ -209,14 +233,18 @@ class LocalWorker:
     def _handle(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
         if kind == "result":
-            _, index, result, tapes, secrets, left_out = message
+            _, index, result, tapes, secrets, left_out, started = message
             if left_out and index in self.inputs:  # its case's input, the controller's own object (FORMATS §15)
                 object.__setattr__(result, "input", self.inputs[index])  # a result just unpickled: no one else holds it
             absorb(self.cassettes, tapes)
             self.secrets.learn(secrets)  # connectors made in the worker: their keys are hidden here too
             self._settle(index, result)
+            self._ended(index, started)  # after: the start of the next is said after this result
         elif kind == "cancelled":
             self._settle(message[1], None)
+            self._ended(message[1], message[2])
+        elif kind == "began":  # a held unit the worker started at once: one of its units had ended meanwhile
+            self._ended(None, message[1])
         elif kind == "ready":
             self.known = processes.tree(self.pid)
             self.serving = True
@@ -226,6 +254,22 @@ class LocalWorker:
             self.ready.set_exception(StartFailed(message[1]))
         elif kind in ("acquire", "withdraw", "release", "succeeded", "rate_limited", "failed", "count"):
             self.lender.handle(message)
+
+    def _ended(self, index: int | None, started: int | None) -> None:
+        """Unit ``index`` ended (or was given up); ``started``: the held unit the worker started in its place."""
+        if index is not None:
+            self.running.discard(index)
+            self.began.pop(index, None)
+            self.begun.pop(index, None)
+            if index in self.held:
+                self.held.remove(index)
+        if started is not None and started in self.held:
+            self.held.remove(started)
+            self.running.add(started)
+            self.began[started] = asyncio.get_running_loop().time()
+            begun = self.begun.pop(started, None)
+            if begun is not None:  # after the ended unit's result is taken in (its task wakes first)
+                asyncio.get_running_loop().call_soon(begun)
 
     def _settle(self, index: int, result: CaseResult | None) -> None:
         fut = self.pending.get(index)
@@ -275,9 +319,12 @@ class LocalWorker:
 class Local:
     """Launches local workers by forking this process (once ``plan`` is resolved)."""
 
+    lookahead = 1  # a worker can hold a unit ahead (Pool.start)
+
     def __init__(self, caller: Caller):
         self.caller = caller
         self.plan: Plan | None = None
+        self.limit: int | None = None  # units a worker runs at once when it holds one ahead
         self.live: dict[int, LocalWorker] = {}
         self._warmed = False
 
@@ -294,9 +341,9 @@ class Local:
         pid = os.fork()
         if pid == 0:  # the worker
             ours.close()
-            _child(theirs, parent, inherited, self.plan, self.caller)
+            _child(theirs, parent, inherited, self.plan, self.caller, self.limit if slot >= 0 else None)
         theirs.close()
-        worker = self.live[pid] = LocalWorker(pid, await Channel.open(ours), self.caller, self)
+        worker = self.live[pid] = LocalWorker(pid, await Channel.open(ours), self.caller, self, self.limit if slot >= 0 else None)
         try:
             warnings = await worker.ready
         except BaseException:
@@ -309,7 +356,7 @@ class Local:
         """Nothing to end beyond the workers themselves."""
 
 
-def _child(sock: socket.socket, parent: int, inherited: list[int], plan: Plan, caller: Caller) -> None:
+def _child(sock: socket.socket, parent: int, inherited: list[int], plan: Plan, caller: Caller, limit: int | None = None) -> None:
     """The worker process, from the fork to ``os._exit``: it never returns into the controller's code."""
     code = 70
     try:
@@ -330,14 +377,17 @@ def _child(sock: socket.socket, parent: int, inherited: list[int], plan: Plan, c
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         with usercalls.capturing():  # what user code prints goes to its case, as in the controller
-            loop.run_until_complete(serve(sock, plan, caller))
+            loop.run_until_complete(serve(sock, plan, caller, limit))
         code = 0
     finally:
         os._exit(code)
 
 
-async def serve(sock: socket.socket, plan: Plan, caller: Caller) -> None:
-    """A worker's life: start the MCP servers, then run the units the controller sends until it says stop."""
+async def serve(sock: socket.socket, plan: Plan, caller: Caller, limit: int | None = None) -> None:
+    """A worker's life: start the MCP servers, then run the units the controller sends until it says stop.
+    ``limit``: the units it runs at once when the controller sends one more to hold ("hold"): a held unit
+    starts the moment a running one ends (that one's result says which started), or at once if one ended
+    before it came ("began")."""
     loop = asyncio.get_running_loop()
     caller.loop = loop
     channel = await Channel.open(sock)
@@ -355,19 +405,47 @@ async def serve(sock: socket.socket, plan: Plan, caller: Caller) -> None:
     channel.send(("ready", caller.catalog.warnings[before:]))
     by_index = {u.index: u for u in units(plan)}
     tasks: dict[int, asyncio.Task[None]] = {}
+    held: collections.deque[Unit] = collections.deque()
+    active = 0  # units running and not yet ending (a task that has sent its result may not have finished yet)
+
+    def start(unit: Unit) -> None:
+        nonlocal active
+        active += 1
+        tasks[unit.index] = task = loop.create_task(_one(unit, plan, caller, channel, tasks, next_up))
+        task.add_done_callback(lambda _, i=unit.index: tasks.pop(i, None))  # type: ignore[misc]
+
+    def next_up() -> int | None:
+        """A running unit is ending (each says so once): the held unit next in line starts in its place."""
+        nonlocal active
+        active -= 1
+        if not held:
+            return None
+        unit = held.popleft()
+        start(unit)
+        return unit.index
+
     try:
         while (message := await channel.recv()) is not None and message[0] != "stop":
             kind = message[0]
             if kind == "run":
+                start(by_index[message[1]])
+            elif kind == "hold":  # until one of the units running here ends — unless one has since it was sent
                 unit = by_index[message[1]]
-                tasks[unit.index] = task = loop.create_task(_one(unit, plan, caller, channel, tasks))
-                task.add_done_callback(lambda _, i=unit.index: tasks.pop(i, None))  # type: ignore[misc]
+                if limit is not None and active >= limit:
+                    held.append(unit)
+                else:
+                    start(unit)
+                    channel.send(("began", unit.index), at_once=True)
             elif kind == "cancel" and message[1] in tasks:
                 tasks[message[1]].cancel()
+            elif kind == "cancel" and any(u.index == message[1] for u in held):
+                held.remove(by_index[message[1]])
+                channel.send(("cancelled", message[1], None), at_once=True)
             elif kind == "granted":
                 _, name, rid, epoch, refusal = message
                 remotes[name].answered(rid, epoch, refusal)
     finally:
+        held.clear()  # nothing starts while the rest stop
         for task in list(tasks.values()):
             task.cancel()
         await asyncio.gather(*tasks.values(), return_exceptions=True)
@@ -393,24 +471,30 @@ async def _beat(channel: Channel) -> None:
         await asyncio.sleep(HEARTBEAT)
 
 
-async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel, running: dict[int, Any]) -> None:
+async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel, running: dict[int, Any],
+               next_up: Callable[[], int | None] = lambda: None) -> None:
     try:
         result = await run_case(unit.item, unit.run, unit.index, plan, caller)
     except asyncio.CancelledError:
-        channel.send(("cancelled", unit.index))
+        channel.send(("cancelled", unit.index, next_up()))
         return
+    except BaseException:
+        next_up()
+        raise
     case_input = unit.item.case.input
     left_out = case_input is not None and result.input is case_input
+    started = next_up()
     try:
-        # the last case running here: the controller is waiting for this result to send the next case
-        channel.send(("result", unit.index, result, tapes_of(unit.item.case, caller), caller.catalog.secrets.state(), left_out),
-                     now=True, at_once=len(running) <= 1, without_input=case_input if left_out else None)
+        # the last case running here, or a held one started: the controller is waiting for this result (to send
+        # the next case)
+        channel.send(("result", unit.index, result, tapes_of(unit.item.case, caller), caller.catalog.secrets.state(), left_out, started),
+                     now=True, at_once=started is not None or len(running) <= 1, without_input=case_input if left_out else None)
     except Exception as exc:  # noqa: BLE001 — e.g. user data in the result that cannot be pickled
         message, tb = internal_error(exc)
         failed = CaseResult(result.id, "error", result.name, result.input, error=f"the result could not be sent: {message}",
                             traceback=tb, run=result.run, index=result.index, file=result.file, line=result.line,
                             connector=result.connector)
-        channel.send(("result", unit.index, failed, {}, caller.catalog.secrets.state(), False))
+        channel.send(("result", unit.index, failed, {}, caller.catalog.secrets.state(), False, started))
 
 
 def tapes_of(case: Case, caller: Caller) -> dict[str, Any]:
