@@ -16,7 +16,7 @@ import pytest
 
 from helpers import REPO, Answer, alive, cli, report, tool_app
 
-TOOLS = ("hog", "segfault", "quit", "nap", "once", "spawn")
+TOOLS = ("hog", "segfault", "quit", "nap", "once", "spawn", "stamp")
 TOOLS_PY = """
 import ctypes, os, re, subprocess, sys, time
 MARK = os.environ["MARK_DIR"]
@@ -41,6 +41,11 @@ def once(ctx):
     if first:
         time.sleep(60)  # the test kills this worker meanwhile
     return "second time lucky"
+def stamp(ctx):
+    began = time.time()
+    time.sleep(0.3)
+    mark("stamps", f"{began} {time.time()}\\n")
+    return "stamped"
 def spawn(ctx):
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     mark("spawned", str(child.pid) + "\\n")
@@ -86,6 +91,7 @@ def test_a_tool_holding_the_gil_ends_as_its_timeout_and_the_run_goes_on(app_dir,
     assert code == 1 and "Traceback" not in stderr, stderr
     got = results(out)
     assert got["hog"]["status"] == "timeout" and "timeout after 1s (worker lost: no answer for 3 s)" in got["hog"]["error"]
+    assert 1000 <= got["hog"]["duration_ms"] < 20000  # how long it ran until its worker was lost, not 0
     assert got["after"]["status"] == "passed"
     assert took < 20  # the case timeout plus a few seconds, not the regex's lifetime
     (pid,) = [int(p) for p in mark(app_dir, "hog").split()]
@@ -103,6 +109,27 @@ def test_a_case_held_behind_a_hung_one_is_run_again_not_timed_out(app_dir, tmp_p
     got = results(out)
     assert got["hog"]["status"] == "timeout"
     assert got["held"]["status"] == "passed" and got["after"]["status"] == "passed", got["held"]
+
+
+@pytest.mark.parametrize("culprit, parallel", [("quit", 1), ("hog", 1), ("quit", 2)])
+def test_after_a_worker_is_lost_parallel_still_bounds_the_cases_at_once(app_dir, tmp_path, culprit, parallel):
+    """The case held ahead runs again on a worker of its own: it waits for a place among --parallel, as do the
+    cases after it (a new user's trial found --parallel + 1 at once after a loss, and lines mixed up)."""
+    out = tmp_path / "r.json"
+    n = 6
+    cases = [{"id": "culprit", "input": f"call {culprit}", "timeout": "1s"}] + [{"id": f"s{i}", "input": "call stamp"} for i in range(n)]
+    code, stdout, stderr = agent_test(app_dir, cases, "-o", str(out), "--parallel", str(parallel))
+    assert code == 1 and "Traceback" not in stderr, stderr
+    got = results(out)
+    assert got["culprit"]["status"] in ("error", "timeout") and all(got[f"s{i}"]["status"] == "passed" for i in range(n)), got
+    spans = [tuple(map(float, line.split())) for line in mark(app_dir, "stamps").split("\n") if line]
+    assert len(spans) == n
+    at_once = max(sum(1 for s in spans if s[0] <= t < s[1]) for t, _ in spans)
+    assert at_once <= parallel, spans
+    if parallel == 1:
+        lines = [line for line in stdout.splitlines() if line.startswith("► [")]
+        assert [line.split("]")[0] for line in lines] == ["► [culprit"] + [f"► [s{i}" for i in range(n)], lines
+        assert all(line.count("►") == 1 for line in lines), lines
 
 
 def test_one_case_at_a_time_each_line_shows_its_own_case_and_verdict(app_dir, tmp_path):

@@ -71,6 +71,10 @@ class Pool:
         self._locks = [asyncio.Lock() for _ in range(self.size)]
         self._extra: set[Worker] = set()  # the workers of cases run again alone
         self.lookahead = 0  # units beyond --parallel a worker holds, to start the moment one of its units ends
+        # once a worker holding one ahead is lost, the cases it held run again alone in workers of their own, which
+        # hold none: from then on each case waits here for one of --parallel places (the extra one is not run)
+        self._places: asyncio.Semaphore | None = None
+        self._parallel = 1
 
     async def start(self, plan: Plan) -> list[Problem]:
         """Start every worker before the first case; returns the problems their MCP servers met (said once).
@@ -83,6 +87,7 @@ class Pool:
         self.lookahead = getattr(self.launch, "lookahead", 0) if self.size == 1 and not config.early_stop and not config.fail_fast else 0
         if self.lookahead:
             self.launch.limit = config.parallel  # type: ignore[attr-defined]
+        self._parallel = config.parallel
         try:
             started = await asyncio.gather(*(self.launch(i) for i in range(self.size)), return_exceptions=True)
         except asyncio.CancelledError:  # Ctrl-C or SIGTERM while they start (session._plan): none is left behind
@@ -130,25 +135,35 @@ class Pool:
                     call()
         deadline = unit.item.case.timeout or self.timeout
         for attempt in (1, 2):
-            started = loop.time()
+            places = self._places
+            if places is not None:
+                await places.acquire()
             try:
-                worker = await (self._worker(self._slot_for(unit)) if attempt == 1 else self.launch(-1))
-            except StartFailed as exc:
-                text = exc.text or "; ".join(str(p) for p in exc.problems)
-                return lost(unit, "error", f"worker lost, and a fresh worker could not start: {text}")
-            if attempt == 2:
-                self._extra.add(worker)
-            try:
-                return await (worker.run(unit, begun) if begun is not None else worker.run(unit))  # type: ignore[call-arg]
-            except WorkerLost as gone:
-                if (gone.ran if gone.ran is not None else loop.time() - started) >= deadline:
-                    return lost(unit, "timeout", f"timeout after {format_timeout(deadline)} (worker lost: {gone.reason})")
+                started = loop.time()
+                try:
+                    worker = await (self._worker(self._slot_for(unit)) if attempt == 1 else self.launch(-1))
+                except StartFailed as exc:
+                    text = exc.text or "; ".join(str(p) for p in exc.problems)
+                    return lost(unit, "error", f"worker lost, and a fresh worker could not start: {text}")
                 if attempt == 2:
-                    return lost(unit, "error", f"worker lost: {gone.reason} (the case took down 2 workers)")
+                    self._extra.add(worker)
+                try:
+                    return await (worker.run(unit, begun) if begun is not None else worker.run(unit))  # type: ignore[call-arg]
+                except WorkerLost as gone:
+                    if self.lookahead and self._places is None:
+                        self._places = asyncio.Semaphore(self._parallel)
+                    ran = gone.ran if gone.ran is not None else loop.time() - started
+                    if ran >= deadline:
+                        return lost(unit, "timeout", f"timeout after {format_timeout(deadline)} (worker lost: {gone.reason})", ran)
+                    if attempt == 2:
+                        return lost(unit, "error", f"worker lost: {gone.reason} (the case took down 2 workers)", ran)
+                finally:
+                    if attempt == 2:
+                        self._extra.discard(worker)
+                        await worker.stop()
             finally:
-                if attempt == 2:
-                    self._extra.discard(worker)
-                    await worker.stop()
+                if places is not None:
+                    places.release()
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:
@@ -161,9 +176,10 @@ class Pool:
             await self.launch.aclose()
 
 
-def lost(unit: Unit, status: Status, error: str) -> CaseResult:
-    """The result of a unit whose worker was lost."""
+def lost(unit: Unit, status: Status, error: str, ran: float = 0.0) -> CaseResult:
+    """The result of a unit whose worker was lost (``ran``: seconds it had run, in its last attempt)."""
     case = unit.item.case
     return CaseResult(case.id, status, case.name, case.input, error=error, run=unit.run, index=unit.index, dynamic=case.dynamic,
+                      duration_ms=round(ran * 1000, 1),
                       file=case.file, line=case.location.line or 0, description=case.description, tags=case.tags,
                       connector=unit.item.label)
