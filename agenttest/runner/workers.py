@@ -151,9 +151,8 @@ class LocalWorker:
         self.lender = slots.Lender(caller.catalog.traffic, channel.send)
         self.pending: dict[int, asyncio.Future[CaseResult]] = {}
         self.limit = limit  # units it runs at once, the rest held in order (None: it runs whatever it is sent)
-        self.running: set[int] = set()  # as far as the controller knows (the worker says which held unit it started)
         self.held: collections.deque[int] = collections.deque()
-        self.began: dict[int, float] = {}
+        self.began: dict[int, float] = {}  # the units running, as far as the controller knows, and since when
         self.begun: dict[int, Callable[[], None]] = {}  # held units: what to call when they start
         self.inputs: dict[int, Any] = {}  # the input of each case sent, by unit index
         self.acks: dict[int, asyncio.Future[None]] = {}  # cases told to stop (Ctrl-C): their After hooks ran
@@ -184,8 +183,7 @@ class LocalWorker:
         index = unit.index
         fut = self.pending[index] = loop.create_future()
         self.inputs[index] = unit.item.case.input  # put back into its result (sent without it)
-        if self.limit is None or len(self.running) + len(self.held) < self.limit:  # a held one may have begun unsaid
-            self.running.add(index)
+        if self.limit is None or len(self.began) + len(self.held) < self.limit:  # a held one may have begun unsaid
             self.began[index] = loop.time()
             if begun is not None:  # after the results already taken in are handled (their tasks wake first)
                 loop.call_soon(begun)
@@ -258,14 +256,12 @@ class LocalWorker:
     def _ended(self, index: int | None, started: int | None) -> None:
         """Unit ``index`` ended (or was given up); ``started``: the held unit the worker started in its place."""
         if index is not None:
-            self.running.discard(index)
             self.began.pop(index, None)
             self.begun.pop(index, None)
             if index in self.held:
                 self.held.remove(index)
         if started is not None and started in self.held:
             self.held.remove(started)
-            self.running.add(started)
             self.began[started] = asyncio.get_running_loop().time()
             begun = self.begun.pop(started, None)
             if begun is not None:  # after the ended unit's result is taken in (its task wakes first)
@@ -472,7 +468,7 @@ async def _beat(channel: Channel) -> None:
 
 
 async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel, running: dict[int, Any],
-               next_up: Callable[[], int | None] = lambda: None) -> None:
+               next_up: Callable[[], int | None]) -> None:
     try:
         result = await run_case(unit.item, unit.run, unit.index, plan, caller)
     except asyncio.CancelledError:
