@@ -200,6 +200,40 @@ def test_the_fast_indented_writer_is_the_standard_librarys_text(seed):
             assert _indented(value, level) == dumps(value, indent=2).replace("\n", "\n" + " " * level)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_a_result_is_written_straight_from_its_objects_as_its_dict_would_be(seed):
+    """The JSON report writes a result from its objects (``_result_text``: no dict made first); the text is
+    the one the dict encoder and the indented writer give, to the byte — for every result type and for any
+    value a model or tool returns: keys that are not text or collide once made text, sets, bytes, objects,
+    circular and endless nesting, lone surrogates, text subclasses, NaN."""
+    import enum
+
+    from agenttest.reporting.jsonfile import _indented, _result_text
+
+    class Tag(str):
+        pass
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    loop: list = [1]
+    loop.append(loop)
+    deep: list = []
+    for _ in range(250):
+        deep = [deep]
+    odd = [float("nan"), float("inf"), -0.0, 10**40, "\u2028\x00\"\\", "\ud83d cut", "héllo", {1: "x", "1": "y"}, {None: 1},
+           {"\ud83d": 1, "\ufffd": 2}, {"é": "ü"}, (1, "t"), {3, 1, 2}, frozenset({"b"}), b"\xff bytes", bytearray(b"ok"), object(),
+           Tag("sub"), Level.HIGH, True, [], {}, (), loop, deep, {"self": loop}, [[["x"]]], {"a": {"b": ()}}]
+    rng = random.Random(seed)
+    for i in range(60):
+        r = _result(rng, i)
+        picks = [rng.choice(odd) for _ in range(4)]
+        r = dataclasses.replace(r, output={"v": picks[0], "more": picks[1:]} if i % 3 else picks[0], input=rng.choice(odd),
+                                tool_calls=(ToolCall("t", {"a": picks[1]}, "c1", picks[2]),) if i % 2 else r.tool_calls,
+                                world=WorldRecord(picks[3], None, (WorldChange("$.x", "added", after=picks[0]),)) if i % 4 == 0 else r.world)
+        assert _result_text(r) == _indented(codec.result_dict(r), 4)
+
+
 def test_results_spooled_during_the_run_make_the_same_json_report():
     """The JSON writer may take results it wrote while the run went on (reporting/jsonfile.Spool): the file is
     the same to the byte, and a result the report holds as another object (a secret hidden in it after it was

@@ -191,26 +191,35 @@ def encode(value: Any) -> Any:
 
 
 _ENCODERS: dict[type, Callable[[Any], dict[str, Any]]] = {}
-_ALWAYS, _IF_SET, _IF_GIVEN, _IF = range(4)
+ALWAYS, IF_SET, IF_GIVEN, IF = range(4)  # when a key is written: always, when set, when given (not None), by its rule
+
+
+Step = tuple[str, str, bool, int, Rule, "Callable[[Any], Any] | None"]  # name, field, derived, when, rule, put
+
+
+def steps(cls: type) -> list[Step]:
+    """A shape's keys as plain tuples, the common rules (written when set, when given) as small numbers to test
+    inline: the encoders below, and the JSON report's writer (``reporting/jsonfile.py``), go through them."""
+    out: list[Step] = []
+    for key in SHAPES[cls]:
+        when = ALWAYS if key.when is None else IF_SET if key.when is _set else IF_GIVEN if key.when is _given else IF
+        out.append((key.name, key.field, key.derived, when, key.when or _set, key.put))
+    return out
 
 
 def _encoder(cls: type) -> Callable[[Any], dict[str, Any]]:
-    """The encoder of one shape, made once: its keys as plain tuples, the common rules (written when set,
-    when given) tested inline — a report of 100,000 results calls it millions of times."""
-    steps: list[tuple[str, str, bool, int, Rule, Callable[[Any], Any] | None]] = []
-    for key in SHAPES[cls]:
-        when = _ALWAYS if key.when is None else _IF_SET if key.when is _set else _IF_GIVEN if key.when is _given else _IF
-        steps.append((key.name, key.field, key.derived, when, key.when or _set, key.put))
+    """The encoder of one shape, made once — a report of 100,000 results calls it millions of times."""
+    steps_ = steps(cls)
 
     def shaped(obj: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name, attr, derived, when, rule, put in steps:
+        for name, attr, derived, when, rule, put in steps_:
             field = obj if derived else getattr(obj, attr)
             if when:
-                if when == _IF_SET:
+                if when == IF_SET:
                     if not field:
                         continue
-                elif when == _IF_GIVEN:
+                elif when == IF_GIVEN:
                     if field is None:
                         continue
                 elif not rule(obj, field):

@@ -7,12 +7,14 @@ import tempfile
 from array import array
 from json.encoder import INFINITY
 from json.encoder import encode_basestring as _text  # the C encoder's, as json.dumps uses with ensure_ascii=False
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from agenttest.model import CaseResult, RunReport
 from agenttest.util.files import WRITE_ERRORS
 from agenttest.reporting.formats import register
-from agenttest.history.codec import metadata_dict, result_dict, summary_dict
+from agenttest.history.codec import IF_GIVEN, IF_SET, MAX_DEPTH, SHAPES, jsonable, metadata_dict, result_dict, steps, summary_dict
+from agenttest.util.text import safe_text
 
 
 def dumps(value: object, indent: int | None = None) -> str:
@@ -75,8 +77,116 @@ def json_chunks(report: RunReport, spool: Spool | None = None) -> Iterator[str]:
 
 
 def _result_text(result: CaseResult) -> str:
-    """One result as the JSON report holds it, at its indentation in the results list."""
-    return _indented(result_dict(result), 4)
+    """One result as the JSON report holds it, at its indentation in the results list: the text of
+    ``_indented(result_dict(result), 4)``, written from the result's objects without making that dict
+    (``_shaped``: half the controller's CPU a result was the two steps)."""
+    parts: list[str] = []
+    try:
+        _write(result, "\n    ", parts)
+    except _Other:  # a value the fast writer leaves to the standard library (_indented)
+        return _indented(result_dict(result), 4)
+    return "".join(parts)
+
+
+def _write(value: object, newline: str, parts: list[str]) -> None:
+    """``_put(encode(value), newline, parts)``: a result type by its shape, anything else made JSON-ready."""
+    kind = type(value)
+    writer = _WRITERS.get(kind)
+    if writer is not None:
+        writer(value, newline, parts)
+    elif kind is tuple and value and type(value[0]) in SHAPES:  # type: ignore[index]
+        inner = newline + "  "
+        sep = "[" + inner
+        for v in value:  # type: ignore[attr-defined]
+            parts.append(sep)
+            _write(v, inner, parts)
+            sep = "," + inner
+        parts.append(newline + "]")
+    elif kind in SHAPES:
+        _shaped(kind)(value, newline, parts)
+    else:
+        _plain(value, newline, parts, 0, ())
+
+
+def _plain(value: Any, newline: str, parts: list[str], depth: int, path: tuple[int, ...]) -> None:
+    """``_put(jsonable(value, depth, path), newline, parts)`` — what a model, a tool or a case gave — written as
+    it is read: plain dicts with text keys, lists and tuples, text and numbers here; anything else (a set,
+    bytes, an object, a key to make text of, nesting past MAX_DEPTH) as ``jsonable`` makes it."""
+    kind = type(value)
+    if kind is str:
+        parts.append(_text(value if value.isascii() else safe_text(value)))
+    elif kind is dict and depth < MAX_DEPTH and id(value) not in path and all(type(k) is str and k.isascii() for k in value):
+        if not value:
+            parts.append("{}")
+            return
+        inner, within, depth = newline + "  ", (*path, id(value)), depth + 1
+        sep = "{" + inner
+        for k, v in value.items():
+            if type(v) is str:
+                parts.append(sep + _text(k) + ": " + _text(v if v.isascii() else safe_text(v)))
+            else:
+                parts.append(sep + _text(k) + ": ")
+                _plain(v, inner, parts, depth, within)
+            sep = "," + inner
+        parts.append(newline + "}")
+    elif (kind is list or kind is tuple) and depth < MAX_DEPTH and id(value) not in path:
+        if not value:
+            parts.append("[]")
+            return
+        inner, within, depth = newline + "  ", (*path, id(value)), depth + 1
+        sep = "[" + inner
+        for v in value:
+            parts.append(sep)
+            _plain(v, inner, parts, depth, within)
+            sep = "," + inner
+        parts.append(newline + "]")
+    elif kind is int or kind is float or kind is bool or value is None:
+        _put(value, newline, parts)
+    else:
+        _put(jsonable(value, depth, path), newline, parts)
+
+
+_WRITERS: dict[type, Callable[[Any, str, list[str]], None]] = {}
+
+
+def _shaped(cls: type) -> Callable[[Any, str, list[str]], None]:
+    """The writer of one shape (``codec.SHAPES``), made once as a function of its own: its keys' text and
+    rules as the dict encoder has them (``codec.steps``), one after another — no loop over the keys, no
+    dispatch on the rule, each value written as it is met (a result is some 70 keys)."""
+    names: dict[str, Any] = {"_text": _text, "safe_text": safe_text, "_plain": _plain, "_write": _write}
+    lines = ["def write(obj, newline, parts):", "    inner = newline + '  '", "    append = parts.append",
+             "    comma = ',' + inner", "    first = sep = '{' + inner"]
+    for i, (name, attr, derived, when, rule, put) in enumerate(steps(cls)):
+        key = repr(_text(name) + ": ")
+        lines.append("    f = obj" if derived else f"    f = obj.{attr}")
+        indent = "    "
+        if when == IF_SET:
+            lines.append("    if f:")
+        elif when == IF_GIVEN:
+            lines.append("    if f is not None:")
+        elif when:
+            names[f"rule{i}"] = rule
+            lines.append(f"    if rule{i}(obj, f):")
+        if when:
+            indent = "        "
+        if put is not None:
+            names[f"put{i}"] = put
+            lines += [f"{indent}append(sep + {key})", f"{indent}_plain(put{i}(f), inner, parts, 0, ())"]
+        else:
+            lines += [f"{indent}t = type(f)",
+                      f"{indent}if t is str:", f"{indent}    append(sep + {key} + _text(f if f.isascii() else safe_text(f)))",
+                      f"{indent}elif t is int:", f"{indent}    append(sep + {key} + int.__repr__(f))",
+                      f"{indent}elif f is None:", f"{indent}    append(sep + {key} + 'null')",
+                      f"{indent}elif f is True:", f"{indent}    append(sep + {key} + 'true')",
+                      f"{indent}elif f is False:", f"{indent}    append(sep + {key} + 'false')",
+                      f"{indent}elif t is tuple and not f:", f"{indent}    append(sep + {key} + '[]')",
+                      f"{indent}else:", f"{indent}    append(sep + {key})", f"{indent}    _write(f, inner, parts)"]
+        lines.append(f"{indent}sep = comma")
+    lines.append("    append('{}' if sep is first else newline + '}')")
+    exec(compile("\n".join(lines), f"<JSON writer of {cls.__name__}>", "exec"), names)  # noqa: S102 — our own shapes' keys
+    write = names["write"]
+    _WRITERS[cls] = write
+    return write  # type: ignore[no-any-return]
 
 
 def _indented(value: object, level: int = 2) -> str:
