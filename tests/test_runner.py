@@ -206,3 +206,39 @@ def test_skipped_cases_are_not_run(bot):
     plan, caller = make(bot, [{"id": "s", "input": "tool:exits", "skip": True, "skip_reason": "later"}])
     (result,) = go(plan, caller)
     assert result.status == "skipped" and result.skip_reason == "later" and result.error == "" and not result.tool_calls
+
+
+def test_ctrl_c_stops_each_unit_once_so_a_slow_cleanup_is_not_cut_short(bot):
+    """Ctrl-C cancels the run; each unit is stopped once. A unit that ends at once must not make the others,
+    still stopping (a worker's case waits for its After hook), be cancelled a second time — that cut the wait
+    short and the worker was stopped under the hook (an After hook lost now and then, tests on a busy CI)."""
+    cases = [{"id": f"c{i}", "input": "hi"} for i in range(3)]
+    plan, caller = make(bot, cases, parallel=3)
+    cleaned: list[str] = []
+
+    class Executor:
+        warnings: list[str] = []
+        lookahead = 0
+
+        async def run(self, unit):
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                if unit.index:  # the first stops at once; the others take a while, as a worker's After hook does
+                    await asyncio.sleep(0.2)
+                    cleaned.append(unit.item.case.id)
+                raise
+
+        async def aclose(self):
+            pass
+
+    async def main() -> None:
+        caller.loop = asyncio.get_running_loop()
+        task = asyncio.create_task(runner.run(plan, caller, RunState(), executor=Executor()))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert sorted(cleaned) == ["c1", "c2"]

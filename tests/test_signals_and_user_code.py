@@ -19,8 +19,10 @@ from helpers import REPO, report, tool_app
 
 TOOL_NAMES = ("sleeper", "exiter", "threader", "interrupter")
 TOOLS_PY = """
-import sys, threading, time
+import os, sys, threading, time
 def sleeper(ctx):
+    if os.environ.get("MARK_DIR"):  # a test can wait for the cases to be in here
+        open(os.path.join(os.environ["MARK_DIR"], f"sleeping-{time.monotonic_ns()}"), "w").close()
     time.sleep(3600)
 def exiter(ctx):
     sys.exit(6)
@@ -132,9 +134,9 @@ def test_a_signal_stops_the_run_after_and_after_all_run_and_the_report_is_writte
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
     deadline = time.time() + 30
-    while time.time() < deadline and not any("[quick]" in line for line in lines):
-        time.sleep(0.05)
-    time.sleep(0.5)  # quick has finished; two slow cases are in their sleeping tool
+    while time.time() < deadline and not (any("[quick]" in line for line in lines)
+                                          and sum(m.startswith("sleeping-") for m in marks(app_dir)) >= 2):
+        time.sleep(0.05)  # until quick has finished and two slow cases are in their sleeping tool (on a busy machine, seconds)
     proc.send_signal(sig)
     proc.wait(timeout=30)
     reader.join(timeout=5)

@@ -281,7 +281,11 @@ async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: Start
         if tasks:
             await asyncio.gather(*list(tasks))
     except asyncio.CancelledError:
+        # Ctrl-C, SIGTERM: every unit is stopped once. The gather above ends at the first unit that ends cancelled
+        # while the others are still stopping (a worker's case waits for its After hook): one asked already is
+        # not asked again, which would cut that wait short — and the After hook with it, the worker stopped under it
         for task in list(tasks):
-            task.cancel()
+            if not task.cancelling():
+                task.cancel()
         await asyncio.gather(*list(tasks), return_exceptions=True)
         raise
