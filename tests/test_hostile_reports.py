@@ -113,3 +113,28 @@ def test_a_wrong_typed_report_field_is_exit_2_with_its_location(base, tmp_path, 
     assert "Traceback" not in result.output + result.stderr, result.output + result.stderr
     assert result.exit_code == 2, (result.exit_code, result.output)
     assert f"{wrong}:" in result.stderr, result.stderr
+
+
+def _strict(text: str):
+    """JSON as a strict parser (a browser's, jq's) reads it: NaN and Infinity are not JSON."""
+    def refuse(word: str):
+        raise ValueError(f"not JSON: {word}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_nan_and_infinity_from_a_tool_are_text_in_every_json_report(offline_app, tmp_path):
+    """A tool's NaN or infinity (a ratio of zeros, a metric) is kept as the text "NaN" / "Infinity" in the JSON and
+    JSONL reports and the NDJSON events — valid JSON for any parser — and the report reads back (``diff``)."""
+    offline_app.agent("bot", connector="mock", tools=TOOLS,
+                      files={"mock.yml": RULES, "src/tools.py": "def put(ctx):\n    return {'ratio': float('nan'), 'top': float('inf')}\n"})
+    path = offline_app.cases("cases.jsonl", [{"id": "a", "input": "store"}])
+    out, lines = tmp_path / "r.json", tmp_path / "r.jsonl"
+    result = cli("-i", str(path), "-n", "bot", "--app", str(offline_app.root), "-o", str(out), "-o", str(lines), "--json")
+    assert result.exit_code == 0, result.output
+    call = _strict(out.read_text())["results"][0]["tool_calls"][0]
+    assert call["result"] == {"ratio": "NaN", "top": "Infinity"}, call
+    assert [_strict(line) for line in lines.read_text().splitlines()][0]["tool_calls"][0]["result"]["ratio"] == "NaN"
+    events = [_strict(line) for line in result.stdout.splitlines() if line.strip()]
+    assert any(e.get("event") == "result" for e in events), events
+    again = cli("diff", str(out), str(out))
+    assert again.exit_code == 0, again.output

@@ -222,3 +222,21 @@ def test_a_passed_check_shows_what_it_looked_at_and_a_negated_one_says_not(page,
     page.goto((tmp_path / "r.html").as_uri() + "#turn1")
     shown = page.inner_text(".assertions")
     assert "not: name=delete_expense" in shown and "value=type" in shown and "expected delete_expense" not in shown
+
+
+def test_a_value_that_is_not_a_number_does_not_stop_the_viewer(page, tmp_path):
+    """NaN and the infinities from a tool or a model are written as text: the page's data is JSON the browser
+    parses (a bare NaN made ``JSON.parse`` throw and the viewer never started — a new user's finding)."""
+    from agenttest.model import AssertionResult, CaseResult, ToolCall
+    from agenttest.reporting import write
+    from agenttest.verdicts.outcome import make_report
+
+    call = ToolCall("measure", {"x": float("inf")}, "c1", {"ratio": float("nan"), "low": float("-inf")})
+    judged = AssertionResult("judge", True, "", None, None, score=float("nan"))
+    result = CaseResult("odd", "passed", input="hi", output={"value": float("nan")}, tool_calls=(call,), assertions=(judged,),
+                        connector="mock")
+    write(make_report([result], 1795953600.0, 10.0, 1, agent_id="bot", connector="mock"), str(tmp_path / "r.html"))
+    page.goto((tmp_path / "r.html").as_uri() + "#odd")
+    assert rows(page) == [["odd", "passed"]]
+    shown = page.inner_text(".run")
+    assert "NaN" in shown and "Infinity" in shown

@@ -35,12 +35,16 @@ MAX_DEPTH = 200  # deeper values are cut: no report is lost to a value nested wi
 
 
 def jsonable(value: Any, depth: int = 0, path: tuple[int, ...] = ()) -> Any:
-    """``value`` as JSON can hold it: safe text; tuples and sets as lists; bytes as text; circular
-    references, objects JSON has no form for and nesting past MAX_DEPTH as text saying so."""
+    """``value`` as JSON can hold it: safe text; tuples and sets as lists; bytes as text; NaN and the
+    infinities as text (``"NaN"``, ``"Infinity"``: JSON has no such numbers, and a strict parser — the
+    browser's, the viewer's — refuses the bare words); circular references, objects JSON has no form for
+    and nesting past MAX_DEPTH as text saying so."""
     t = type(value)
     if t is str:
         return value if value.isascii() else safe_text(value)
-    if value is None or t is int or t is float or t is bool:
+    if t is float:
+        return value if value - value == 0 else nonfinite(value)
+    if value is None or t is int or t is bool:
         return value
     if isinstance(value, str):
         return safe_text(value)
@@ -58,8 +62,13 @@ def jsonable(value: Any, depth: int = 0, path: tuple[int, ...] = ()) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return safe_text(bytes(value).decode("utf-8", "backslashreplace"))
     if isinstance(value, (int, float)):  # bool and int subclasses, numpy-like scalars
-        return float(value) if isinstance(value, float) else int(value)
+        return jsonable(float(value)) if isinstance(value, float) else int(value)
     return safe_text(f"<{type(value).__name__} object>")
+
+
+def nonfinite(value: float) -> str:
+    """NaN or an infinity as the report writes it: the word Python's and JavaScript's parsers print."""
+    return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
 
 
 def _key(key: Any) -> str:
@@ -99,6 +108,11 @@ class Key:
         return self.attr or self.name
 
 
+def _finite(obj: Any, value: Any) -> bool:
+    """A score is written when it is a number: a judge's NaN is left out (the report's score is a number)."""
+    return value is not None and value - value == 0
+
+
 def _ms(value: float) -> float:
     return round(value, 1)
 
@@ -126,7 +140,7 @@ def _rates(values: tuple[float, ...]) -> list[float]:
 SHAPES: dict[type, tuple[Key, ...]] = {
     Usage: (Key("prompt_tokens"), Key("completion_tokens"), Key("total_tokens"), Key("cached_tokens", when=_set)),
     AssertionResult: (Key("type"), Key("passed"), Key("message", when=_set), Key("expected", when=_given),
-                      Key("actual", when=_given), Key("score", when=_given), Key("details", when=_set), Key("error", when=_set),
+                      Key("actual", when=_given), Key("score", when=_finite), Key("details", when=_set), Key("error", when=_set),
                       Key("checked", when=_set), Key("traceback", when=_set)),
     ToolCall: (Key("name"), Key("arguments"), Key("result"), Key("duration_ms", put=_ms), Key("id", when=_set),
                Key("error", when=_given), Key("server", when=_given), Key("mocked", when=_set), Key("fault", when=_given),
@@ -178,7 +192,7 @@ def encode(value: Any) -> Any:
     t = type(value)
     if t is str:
         return value if value.isascii() else safe_text(value)
-    if value is None or t is int or t is float or t is bool:
+    if value is None or t is int or t is bool or (t is float and value - value == 0):
         return value
     shaped = _ENCODERS.get(t)
     if shaped is not None:

@@ -13,7 +13,8 @@ from typing import Any
 from agenttest.model import CaseResult, RunReport
 from agenttest.util.files import WRITE_ERRORS
 from agenttest.reporting.formats import register
-from agenttest.history.codec import IF_GIVEN, IF_SET, MAX_DEPTH, SHAPES, jsonable, metadata_dict, result_dict, steps, summary_dict
+from agenttest.history.codec import (IF_GIVEN, IF_SET, MAX_DEPTH, SHAPES, jsonable, metadata_dict, nonfinite, result_dict, steps,
+                                     summary_dict)
 from agenttest.util.text import safe_text
 
 
@@ -140,7 +141,9 @@ def _plain(value: Any, newline: str, parts: list[str], depth: int, path: tuple[i
             _plain(v, inner, parts, depth, within)
             sep = "," + inner
         parts.append(newline + "]")
-    elif kind is int or kind is float or kind is bool or value is None:
+    elif kind is float:
+        parts.append(float.__repr__(value) if value - value == 0 else _text(nonfinite(value)))
+    elif kind is int or kind is bool or value is None:
         _put(value, newline, parts)
     else:
         _put(jsonable(value, depth, path), newline, parts)
