@@ -167,6 +167,26 @@ def test_create_and_next_hooks(app, server):
     assert reply.has_data and reply.output["wrapped"] == '{"seen": ["injected", "q"]}' and reply.output["n"] == 3
 
 
+def test_a_next_hooks_data_is_json_as_a_tools_result_is(app, server):
+    """The Next hook's data is the case's output: sets, bytes, integer keys and tuples get their JSON form (as a
+    tool's result does) before any assertion sees them — an assertion checked ``"{'b', 'a'}"`` while the report
+    showed ``["a", "b"]`` (a new user's trial); a value with no JSON form is the hook's error, never a ``str()``."""
+    server.responder = lambda req: Answer("ok")
+    index = """
+    def next(ctx, payload):
+        if payload["messages"][-2]["content"] == "loop":
+            loop = []
+            loop.append(loop)
+            return {"data": {"loop": loop}}
+        return {"data": {"s": {"b", "a"}, 2: b"raw\\xff", "t": (1, 2)}}
+    """
+    app.agent("bot", files={"src/index.py": index})
+    reply = run(Catalog(App(str(app.root))).agent("bot"), [{"role": "user", "content": "q"}])
+    assert reply.output == {"s": ["a", "b"], "2": "raw\\xff", "t": [1, 2]}, reply.output
+    with pytest.raises(AgentError, match="next hook returned a circular structure"):
+        run(Catalog(App(str(app.root))).agent("bot"), [{"role": "user", "content": "loop"}])
+
+
 def test_failing_hook_is_an_agent_error(app, server):
     app.agent("bot", files={"src/index.py": "def create(ctx, messages):\n    raise KeyError('nope')\n"})
     with pytest.raises(AgentError, match="create hook failed: KeyError"):

@@ -334,8 +334,8 @@ class Agent:
             "error": None,
         }
         result = await usercalls.call(self.next_hook, ctx, payload, what="next hook")  # type: ignore[arg-type]
-        if isinstance(result, dict) and "data" in result:
-            return replace(reply, data=result["data"], has_data=True)
+        if isinstance(result, dict) and "data" in result:  # the case's output: JSON as a tool's result is (sets as lists, …)
+            return replace(reply, data=sendable(result["data"], "next hook"), has_data=True)
         return reply
 
 
