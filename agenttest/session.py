@@ -163,7 +163,10 @@ class Session:
         previewing = self.config.dry_run or self.config.list_only
         if agent_id is None and (source.needs_agent or not previewing):
             if source.path is not None:
-                raise AgentTestError(f"no agent for {source.path}: no package.yao above it", hint="pass -n AGENT")
+                agents = [a for a in app.agent_ids() if not a.startswith("workers.")]
+                why = f"and the app has {len(agents)} agents ({', '.join(agents)})" if agents else "and the app has no agent"
+                raise AgentTestError(f"no agent for {source.path}: no package.yao above it, {why}",
+                                     hint="pass -n AGENT" + (f" (e.g. -n {agents[0]})" if agents else ""))
             shown = " ".join(f"-i {t!r}" for t in self.config.inputs)
             raise AgentTestError(f"-n AGENT is required with {shown}", hint=f"known agents: {', '.join(app.agent_ids())}")
         return agent_id

@@ -256,3 +256,17 @@ def test_bad_ctx_file_is_exit_2(bot, tmp_path, content, message):
     assert result.exit_code == 2 and message in result.stderr and "Traceback" not in result.output
     missing = cli("-i", str(path), "-n", "bot", "--ctx", str(tmp_path / "none.json"))
     assert missing.exit_code == 2 and "does not exist" in missing.stderr
+
+
+def test_cases_outside_any_agent_in_an_app_of_two_agents_say_which_to_choose(offline_app):
+    """-n left out: the app's only agent is taken; with two, the error names them (a new user added a second
+    agent and ``agent-test -i tests`` stopped working with only "no package.yao above it")."""
+    rules = {"mock.yml": "rules:\n  - user: '.*'\n    reply: hello\n"}
+    offline_app.agent("support", connector="mock", files=rules)
+    path = offline_app.cases("tests/cases.jsonl", [{"id": "a", "input": "hi"}])
+    one = cli("-i", str(path), "--app", str(offline_app.root), "-o", str(offline_app.root / "r.json"))
+    assert one.exit_code in (0, 1), one.output
+    offline_app.agent("hooky", connector="mock", files=rules)
+    two = cli("-i", str(path), "--app", str(offline_app.root))
+    assert two.exit_code == 2 and "Traceback" not in two.output + two.stderr
+    assert "the app has 2 agents (hooky, support)" in two.stderr and "-n hooky" in two.stderr, two.stderr

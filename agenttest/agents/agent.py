@@ -335,7 +335,7 @@ class Agent:
         }
         result = await usercalls.call(self.next_hook, ctx, payload, what="next hook")  # type: ignore[arg-type]
         if isinstance(result, dict) and "data" in result:  # the case's output: JSON as a tool's result is (sets as lists, …)
-            return replace(reply, data=sendable(result["data"], "next hook"), has_data=True)
+            return replace(reply, data=sendable(result["data"], "next hook", "the case's output"), has_data=True)
         return reply
 
 

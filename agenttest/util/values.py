@@ -18,14 +18,15 @@ MAX_RESULT_DEPTH = 100  # a tool result nested deeper is refused (the model coul
 _TEXT_FORMS = {("decimal", "Decimal"), ("uuid", "UUID")}  # by name: their modules need not be imported for this
 
 
-def sendable(value: Any, what: str) -> Any:
+def sendable(value: Any, what: str, use: str = "sent to the model") -> Any:
     """``value`` — what user code (a tool) returned — as the JSON the model is sent and the report keeps:
     tuples and sets become lists, bytes text, dates ISO text, dataclasses objects. A circular structure or
-    an object with no JSON form is a CallError naming ``what``, never a silent ``str()``."""
-    return _sendable(value, what, (), 0)
+    an object with no JSON form is a CallError naming ``what`` and what the value is for (``use``: sent to the
+    model, the case's output), never a silent ``str()``."""
+    return _sendable(value, what, use, (), 0)
 
 
-def _sendable(value: Any, what: str, path: tuple[int, ...], depth: int) -> Any:
+def _sendable(value: Any, what: str, use: str, path: tuple[int, ...], depth: int) -> Any:
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
@@ -37,29 +38,29 @@ def _sendable(value: Any, what: str, path: tuple[int, ...], depth: int) -> Any:
     if (type(value).__module__, type(value).__name__) in _TEXT_FORMS:
         return str(value)
     if isinstance(value, os.PathLike):
-        return _sendable(os.fspath(value), what, path, depth)
+        return _sendable(os.fspath(value), what, use, path, depth)
     if isinstance(value, enum.Enum):
-        return _sendable(value.value, what, path, depth)
+        return _sendable(value.value, what, use, path, depth)
     if depth > MAX_RESULT_DEPTH:
         raise CallError(f"{what} returned a value nested more than {MAX_RESULT_DEPTH} levels deep")
     if id(value) in path:
         raise CallError(f"{what} returned a circular structure (a {type(value).__name__} that contains itself), "
-                        "which cannot be sent to the model")
+                        f"which cannot be {use}")
     inner = (*path, id(value))
     if isinstance(value, dict):
-        return {_key(k, what): _sendable(v, what, inner, depth + 1) for k, v in value.items()}
+        return {_key(k, what): _sendable(v, what, use, inner, depth + 1) for k, v in value.items()}
     if isinstance(value, (set, frozenset)):
-        items = [_sendable(v, what, inner, depth + 1) for v in value]
+        items = [_sendable(v, what, use, inner, depth + 1) for v in value]
         return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))  # a set has no order: give it one
     if isinstance(value, (list, tuple)):
-        return [_sendable(v, what, inner, depth + 1) for v in value]
+        return [_sendable(v, what, use, inner, depth + 1) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _sendable(getattr(value, f.name), what, inner, depth + 1) for f in dataclasses.fields(value)}
+        return {f.name: _sendable(getattr(value, f.name), what, use, inner, depth + 1) for f in dataclasses.fields(value)}
     if callable(getattr(value, "model_dump", None)):  # a pydantic model
-        return _sendable(value.model_dump(), what, inner, depth + 1)
+        return _sendable(value.model_dump(), what, use, inner, depth + 1)
     kind = type(value)
     raise CallError(f"{what} returned a {kind.__module__}.{kind.__qualname__} object, which has no JSON form and cannot be "
-                    "sent to the model (return dicts, lists, strings and numbers)")
+                    f"{use} (return dicts, lists, strings and numbers)")
 
 
 def _key(key: Any, what: str) -> str:
