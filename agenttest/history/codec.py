@@ -109,8 +109,9 @@ class Key:
 
 
 def _finite(obj: Any, value: Any) -> bool:
-    """A score is written when it is a number: a judge's NaN is left out (the report's score is a number)."""
-    return value is not None and value - value == 0
+    """A score is written when it is a number: a judge's NaN (or a plug-in's text) is left out — the report's
+    score is a number."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value - value == 0
 
 
 def _ms(value: float) -> float:
