@@ -252,3 +252,14 @@ def test_results_spooled_during_the_run_make_the_same_json_report():
     text = "".join(json_chunks(later, spool))
     assert text == "".join(to_json(later)) and "hidden after the run" in text
     spool.close()
+
+
+@pytest.mark.parametrize("score", [float("nan"), float("inf"), "high", True])
+def test_a_score_that_is_not_a_number_is_left_out_and_the_report_reads_back(score):
+    """The report's score is a number: a judge's NaN or a plug-in's text is left out, never written where the
+    schema (and ``diff``, ``merge``, ``--baseline``) would refuse the file."""
+    check = AssertionResult("judge", True, score=score)
+    report = RunReport((CaseResult("a", "passed", assertions=(check,)),), "2026-12-01T10:00:00Z", "2026-12-01T10:00:01Z", 1.0)
+    data = json.loads(json.dumps(codec.report_dict(report)))
+    assert "score" not in data["results"][0]["assertions"][0]
+    assert codec.report_of(data).results[0].assertions[0].score is None
