@@ -163,7 +163,7 @@ class Session:
         previewing = self.config.dry_run or self.config.list_only
         if agent_id is None and (source.needs_agent or not previewing):
             if source.path is not None:
-                agents = [a for a in app.agent_ids() if not a.startswith("workers.")]
+                agents = app.agents_under_test()
                 why = f"and the app has {len(agents)} agents ({', '.join(agents)})" if agents else "and the app has no agent"
                 raise AgentTestError(f"no agent for {source.path}: no package.yao above it, {why}",
                                      hint="pass -n AGENT" + (f" (e.g. -n {agents[0]})" if agents else ""))

@@ -146,6 +146,7 @@ def test_a_signal_stops_the_run_after_and_after_all_run_and_the_report_is_writte
     data = report(out)
     assert [r["id"] for r in data["results"]] == ["quick"] and data["summary"]["interrupted"] is True
     assert {"after-slow0", "after-slow1", "afterall"} <= marks(app_dir)  # After of the cases cut short, and AfterAll
+    assert "after-slow2" not in marks(app_dir)  # held (one worker) or waiting (two): it never starts once stopped
 
 
 SLOW_FORMAT = '''

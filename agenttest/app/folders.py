@@ -67,10 +67,14 @@ class App:
         rel = os.path.relpath(os.path.abspath(folder), os.path.join(self.root, "assistants"))
         return rel.replace(os.sep, ".")
 
+    def agents_under_test(self) -> list[str]:
+        """The app's agents besides the worker agents (``assistants/workers/``)."""
+        return [a for a in self.agent_ids() if not a.startswith("workers.")]
+
     def only_agent(self) -> str | None:
-        """The app's one agent under test, when it has exactly one besides the worker agents
-        (``assistants/workers/``): then ``-n`` may be left out wherever the cases are."""
-        agents = [a for a in self.agent_ids() if not a.startswith("workers.")]
+        """The app's one agent under test, when it has exactly one: then ``-n`` may be left out wherever the
+        cases are."""
+        agents = self.agents_under_test()
         return agents[0] if len(agents) == 1 else None
 
     def agent_above(self, path: str) -> str | None:

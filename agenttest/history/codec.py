@@ -224,11 +224,11 @@ def steps(cls: type) -> list[Step]:
 
 def _encoder(cls: type) -> Callable[[Any], dict[str, Any]]:
     """The encoder of one shape, made once — a report of 100,000 results calls it millions of times."""
-    steps_ = steps(cls)
+    keys = steps(cls)
 
     def shaped(obj: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name, attr, derived, when, rule, put in steps_:
+        for name, attr, derived, when, rule, put in keys:
             field = obj if derived else getattr(obj, attr)
             if when:
                 if when == IF_SET:

@@ -412,11 +412,12 @@ async def serve(sock: socket.socket, plan: Plan, caller: Caller, limit: int | No
         tasks[unit.index] = task = loop.create_task(_one(unit, plan, caller, channel, tasks, next_up, limit))
         task.add_done_callback(lambda _, i=unit.index: tasks.pop(i, None))  # type: ignore[misc]
 
-    def next_up() -> int | None:
-        """A running unit is ending (each says so once): the held unit next in line starts in its place."""
+    def next_up(replace: bool = True) -> int | None:
+        """A running unit is ending (each says so once): the held unit next in line starts in its place —
+        unless it was stopped (``replace`` False: Ctrl-C or SIGTERM; the held ones are stopped too, unstarted)."""
         nonlocal active
         active -= 1
-        if not held:
+        if not held or not replace:
             return None
         unit = held.popleft()
         start(unit)
@@ -470,11 +471,11 @@ async def _beat(channel: Channel) -> None:
 
 
 async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel, running: dict[int, Any],
-               next_up: Callable[[], int | None], limit: int | None = None) -> None:
+               next_up: Callable[..., int | None], limit: int | None = None) -> None:
     try:
         result = await run_case(unit.item, unit.run, unit.index, plan, caller)
     except asyncio.CancelledError:
-        channel.send(("cancelled", unit.index, next_up()))
+        channel.send(("cancelled", unit.index, next_up(False)))
         return
     except BaseException:
         next_up()
