@@ -41,6 +41,11 @@ CASES = [
     ({"type": "json_path", "path": "$.items[?(@.type == 'travel')].amount", "value": 3500},
      '{"items": [{"type": "meal", "amount": 5}, {"type": "travel", "amount": 3500}]}', '{"items": [{"type": "meal", "amount": 3500}]}'),
     ({"type": "json_path", "path": "$.n", "value": 2}, {"n": 2}, "no json here"),
+    # names with non-ASCII letters after a dot, in a filter too (the parser reads only ASCII names there)
+    ({"type": "json_path", "path": "$.héllo.größe", "value": 1}, '{"héllo": {"größe": 1}}', '{"héllo": {"größe": 2}}'),
+    ({"type": "json_path", "path": "$.items[?(@.città == 'Roma')].n", "value": 1},
+     '{"items": [{"città": "Roma", "n": 1}]}', '{"items": [{"città": "Milano", "n": 1}]}'),
+    ({"type": "json_path", "path": "$.名前", "value": "太郎"}, '{"名前": "太郎"}', '{"名前": "花子"}'),
     ({"type": "type", "value": "object"}, '{"a": 1}', "[1]"),
     ({"type": "type", "value": "string"}, "hello there", "42"),
     ({"type": "type", "path": "$.count", "value": "number"}, '{"count": 3}', '{"count": "3"}'),
@@ -143,3 +148,16 @@ def test_a_negated_check_says_so_in_what_it_checked():
     assert held.passed and held.checked == "not: name=never_called"
     plain = check({"type": "tool_called", "name": "create_expense"}, "x")
     assert plain.checked == "name=create_expense"
+
+
+def test_a_non_ascii_name_after_a_dot_is_quoted_and_quoted_text_is_left_alone():
+    from agenttest.assertions.static import _quoted_names
+
+    assert _quoted_names("$.héllo") == "$['héllo']"
+    assert _quoted_names("$.a.ü-b[0]") == "$.a['ü-b'][0]"
+    assert _quoted_names("$.items[?(@.città == 'a.é')]") == "$.items[?(@['città'] == 'a.é')]"
+    assert _quoted_names("$['x.é'].y") == "$['x.é'].y"  # inside quotes: as written
+    assert _quoted_names('$.a[?(@.n == "q\\".é")]') == '$.a[?(@.n == "q\\".é")]'  # an escaped quote does not end the text
+    assert _quoted_names("$.plain.path") == "$.plain.path"
+    # and a path that is wrong for another reason still says so, in the words the user wrote
+    assert assertions.check({"type": "json_path", "path": "$.é[", "value": 1})[0][1].startswith("JSONPath '$.é[' does not parse")

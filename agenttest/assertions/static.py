@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -122,7 +123,38 @@ async def regex(params: dict[str, Any], obs: Observation) -> AssertionResult:
 def parsed_path(path: str) -> Any:
     from jsonpath_ng.ext import parse
 
-    return parse(path)
+    return parse(_quoted_names(path))
+
+
+_DOTTED = re.compile(r"\.([\w\-]+)")
+
+
+def _quoted_names(path: str) -> str:
+    """``path`` with each ``.name`` that has a non-ASCII letter written ``['name']``: the JSONPath parser reads
+    only ASCII names after a dot (``$.héllo`` would not parse; ``$['héllo']`` does). Quoted text is left alone."""
+    if path.isascii():
+        return path
+    out, i, quote = [], 0, ""
+    while i < len(path):
+        c = path[i]
+        if quote:
+            out.append(c)
+            if c == "\\" and i + 1 < len(path):
+                out.append(path[i + 1])
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+            out.append(c)
+        elif c == "." and (m := _DOTTED.match(path, i)) and not m.group(1).isascii():
+            out.append(f"['{m.group(1)}']")
+            i = m.end()
+            continue
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def path_problems(params: dict[str, Any], required: bool) -> list[CheckProblem]:
