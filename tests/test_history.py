@@ -93,6 +93,26 @@ def test_a_failing_run_is_recorded_with_its_verdicts_and_exit_code(tmp_path):
         assert (b.verdict, b.reason, b.output, b.runs, b.passed) == ("failed", "output does not contain 'x'", "nope", 1, 0)
 
 
+def test_a_run_cut_short_is_listed_with_the_cases_it_did_not_run(tmp_path):
+    """Ctrl-C after 9 of 200 cases: 9 passed, but the run is not listed as a green run of 9 cases."""
+    from agenttest.reporting.runs import run_lines
+
+    ran = [CaseResult(f"c{i}", "passed", file="t.jsonl") for i in range(9)]
+    with History(str(tmp_path / "h.sqlite")) as history:
+        history.record(replace(_report(*ran), interrupted=True, not_run=191), 130, ["t.jsonl"])
+        history.record(replace(_report(CaseResult("a", "failed", file="t.jsonl")), stopped_early=True, not_run=4), 1, ["t.jsonl"])
+        history.record(_report(*ran), 0, ["t.jsonl"])
+        whole, failfast, cut = history.runs()
+    assert (cut.cases, cut.not_run, cut.pass_rate, cut.interrupted) == (9, 191, 100.0, True)
+    assert (cut.cases_text(), cut.pass_rate_text()) == ("9 of 200", "100.0% (interrupted)")
+    assert (failfast.cases_text(), failfast.pass_rate_text()) == ("1 of 5", "0.0% (stopped early)")
+    assert (whole.not_run, whole.cases_text(), whole.pass_rate_text(), whole.interrupted) == (0, "9", "100.0%", False)
+    lines = run_lines([whole, failfast, cut])
+    assert "9 of 200" in lines[3] and "100.0% (interrupted)" in lines[3] and lines[3].split()[-1] == "130"
+    assert "1 of 5 (1 not passing)" in lines[2] and "(stopped early)" in lines[2]
+    assert "of" not in lines[1].split() and "(interrupted)" not in lines[1]
+
+
 def test_gated_runs_are_recorded_by_their_gate_and_flaky_is_kept(tmp_path):
     runs = [CaseResult("a", s, run=i + 1, connector="mock") for i, s in enumerate(("passed", "failed", "passed"))]
     gate = Gate(id="a", connector="mock", planned=3, runs=3, passed=2, min_pass_rate=0.5)
@@ -149,9 +169,10 @@ def test_an_older_schema_is_migrated_and_its_runs_kept(tmp_path):
     db.commit()
     db.close()
     with History(str(path)) as history:
-        assert history.db.execute("PRAGMA user_version").fetchone()[0] == store.VERSION == 2
+        assert history.db.execute("PRAGMA user_version").fetchone()[0] == store.VERSION == 3
         (old,) = history.runs()
-        assert (old.inputs, old.tokens, old.cost) == ("old", None, None)
+        assert (old.inputs, old.tokens, old.cost, old.not_run) == ("old", None, None, None)
+        assert (old.cases_text(), old.pass_rate_text()) == ("1", "100.0%")  # a run recorded before not_run was
         history.record(_report(CaseResult("a", "passed")), 0, ["new"])
         assert history.runs()[0].tokens == 0
 
@@ -159,7 +180,7 @@ def test_an_older_schema_is_migrated_and_its_runs_kept(tmp_path):
 def test_a_newer_schema_or_a_foreign_file_is_a_clear_error(tmp_path):
     newer = tmp_path / "newer.sqlite"
     sqlite3.connect(newer).execute("PRAGMA user_version = 99").connection.close()
-    with pytest.raises(AgentTestError, match="written by a newer agent-test \\(schema 99, this one knows 2\\)"):
+    with pytest.raises(AgentTestError, match="written by a newer agent-test \\(schema 99, this one knows 3\\)"):
         History(str(newer))
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_text("not a database at all " * 100)

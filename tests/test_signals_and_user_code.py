@@ -17,6 +17,8 @@ import pytest
 
 from helpers import REPO, report, tool_app
 
+from agenttest.history.store import History
+
 TOOL_NAMES = ("sleeper", "exiter", "threader", "interrupter")
 TOOLS_PY = """
 import os, sys, threading, time
@@ -128,8 +130,9 @@ def test_script_tests_and_after_all_that_misbehave(app_dir, tmp_path):
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_stops_the_run_after_and_after_all_run_and_the_report_is_written(app_dir, tmp_path, sig, code, workers):
     cases = [{"id": "quick", "input": "hi"}] + [{"id": f"slow{i}", "input": "call sleeper", "after": "env_test.After"} for i in range(3)]
-    out = tmp_path / "r.json"
-    proc = agent_test(app_dir, cases, "-o", str(out), "--parallel", "2", "--after", "env_test.AfterAll", "--workers", workers, wait=False)
+    out, history = tmp_path / "r.json", tmp_path / "h.sqlite"
+    proc = agent_test(app_dir, cases, "-o", str(out), "--parallel", "2", "--after", "env_test.AfterAll", "--workers", workers,
+                      "--history", str(history), wait=False)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
@@ -147,6 +150,10 @@ def test_a_signal_stops_the_run_after_and_after_all_run_and_the_report_is_writte
     assert [r["id"] for r in data["results"]] == ["quick"] and data["summary"]["interrupted"] is True
     assert {"after-slow0", "after-slow1", "afterall"} <= marks(app_dir)  # After of the cases cut short, and AfterAll
     assert "after-slow2" not in marks(app_dir)  # held (one worker) or waiting (two): it never starts once stopped
+    with History(str(history), create=False) as recorded:  # the history does not show it as a green run of 1 case
+        (run,) = recorded.runs()
+    assert (run.cases, run.not_run, run.exit_code) == (1, 3, code) and run.interrupted
+    assert (run.cases_text(), run.pass_rate_text()) == ("1 of 4", "100.0% (interrupted)")
 
 
 SLOW_FORMAT = '''

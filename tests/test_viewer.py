@@ -189,6 +189,30 @@ def test_agent_test_view_lists_the_runs_and_compares_two(page, demo):
         httpd.server_close()
 
 
+def test_the_runs_page_says_a_run_was_cut_short(page, tmp_path):
+    """An interrupted run that passed the 9 cases it ran reads "9 of 200" and "interrupted", not a green 100%."""
+    from agenttest.history.store import History
+    from agenttest.model import CaseResult, RunReport
+
+    path = str(tmp_path / "h.sqlite")
+    ran = tuple(CaseResult(f"c{i}", "passed", file="t.jsonl") for i in range(9))
+    with History(path) as history:
+        history.record(RunReport(results=ran, started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z", duration_ms=1000.0,
+                                 agent_id="bot", connector="mock", interrupted=True, not_run=191), 130, ["t.jsonl"])
+        history.record(RunReport(results=ran, started_at="2026-12-01T11:00:00Z", completed_at="2026-12-01T11:00:01Z", duration_ms=1000.0,
+                                 agent_id="bot", connector="mock"), 0, ["t.jsonl"])
+    httpd, _ = server.start(server.Pages(history=path))
+    try:
+        page.goto(server.url_of(httpd))
+        cells = page.eval_on_selector_all("#runs tbody tr", "rs => rs.map(r => [...r.cells].slice(6).map(c => c.innerText))")
+        assert cells == [["9 (0 not passing)", "100.0%", "0"], ["9 of 200 (0 not passing)", "100.0% (interrupted)", "130"]]
+        assert page.locator("#runs tbody tr[data-run='1'] td.failed").count() == 1  # marked as not green
+        assert page.locator("#trend circle title").nth(0).text_content() == "#1 2026-12-01T10:00:00Z: 100.0% (interrupted), 9 of 200 cases"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_a_gated_run_is_one_row_per_case_with_its_runs_nested(page, tmp_path):
     page.goto(gated(tmp_path).as_uri())
     assert rows(page) == [["broken", "failed"], ["flaky", "flaky"], ["steady", "passed"]]  # 9 results, 3 cases

@@ -47,6 +47,9 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN tokens INTEGER;
     ALTER TABLE runs ADD COLUMN cost REAL;
     """,
+    """
+    ALTER TABLE runs ADD COLUMN not_run INTEGER;
+    """,
 )
 VERSION = len(MIGRATIONS)
 
@@ -71,6 +74,23 @@ class RunRow:
     version: str
     tokens: int | None = None
     cost: float | None = None
+    not_run: int | None = None  # cases selected that did not run (Ctrl-C, SIGTERM, --fail-fast); None: not recorded
+
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by Ctrl-C or SIGTERM (its exit code says so): what ran is not what was selected."""
+        return self.exit_code in (130, 143)
+
+    def cases_text(self) -> str:
+        """The cases it ran, ``9 of 200`` when some did not run."""
+        return f"{self.cases} of {self.cases + self.not_run}" if self.not_run else str(self.cases)
+
+    def pass_rate_text(self) -> str:
+        """The pass rate of the cases that ran, said to be of those only when the run was cut short."""
+        rate = f"{self.pass_rate}%" if self.pass_rate is not None else "—"
+        if self.interrupted:
+            return f"{rate} (interrupted)"
+        return f"{rate} (stopped early)" if self.not_run else rate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,12 +189,12 @@ class History:
         row = (report.started_at, report.completed_at, round(report.duration_ms, 1), hide.redact(", ".join(inputs)), report.agent_id,
                report.connector, len(verdicts), good, len(counted) - good, sum(1 for v in verdicts if v["flaky"]),
                len(verdicts) - len(counted), round(100.0 * good / len(counted), 1) if counted else None, int(exit_code), __version__,
-               report.summary.usage.total_tokens, _cost(report), blob)
+               report.summary.usage.total_tokens, _cost(report), report.not_run, blob)
         self.db.execute("BEGIN IMMEDIATE")
         try:
             run_id = self.db.execute(
                 "INSERT INTO runs (started_at, completed_at, duration_ms, inputs, agent, connector, cases, passed, failed, flaky,"
-                " skipped, pass_rate, exit_code, version, tokens, cost, report) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row).lastrowid
+                " skipped, pass_rate, exit_code, version, tokens, cost, not_run, report) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row).lastrowid
             self.db.executemany(
                 "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 [(run_id, v["file"], v["id"], v["connector"], v["verdict"], v["runs"], v["passed"], int(v["flaky"]), v["duration_ms"],

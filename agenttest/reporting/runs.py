@@ -13,7 +13,7 @@ def run_lines(runs: list[RunRow]) -> list[str]:
     """One line a run: id, when, inputs, connector, cases (not passing, flaky), pass rate, duration, exit code."""
     rows = []
     for r in runs:
-        cases = f"{r.cases}" + (f" ({r.failed} not passing)" if r.failed else "") + (f" ({r.flaky} flaky)" if r.flaky else "")
+        cases = r.cases_text() + (f" ({r.failed} not passing)" if r.failed else "") + (f" ({r.flaky} flaky)" if r.flaky else "")
         rows.append([f"#{r.id}", r.started_at, safe(shorten(r.inputs, 48)), safe(shorten(r.connector, 28)) or "—", cases,
-                     f"{r.pass_rate}%" if r.pass_rate is not None else "—", format_duration(r.duration_ms / 1000), str(r.exit_code)])
+                     r.pass_rate_text(), format_duration(r.duration_ms / 1000), str(r.exit_code)])
     return aligned(Table(["run", "when", "inputs", "connector", "cases", "pass rate", "time", "exit"], rows, []))

@@ -57,12 +57,13 @@ class Pages:
         return report_of(data)
 
     def _runs(self, history: History) -> str:
-        runs = [vars(r) for r in history.runs()]
-        rows = "".join(f'<tr><td><a href="/run/{r["id"]}">#{r["id"]}</a></td><td>{escape(r["started_at"])}</td><td>{escape(r["inputs"])}</td>'
-                       f'<td>{escape(r["connector"])}</td><td>{r["pass_rate"] if r["pass_rate"] is not None else "—"}%</td><td>{r["exit_code"]}</td></tr>'
-                       for r in runs)
+        listed = history.runs()
+        runs = [{**vars(r), "cases_text": r.cases_text(), "pass_rate_text": r.pass_rate_text()} for r in listed]
+        rows = "".join(f'<tr><td><a href="/run/{r.id}">#{r.id}</a></td><td>{escape(r.started_at)}</td><td>{escape(r.inputs)}</td>'
+                       f'<td>{escape(r.connector)}</td><td>{escape(r.cases_text())}</td><td>{escape(r.pass_rate_text())}</td><td>{r.exit_code}</td></tr>'
+                       for r in listed)
         static = (f"<h1>Run history</h1><p>{escape(history.path)}</p><table><tr><th>Run</th><th>When</th><th>Inputs</th><th>Connector</th>"
-                  f"<th>Pass rate</th><th>Exit</th></tr>{rows}</table>")
+                  f"<th>Cases</th><th>Pass rate</th><th>Exit</th></tr>{rows}</table>")
         return viewer.page("runs", {"runs": runs, "database": history.path}, "agent-test history", static)
 
     def _case(self, history: History, case_id: str, file: str | None) -> str:

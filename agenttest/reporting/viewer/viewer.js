@@ -486,7 +486,7 @@
       [0, 50, 100].map(v => [s("line", { x1: 30, x2: w - 10, y1: 10 + (hgt - 20) * (1 - v / 100), y2: 10 + (hgt - 20) * (1 - v / 100), stroke: "#e5e8ee" }),
         s("text", { x: 0, y: 14 + (hgt - 20) * (1 - v / 100), text: v + "%" })]),
       s("polyline", { points: xy.map(p => p.join(",")).join(" "), fill: "none", stroke: "#5b8def", "stroke-width": 2 }),
-      xy.map((p, i) => s("circle", { cx: p[0], cy: p[1], r: 3.5, fill: pts[i].exit_code === 0 ? "#34a853" : "#d9534f" }, s("title", { text: "#" + pts[i].id + " " + pts[i].started_at + ": " + pts[i].pass_rate + "%" })))));
+      xy.map((p, i) => s("circle", { cx: p[0], cy: p[1], r: 3.5, fill: pts[i].exit_code === 0 ? "#34a853" : "#d9534f" }, s("title", { text: "#" + pts[i].id + " " + pts[i].started_at + ": " + pts[i].pass_rate_text + ", " + pts[i].cases_text + " cases" })))));
   }
   function runsView(d) {
     const form = h("form", { method: "get", action: "/compare", id: "compare" },
@@ -495,8 +495,8 @@
           h("td", null, h("input", { type: "radio", name: "a", value: r.id, checked: i === 1, "aria-label": "compare from run " + r.id })),
           h("td", null, h("input", { type: "radio", name: "b", value: r.id, checked: i === 0, "aria-label": "compare to run " + r.id })),
           h("td", null, h("a", { href: "/run/" + r.id, text: "#" + r.id })), h("td", { text: r.started_at }), h("td", { class: "out", text: r.inputs }),
-          h("td", { text: r.connector }), h("td", { text: r.cases + " (" + r.failed + " not passing)" }),
-          h("td", { class: r.exit_code === 0 ? "passed" : "failed", text: r.pass_rate == null ? "—" : r.pass_rate + "%" }), h("td", { text: r.exit_code }))))),
+          h("td", { text: r.connector }), h("td", { text: r.cases_text + " (" + r.failed + " not passing)" }),
+          h("td", { class: r.exit_code === 0 ? "passed" : "failed", text: r.pass_rate_text }), h("td", { text: r.exit_code }))))),
       d.runs.length > 1 ? h("p", null, h("button", { type: "submit", class: "chip", id: "compare-button", text: "Compare A → B" })) : null);
     app.append(h("div", null, h("h1", { text: "Run history" }), h("p", { class: "meta", text: d.database + " · " + d.runs.length + " runs" }),
       d.runs.length ? [trend(d.runs), form] : h("p", { text: "No runs recorded yet: run agent-test and come back." })));
