@@ -47,6 +47,8 @@ def Before(ctx, case):
     return {"data": case["id"]}
 def After(ctx, case, result, data):
     mark("after-" + case["id"])
+    if os.environ.get("HANG_AFTER") and result["status"] == "error":  # a clean-up that hangs once the run is stopped
+        time.sleep(3600)
 def AfterAll(ctx, results, data):
     mark("afterall")
     if os.environ.get("HANG_AFTER_ALL"):
@@ -154,6 +156,30 @@ def test_a_signal_stops_the_run_after_and_after_all_run_and_the_report_is_writte
         (run,) = recorded.runs()
     assert (run.cases, run.not_run, run.exit_code) == (1, 3, code) and run.interrupted
     assert (run.cases_text(), run.pass_rate_text()) == ("1 of 4", "100.0% (interrupted)")
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_an_after_hook_still_running_at_the_end_of_its_grace_is_said(app_dir, tmp_path, workers):
+    """Ctrl-C: the After hook of a case cut short gets a few seconds; one that hangs is left, and the console and
+    the report say so (its clean-up may not have happened), in this process and in a worker."""
+    cases = [{"id": "quick", "input": "hi"}, {"id": "slow0", "input": "call sleeper", "after": "env_test.After"}]
+    out = tmp_path / "r.json"
+    proc = agent_test(app_dir, cases, "-o", str(out), "--parallel", "2", "--workers", workers, "--no-history", wait=False,
+                      env={"HANG_AFTER": "1"})
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    deadline = time.time() + 30
+    while time.time() < deadline and not (any("[quick]" in line for line in lines) and any(m.startswith("sleeping-") for m in marks(app_dir))):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=30)
+    reader.join(timeout=5)
+    stdout, stderr = "".join(lines), proc.stderr.read()
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    said = "slow0: the after hook env_test.After was still running 5s after the run was stopped and was left unfinished"
+    assert "after-slow0" in marks(app_dir) and said in stdout + stderr
+    assert any(w.startswith(said) for w in report(out)["metadata"]["warnings"])
 
 
 SLOW_FORMAT = '''

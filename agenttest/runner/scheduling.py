@@ -113,7 +113,10 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
             result = replace(mode.partial(case, trace, "error", str(exc)), traceback=exc.traceback or "")
         except asyncio.CancelledError:
             if before_ok and case.after:
-                await _after(item, ctx, mode.partial(case, trace, "error", "interrupted"), before_data, AFTER_GRACE)
+                after = await _after(item, ctx, mode.partial(case, trace, "error", "interrupted"), before_data, AFTER_GRACE)
+                if after.status == "timeout":  # its clean-up did not finish: the user must hear of it (console and report)
+                    caller.catalog.traffic.notify(f"{case.id}: the after hook {case.after} was still running {AFTER_GRACE:g}s after the "
+                                                  "run was stopped and was left unfinished: what it cleans up may be left behind")
             raise
         except Exception as exc:  # a bug of ours, or a plug-in's: this case's error, not the run's end
             message, tb = internal_error(exc)

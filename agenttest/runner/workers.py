@@ -151,6 +151,7 @@ class LocalWorker:
         self.cassettes = caller.catalog.cassettes
         self.secrets = caller.catalog.secrets
         self.lender = slots.Lender(caller.catalog.traffic, channel.send)
+        self.traffic = caller.catalog.traffic
         self.pending: dict[int, asyncio.Future[CaseResult]] = {}
         self.limit = limit  # units it runs at once, the rest held in order (None: it runs whatever it is sent)
         self.held: collections.deque[int] = collections.deque()
@@ -240,6 +241,8 @@ class LocalWorker:
             self.secrets.learn(secrets)  # connectors made in the worker: their keys are hidden here too
             self._settle(index, result)
             self._ended(index, started)  # after: the start of the next is said after this result
+        elif kind == "note":  # for the console and the report's warnings (a hook cut short by the stop)
+            self.traffic.notify(message[1])
         elif kind == "cancelled":
             self._settle(message[1], None)
             self._ended(message[1], message[2])
@@ -390,6 +393,7 @@ async def serve(sock: socket.socket, plan: Plan, caller: Caller, limit: int | No
     caller.loop = loop
     channel = await Channel.open(sock)
     remotes = slots.borrow(caller.catalog.traffic, channel.send)  # before the connectors are made again
+    caller.catalog.traffic.listen(lambda text: channel.send(("note", text), at_once=True))  # said by the controller
     caller.catalog.forked()
     caller.catalog.warm()
     beat = loop.create_task(_beat(channel))  # from the start: MCP servers may take a while
