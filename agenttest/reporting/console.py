@@ -144,6 +144,11 @@ class Console:
             self._pending_line = False
         self.line(f"{self.paint('⚠', 'yellow')} {text}")
 
+    def title(self, case_id: str, run: int, runs: int, connector: str = "") -> str:
+        """A case's run as the summary names it: ``id @ connector (run 2/3)`` (its line's title without brackets)."""
+        where = f" @ {safe(connector)}" if self.matrix and connector else ""
+        return f"{safe(case_id)}{where}" + (f" (run {run}/{runs})" if runs > 1 else "")
+
     def _title(self, case_id: str, run: int, runs: int, connector: str = "") -> str:
         where = f" @ {safe(connector)}" if self.matrix and connector else ""
         return f"[{safe(case_id)}{where}]" + (f" (run {run}/{runs})" if runs > 1 else "")
@@ -296,7 +301,8 @@ class Console:
         self._reasons(r)
         self.line()
 
-    def summary(self, report: RunReport, output: str | None) -> None:
+    def summary(self, report: RunReport, output: str | None, cut_short: list[str] | None = None) -> None:
+        """``cut_short``: the cases (runs) that were running when Ctrl-C or SIGTERM stopped the run."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None
@@ -326,6 +332,9 @@ class Console:
         self._figures(report, s, brief)
         if report.not_run:
             self.line(f"  Not run:   {report.not_run} ({'interrupted' if report.interrupted else 'stopped early'})")
+        if cut_short:  # counted in "not run": they have no verdict line of their own
+            shown = ", ".join(cut_short[:10]) + (f" and {len(cut_short) - 10} more" if len(cut_short) > 10 else "")
+            self.line(f"  Cut short: {shown} (running when the run was stopped; no verdict)")
         for w in report.warnings:
             if w not in self._warned:  # each warning once: those of the header are not repeated
                 self.line(f"  {self.paint('⚠', 'yellow')} {safe(w)}")

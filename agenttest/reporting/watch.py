@@ -27,6 +27,7 @@ class Watch:
         self.events = events
         # the cases whose runs differ from --runs (100,000 cases need not each have an entry)
         self._runs = {(item.case.file, item.case.id): item.runs for item in plan.items if item.runs != config.runs}
+        self._running: dict[tuple[str, str, int, str], int] = {}  # started, no result yet (→ runs): named if the run is stopped
 
     def header(self, header: RunHeader, started_at: str, warnings: list[str]) -> None:
         self.console.header(header, warnings)
@@ -40,8 +41,10 @@ class Watch:
 
     def started(self, item: ResolvedCase, run: int) -> None:
         self.console.started(item.case, run, item.runs, item.scheduled or "")
+        self._running[(item.case.file, item.case.id, run, item.label)] = item.runs
 
     def finished(self, result: CaseResult) -> None:
+        self._running.pop((result.file, result.id, result.run, result.connector), None)
         self.console.finished(result, self._runs.get((result.file, result.id), self.config.runs))
         if self.events is not None:
             self.events.result(result)
@@ -52,7 +55,8 @@ class Watch:
         self.console.saved()
 
     def summary(self, report: RunReport, written: list[str]) -> None:
-        self.console.summary(report, ", ".join(written) or None)
+        cut = [self.console.title(i, run, runs, label) for (_, i, run, label), runs in self._running.items()] if report.interrupted else []
+        self.console.summary(report, ", ".join(written) or None, cut)
 
     def comparison(self, comparison: Comparison) -> None:
         """--baseline: the comparison after the summary, ending with its banner."""
