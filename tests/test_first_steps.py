@@ -20,7 +20,7 @@ def test_invalid_json_lines_get_the_hint_that_fits_each(offline_app):
     assert f"{path}:1:30: invalid JSON: Expecting property name enclosed in double quotes; the line ends after a comma: it is cut off, or the object is not closed" in result.stderr
     assert f"{path}:2:22: invalid JSON: Expecting value; a value is missing here" in result.stderr
     assert f"{path}:3:39: invalid JSON: Expecting value; the list opened with '[' is closed with '}}'" in result.stderr
-    assert f"{path}:4:26: invalid JSON: Expecting property name enclosed in double quotes; remove the trailing comma" in result.stderr
+    assert f"{path}:4:25: invalid JSON: Expecting property name enclosed in double quotes; remove the trailing comma" in result.stderr
     assert result.stderr.count("trailing comma") == 1
 
 

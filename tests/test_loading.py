@@ -98,7 +98,7 @@ def test_timeouts_parse():
 
 def test_invalid_json_names_line_and_column():
     found = problems('{"id": "a", "input": "x"}\n{"id": "b", "input": "x",}\n')
-    assert found == ["cases.jsonl:2:26: invalid JSON: Expecting property name enclosed in double quotes; remove the trailing comma"]
+    assert found == ["cases.jsonl:2:25: invalid JSON: Expecting property name enclosed in double quotes; remove the trailing comma"]  # at the comma
 
 
 @pytest.mark.parametrize("line, column, hint", [
@@ -106,7 +106,7 @@ def test_invalid_json_names_line_and_column():
     ('{"id": "a", "input": }', 22, "Expecting value; a value is missing here"),
     ('{"id": "a", "input": "Hello",', 30, "Expecting property name enclosed in double quotes; the line ends after a comma: it is cut off, or the object is not closed"),
     ('{"id": "a", "input": "Hello"', 29, "Expecting ',' delimiter; the line ends before the object is closed"),
-    ('{"id": "a", "input": ["Hello",]}', 31, "Expecting value; remove the trailing comma"),
+    ('{"id": "a", "input": ["Hello",]}', 30, "Expecting value; remove the trailing comma"),  # the comma itself
     ('{"id": "a", "input": "Hello", , "x": 1}', 31, "Expecting property name enclosed in double quotes; remove the extra comma"),
     ('{"id": "a", input: "Hello"}', 13, "Expecting property name enclosed in double quotes; keys are strings in double quotes"),
     ('{"id": "a", "input": True}', 22, "Expecting value; values are strings in double quotes, numbers, true, false or null"),
@@ -123,7 +123,7 @@ def test_invalid_json_in_a_json_file_speaks_of_the_file():
         "cases.json:3:1: invalid JSON: Expecting property name enclosed in double quotes; "
         "the file ends after a comma: it is cut off, or the object is not closed"]
     assert problems('[{"id": "a", "input": "x"},\n]\n', "cases.json") == [
-        "cases.json:2:1: invalid JSON: Expecting value; remove the trailing comma"]
+        "cases.json:1:27: invalid JSON: Expecting value; remove the trailing comma"]  # the comma, a line above the ']'
 
 
 def test_brackets_inside_strings_do_not_count_as_open():

@@ -19,7 +19,7 @@ from agenttest.util.durations import parse_duration
 from agenttest.errors import InputError, Location, Problem, closest
 from agenttest.model.messages import normalize
 from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, ScriptedTurn, SimulatorSpec
-from agenttest.util.positions import json_hint, json_offset, line_col, yaml_mark
+from agenttest.util.positions import json_hint, json_offset, json_place, line_col, yaml_mark
 from agenttest.util.text import cleaned, escapes_surrogates
 from agenttest.inputs.validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
 
@@ -171,7 +171,8 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
             except _Deep:  # build_cases says so, at its place
                 raw, shallow = parsed, False
         except json.JSONDecodeError as exc:
-            problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, number, exc.colno), json_hint(exc.msg, line, exc.pos)))
+            problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, number, json_place(exc.msg, line, exc.pos)[1]),
+                                    json_hint(exc.msg, line, exc.pos)))
             continue
         except RecursionError:
             problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source, number, 1)))
@@ -236,7 +237,7 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, exc.lineno, exc.colno), json_hint(exc.msg, text, exc.pos, "file")))
+        problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, *json_place(exc.msg, text, exc.pos)), json_hint(exc.msg, text, exc.pos, "file")))
         return []
     except RecursionError:
         problems.append(_nested(source))

@@ -122,6 +122,16 @@ _CLOSER = {"{": "}", "[": "]"}
 _KIND = {"{": "object", "[": "list"}
 
 
+def json_place(msg: str, text: str, pos: int) -> tuple[int, int]:
+    """Line and column (from 1) to point at for ``json``'s error ``msg`` at offset ``pos``: there, except for a
+    trailing comma (``[1, 2,]``, ``{"a": 1,}``), where the comma itself is what to remove."""
+    if msg.startswith("Expecting") and text[pos: pos + 1] in ("]", "}"):
+        before = len(text[:pos].rstrip()) - 1
+        if before >= 0 and text[before] == ",":
+            pos = before
+    return text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+
+
 def json_hint(msg: str, text: str, pos: int, unit: str = "line") -> str | None:
     """A remedy for ``json``'s error ``msg`` at offset ``pos`` of ``text`` (a .jsonl ``line`` or a ``file``),
     judged from what is really there: the character at ``pos``, the last one before it, the open brackets."""
