@@ -139,6 +139,25 @@ def test_tool_errors_and_unknown_tools_go_back_to_the_model(app, server):
     assert "tool blew up" in reply.text and "teleport" in reply.text
 
 
+def test_a_tools_arguments_named_what_or_timeout_reach_the_tool(app, server):
+    """The model's arguments are the tool's, whatever their names: ``timeout`` is not taken for the call's
+    deadline, nor ``what`` for its label (the second was a TypeError)."""
+    def brain(req):
+        last = req["messages"][-1]
+        if last["role"] == "tool":
+            return Answer("got " + last["content"])
+        return Answer("", tool_calls=[{"name": "fetch", "arguments": {"url": "u", "timeout": 0.01, "what": "page"}}])
+
+    server.responder = brain
+    fetch = [{"name": "fetch", "description": "fetch", "parameters": {"type": "object", "properties": {
+        "url": {"type": "string"}, "timeout": {"type": "number"}, "what": {"type": "string"}}}}]
+    slow = "import time\ndef fetch(ctx, url, timeout, what):\n    time.sleep(0.2)\n    return {'url': url, 'timeout': timeout, 'what': what}\n"
+    app.agent("bot", tools=fetch, files={"src/tools.py": slow})
+    reply = run(Catalog(App(str(app.root))).agent("bot"), [{"role": "user", "content": "go"}])
+    (call,) = reply.tool_calls
+    assert call.error is None and call.result == {"url": "u", "timeout": 0.01, "what": "page"}
+
+
 def test_tool_loop_is_bounded(app, server):
     server.responder = lambda req: Answer("", tool_calls=[{"name": "create_expense", "arguments": {"amount": 1}}])
     app.agent("bot", tools=TOOLS, files={"src/tools.py": TOOLS_PY}, max_tool_rounds=3)

@@ -49,6 +49,10 @@ def After(ctx, case, result, data):
     mark("after-" + case["id"])
     if os.environ.get("HANG_AFTER") and result["status"] == "error":  # a clean-up that hangs once the run is stopped
         time.sleep(3600)
+    if os.environ.get("SLOW_AFTER") and result["status"] == "passed":  # a clean-up still running when the run is stopped
+        mark("cleaning-" + case["id"])
+        time.sleep(float(os.environ["SLOW_AFTER"]))
+        mark("cleaned-" + case["id"])
 def AfterAll(ctx, results, data):
     mark("afterall")
     if os.environ.get("HANG_AFTER_ALL"):
@@ -182,6 +186,29 @@ def test_an_after_hook_still_running_at_the_end_of_its_grace_is_said(app_dir, tm
     said = "slow0: the after hook env_test.After was still running 5s after the run was stopped and was left unfinished"
     assert "after-slow0" in marks(app_dir) and said in stdout + stderr
     assert any(w.startswith(said) for w in report(out)["metadata"]["warnings"])
+
+
+@pytest.mark.parametrize("workers, takes", [("0", 30), ("1", 30), ("1", 1.5)])
+def test_an_after_hook_running_when_the_run_is_stopped_gets_its_grace(app_dir, tmp_path, workers, takes):
+    """Ctrl-C while a case's After hook is cleaning up: the hook may finish within the grace; one that does not
+    is said to be left unfinished (console and report) — it was dropped at once, without a word."""
+    cases = [{"id": "med", "input": "hi", "after": "env_test.After"}]
+    out = tmp_path / "r.json"
+    proc = agent_test(app_dir, cases, "-o", str(out), "--workers", workers, "--no-history", wait=False, env={"SLOW_AFTER": str(takes)})
+    deadline = time.time() + 30
+    while time.time() < deadline and "cleaning-med" not in marks(app_dir):
+        time.sleep(0.05)
+    stopped = time.time()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    said = "med: the after hook env_test.After was still running 5s after the run was stopped and was left unfinished"
+    warnings = report(out)["metadata"].get("warnings") or []
+    if takes > 5:
+        assert said in stdout + stderr and any(w.startswith(said) for w in warnings)
+        assert time.time() - stopped >= 4.5 and "cleaned-med" not in marks(app_dir)  # it had its 5 s
+    else:
+        assert "cleaned-med" in marks(app_dir) and said not in stdout + stderr and not any(w.startswith(said) for w in warnings)
 
 
 SLOW_FORMAT = '''

@@ -167,7 +167,7 @@ def python_tool(schema: dict[str, Any], fn: Callable[..., Any]) -> Tool:
     name = schema["name"]
 
     async def call(ctx: Context, arguments: dict[str, Any]) -> Any:
-        return await usercalls.call(fn, ctx, what=f"tool {name}", **arguments)
+        return await usercalls.call(fn, ctx, what=f"tool {name}", kwargs=arguments)  # arguments may be named what or timeout
 
     return Tool(name, schema, call)
 

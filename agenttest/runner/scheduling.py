@@ -23,7 +23,7 @@ from agenttest.util.durations import format_timeout
 from agenttest.verdicts.costs import spend_of
 from agenttest.errors import AgentTestError, CallError, HookError
 from agenttest.app.hooks import data_of
-from agenttest.model import AssertionResult, Budget, CaseResult, Plan, ResolvedCase, Status
+from agenttest.model import AssertionResult, Budget, Case, CaseResult, Plan, ResolvedCase, Status
 from agenttest.history.codec import result_dict
 from agenttest.runtime.trace import Trace, current_trace
 from agenttest.runtime.world import ToolWorld
@@ -113,10 +113,10 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
             result = replace(mode.partial(case, trace, "error", str(exc)), traceback=exc.traceback or "")
         except asyncio.CancelledError:
             if before_ok and case.after:
-                after = await _after(item, ctx, mode.partial(case, trace, "error", "interrupted"), before_data, AFTER_GRACE)
+                after = await _after(item, ctx, mode.partial(case, trace, "error", "interrupted"), before_data, AFTER_GRACE,
+                                     caller.catalog.traffic.notify)
                 if after.status == "timeout":  # its clean-up did not finish: the user must hear of it (console and report)
-                    caller.catalog.traffic.notify(f"{case.id}: the after hook {case.after} was still running {AFTER_GRACE:g}s after the "
-                                                  "run was stopped and was left unfinished: what it cleans up may be left behind")
+                    caller.catalog.traffic.notify(_unfinished(case))
             raise
         except Exception as exc:  # a bug of ours, or a plug-in's: this case's error, not the run's end
             message, tb = internal_error(exc)
@@ -128,7 +128,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
         if budget is not None:
             result = over_budget(result, budget, trace, caller)
         if before_ok and case.after:
-            result = await _after(item, ctx, result, before_data, max(ends - loop.time(), AFTER_GRACE))
+            result = await _after(item, ctx, result, before_data, max(ends - loop.time(), AFTER_GRACE), caller.catalog.traffic.notify)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # after everything above: still this case's error
@@ -165,11 +165,20 @@ def over_budget(result: CaseResult, budget: Budget, trace: Trace, caller: Caller
     return replace(result, status=status, error=result.error or verdict.message, assertions=(*result.assertions, verdict))
 
 
-async def _after(item: ResolvedCase, ctx: Any, result: CaseResult, before_data: Any, timeout: float) -> CaseResult:
-    """Run the case's After hook; its failure is a warning on the result, its hanging a timeout."""
+def _unfinished(case: Case) -> str:
+    return (f"{case.id}: the after hook {case.after} was still running {AFTER_GRACE:g}s after the run was stopped and was left "
+            "unfinished: what it cleans up may be left behind")
+
+
+async def _after(item: ResolvedCase, ctx: Any, result: CaseResult, before_data: Any, timeout: float,
+                 notify: Callable[[str], None] | None = None) -> CaseResult:
+    """Run the case's After hook; its failure is a warning on the result, its hanging a timeout. Ctrl-C or
+    SIGTERM while it runs gives it AFTER_GRACE to finish (``notify`` hears if it did not), then stops the case."""
     case, hook = item.case, item.after
+    unfinished = (lambda: notify(_unfinished(case))) if notify is not None else None
     try:
-        await usercalls.call(hook, ctx, dict(case.raw), result_dict(result), before_data, what=f"after hook {case.after}", timeout=timeout)
+        await usercalls.call(hook, ctx, dict(case.raw), result_dict(result), before_data, what=f"after hook {case.after}", timeout=timeout,
+                             grace=AFTER_GRACE, unfinished=unfinished)
     except usercalls.Deadline as exc:
         status: Status = "timeout"
         return replace(result, status=status, error=result.error or str(exc), warnings=(*result.warnings, str(exc)))

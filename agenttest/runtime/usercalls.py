@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from typing import Any, Iterator, TextIO
 
@@ -136,9 +136,14 @@ class Deadline(CallError):
     """User code did not return in time; its thread was abandoned."""
 
 
-async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | None = None, **kwargs: Any) -> Any:
+async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | None = None, kwargs: Mapping[str, Any] | None = None,
+               grace: float | None = None, unfinished: Callable[[], None] | None = None) -> Any:
     """``fn(*args, **kwargs)`` in a daemon thread, in a copy of the caller's context (so its prints are
-    captured for the caller's case and its agent calls belong to it). Raises CallError naming ``what``."""
+    captured for the caller's case and its agent calls belong to it). Raises CallError naming ``what``.
+    ``kwargs`` is a mapping, not ``**``: a tool's arguments may be named ``what`` or ``timeout`` too.
+    ``grace``: when the caller is cancelled (Ctrl-C) while ``fn`` runs, the seconds it still gets to finish;
+    ``unfinished`` is called if it has not by then."""
+    kwargs = kwargs or {}
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
@@ -166,6 +171,10 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
     try:
         done, _ = await asyncio.wait({future}, timeout=timeout)
     except asyncio.CancelledError:  # the case's deadline, or Ctrl-C
+        if grace:  # an After hook stopped by Ctrl-C while it cleans up: it may finish (a second Ctrl-C ends this too)
+            finished, _ = await asyncio.wait({future}, timeout=grace)
+            if not finished and unfinished is not None:
+                unfinished()
         stop.set()
         future.cancel()
         raise
