@@ -46,6 +46,8 @@ CASES = [
     ({"type": "json_path", "path": "$.items[?(@.città == 'Roma')].n", "value": 1},
      '{"items": [{"città": "Roma", "n": 1}]}', '{"items": [{"città": "Milano", "n": 1}]}'),
     ({"type": "json_path", "path": "$.名前", "value": "太郎"}, '{"名前": "太郎"}', '{"名前": "花子"}'),
+    ({"type": "json_path", "path": "$..città", "value": "Roma"}, '{"a": {"b": {"città": "Roma"}}}', '{"a": {"città": "Milano"}}'),
+    ({"type": "json_path", "path": "$.ชื่อ", "value": 1}, '{"ชื่อ": 1}', '{"ชื่อ": 2}'),
     ({"type": "type", "value": "object"}, '{"a": 1}', "[1]"),
     ({"type": "type", "value": "string"}, "hello there", "42"),
     ({"type": "type", "path": "$.count", "value": "number"}, '{"count": 3}', '{"count": "3"}'),
@@ -159,5 +161,8 @@ def test_a_non_ascii_name_after_a_dot_is_quoted_and_quoted_text_is_left_alone():
     assert _quoted_names("$['x.é'].y") == "$['x.é'].y"  # inside quotes: as written
     assert _quoted_names('$.a[?(@.n == "q\\".é")]') == '$.a[?(@.n == "q\\".é")]'  # an escaped quote does not end the text
     assert _quoted_names("$.plain.path") == "$.plain.path"
+    assert _quoted_names("$..città") == "$..['città']"  # recursive descent kept
+    assert _quoted_names("$.हिंदी.ชื่อ") == "$['हिंदी']['ชื่อ']"  # combining marks are part of the name
+    assert _quoted_names("$.he\u0301llo") == "$['he\u0301llo']"
     # and a path that is wrong for another reason still says so, in the words the user wrote
     assert assertions.check({"type": "json_path", "path": "$.é[", "value": 1})[0][1].startswith("JSONPath '$.é[' does not parse")

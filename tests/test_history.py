@@ -113,6 +113,18 @@ def test_a_run_cut_short_is_listed_with_the_cases_it_did_not_run(tmp_path):
     assert "of" not in lines[1].split() and "(interrupted)" not in lines[1]
 
 
+def test_with_runs_a_run_cut_short_counts_cases_not_runs(tmp_path):
+    """--runs 3, 20 cases, stopped after 3 runs of case c0 and 1 of c1: 2 of 20 cases ran (not "2 of 58")."""
+    ran = [CaseResult("c0", "passed", run=r, file="t.jsonl", connector="mock") for r in (1, 2, 3)]
+    ran.append(CaseResult("c1", "passed", run=1, file="t.jsonl", connector="mock"))
+    gates = tuple(Gate(id=f"c{i}", connector="mock", file="t.jsonl", planned=3, runs=3 if i == 0 else int(i == 1), passed=3 if i == 0 else int(i == 1),
+                       min_pass_rate=1.0) for i in range(20))
+    with History(str(tmp_path / "h.sqlite")) as history:
+        history.record(replace(_report(*ran, gates=gates), interrupted=True, not_run=56), 130, ["t.jsonl"])
+        (run,) = history.runs()
+    assert (run.cases, run.not_run, run.cases_text()) == (2, 18, "2 of 20")
+
+
 def test_gated_runs_are_recorded_by_their_gate_and_flaky_is_kept(tmp_path):
     runs = [CaseResult("a", s, run=i + 1, connector="mock") for i, s in enumerate(("passed", "failed", "passed"))]
     gate = Gate(id="a", connector="mock", planned=3, runs=3, passed=2, min_pass_rate=0.5)

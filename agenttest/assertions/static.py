@@ -126,7 +126,9 @@ def parsed_path(path: str) -> Any:
     return parse(_quoted_names(path))
 
 
-_DOTTED = re.compile(r"\.([\w\-]+)")
+# a name after a dot runs to the next character JSONPath gives a meaning to (letters with combining marks, as
+# in Devanagari or Thai, are part of it: \w alone stops at them)
+_DOTTED = re.compile(r"\.([^\s.\[\]()'\"=!<>&|,*?:~+/\\@$]+)")
 
 
 def _quoted_names(path: str) -> str:
@@ -148,7 +150,7 @@ def _quoted_names(path: str) -> str:
             quote = c
             out.append(c)
         elif c == "." and (m := _DOTTED.match(path, i)) and not m.group(1).isascii():
-            out.append(f"['{m.group(1)}']")
+            out.append(("." if out and out[-1] == "." else "") + f"['{m.group(1)}']")  # $..é: the descent is kept
             i = m.end()
             continue
         else:

@@ -189,7 +189,7 @@ class History:
         row = (report.started_at, report.completed_at, round(report.duration_ms, 1), hide.redact(", ".join(inputs)), report.agent_id,
                report.connector, len(verdicts), good, len(counted) - good, sum(1 for v in verdicts if v["flaky"]),
                len(verdicts) - len(counted), round(100.0 * good / len(counted), 1) if counted else None, int(exit_code), __version__,
-               report.summary.usage.total_tokens, _cost(report), report.not_run, blob)
+               report.summary.usage.total_tokens, _cost(report), _cases_not_run(report, verdicts), blob)
         self.db.execute("BEGIN IMMEDIATE")
         try:
             run_id = self.db.execute(
@@ -229,6 +229,14 @@ class History:
 
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _cases_not_run(report: RunReport, verdicts: list[dict[str, Any]]) -> int:
+    """Cases (× connectors) selected that got no run, as ``cases`` counts them: not the runs not run (``--runs``)."""
+    if not report.gates:
+        return report.not_run
+    ran = {(v["file"], v["id"], v["connector"]) for v in verdicts}
+    return sum(1 for g in report.gates if (g.file, g.id, g.connector) not in ran)
 
 
 def _cost(report: RunReport) -> float | None:
