@@ -80,7 +80,7 @@ def _report(seed: int) -> RunReport:
         results=results, started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z", duration_ms=1000.5,
         agent_id="bot", agent_path="/app/assistants/bot", connector="mock", simulator="sim", input_source="tests/cases.jsonl",
         output_file="r.json", environment={"user_id": "u", "locale": "en-us"}, options={"runs": 3, "connectors": ["a", "b"]},
-        stability=(Stability("case-0", 3, 2, 66.7, 10.0, 9.0, 12.5, 1.25, "unstable", "mock"),), interrupted=seed % 2 == 0,
+        stability=(Stability("case-0", 3, 2, 66.7, 10.0, 9.0, 12.5, 1.25, "unstable", "mock"),), interrupted=seed % 2 == 0, terminated=seed % 4 == 0,
         stopped_early=seed % 3 == 0, not_run=seed % 4, warnings=("w1", "w2"), gates=(gate,), matrix=("a", "b"),
         generation=(Spend("generator", "mock", Usage(1, 2, 3), 1, None),),
         load=(EndpointLoad("mock", 10, 2, 2, 1, 0, 4, 2, 4, False),),

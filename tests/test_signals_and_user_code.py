@@ -156,6 +156,7 @@ def test_a_signal_stops_the_run_after_and_after_all_run_and_the_report_is_writte
     assert cut.split(":", 1)[1].split("(")[0].strip().split(", ") == ["slow0", "slow1"], cut
     data = report(out)
     assert [r["id"] for r in data["results"]] == ["quick"] and data["summary"]["interrupted"] is True
+    assert data["summary"].get("terminated", False) is (sig == signal.SIGTERM)  # which signal, for the viewer and the history
     assert {"after-slow0", "after-slow1", "afterall"} <= marks(app_dir)  # After of the cases cut short, and AfterAll
     assert "after-slow2" not in marks(app_dir)  # held (one worker) or waiting (two): it never starts once stopped
     with History(str(history), create=False) as recorded:  # the history does not show it as a green run of 1 case

@@ -213,6 +213,22 @@ def test_the_runs_page_says_a_run_was_cut_short(page, tmp_path):
         httpd.server_close()
 
 
+@pytest.mark.parametrize("terminated, said", [(False, "Ctrl-C"), (True, "SIGTERM")])
+def test_an_interrupted_report_says_which_signal_stopped_it(page, tmp_path, terminated, said):
+    from agenttest.history.codec import read
+    from agenttest.model import CaseResult
+    from agenttest.reporting import write
+    from agenttest.verdicts.outcome import make_report
+
+    report = make_report([CaseResult("a", "passed", input="hi", output="hello")], 1795953600.0, 900.0, 1, agent_id="bot", connector="mock",
+                         environment={"user_id": "u", "team_id": "t", "locale": "en-us"},
+                         interrupted=True, terminated=terminated, not_run=2)
+    write(report, str(tmp_path / "r.json"))
+    write(read(str(tmp_path / "r.json")), str(tmp_path / "r.html"))  # as the history serves it: read back from the JSON
+    page.goto((tmp_path / "r.html").as_uri())
+    assert page.locator(".banner").all_inner_texts() == [f"Interrupted ({said}): the report holds the results that finished.", "Not run: 2"]
+
+
 def test_a_gated_run_is_one_row_per_case_with_its_runs_nested(page, tmp_path):
     page.goto(gated(tmp_path).as_uri())
     assert rows(page) == [["broken", "failed"], ["flaky", "flaky"], ["steady", "passed"]]  # 9 results, 3 cases

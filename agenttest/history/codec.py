@@ -332,7 +332,7 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
         out["costs"] = spent
     if report.generation:
         out["generation"] = [spend_dict(sp) for sp in report.generation]
-    for flag in ("interrupted", "stopped_early"):
+    for flag in ("interrupted", "terminated", "stopped_early"):  # terminated: by SIGTERM, not Ctrl-C
         if getattr(report, flag):
             out[flag] = True
     if report.not_run:
@@ -453,6 +453,7 @@ def report_of(data: Any) -> RunReport:
         output_file=get(meta, "output_file", str, m, ""), environment=jsonable(environment), options=jsonable(meta.get("options") or {}),
         stability=get(summary, "stability", tuple[Stability, ...], s, ()),
         interrupted=get(summary, "interrupted", bool, s, False), stopped_early=get(summary, "stopped_early", bool, s, False),
+        terminated=get(summary, "terminated", bool, s, False),
         not_run=get(summary, "not_run", int, s, 0), warnings=get(meta, "warnings", tuple[str, ...], m, ()),
         gates=get(summary, "gates", tuple[Gate, ...], s, ()), matrix=get(summary, "matrix", tuple[str, ...], s, ()),
         generation=get(summary, "generation", tuple[Spend, ...], s, ()), load=_load(summary.get("load"), s + ["load"]),

@@ -220,7 +220,7 @@
       " · input ", meta.input_file || "—", " · started ", meta.started_at || "—", meta.version ? " · agent-test " + meta.version : "",
       (meta.options || {}).merged ? " · merged from " + meta.options.merged.join(", ") : "");
     const banners = [];
-    if (sum.interrupted) banners.push("Interrupted: the report holds the results that finished.");
+    if (sum.interrupted) banners.push("Interrupted (" + (sum.terminated ? "SIGTERM" : "Ctrl-C") + "): the report holds the results that finished.");
     else if (sum.stopped_early) banners.push("Stopped early (--fail-fast): no case was started after the first failure.");
     if (sum.not_run) banners.push("Not run: " + sum.not_run);
     const tokens = (sum.usage || {}).total_tokens || 0;
