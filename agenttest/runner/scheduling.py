@@ -113,8 +113,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
             result = replace(mode.partial(case, trace, "error", str(exc)), traceback=exc.traceback or "")
         except asyncio.CancelledError:
             if before_ok and case.after:
-                after = await _after(item, ctx, mode.partial(case, trace, "error", "interrupted"), before_data, AFTER_GRACE,
-                                     caller.catalog.traffic.notify)
+                after = await _after(item, ctx, mode.partial(case, trace, "error", "interrupted"), before_data, AFTER_GRACE)
                 if after.status == "timeout":  # its clean-up did not finish: the user must hear of it (console and report)
                     caller.catalog.traffic.notify(_unfinished(case))
             raise
@@ -172,13 +171,14 @@ def _unfinished(case: Case) -> str:
 
 async def _after(item: ResolvedCase, ctx: Any, result: CaseResult, before_data: Any, timeout: float,
                  notify: Callable[[str], None] | None = None) -> CaseResult:
-    """Run the case's After hook; its failure is a warning on the result, its hanging a timeout. Ctrl-C or
-    SIGTERM while it runs gives it AFTER_GRACE to finish (``notify`` hears if it did not), then stops the case."""
+    """Run the case's After hook; its failure is a warning on the result, its hanging a timeout. With ``notify``,
+    Ctrl-C or SIGTERM while it runs gives it AFTER_GRACE to finish (``notify`` hears if it did not), then stops
+    the case (an After run because the case was stopped has AFTER_GRACE as its ``timeout`` already)."""
     case, hook = item.case, item.after
     unfinished = (lambda: notify(_unfinished(case))) if notify is not None else None
     try:
         await usercalls.call(hook, ctx, dict(case.raw), result_dict(result), before_data, what=f"after hook {case.after}", timeout=timeout,
-                             grace=AFTER_GRACE, unfinished=unfinished)
+                             grace=AFTER_GRACE if notify is not None else None, unfinished=unfinished)
     except usercalls.Deadline as exc:
         status: Status = "timeout"
         return replace(result, status=status, error=result.error or str(exc), warnings=(*result.warnings, str(exc)))
