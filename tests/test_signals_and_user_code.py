@@ -165,8 +165,8 @@ def test_a_signal_stops_the_run_after_and_after_all_run_and_the_report_is_writte
     assert (run.cases_text(), run.pass_rate_text()) == ("1 of 4", "100.0% (interrupted)")
 
 
-@pytest.mark.parametrize("workers", ["0", "1"])
-def test_an_after_hook_still_running_at_the_end_of_its_grace_is_said(app_dir, tmp_path, workers):
+@pytest.mark.parametrize("workers, twice", [("0", False), ("1", False), ("0", True), ("1", True)])
+def test_an_after_hook_still_running_at_the_end_of_its_grace_is_said(app_dir, tmp_path, workers, twice):
     """Ctrl-C: the After hook of a case cut short gets a few seconds; one that hangs is left, and the console and
     the report say so (its clean-up may not have happened), in this process and in a worker."""
     cases = [{"id": "quick", "input": "hi"}, {"id": "slow0", "input": "call sleeper", "after": "env_test.After"}]
@@ -180,6 +180,10 @@ def test_an_after_hook_still_running_at_the_end_of_its_grace_is_said(app_dir, tm
     while time.time() < deadline and not (any("[quick]" in line for line in lines) and any(m.startswith("sleeping-") for m in marks(app_dir))):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
+    if twice:  # the second ends the grace: the hook is still said to be left unfinished
+        while time.time() < deadline and "after-slow0" not in marks(app_dir):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
     proc.wait(timeout=30)
     reader.join(timeout=5)
     stdout, stderr = "".join(lines), proc.stderr.read()
@@ -189,10 +193,11 @@ def test_an_after_hook_still_running_at_the_end_of_its_grace_is_said(app_dir, tm
     assert any(w.startswith(said) for w in report(out)["metadata"]["warnings"])
 
 
-@pytest.mark.parametrize("workers, takes", [("0", 30), ("1", 30), ("1", 1.5)])
-def test_an_after_hook_running_when_the_run_is_stopped_gets_its_grace(app_dir, tmp_path, workers, takes):
+@pytest.mark.parametrize("workers, takes, twice", [("0", 30, False), ("1", 30, False), ("1", 1.5, False), ("0", 30, True), ("1", 30, True)])
+def test_an_after_hook_running_when_the_run_is_stopped_gets_its_grace(app_dir, tmp_path, workers, takes, twice):
     """Ctrl-C while a case's After hook is cleaning up: the hook may finish within the grace; one that does not
-    is said to be left unfinished (console and report) — it was dropped at once, without a word."""
+    is said to be left unfinished (console and report) — it was dropped at once, without a word. A second
+    Ctrl-C ends the grace at once, and the hook is still said to be left unfinished."""
     cases = [{"id": "med", "input": "hi", "after": "env_test.After"}]
     out = tmp_path / "r.json"
     proc = agent_test(app_dir, cases, "-o", str(out), "--workers", workers, "--no-history", wait=False, env={"SLOW_AFTER": str(takes)})
@@ -201,13 +206,17 @@ def test_an_after_hook_running_when_the_run_is_stopped_gets_its_grace(app_dir, t
         time.sleep(0.05)
     stopped = time.time()
     proc.send_signal(signal.SIGINT)
+    if twice:
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
+    took = time.time() - stopped
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
     said = "med: the after hook env_test.After was still running 5s after the run was stopped and was left unfinished"
     warnings = report(out)["metadata"].get("warnings") or []
     if takes > 5:
         assert said in stdout + stderr and any(w.startswith(said) for w in warnings)
-        assert time.time() - stopped >= 4.5 and "cleaned-med" not in marks(app_dir)  # it had its 5 s
+        assert (took < 4.5 if twice else took >= 4.5) and "cleaned-med" not in marks(app_dir)  # its 5 s, or cut by the second
     else:
         assert "cleaned-med" in marks(app_dir) and said not in stdout + stderr and not any(w.startswith(said) for w in warnings)
 

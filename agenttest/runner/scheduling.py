@@ -113,7 +113,11 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
             result = replace(mode.partial(case, trace, "error", str(exc)), traceback=exc.traceback or "")
         except asyncio.CancelledError:
             if before_ok and case.after:
-                after = await _after(item, ctx, mode.partial(case, trace, "error", "interrupted"), before_data, AFTER_GRACE)
+                try:
+                    after = await _after(item, ctx, mode.partial(case, trace, "error", "interrupted"), before_data, AFTER_GRACE)
+                except asyncio.CancelledError:  # a second Ctrl-C ends the grace: the hook is left as it is
+                    caller.catalog.traffic.notify(_unfinished(case))
+                    raise
                 if after.status == "timeout":  # its clean-up did not finish: the user must hear of it (console and report)
                     caller.catalog.traffic.notify(_unfinished(case))
             raise

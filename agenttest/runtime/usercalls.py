@@ -171,12 +171,17 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
     try:
         done, _ = await asyncio.wait({future}, timeout=timeout)
     except asyncio.CancelledError:  # the case's deadline, or Ctrl-C
-        if grace:  # an After hook stopped by Ctrl-C while it cleans up: it may finish (a second Ctrl-C ends this too)
-            finished, _ = await asyncio.wait({future}, timeout=grace)
-            if not finished and unfinished is not None:
-                unfinished()
-        stop.set()
-        future.cancel()
+        try:
+            if grace:  # an After hook stopped by Ctrl-C while it cleans up: it may finish (a second Ctrl-C ends this too)
+                finished: set[asyncio.Future[Any]] = set()
+                try:
+                    finished, _ = await asyncio.wait({future}, timeout=grace)
+                finally:  # not finished in time, or a second stop: the user hears of it either way
+                    if not finished and unfinished is not None:
+                        unfinished()
+        finally:
+            stop.set()
+            future.cancel()
         raise
     if not done:
         stop.set()
