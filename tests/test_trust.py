@@ -382,3 +382,27 @@ def test_dry_run_and_list_are_exit_2_where_a_run_is(offline_app, what):
     path = offline_app.cases("assistants/bot/tests/t.jsonl", [{"id": "a", "input": "x", **case}])
     codes = {mode: cli("-i", str(path), *flags, *extra).exit_code for mode, extra in (("run", []), ("dry-run", ["--dry-run"]), ("list", ["--list"]))}
     assert codes == {"run": 2, "dry-run": 2, "list": 2}
+
+
+def test_ctrl_c_with_runs_counts_runs_and_cases_apart(offline_app, tmp_path):
+    """--runs 2: the banner says runs where it counts runs, and how many cases ran (it counts cases elsewhere)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers import REPO
+
+    offline_app.agent("bot", connector="mock", files={"mock.yml": "rules:\n  - user: slow\n    delay: 30\n    reply: late\ndefault: hi\n"})
+    path = offline_app.cases("assistants/bot/tests/t.jsonl", [{"id": "c0", "input": "x"}, {"id": "c1", "input": "x"}, {"id": "c2", "input": "slow"}])
+    proc = subprocess.Popen([sys.executable, "-m", "agenttest", "-i", str(path), "--runs", "2", "--no-history", "-o", str(tmp_path / "r.json")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    seen, deadline = "", time.time() + 20
+    while "► [c2] (run 1/2)" not in seen and time.time() < deadline:  # c0 and c1 are done, c2 is running
+        seen += os.read(proc.stdout.fileno(), 4096).decode()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=20)
+    stdout = seen + stdout
+    assert proc.returncode == 130, stderr
+    assert "INTERRUPTED after 4 of 6 runs (2 of 3 cases ran)" in stdout and "Not run:   2 runs (interrupted)" in stdout, stdout

@@ -331,7 +331,8 @@ class Console:
                 self.line(f"  {label + ':':<10} {safe(value)}")
         self._figures(report, s, brief)
         if report.not_run:
-            self.line(f"  Not run:   {report.not_run} ({'interrupted' if report.interrupted else 'stopped early'})")
+            runs = " runs" if report.gates and len(report.gates) != s["total"] else ""  # --runs, a matrix: runs, not cases
+            self.line(f"  Not run:   {report.not_run}{runs} ({'interrupted' if report.interrupted else 'stopped early'})")
         if cut_short:  # counted in "not run": they have no verdict line of their own
             shown = ", ".join(cut_short[:10]) + (f" and {len(cut_short) - 10} more" if len(cut_short) > 10 else "")
             self.line(f"  Cut short: {shown} (running when the run was stopped; no verdict)")
@@ -390,8 +391,13 @@ class Console:
             self.line(f"    {self.paint(text, STATUS_COLOR[verdict]) if verdict in ('failed',) else text}")
 
     def _verdict(self, report: RunReport, s: dict[str, Any]) -> str:
-        if report.interrupted:
-            return self.paint(f"⚠ INTERRUPTED after {len(report.results)} of {s['total']} tests", "yellow")
+        if report.interrupted:  # with --runs or a matrix, in runs and in cases (the banner counts cases)
+            done, total = len(report.results), s["total"]
+            if report.gates and len(report.gates) != total:
+                started = sum(1 for g in report.gates if g.runs or g.skipped)
+                what = "cases × connectors" if report.matrix else "cases"
+                return self.paint(f"⚠ INTERRUPTED after {done} of {total} runs ({started} of {len(report.gates)} {what} ran)", "yellow")
+            return self.paint(f"⚠ INTERRUPTED after {done} of {total} tests", "yellow")
         counts, cases = case_verdicts(report)
         bad = sum(counts.values())
         if bad:
