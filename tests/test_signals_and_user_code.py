@@ -153,7 +153,7 @@ def test_a_signal_stops_the_run_after_and_after_all_run_and_the_report_is_writte
     assert proc.returncode == code, stderr
     assert "Traceback" not in stderr and "INTERRUPTED" in stdout
     cut = next(line for line in stdout.splitlines() if line.strip().startswith("Cut short:"))  # they have no verdict line
-    assert cut.split(":", 1)[1].split("(")[0].strip().split(", ") == ["slow0", "slow1"], cut
+    assert cut.split(":", 1)[1].split("(")[0].strip().split(", ") == ["[slow0]", "[slow1]"], cut
     data = report(out)
     assert [r["id"] for r in data["results"]] == ["quick"] and data["summary"]["interrupted"] is True
     assert data["summary"].get("terminated", False) is (sig == signal.SIGTERM)  # which signal, for the viewer and the history

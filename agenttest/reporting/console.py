@@ -145,9 +145,8 @@ class Console:
         self.line(f"{self.paint('⚠', 'yellow')} {text}")
 
     def title(self, case_id: str, run: int, runs: int, connector: str = "") -> str:
-        """A case's run as the summary names it: ``id @ connector (run 2/3)`` (its line's title without brackets)."""
-        where = f" @ {safe(connector)}" if self.matrix and connector else ""
-        return f"{safe(case_id)}{where}" + (f" (run {run}/{runs})" if runs > 1 else "")
+        """A case's run as its line names it: ``[id @ connector] (run 2/3)`` (an id may hold a comma or a space)."""
+        return self._title(case_id, run, runs, connector)
 
     def _title(self, case_id: str, run: int, runs: int, connector: str = "") -> str:
         where = f" @ {safe(connector)}" if self.matrix and connector else ""
