@@ -126,6 +126,13 @@ def test_invalid_json_in_a_json_file_speaks_of_the_file():
         "cases.json:1:27: invalid JSON: Expecting value; remove the trailing comma"]  # the comma, a line above the ']'
 
 
+def test_text_after_the_value_of_a_json_file_is_not_called_a_jsonl_mistake():
+    assert problems('[{"id": "a", "input": "x"}],\n', "cases.json") == [
+        "cases.json:1:28: invalid JSON: Extra data; text after the file's JSON value: a .json case file holds one object, or one list of cases"]
+    assert problems('{"id": "a", "input": "x"} {"id": "b"}\n') == [
+        "cases.jsonl:1:27: invalid JSON: Extra data; one JSON object per line in .jsonl files"]
+
+
 def test_brackets_inside_strings_do_not_count_as_open():
     (found,) = problems('{"id": "a", "input": "[{\\"", "tags": [}')
     assert found.endswith("the list opened with '[' is closed with '}'")

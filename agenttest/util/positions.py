@@ -140,6 +140,8 @@ def json_hint(msg: str, text: str, pos: int, unit: str = "line") -> str | None:
     if msg.startswith("Unterminated string"):
         return "close the string with a double quote"
     if msg.startswith("Extra data"):
+        if unit == "file":  # a .json file: one value, its cases in a list
+            return "text after the file's JSON value: a .json case file holds one object, or one list of cases"
         return "one JSON object per line in .jsonl files"
     if not msg.startswith("Expecting"):
         return None
