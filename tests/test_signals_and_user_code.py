@@ -193,7 +193,8 @@ def test_an_after_hook_still_running_at_the_end_of_its_grace_is_said(app_dir, tm
     assert any(w.startswith(said) for w in report(out)["metadata"]["warnings"])
 
 
-@pytest.mark.parametrize("workers, takes, twice", [("0", 30, False), ("1", 30, False), ("1", 1.5, False), ("0", 30, True), ("1", 30, True)])
+@pytest.mark.parametrize("workers, takes, twice", [("0", 30, False), ("1", 30, False), ("0", 1.5, False), ("1", 1.5, False), ("0", 30, True),
+                                                   ("1", 30, True)])
 def test_an_after_hook_running_when_the_run_is_stopped_gets_its_grace(app_dir, tmp_path, workers, takes, twice):
     """Ctrl-C while a case's After hook is cleaning up: the hook may finish within the grace; one that does not
     is said to be left unfinished (console and report) — it was dropped at once, without a word. A second
@@ -217,8 +218,9 @@ def test_an_after_hook_running_when_the_run_is_stopped_gets_its_grace(app_dir, t
     if takes > 5:
         assert said in stdout + stderr and any(w.startswith(said) for w in warnings)
         assert (took < 4.5 if twice else took >= 4.5) and "cleaned-med" not in marks(app_dir)  # its 5 s, or cut by the second
-    else:
+    else:  # the case had passed and its clean-up finished: a result, not a case cut short
         assert "cleaned-med" in marks(app_dir) and said not in stdout + stderr and not any(w.startswith(said) for w in warnings)
+        assert [(r["id"], r["status"]) for r in report(out)["results"]] == [("med", "passed")] and "Cut short" not in stdout
 
 
 SLOW_FORMAT = '''

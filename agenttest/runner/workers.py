@@ -159,6 +159,7 @@ class LocalWorker:
         self.begun: dict[int, Callable[[], None]] = {}  # held units: what to call when they start
         self.inputs: dict[int, Any] = {}  # the input of each case sent, by unit index
         self.acks: dict[int, asyncio.Future[None]] = {}  # cases told to stop (Ctrl-C): their After hooks ran
+        self.late: dict[int, CaseResult] = {}  # cases told to stop that finished anyway (their After hook, in its grace)
         self.lost: str | None = None
         self.stopping = False
         self.serving = False  # ready, and reading what the controller sends
@@ -206,6 +207,9 @@ class LocalWorker:
                 ack = self.acks[unit.index] = asyncio.get_running_loop().create_future()
                 self.channel.send(("cancel", unit.index))
                 await asyncio.wait({ack}, timeout=STOP_GRACE)
+                late = self.late.pop(index, None)
+                if late is not None:  # it had finished, and its After hook did within its grace: a result, not a case cut short
+                    return late
             raise
         finally:
             self.pending.pop(index, None)
@@ -276,6 +280,8 @@ class LocalWorker:
         fut = self.pending.get(index)
         if result is not None and fut is not None and not fut.done():
             fut.set_result(result)
+        elif result is not None and index in self.acks:  # told to stop, it finished anyway (run takes it)
+            self.late[index] = result
         ack = self.acks.pop(index, None)
         if ack is not None and not ack.done():
             ack.set_result(None)
@@ -486,7 +492,8 @@ async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel, running
         raise
     case_input = unit.item.case.input
     left_out = case_input is not None and result.input is case_input
-    started = next_up()
+    task = asyncio.current_task()
+    started = next_up(task is None or not task.cancelling())  # stopped, though it finished: no held case starts
     try:
         # the last case running here, or a held one started among a few: the worker may soon have nothing to run
         # until the controller, waiting for this result, sends the next case. With more running, the result goes

@@ -141,8 +141,9 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
     """``fn(*args, **kwargs)`` in a daemon thread, in a copy of the caller's context (so its prints are
     captured for the caller's case and its agent calls belong to it). Raises CallError naming ``what``.
     ``kwargs`` is a mapping, not ``**``: a tool's arguments may be named ``what`` or ``timeout`` too.
-    ``grace``: when the caller is cancelled (Ctrl-C) while ``fn`` runs, the seconds it still gets to finish;
-    ``unfinished`` is called if it has not by then."""
+    ``grace``: when the caller is cancelled (Ctrl-C) while ``fn`` runs, the seconds it still gets to finish —
+    then its value is returned all the same (the caller knows it was stopped); ``unfinished`` is called if it
+    has not finished by then, and the cancellation goes on."""
     kwargs = kwargs or {}
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
@@ -171,18 +172,21 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
     try:
         done, _ = await asyncio.wait({future}, timeout=timeout)
     except asyncio.CancelledError:  # the case's deadline, or Ctrl-C
+        finished: set[asyncio.Future[Any]] = set()
         try:
             if grace:  # an After hook stopped by Ctrl-C while it cleans up: it may finish (a second Ctrl-C ends this too)
-                finished: set[asyncio.Future[Any]] = set()
                 try:
                     finished, _ = await asyncio.wait({future}, timeout=grace)
                 finally:  # not finished in time, or a second stop: the user hears of it either way
                     if not finished and unfinished is not None:
                         unfinished()
         finally:
-            stop.set()
-            future.cancel()
-        raise
+            if not finished:
+                stop.set()
+                future.cancel()
+        if not finished:
+            raise
+        return future.result()  # it finished within its grace: its case has its result (the caller was stopped after)
     if not done:
         stop.set()
         future.cancel()
