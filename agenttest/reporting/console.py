@@ -146,9 +146,6 @@ class Console:
 
     def title(self, case_id: str, run: int, runs: int, connector: str = "") -> str:
         """A case's run as its line names it: ``[id @ connector] (run 2/3)`` (an id may hold a comma or a space)."""
-        return self._title(case_id, run, runs, connector)
-
-    def _title(self, case_id: str, run: int, runs: int, connector: str = "") -> str:
         where = f" @ {safe(connector)}" if self.matrix and connector else ""
         return f"[{safe(case_id)}{where}]" + (f" (run {run}/{runs})" if runs > 1 else "")
 
@@ -158,7 +155,7 @@ class Console:
         if self.parallel > 1 or case.mode in ("dynamic", "scripted") or self.show_reply or self._bar is not None or self.quiet >= 2:
             return
         self._group(case.file)
-        self.out.write(f"► {self.secrets.redact(self._title(case.id, run, runs, connector))} {self._cut(preview(case.input) or case.name, PREVIEW)} ")
+        self.out.write(f"► {self.secrets.redact(self.title(case.id, run, runs, connector))} {self._cut(preview(case.input) or case.name, PREVIEW)} ")
         self.out.flush()
         self._pending_line = True
 
@@ -174,13 +171,13 @@ class Console:
         if not self._pending_line:
             self._group(result.file)
         if result.conversation and self.quiet:
-            self.line(f"► {self._title(result.id, result.run, runs, result.connector)} {safe(result.name or '')} {status} ({took}) - "
+            self.line(f"► {self.title(result.id, result.run, runs, result.connector)} {safe(result.name or '')} {status} ({took}) - "
                       f"{_tally(result)}")
             self._reasons(result)
         elif result.conversation:
             self._tree(result, runs, status, took)
         else:
-            head = "" if self._pending_line else f"► {self._title(result.id, result.run, runs, result.connector)} {self._cut(preview(result.input) or result.name, PREVIEW)} "
+            head = "" if self._pending_line else f"► {self.title(result.id, result.run, runs, result.connector)} {self._cut(preview(result.input) or result.name, PREVIEW)} "
             self._pending_line = False
             self.line(f"{head}{status} ({took})")
             self._details(result)
@@ -268,7 +265,7 @@ class Console:
             self.line(f"{indent}  … {len(changes) - WORLD_LINES} more (see the report)")
 
     def _tree(self, r: CaseResult, runs: int, status: str, took: str) -> None:
-        self.line(f"► {self._title(r.id, r.run, runs, r.connector)} {safe(r.name or '')}".rstrip())
+        self.line(f"► {self.title(r.id, r.run, runs, r.connector)} {safe(r.name or '')}".rstrip())
         for i, t in enumerate(r.turns):
             last = i == len(r.turns) - 1
             branch, stem = ("└─", "   ") if last else ("├─", "│  ")
@@ -330,7 +327,7 @@ class Console:
                 self.line(f"  {label + ':':<10} {safe(value)}")
         self._figures(report, s, brief)
         if report.not_run:
-            runs = " runs" if report.gates and len(report.gates) != s["total"] else ""  # --runs, a matrix: runs, not cases
+            runs = " runs" if _in_runs(report, s) else ""
             self.line(f"  Not run:   {report.not_run}{runs} ({'interrupted' if report.interrupted else 'stopped early'})")
         if cut_short:  # counted in "not run": they have no verdict line of their own
             shown = ", ".join(cut_short[:10]) + (f" and {len(cut_short) - 10} more" if len(cut_short) > 10 else "")
@@ -392,7 +389,7 @@ class Console:
     def _verdict(self, report: RunReport, s: dict[str, Any]) -> str:
         if report.interrupted:  # with --runs or a matrix, in runs and in cases (the banner counts cases)
             done, total = len(report.results), s["total"]
-            if report.gates and len(report.gates) != total:
+            if _in_runs(report, s):
                 started = sum(1 for g in report.gates if g.runs or g.skipped)
                 what = "cases × connectors" if report.matrix else "cases"
                 return self.paint(f"⚠ INTERRUPTED after {done} of {total} runs ({started} of {len(report.gates)} {what} ran)", "yellow")
@@ -408,6 +405,11 @@ class Console:
         if report.stopped_early:
             return self.paint("⚠ STOPPED EARLY", "yellow")
         return self.paint("✨ ALL TESTS PASSED ✨", "green")
+
+
+def _in_runs(report: RunReport, s: dict[str, Any]) -> bool:
+    """Whether the summary's totals count runs rather than cases (--runs, or a model matrix)."""
+    return bool(report.gates) and len(report.gates) != s["total"]
 
 
 def _tally(r: CaseResult) -> str:

@@ -169,8 +169,8 @@ def over_budget(result: CaseResult, budget: Budget, trace: Trace, caller: Caller
 
 
 def _unfinished(case: Case) -> str:
-    return (f"{case.id}: the after hook {case.after} was still running {AFTER_GRACE:g}s after the run was stopped and was left "
-            "unfinished: what it cleans up may be left behind")
+    return (f"{case.id}: the after hook {case.after} was still running when its grace after the stop ended ({AFTER_GRACE:g}s, or a "
+            "second Ctrl-C) and was left unfinished: what it cleans up may be left behind")
 
 
 async def _after(item: ResolvedCase, ctx: Any, result: CaseResult, before_data: Any, timeout: float,

@@ -129,7 +129,7 @@ def json_place(msg: str, text: str, pos: int) -> tuple[int, int]:
         before = len(text[:pos].rstrip()) - 1
         if before >= 0 and text[before] == ",":
             pos = before
-    return text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+    return line_col(text, pos)
 
 
 def json_hint(msg: str, text: str, pos: int, unit: str = "line") -> str | None:
