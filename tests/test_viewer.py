@@ -229,6 +229,23 @@ def test_an_interrupted_report_says_which_signal_stopped_it(page, tmp_path, term
     assert page.locator(".banner").all_inner_texts() == [f"Interrupted ({said}): the report holds the results that finished.", "Not run: 2"]
 
 
+def test_an_interrupted_run_with_runs_says_runs_not_run_and_its_unrun_gates_are_not_green(page, tmp_path):
+    from agenttest.model import CaseResult
+    from agenttest.reporting import write
+    from agenttest.verdicts.gates import Policy
+    from agenttest.verdicts.outcome import make_report
+
+    results = [CaseResult("a", "passed", input="hi", output="hello", run=r, index=r - 1, connector="mock") for r in (1, 2)]
+    policies = {("", cid, "mock"): Policy(2, 1.0) for cid in ("a", "b", "c")}
+    report = make_report(results, 1795953600.0, 900.0, 2, policies=policies, agent_id="bot", connector="mock", interrupted=True, not_run=4,
+                         environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
+    write(report, str(tmp_path / "r.html"))
+    page.goto((tmp_path / "r.html").as_uri())
+    assert page.locator(".banner").all_inner_texts()[1] == "Not run: 4 runs"  # beside cards that count cases
+    gates = page.locator("#cards .card", has_text="Gates passed")
+    assert gates.inner_text().split() == ["Gates", "passed", "1/3"] and gates.locator("b").get_attribute("class") == ""  # 2 never ran
+
+
 def test_a_gated_run_is_one_row_per_case_with_its_runs_nested(page, tmp_path):
     page.goto(gated(tmp_path).as_uri())
     assert rows(page) == [["broken", "failed"], ["flaky", "flaky"], ["steady", "passed"]]  # 9 results, 3 cases

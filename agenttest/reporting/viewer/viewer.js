@@ -222,7 +222,7 @@
     const banners = [];
     if (sum.interrupted) banners.push("Interrupted (" + (sum.terminated ? "SIGTERM" : "Ctrl-C") + "): the report holds the results that finished.");
     else if (sum.stopped_early) banners.push("Stopped early (--fail-fast): no case was started after the first failure.");
-    if (sum.not_run) banners.push("Not run: " + sum.not_run);
+    if (sum.not_run) banners.push("Not run: " + sum.not_run + ((sum.gates || []).some(g => g.planned > 1) || sum.matrix ? " runs" : ""));  // --runs, a matrix: runs, not cases
     const tokens = (sum.usage || {}).total_tokens || 0;
     const ran = cases.filter(c => c.verdict !== "skipped").length;
     const good = cases.filter(c => c.verdict === "passed" || c.verdict === "flaky").length;
@@ -230,7 +230,7 @@
       card("Cases", cases.length, ""), card("Passed", count("passed"), "passed"), card("Failed", count("failed"), "failed"),
       card("Errors", count("error"), "error"), card("Timeouts", count("timeout"), "timeout"), card("Flaky", count("flaky"), "flaky"),
       card("Skipped", count("skipped"), "skipped"),
-      sum.gates ? card("Gates passed", sum.gates_passed + "/" + sum.cases, sum.gates_failed ? "failed" : "passed") : null,
+      sum.gates ? card("Gates passed", sum.gates_passed + "/" + sum.cases, sum.gates_failed ? "failed" : sum.gates_passed < sum.cases ? "" : "passed") : null,
       card("Pass rate", ran ? pct(good / ran) : "—", ""),
       (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
       card("Duration", ms(sum.duration_ms), ""), tokens ? card("Tokens", tokens.toLocaleString("en"), "") : null,
