@@ -310,3 +310,41 @@ def test_dry_run_prints_normalized_cases_and_writes_them(tmp_path):
     assert rows[1]["input"] == [{"role": "user", "content": "yo"}] and rows[1]["expected"] == "x"
     reloaded = load_file(str(out)).check()
     assert [c.id for c in reloaded] == ["a", "b"]
+
+
+def _nested(levels: int) -> object:
+    value: object = "x"
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("levels, too_deep", [(62, False), (63, True), (61, False)])
+def test_a_jsonl_case_at_the_depth_limit_loads_and_one_level_more_is_a_problem(levels, too_deep):
+    """The case is level 1 and its metadata level 2: 62 dicts below put the innermost value at level 64,
+    the limit. The walk that shares a line's strings is the depth check of a .jsonl case; its verdict must
+    be the one a .json file of the same case gets (``too_deep``)."""
+    line = json.dumps({"id": "a", "input": "hi", "metadata": _nested(levels)})
+    for text, name in ((line, "cases.jsonl"), ("[" + line + "]", "cases.json")):
+        loaded = parse(text, name)
+        said = [str(p) for p in loaded.problems]
+        assert (said != []) is too_deep, (name, said)
+        if too_deep:
+            assert "nested more than 64 levels deep" in said[0] and len(loaded.cases) == 0
+        else:
+            assert loaded.cases[0].metadata == _nested(levels)
+
+
+def test_jsonl_cases_hold_one_object_for_each_repeated_string_and_key():
+    """100,000 cases repeat their keys, roles and histories: each is held once (half the memory)."""
+    history = [{"role": "user", "content": "I want to submit an expense"}, {"role": "assistant", "content": "Which one?"}]
+    lines = [json.dumps({"id": f"c{i}", "input": [*history, {"role": "user", "content": f"#{i}"}],
+                         "assertions": [{"type": "contains", "value": "ok"}], "metadata": {"tags": ["a", "b"]}}) for i in range(3)]
+    a, b, _ = parse("\n".join(lines), "cases.jsonl").cases
+    assert [m["content"] for m in a.raw["input"]] == ["I want to submit an expense", "Which one?", "#0"]
+    for x, y in zip(a.raw["input"][:2], b.raw["input"][:2]):
+        assert x == y and x is not y  # each case its own dicts (a hook may change one)…
+        assert all(k1 is k2 and x[k1] is y[k2] for k1, k2 in zip(x, y))  # …holding the same key and text objects
+    assert a.raw["metadata"]["tags"][0] is b.raw["metadata"]["tags"][0]
+    assert next(iter(a.raw)) is next(iter(b.raw)) and a.raw["assertions"][0]["type"] is b.raw["assertions"][0]["type"]
+    assert a.raw["input"][2]["content"] == "#0" and b.raw["input"][2]["content"] == "#1"

@@ -9,9 +9,10 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
+from agenttest.util.records import replace
 from agenttest.app import prompts
 from agenttest.runtime import usercalls
 from agenttest.connectors import ChatRequest, Connector

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agenttest.util.records import replace
 from agenttest.plugins import ASSERTIONS
 from agenttest.model import AssertionResult, AssertionSpec, Case, Message, ToolCall
 from agenttest.util.text import as_text

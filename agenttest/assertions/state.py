@@ -3,9 +3,9 @@ left it (``path`` and ``value``, as ``json_path``), or paths it must have left a
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
+from agenttest.util.records import replace
 from agenttest.model import AssertionResult
 from agenttest.runtime.world import diff
 from agenttest.util.text import shorten

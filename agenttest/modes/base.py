@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agenttest.util.records import replace
 from agenttest.runtime import attachments
 from agenttest.verdicts import budgets
 from agenttest.agents.caller import Caller

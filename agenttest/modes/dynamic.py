@@ -6,9 +6,9 @@ budget; the case's own assertions then judge it once, as it ended."""
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from typing import Any
 
+from agenttest.util.records import replace
 from agenttest.plugins import MODES
 from agenttest.assertions import Observation, evaluate
 from agenttest.errors import CallError

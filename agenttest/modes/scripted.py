@@ -5,8 +5,8 @@ turns still run; an agent error stops the conversation. The case's own assertion
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 
+from agenttest.util.records import replace
 from agenttest.plugins import MODES
 from agenttest.assertions import evaluate_all
 from agenttest.errors import CallError

@@ -8,9 +8,9 @@ import sys
 import inspect
 import operator
 import os
-from dataclasses import replace
 from typing import Any
 
+from agenttest.util.records import replace
 from agenttest.plugins import MODES
 from agenttest.util import patterns
 from agenttest.runtime import usercalls

@@ -10,9 +10,10 @@ import asyncio
 import time
 import traceback
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agenttest.util.records import replace
 from agenttest import modes
 from agenttest.runtime import attachments
 from agenttest.verdicts import budgets

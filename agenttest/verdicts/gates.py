@@ -60,8 +60,17 @@ Label = Callable[[Case, "str | None"], str]  # a case and its scheduled connecto
 
 
 def policies(plan: Plan) -> dict[Key, Policy]:
-    """Every scheduled case × connector of a plan and its gate."""
-    return {item.key: Policy(item.runs, item.min_pass_rate) for item in plan.items}
+    """Every scheduled case × connector of a plan and its gate (one Policy for each gate there is: most
+    cases share the run's)."""
+    made: dict[tuple[int, float], Policy] = {}
+    out: dict[Key, Policy] = {}
+    for item in plan.items:
+        held = (item.runs, item.min_pass_rate)
+        policy = made.get(held)
+        if policy is None:
+            policy = made[held] = Policy(*held)
+        out[item.key] = policy
+    return out
 
 
 @dataclass(slots=True)
@@ -85,6 +94,13 @@ class Tally:
 
 def gate(key: Key, runs: list[CaseResult], policy: Policy, saved: int = 0) -> Gate:
     """One case × connector's gate from its results."""
+    if len(runs) == 1 and runs[0].status != "skipped":  # one run that ran, most gates: its own figures, no lists
+        r = runs[0]
+        took = round(r.duration_ms, 1)
+        own = total(s for s in r.spend if s.role == "agent")
+        return Gate(id=key[1], connector=key[2], file=key[0], planned=policy.planned, runs=1, passed=int(r.status == "passed"),
+                    min_pass_rate=policy.min_pass_rate, skipped=0, saved=saved, mean_ms=took, median_ms=took, min_ms=took,
+                    max_ms=took, std_ms=0.0, tokens=r.usage.total_tokens, cost=own, total_cost=total(r.spend))
     ran = [r for r in runs if r.status != "skipped"]
     durations = [r.duration_ms for r in ran] or [0.0]
     if len(durations) == 1:  # one run, the common case: every figure is its duration (what the statistics give)

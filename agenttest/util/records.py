@@ -1,0 +1,54 @@
+"""``replace`` for agenttest's frozen, slotted dataclasses: what ``dataclasses.replace`` gives, without its
+look at every field and the ``__init__`` it calls on each use. A case's result is replaced a few times in
+every run of a case; for a ``CaseResult`` (33 fields) that was ~19 µs a time, here ~5 µs. The copy is made
+by a function written once per class that sets each slot through its descriptor (which a frozen class's
+``__setattr__`` would refuse), so it holds exactly the values ``dataclasses.replace`` would pass to
+``__init__``. A class this cannot copy so — not slotted, a field left out of ``__init__``, a
+``__post_init__`` or an ``InitVar`` — goes to ``dataclasses.replace``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_COPIERS: dict[type, Callable[[Any, dict[str, Any]], Any] | None] = {}
+
+
+def replace(obj: T, /, **changes: Any) -> T:
+    """``dataclasses.replace(obj, **changes)``; a name that is not a field raises TypeError, as there."""
+    cls = type(obj)
+    if cls in _COPIERS:
+        copier = _COPIERS[cls]
+    else:
+        copier = _COPIERS[cls] = _copier(cls)
+    if copier is None:
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    return copier(obj, changes)  # type: ignore[no-any-return]
+
+
+def _copier(cls: type) -> Callable[[Any, dict[str, Any]], Any] | None:
+    if not dataclasses.is_dataclass(cls) or "__slots__" not in cls.__dict__ or hasattr(cls, "__post_init__"):
+        return None
+    fields = dataclasses.fields(cls)
+    every = getattr(cls, dataclasses._FIELDS)  # type: ignore[attr-defined] # InitVars are there, not in fields()
+    if len(every) != len(fields) or not all(f.init for f in fields):
+        return None
+    names: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_unknown": _unknown}
+    lines = ["def copy(obj, changes):", "    new = _new(_cls)", "    if not changes:"]
+    for i, f in enumerate(fields):
+        names[f"set{i}"] = cls.__dict__[f.name].__set__
+        lines.append(f"        set{i}(new, obj.{f.name})")
+    lines += ["        return new", "    pop = changes.pop"]
+    for i, f in enumerate(fields):
+        lines.append(f"    set{i}(new, pop({f.name!r}) if {f.name!r} in changes else obj.{f.name})")
+    lines += ["    if changes:", "        _unknown(_cls, changes)", "    return new"]
+    exec(compile("\n".join(lines), f"<replace of {cls.__name__}>", "exec"), names)  # noqa: S102 — our own classes' field names
+    return names["copy"]  # type: ignore[no-any-return]
+
+
+def _unknown(cls: type, changes: dict[str, Any]) -> None:
+    name = next(iter(changes))
+    raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument '{name}'")

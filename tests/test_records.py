@@ -1,0 +1,99 @@
+"""``util.records.replace``: what ``dataclasses.replace`` gives for the results a case run is made of, and the
+classes it leaves to ``dataclasses.replace``; and the one-run gate, which takes its figures from that run."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import InitVar, dataclass, field
+
+import pytest
+
+from agenttest.model import AssertionResult, CaseResult, Gate, Spend, Usage
+from agenttest.util.records import replace
+from agenttest.verdicts.gates import Policy, gate
+
+RESULT = CaseResult("a", "failed", "name", [{"role": "user", "content": "hi"}], output="no", error="why", warnings=("w0",),
+                    assertions=(AssertionResult("contains", False, "missing"),), usage=Usage(3, 4, 7), run=2, index=5,
+                    spend=(Spend("agent", "c", Usage(3, 4, 7), 1, 0.5), Spend("validator", "j", Usage(1, 1, 2), 1, 0.25)))
+
+
+@pytest.mark.parametrize("obj, changes", [
+    (RESULT, {}),
+    (RESULT, {"status": "passed", "duration_ms": 12.5, "error": ""}),
+    (RESULT, {"output": None, "warnings": ("w",), "index": 0}),
+    (AssertionResult("equals", True), {"message": "m", "checked": "x"}),
+    (Gate(id="a", runs=3, passed=2), {"saved": 1}),
+    (Usage(1, 2, 3), {"total_tokens": 9}),
+])
+def test_replace_gives_what_dataclasses_replace_gives(obj, changes):
+    before = dataclasses.astuple(obj)
+    made = replace(obj, **changes)
+    assert made == dataclasses.replace(obj, **changes) and type(made) is type(obj)
+    assert made is not obj and dataclasses.astuple(obj) == before  # the original is left as it was
+    for f in dataclasses.fields(obj):
+        assert getattr(made, f.name) is (changes[f.name] if f.name in changes else getattr(obj, f.name))
+    first = dataclasses.fields(obj)[0].name
+    with pytest.raises((dataclasses.FrozenInstanceError, TypeError)):  # still frozen (3.11's slotted frozen
+        setattr(made, first, "b")  # classes raise TypeError from their __setattr__'s super())
+
+
+def test_a_name_that_is_not_a_field_is_a_type_error_and_changes_nothing():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'statuss'"):
+        replace(RESULT, status="passed", statuss="passed")
+    assert RESULT.status == "failed"
+
+
+@dataclass
+class Plain:  # no slots
+    a: int
+    b: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    a: int
+
+    def __post_init__(self) -> None:
+        if self.a < 0:
+            raise ValueError("a < 0")
+
+
+@dataclass(slots=True)
+class WithInitVar:
+    a: int
+    scale: InitVar[int]
+
+    def __post_init__(self, scale: int) -> None:
+        self.a *= scale
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    a: int
+    b: int = field(init=False, default=0)
+
+
+def test_classes_it_cannot_copy_so_go_to_dataclasses_replace():
+    assert replace(Plain(1, [2]), a=3) == Plain(3, [2])
+    with pytest.raises(ValueError, match="a < 0"):  # __post_init__ ran, as dataclasses.replace runs it
+        replace(Checked(1), a=-1)
+    with pytest.raises(ValueError, match="InitVar 'scale' must be specified"):  # as dataclasses.replace says
+        replace(WithInitVar(2, 3), a=4)
+    assert replace(WithInitVar(2, 3), a=4, scale=5).a == 20
+    with pytest.raises(ValueError, match="init=False"):
+        replace(Derived(1), b=2)
+
+
+def test_a_one_run_gate_has_the_figures_the_general_path_gives():
+    """One run that ran takes a path of its own (no lists, no statistics); beside a skipped run the same
+    result goes through the general path: every figure but ``skipped`` must agree."""
+    key = ("cases.jsonl", "a", "c")
+    policy = Policy(3, 0.5)
+    for status in ("passed", "failed", "error", "timeout"):
+        one = replace(RESULT, status=status, duration_ms=12.345)
+        skipped = replace(RESULT, status="skipped", duration_ms=99.0)
+        fast, general = gate(key, [one], policy, 2), gate(key, [one, skipped], policy, 2)
+        assert general.skipped == 1 and fast == dataclasses.replace(general, skipped=0), status
+        assert (fast.passed, fast.mean_ms, fast.cost, fast.total_cost, fast.tokens) == (int(status == "passed"), 12.3, 0.5, 0.75, 7)
+    unpriced = replace(RESULT, spend=(Spend("agent", "c", Usage(1, 1, 2), 1, None),))
+    assert gate(key, [unpriced], policy).cost is None and gate(key, [unpriced], policy).total_cost is None
