@@ -183,7 +183,7 @@ class History:
         verdicts = case_verdicts(report)
         counted = [v for v in verdicts if v["verdict"] != "skipped"]
         good = sum(1 for v in counted if v["verdict"] == "passed")
-        blob = document or zlib.compress(hide.redact(json.dumps(report_dict(report), ensure_ascii=False, default=str)).encode())
+        blob = document or zlib.compress(hide.redact(json.dumps(report_dict(report), ensure_ascii=False, default=str)).encode(), 3)
         from agenttest.version import __version__
 
         row = (report.started_at, report.completed_at, round(report.duration_ms, 1), hide.redact(", ".join(inputs)), report.agent_id,
