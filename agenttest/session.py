@@ -86,7 +86,7 @@ class Session:
             self._workers = None if previewing else executors.pool_for(config, caller)  # they start the MCP servers
             plan, warnings = await self._plan(cases, caller.catalog, agent_id, loaded)  # 3 resolve
             if config.dry_run or config.list_only:
-                return await self._preview(loaded, cases)
+                return await self._preview(loaded, cases, self._warnings(note, loaded, caller.catalog, warnings))
             header = header_of(plan, source.describe(len(plan.cases)), caller.catalog, selected)
             outputs = self._outputs(source, caller.catalog.app.root)
             spool = reporting.Spool() if any(o.lower().endswith(".json") for o in outputs) else None
@@ -211,8 +211,14 @@ class Session:
                 task.uncancel()  # the stop is handled: closing the catalog may await again
         raise Interrupted(signals.caught == signal.SIGTERM)
 
-    async def _preview(self, loaded: Loaded, cases: list[Case]) -> ExitCode:
+    async def _preview(self, loaded: Loaded, cases: list[Case], warnings: list[str]) -> ExitCode:
+        """--list or --dry-run: the cases on stdout (lines a program reads), and on stderr the warnings a run's
+        header would give (unknown keys ignored, …): a preview checks what a run checks, and says it."""
         from agenttest.inputs import preview
+        from agenttest.util.text import printable
+
+        for warning in warnings:
+            sys.stderr.write(f"warning: {printable(self.secrets.redact(warning))}\n")
 
         if self.config.list_only:
             preview.list_cases(cases, self.out, self.secrets)

@@ -313,3 +313,70 @@ def test_the_depth_check_agrees_with_a_walk_of_every_value():
     for _ in range(100_000):
         deep = [deep]
     assert too_deep(deep, 200) and not too_deep([[1]], 3)
+
+
+DUPLICATED = {
+    "cases.jsonl": ('{"id": "dk", "input": "hi", "assert": {"type": "contains", "value": "nope"}, '
+                    '"assert": {"type": "contains", "value": "echo"}}\n{"id": "ok", "input": "a: b"}\n', "cases.jsonl:1:78:"),
+    "cases.json": ('[\n  {"id": "dk", "input": "hi",\n   "assert": {"type": "contains", "value": "nope"}, '
+                   '"assert": {"type": "contains", "value": "echo"}}\n]\n', "cases.json:3:53:"),
+    "cases.yaml": ("cases:\n  - id: dk\n    input: hi\n    assert: {type: contains, value: nope}\n"
+                   "    assert: {type: contains, value: echo}\n", "cases.yaml:5:5:"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DUPLICATED))
+@pytest.mark.parametrize("mode", ["run", "--dry-run", "--list"])
+def test_a_key_written_twice_in_a_case_is_exit_2_at_its_second_place(bot, name, mode):
+    """JSON and YAML keep the last of two equal keys: the failing assertion written first would be dropped
+    and the case pass (a false green). It is a problem, said before anything runs, by a preview too."""
+    text, place = DUPLICATED[name]
+    path = bot.root / name
+    path.write_text(text)
+    result = run(bot, "-i", str(path), *([] if mode == "run" else [mode]))
+    assert result.exit_code == 2, result.output
+    assert f"{bot.root}/{place} 'assert' is written twice" in result.stderr and "keeps only the last" in result.stderr
+
+
+def test_a_colon_inside_a_string_is_not_a_key_written_twice(bot):
+    path = bot.cases("cases.jsonl", [{"id": "u", "input": "see https://x.y/z at 10:30", "metadata": {"a": "b: c", "n": [{"k": ":"}]},
+                                      "assert": [{"type": "contains", "value": "echo:"}, {"type": "contains", "value": "10:30"}]}])
+    result = run(bot, "-i", str(path))
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("mode", ["--list", "--dry-run"])
+def test_a_preview_says_the_warnings_a_run_says(bot, mode):
+    """--list and --dry-run check what a run checks: an unknown key ignored is said on stderr (stdout keeps
+    the lines a program reads), as the run's header says it."""
+    path = bot.cases("cases.jsonl", [{"id": "w1", "input": "x", "foo": 1}, {"id": "w2", "input": "東京", "bar": {}}])
+    ran, previewed = run(bot, "-i", str(path)), run(bot, "-i", str(path), mode)
+    assert ran.exit_code == 0 and previewed.exit_code == 0
+    for text in (f"{path}:1:28: 'foo' is not a field of a case; ignored", f"{path}:2:39: 'bar' is not a field of a case; ignored"):
+        assert text in ran.stdout and f"warning: {text}" in previewed.stderr, (ran.stdout, previewed.stderr)
+        assert text not in previewed.stdout
+    if mode == "--dry-run":
+        assert [json.loads(line)["id"] for line in previewed.stdout.splitlines()] == ["w1", "w2"]
+
+
+@pytest.mark.parametrize("mode", ["run", "--dry-run"])
+def test_a_case_file_that_is_not_utf8_is_exit_2_at_its_line_and_column(bot, mode):
+    path = bot.root / "latin1.jsonl"
+    path.write_bytes(b'{"id": "a", "input": "x"}\n{"id": "b", "input": "caf\xe9 ok"}\n')
+    result = run(bot, "-i", str(path), *([] if mode == "run" else [mode]))
+    assert result.exit_code == 2
+    assert f"{path}:2:26: the file is not UTF-8: byte 0xe9" in result.stderr and "save the file as UTF-8" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["cases.jsonl", "cases.json"])
+def test_a_tab_or_an_unclosed_string_is_said_in_a_whole_sentence_with_a_remedy(bot, name):
+    lines = ['{"id": "a", "input": "col1\tcol2"}', '{"id": "b", "input": "open}']
+    path = bot.root / name
+    for line in lines:
+        path.write_text(line + "\n" if name.endswith(".jsonl") else "[" + line + "]")  # no newline: it would be in the string
+        result = run(bot, "-i", str(path))
+        assert result.exit_code == 2 and " at;" not in result.stderr and not result.stderr.rstrip().endswith(" at")
+        if "\t" in line:
+            assert "a control character (a tab, a line break) inside a string; write a tab as \\t" in result.stderr
+        else:
+            assert "a string is never closed; close the string with a double quote" in result.stderr

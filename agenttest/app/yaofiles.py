@@ -11,6 +11,7 @@ import sys
 import threading
 from typing import Any
 
+from agenttest.util.positions import json_message
 from agenttest.errors import AgentTestError, Location, did_you_mean
 
 _ENV = re.compile(r"\$ENV\.([A-Za-z_][A-Za-z0-9_]*)")
@@ -50,7 +51,7 @@ def read_jsonc(path: str) -> Any:
     try:
         return json.loads(strip_comments(text))
     except json.JSONDecodeError as exc:
-        raise AgentTestError(f"invalid JSON: {exc.msg}", Location(path, exc.lineno, exc.colno)) from None
+        raise AgentTestError(f"invalid JSON: {json_message(exc.msg)}", Location(path, exc.lineno, exc.colno)) from None
     except RecursionError:
         raise AgentTestError("JSON nested too deeply", Location(path)) from None
 

@@ -19,7 +19,7 @@ from agenttest.util.durations import parse_duration
 from agenttest.errors import InputError, Location, Problem, closest
 from agenttest.model.messages import normalize
 from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, ScriptedTurn, SimulatorSpec
-from agenttest.util.positions import json_hint, json_offset, json_place, line_col, yaml_mark
+from agenttest.util.positions import json_hint, json_message, json_offset, json_place, line_col, yaml_mark
 from agenttest.util.text import cleaned, escapes_surrogates
 from agenttest.inputs.validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
 
@@ -114,9 +114,29 @@ def load_file(path: str, default_simulator: str | None = None, policy: KeyPolicy
     try:
         with open(path, encoding="utf-8-sig") as fh:
             text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError:
+        return Loaded(problems=[_not_utf8(path)])
+    except OSError as exc:
         return Loaded(problems=[Problem(f"cannot read '{path}': {exc}")])
     return parse(text, path, default_simulator, os.path.dirname(os.path.abspath(path)), policy=policy)
+
+
+def _not_utf8(path: str) -> Problem:
+    """A case file that is not UTF-8, at its first byte that is not (line and column, as every other problem)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        data[bom:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = bom + exc.start
+        start = data.rfind(b"\n", 0, at) + 1
+        line, col = data.count(b"\n", 0, at) + 1, len(data[start:at].decode("utf-8", "replace")) + 1
+        return Problem(f"the file is not UTF-8: byte 0x{data[at]:02x} cannot start or continue a character", Location(path, line, col),
+                       "save the file as UTF-8 (an editor's 'Save with encoding', or iconv -f latin1 -t utf-8)")
+    except OSError as exc:
+        return Problem(f"cannot read '{path}': {exc}")
+    return Problem(f"cannot read '{path}': it is not UTF-8")
 
 
 def parse(text: str, source: str, default_simulator: str | None = None, base_dir: str = ".", kind: str | None = None,
@@ -171,7 +191,7 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
             except _Deep:  # build_cases says so, at its place
                 raw, shallow = parsed, False
         except json.JSONDecodeError as exc:
-            problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, number, json_place(exc.msg, line, exc.pos)[1]),
+            problems.append(Problem(f"invalid JSON: {json_message(exc.msg)}", Location(source, number, json_place(exc.msg, line, exc.pos)[1]),
                                     json_hint(exc.msg, line, exc.pos)))
             continue
         except RecursionError:
@@ -180,6 +200,7 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
         except ValueError:  # an integer too long to convert (Python refuses more than 4,300 digits)
             problems.append(_huge_number(line, source, number - 1))
             continue
+        problems += _repeated_keys(raw, line, source, number - 1)
         yield Document(raw, source, (), line if keep_text else None, number - 1, shallow=shallow)
 
 
@@ -255,7 +276,7 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        problems.append(Problem(f"invalid JSON: {exc.msg}", Location(source, *json_place(exc.msg, text, exc.pos)), json_hint(exc.msg, text, exc.pos, "file")))
+        problems.append(Problem(f"invalid JSON: {json_message(exc.msg)}", Location(source, *json_place(exc.msg, text, exc.pos)), json_hint(exc.msg, text, exc.pos, "file")))
         return []
     except RecursionError:
         problems.append(_nested(source))
@@ -274,8 +295,57 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         line += text.count("\n", pos, start)
         col = start - (text.rfind("\n", 0, start) + 1)
         docs.append(Document(raw, source, (), text[start:end], line - 1, col))
+        problems += _repeated_keys(raw, text[start:end], source, line - 1, col)
         pos = start
     return docs
+
+
+def _entries(value: Any) -> int:
+    """How many key–value pairs the dicts of a parsed value hold (lists and dicts visited level by level)."""
+    count, level = 0, [value]
+    while level:
+        below: list[Any] = []
+        for item in level:
+            if type(item) is dict:
+                count += len(item)
+                below += [v for v in item.values() if type(v) is dict or type(v) is list]
+            elif type(item) is list:
+                below += [v for v in item if type(v) is dict or type(v) is list]
+        level = below
+    return count
+
+
+def _repeated_keys(raw: Any, text: str, source: str, lines_before: int = 0, col_offset: int = 0) -> list[Problem]:
+    """A key written twice in one object of a case's JSON ``text``: JSON keeps only the last, so a second
+    ``"assert"`` would drop the first without a word. Every key is followed by a ':' outside any string, so a
+    text with no more ':' than the parsed case has keys has none twice; only a text with more (a ':' in a
+    string, or a repeated key) is read again, with each object's pairs."""
+    if text.count(":") <= _entries(raw):
+        return []
+    repeated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        made = dict(items)
+        if len(made) < len(items):
+            seen: set[str] = set()
+            for key, _ in items:
+                if key in seen:
+                    repeated.append(key)
+                seen.add(key)
+        return made
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return []
+    out = []
+    for key in dict.fromkeys(repeated):
+        token = re.compile('"' + re.escape(json.dumps(key, ensure_ascii=False)[1:-1]) + r'"\s*:')
+        found = list(token.finditer(text))
+        line, col = line_col(text, found[1].start()) if len(found) > 1 else (1, 1)
+        out.append(Problem(f"'{key}' is written twice in one object (JSON keeps only the last)", Location(source, lines_before + line, col + (col_offset if line == 1 else 0)),
+                           "remove one; several assertions go in one list"))
+    return out
 
 
 def too_deep(value: Any, limit: int) -> bool:
@@ -293,6 +363,31 @@ def too_deep(value: Any, limit: int) -> bool:
             below += [c for c in children if isinstance(c, (dict, list))]
         level, depth = below, depth + 1
     return False
+
+
+def _yaml_repeated_keys(root: Any, source: str) -> list[Problem]:
+    """A key written twice in one mapping (YAML keeps only the last, silently), at its second place."""
+    import yaml
+
+    out, seen_nodes, todo = [], set(), [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value != "<<":
+                    if key.value in keys:
+                        mark = key.start_mark
+                        out.append(Problem(f"'{key.value}' is written twice in one mapping (YAML keeps only the last)", Location(source, mark.line + 1, mark.column + 1),
+                                           "remove one; several assertions go in one list"))
+                    keys.add(key.value)
+                todo += [key, value]
+        elif isinstance(node, yaml.SequenceNode):
+            todo += node.value
+    return out
 
 
 def _yaml_trouble(node: Any, source: str) -> Problem | None:
@@ -357,6 +452,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         if trouble is not None:
             problems.append(trouble)
             return []
+        problems += _yaml_repeated_keys(node, source)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

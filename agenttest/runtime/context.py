@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from agenttest.util.positions import json_message
 from agenttest.errors import AgentTestError, Location, typo_of
 from agenttest.model import Case, Context
 from agenttest.model.parameters import context_options
@@ -73,7 +74,7 @@ def read_ctx(path: str, strict: bool = False, warnings: list[str] | None = None)
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except json.JSONDecodeError as exc:
-        raise AgentTestError(f"invalid JSON: {exc.msg}", Location(path, exc.lineno, exc.colno)) from None
+        raise AgentTestError(f"invalid JSON: {json_message(exc.msg)}", Location(path, exc.lineno, exc.colno)) from None
     if not isinstance(data, dict):
         raise AgentTestError("--ctx must hold a JSON object", hint=f"keys: {', '.join(sorted(CTX_KEYS))}")
     for key in list(data):

@@ -132,9 +132,25 @@ def json_place(msg: str, text: str, pos: int) -> tuple[int, int]:
     return line_col(text, pos)
 
 
+_SAID = {  # json's messages that end in " at" (its position follows in str(exc), not in exc.msg), said whole
+    "Invalid control character at": "a control character (a tab, a line break) inside a string",
+    "Unterminated string starting at": "a string is never closed",
+    "Unexpected UTF-8 BOM (decode using utf-8-sig)": "a byte order mark (U+FEFF) where the JSON starts",
+}
+
+
+def json_message(msg: str) -> str:
+    """``json``'s error ``msg`` as a sentence of its own."""
+    return _SAID.get(msg, msg.removesuffix(" at"))
+
+
 def json_hint(msg: str, text: str, pos: int, unit: str = "line") -> str | None:
     """A remedy for ``json``'s error ``msg`` at offset ``pos`` of ``text`` (a .jsonl ``line`` or a ``file``),
     judged from what is really there: the character at ``pos``, the last one before it, the open brackets."""
+    if msg.startswith("Invalid control character"):
+        return "write a tab as \\t and a line break as \\n inside JSON strings"
+    if "BOM" in msg:
+        return "remove the U+FEFF character (files joined together keep each file's mark)"
     if "'" in text[max(0, pos - 1): pos + 1]:
         return "JSON strings and keys use double quotes"
     if msg.startswith("Unterminated string"):
