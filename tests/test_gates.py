@@ -296,3 +296,55 @@ def test_runs_saved_by_early_stop_shorten_the_progress():
     console.saved()
     console.saved()
     assert console.total == 8
+
+
+MOCK_RULES = "rules:\n  - user: outage\n    error: simulated outage\n  - user: slowly\n    delay: 3\n    reply: late\ndefault: 'echo: {{ user }}'\n"
+
+
+@pytest.fixture
+def mocked(offline_app):
+    offline_app.agent("echo", connector="mock", files={"mock.yml": MOCK_RULES})
+    return offline_app
+
+
+def junit_counts(path):
+    suite = ET.parse(path).getroot().find("testsuite")
+    return {k: int(suite.get(k)) for k in ("tests", "failures", "errors", "skipped")}, suite
+
+
+@pytest.mark.parametrize("extra", [["--min-pass-rate", "0"], ["--min-pass-rate", "0", "--runs", "3"]])
+def test_a_gate_of_zero_passes_but_the_banner_says_no_run_passed_and_junit_agrees(mocked, tmp_path, extra):
+    path = mocked.cases("cases.jsonl", [{"id": "e1", "input": "outage", "assert": {"type": "contains", "value": "x"}},
+                                        {"id": "e2", "input": "hello", "assert": {"type": "contains", "value": "nope"}}])
+    xml = tmp_path / "r.xml"
+    result = cli("-i", str(path), "-n", "echo", "--app", str(mocked.root), "-o", str(xml), *extra)
+    assert result.exit_code == 0, result.output  # what FORMATS §8 says a gate of 0 is
+    assert "ALL TESTS PASSED" not in result.stdout
+    assert "⚠ GATES PASSED — 2 cases passed none of their runs (min_pass_rate 0)" in result.stdout
+    counts, _ = junit_counts(xml)
+    assert counts == {"tests": 2, "failures": 0, "errors": 0, "skipped": 0}  # the verdict the exit code gave
+
+
+def test_junit_counts_a_gate_lost_to_errors_and_timeouts_as_the_console_does(mocked, tmp_path):
+    """A case whose runs all timed out is an error whether it ran once or twice; so is a failed gate of errors."""
+    path = mocked.cases("cases.jsonl", [{"id": "t1", "input": "slowly", "timeout": "300ms", "runs": 2},
+                                        {"id": "t2", "input": "slowly", "timeout": "300ms"},
+                                        {"id": "g", "input": "outage", "runs": 2},
+                                        {"id": "f", "input": "hi", "runs": 2, "assert": {"type": "contains", "value": "nope"}},
+                                        {"id": "ok", "input": "hi"}])
+    xml = tmp_path / "r.xml"
+    result = cli("-i", str(path), "-n", "echo", "--app", str(mocked.root), "-o", str(xml))
+    assert result.exit_code == 1
+    assert "❌ 1 failed, 2 timed out, 1 error — 4 of 5 tests did not pass" in result.stdout, result.stdout
+    counts, suite = junit_counts(xml)
+    assert counts == {"tests": 5, "failures": 1, "errors": 3, "skipped": 0}
+    kinds = {c.get("name"): [e.tag for e in c if e.tag in ("failure", "error")] for c in suite.iter("testcase")}
+    assert kinds == {"t1": ["error"], "t2": ["error"], "g": ["error"], "f": ["failure"], "ok": []}
+
+
+def test_the_banner_of_a_run_stopped_by_fail_fast_counts_the_cases_not_run(mocked):
+    cases = [{"id": "bad", "input": "hi", "assert": {"type": "contains", "value": "nope"}}] + [{"id": f"c{i}", "input": "hi"} for i in range(5)]
+    path = mocked.cases("cases.jsonl", cases)
+    result = cli("-i", str(path), "-n", "echo", "--app", str(mocked.root), "--runs", "2", "-x")
+    assert result.exit_code == 1
+    assert "1 of 1 test that ran did not pass (5 not run)" in result.stdout, result.stdout  # cases, not their 10 runs

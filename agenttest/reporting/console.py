@@ -399,11 +399,17 @@ class Console:
         if bad:
             parts = ", ".join(f"{n} {label}{'s' if label == 'error' and n != 1 else ''}" for label, n in counts.items() if n)
             what = "cases × connectors" if report.matrix else ("test" if cases == 1 else "tests")
-            ran = " that ran" if report.not_run else ""
-            unrun = f" ({report.not_run} not run)" if report.not_run else ""
+            unrun_cases = sum(1 for g in report.gates if g.verdict == "not run") if report.gates else report.not_run
+            ran = " that ran" if unrun_cases else ""
+            unrun = f" ({unrun_cases} not run)" if unrun_cases else ""
             return self.paint(f"❌ {parts} — {bad} of {cases} {what}{ran} did not pass{unrun}", "red")
         if report.stopped_early:
             return self.paint("⚠ STOPPED EARLY", "yellow")
+        none = sum(1 for g in report.gates if g.runs and not g.passed)  # passed by a gate of 0: no run had to pass
+        if none:
+            what = "cases × connectors" if report.matrix else ("case" if none == 1 else "cases")
+            return self.paint(f"⚠ GATES PASSED — {none} {what} passed none of {'its' if none == 1 else 'their'} runs "
+                              f"(min_pass_rate 0)", "yellow")
         return self.paint("✨ ALL TESTS PASSED ✨", "green")
 
 

@@ -23,11 +23,20 @@ def _groups(report: RunReport) -> list[tuple[list[CaseResult], Gate | None]]:
     return [(by_key.get((g.file, g.id, g.connector), []), g) for g in report.gates]
 
 
+def _single(runs: list[CaseResult], gate: Gate | None) -> bool:
+    """A case run once under the default gate: its run's outcome is its verdict. A lower gate decides itself
+    (``min_pass_rate`` 0 passes a run that failed)."""
+    return len(runs) == 1 and (gate is None or (gate.planned == 1 and gate.min_pass_rate >= 1))
+
+
 def _status(runs: list[CaseResult], gate: Gate | None) -> str:
-    """failed / error / skipped / passed / not run, as JUnit counts them."""
-    if gate is None or (len(runs) == 1 and gate.planned == 1):
+    """failed / error / skipped / passed / not run, as JUnit counts them. A failed gate is an error when its
+    worst run was an error or a timeout, as the console counts it."""
+    if gate is None or _single(runs, gate):
         status = runs[0].status if runs else "not run"
         return "error" if status == "timeout" else status
+    if gate.verdict == "failed" and any(r.status in ("error", "timeout") for r in runs):
+        return "error"
     return gate.verdict
 
 
@@ -64,11 +73,10 @@ def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate
         case.set("file", first.file)  # as pytest's JUnit: ids are unique per file only
     full = gate is not None and (gate.planned > 1 or bool(report.matrix) or gate.min_pass_rate < 1)
     _properties(case, gate, full, tags=first.tags if first else ())
-    single = len(runs) == 1 and (gate is None or gate.planned == 1)
-    if single and first is not None:
+    if _single(runs, gate) and first is not None:
         _outcome(case, first)
-    elif gate is not None and status == "failed":
-        failure = ET.SubElement(case, "failure", message=f"pass rate {percent(gate.pass_rate)} < {percent(gate.min_pass_rate)} "
+    elif gate is not None and status in ("failed", "error"):
+        failure = ET.SubElement(case, "failure" if status == "failed" else "error", message=f"pass rate {percent(gate.pass_rate)} < {percent(gate.min_pass_rate)} "
                                 f"({gate.passed} of {gate.runs} runs passed)", type="GateFailed")
         failure.text = _clean("\n".join(f"run {r.run}: {'; '.join(r.reasons) or r.status}" for r in runs if not r.ok))
     elif status in ("skipped", "not run"):
