@@ -348,3 +348,30 @@ def test_jsonl_cases_hold_one_object_for_each_repeated_string_and_key():
     assert a.raw["metadata"]["tags"][0] is b.raw["metadata"]["tags"][0]
     assert next(iter(a.raw)) is next(iter(b.raw)) and a.raw["assertions"][0]["type"] is b.raw["assertions"][0]["type"]
     assert a.raw["input"][2]["content"] == "#0" and b.raw["input"][2]["content"] == "#1"
+
+
+def test_ids_alike_but_for_how_their_unicode_is_composed_are_a_warning():
+    loaded = parse('{"id": "caf\\u00e9", "input": "x"}\n{"id": "cafe\\u0301", "input": "y"}\n{"id": "cafe", "input": "z"}\n', "cases.jsonl")
+    assert [c.id for c in loaded.cases] == ["caf\u00e9", "cafe\u0301", "cafe"] and not loaded.problems
+    assert loaded.warnings == ["cases.jsonl:2:8: id 'cafe\\u0301' differs from 'caf\\xe9' (line 1) only in how its Unicode is "
+                               "composed; both look like 'café' in every report"]
+
+
+def test_byte_order_marks_where_jsonl_files_were_joined_are_read_past():
+    text = '{"id": "a", "input": "x"}\n\ufeff// the second file\n\ufeff{"id": "b", "input": "y", "foo": 1}\n\ufeff{"id": "c", "input": }\n'
+    loaded = parse(text, "cases.jsonl")
+    assert [c.id for c in loaded.cases] == ["a", "b"]
+    assert loaded.warnings == ["cases.jsonl:3:28: 'foo' is not a field of a case; ignored"]  # the mark is column 1
+    assert [str(p) for p in loaded.problems] == ["cases.jsonl:4:23: invalid JSON: Expecting value; a value is missing here"]
+
+
+@pytest.mark.parametrize("text", ['[\n  {"id": "a", "input": "x"},\n  {"id": "b", "input": "y"}\n]\n',
+                                  '{\n  "id": "a",\n  "input": "x"\n}\n'])
+def test_pretty_printed_json_named_jsonl_is_one_problem_that_says_so(text):
+    loaded = parse(text, "cases.jsonl")
+    assert [str(p) for p in loaded.problems] == [
+        "cases.jsonl:1:1: the file is one JSON value over several lines, not one case per line; write each case on a line of "
+        "its own, or name the file .json with the cases in a list ([{...}, {...}])"]
+    assert loaded.cases == []
+    if text.startswith("["):
+        assert [c.id for c in parse(text, "cases.json").cases] == ["a", "b"]

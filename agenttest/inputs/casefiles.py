@@ -9,6 +9,7 @@ import linecache
 import os
 import re
 import sys
+import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -146,6 +147,10 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
     loaded = Loaded()
     if kind == ".jsonl":
         docs = list(_jsonl_documents(text, source, loaded.problems, keep_text=not os.path.isfile(source)))
+        if loaded.problems and _one_value(text):  # pretty-printed JSON, or a list, named .jsonl
+            docs = []
+            loaded.problems[:] = [Problem("the file is one JSON value over several lines, not one case per line", Location(source, 1, 1),
+                                          "write each case on a line of its own, or name the file .json with the cases in a list ([{...}, {...}])")]
     elif kind in (".yaml", ".yml"):
         docs = _yaml_documents(text, source, loaded.problems)
     elif kind == ".json":
@@ -181,6 +186,9 @@ def parse_text(text: str, source: str, default_simulator: str | None = None, bas
 def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text: bool = True) -> Iterator[Document]:
     strings: dict[str, str] = {}  # one copy of each key and string value across the file's cases
     for number, line in enumerate(_lines(text), start=1):
+        shift = 0
+        if line.startswith("\ufeff"):  # a byte order mark where files were joined (cat a.jsonl b.jsonl): not the case's
+            line, shift = line.lstrip("\ufeff"), len(line) - len(line.lstrip("\ufeff"))
         stripped = line.strip()
         if not stripped or stripped.startswith("//"):
             continue
@@ -191,7 +199,7 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
             except _Deep:  # build_cases says so, at its place
                 raw, shallow = parsed, False
         except json.JSONDecodeError as exc:
-            problems.append(Problem(f"invalid JSON: {json_message(exc.msg)}", Location(source, number, json_place(exc.msg, line, exc.pos)[1]),
+            problems.append(Problem(f"invalid JSON: {json_message(exc.msg)}", Location(source, number, json_place(exc.msg, line, exc.pos)[1] + shift),
                                     json_hint(exc.msg, line, exc.pos)))
             continue
         except RecursionError:
@@ -200,8 +208,19 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
         except ValueError:  # an integer too long to convert (Python refuses more than 4,300 digits)
             problems.append(_huge_number(line, source, number - 1))
             continue
-        problems += _repeated_keys(raw, line, source, number - 1)
-        yield Document(raw, source, (), line if keep_text else None, number - 1, shallow=shallow)
+        problems += _repeated_keys(raw, line, source, number - 1, shift)
+        yield Document(raw, source, (), line if keep_text or shift else None, number - 1, shift, shallow=shallow)
+
+
+def _one_value(text: str) -> bool:
+    """Whether ``text`` is one JSON value written over several lines."""
+    if text.count("\n") < 2:
+        return False
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -528,6 +547,7 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
     warnings (unknown keys ignored) to ``loaded``."""
     cases: list[Case] = []
     first_seen: dict[str, Document] = {}
+    forms: dict[str, str] = {}  # an id in Unicode's composed form (NFC) → the first id written so
     warned: set[tuple[str, str]] = set()
     for doc in docs:
         raw = doc.raw
@@ -559,6 +579,12 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
                 loaded.problems.append(Problem(f"duplicate id '{case_id}' (first used at line {prior.line})", doc.locate(("id",)), "ids must be unique in a file"))
             else:
                 first_seen[case_id] = doc
+                form = case_id if case_id.isascii() else unicodedata.normalize("NFC", case_id)
+                twin = forms.setdefault(form, case_id)
+                if twin != case_id:  # é as one character and as e + a combining accent: two ids every report shows alike
+                    prior = first_seen[twin].locate(("id",))
+                    loaded.warnings.append(f"{doc.locate(('id',))}: id {ascii(case_id)} differs from {ascii(twin)} (line {prior.line}) "
+                                           f"only in how its Unicode is composed; both look like '{form}' in every report")
         if all(f.unknown for f in found):  # unknown keys aside, the case is whole: build it without them, so
             known = _without(raw, [f.path for f in found])  # that what it names is resolved in the same round
             cases += products(make_case(known, doc, base_dir, default_simulator))
