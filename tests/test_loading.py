@@ -375,3 +375,14 @@ def test_pretty_printed_json_named_jsonl_is_one_problem_that_says_so(text):
     assert loaded.cases == []
     if text.startswith("["):
         assert [c.id for c in parse(text, "cases.json").cases] == ["a", "b"]
+
+
+@pytest.mark.parametrize("levels", [63, 64, 80, 500])
+def test_a_json_case_nested_too_deeply_is_said_at_its_place_however_deep(levels):
+    """As in .jsonl: the case's line and column, the same words, whatever the depth (it once lost its place
+    two levels past the limit)."""
+    ok = json.dumps({"id": "ok", "input": "hi"})
+    text = "[\n  " + ok + ",\n  " + json.dumps({"id": "a", "input": "hi", "metadata": _nested(levels)}) + "\n]\n"
+    loaded = parse(text, "cases.json")
+    assert [str(p) for p in loaded.problems] == ["cases.json:3:3: the case is nested more than 64 levels deep"]
+    assert [c.id for c in loaded.cases] == ["ok"]
