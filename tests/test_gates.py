@@ -348,3 +348,21 @@ def test_the_banner_of_a_run_stopped_by_fail_fast_counts_the_cases_not_run(mocke
     result = cli("-i", str(path), "-n", "echo", "--app", str(mocked.root), "--runs", "2", "-x")
     assert result.exit_code == 1
     assert "1 of 1 test that ran did not pass (5 not run)" in result.stdout, result.stdout  # cases, not their 10 runs
+
+
+def test_a_gate_whose_remaining_runs_could_change_it_is_incomplete_not_passed(mocked, tmp_path):
+    """--early-stop runs round by round, so -x stops after run 1 of each: 'ok' passed 1 of its 2 planned runs at a
+    gate of 1.0 — not settled, so not PASSED; 'lenient' needs 1 of 2 and has it — settled, so passed."""
+    path = mocked.cases("cases.jsonl", [{"id": "ok", "input": "hi"}, {"id": "lenient", "input": "hi", "min_pass_rate": 0.5},
+                                        {"id": "bad", "input": "hi", "assert": {"type": "contains", "value": "nope"}}])
+    out, xml = tmp_path / "r.json", tmp_path / "r.xml"
+    result = cli("-i", str(path), "-n", "echo", "--app", str(mocked.root), "--runs", "2", "--early-stop", "-x", "-o", str(out), "-o", str(xml))
+    assert result.exit_code == 1, result.output
+    verdicts = {i: g["verdict"] for i, g in gates_of(report(out)).items()}
+    assert verdicts == {"ok": "incomplete", "lenient": "passed", "bad": "failed"}
+    assert "1/3 passed, 1 failed, 1 incomplete" in result.stdout and "INCOMPLETE (1 of 2 runs ran)" in result.stdout
+    assert "(1 incomplete)" in result.stdout.splitlines()[-2]
+    counts, suite = junit_counts(xml)
+    assert counts == {"tests": 3, "failures": 1, "errors": 0, "skipped": 1}
+    skipped = [c.find("skipped").get("message") for c in suite.iter("testcase") if c.get("name") == "ok"]
+    assert skipped == ["incomplete: 1 of 2 runs ran, 1 passed; the runs not run could have changed the verdict"]

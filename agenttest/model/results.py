@@ -188,10 +188,20 @@ class Gate:
         return self.passed / self.runs if self.runs else 0.0
 
     @property
-    def verdict(self) -> Literal["passed", "failed", "skipped", "not run"]:
+    def verdict(self) -> Literal["passed", "failed", "skipped", "not run", "incomplete"]:
+        """``incomplete``: some planned runs neither ran nor were saved by an early stop (Ctrl-C, SIGTERM,
+        ``--fail-fast``), and those could still have changed the verdict — 1 of 2 runs passed, at a gate of 1."""
         if not self.runs:
             return "skipped" if self.skipped else "not run"
-        return "passed" if self.pass_rate >= self.min_pass_rate - 1e-9 else "failed"
+        verdict: Literal["passed", "failed"] = "passed" if self.pass_rate >= self.min_pass_rate - 1e-9 else "failed"
+        if self.runs + self.skipped + self.saved < self.planned:
+            need = max(0, math.ceil(self.planned * self.min_pass_rate - 1e-9))  # verdicts.gates.settled, as this layer knows it
+            if self.passed >= need:
+                return "passed"
+            if self.planned - (self.runs - self.passed) < need:
+                return "failed"
+            return "incomplete"
+        return verdict
 
     @property
     def pass_hat(self) -> tuple[float, ...]:

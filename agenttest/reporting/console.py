@@ -400,8 +400,10 @@ class Console:
             parts = ", ".join(f"{n} {label}{'s' if label == 'error' and n != 1 else ''}" for label, n in counts.items() if n)
             what = "cases × connectors" if report.matrix else ("test" if cases == 1 else "tests")
             unrun_cases = sum(1 for g in report.gates if g.verdict == "not run") if report.gates else report.not_run
-            ran = " that ran" if unrun_cases else ""
-            unrun = f" ({unrun_cases} not run)" if unrun_cases else ""
+            incomplete = sum(1 for g in report.gates if g.verdict == "incomplete")
+            ran = " that ran" if unrun_cases or incomplete else ""
+            left = [f"{n} {what}" for n, what in ((unrun_cases, "not run"), (incomplete, "incomplete")) if n]
+            unrun = f" ({', '.join(left)})" if left else ""
             return self.paint(f"❌ {parts} — {bad} of {cases} {what}{ran} did not pass{unrun}", "red")
         if report.stopped_early:
             return self.paint("⚠ STOPPED EARLY", "yellow")

@@ -43,7 +43,8 @@ def ms(value: float) -> str:
 
 def verdict_text(g: Gate) -> str:
     word = g.verdict.upper()
-    notes = [n for n, on in (("flaky", g.flaky and g.verdict == "passed"), (f"stopped early, {g.saved} saved", g.saved > 0)) if on]
+    notes = [n for n, on in (("flaky", g.flaky and g.verdict == "passed"), (f"stopped early, {g.saved} saved", g.saved > 0),
+                             (f"{g.runs} of {g.planned} runs ran", g.verdict == "incomplete")) if on]
     return word + (f" ({', '.join(notes)})" if notes else "")
 
 
@@ -86,7 +87,7 @@ def pass_k_caption(report: RunReport) -> str:
 
 def gate_summary(report: RunReport) -> str:
     """``3/5 passed, 1 failed, 1 not run; early stop saved 12 of 40 runs (30%)``."""
-    counts = {v: sum(1 for g in report.gates if g.verdict == v) for v in ("passed", "failed", "skipped", "not run")}
+    counts = {v: sum(1 for g in report.gates if g.verdict == v) for v in ("passed", "failed", "incomplete", "skipped", "not run")}
     text = f"{counts['passed']}/{len(report.gates)} passed" + "".join(f", {n} {v}" for v, n in counts.items() if v != "passed" and n)
     saved = runs_saved(report.gates)
     if saved:

@@ -37,7 +37,7 @@ def _status(runs: list[CaseResult], gate: Gate | None) -> str:
         return "error" if status == "timeout" else status
     if gate.verdict == "failed" and any(r.status in ("error", "timeout") for r in runs):
         return "error"
-    return gate.verdict
+    return "not run" if gate.verdict == "incomplete" else gate.verdict
 
 
 @register(".xml")
@@ -79,6 +79,9 @@ def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate
         failure = ET.SubElement(case, "failure" if status == "failed" else "error", message=f"pass rate {percent(gate.pass_rate)} < {percent(gate.min_pass_rate)} "
                                 f"({gate.passed} of {gate.runs} runs passed)", type="GateFailed")
         failure.text = _clean("\n".join(f"run {r.run}: {'; '.join(r.reasons) or r.status}" for r in runs if not r.ok))
+    elif gate is not None and gate.verdict == "incomplete":
+        ET.SubElement(case, "skipped", message=f"incomplete: {gate.runs} of {gate.planned} runs ran, {gate.passed} passed; "
+                                               f"the runs not run could have changed the verdict")
     elif status in ("skipped", "not run"):
         ET.SubElement(case, "skipped", message=(first.skip_reason if first is not None and first.skip_reason else status))
     out = ET.SubElement(case, "system-out")
