@@ -297,3 +297,19 @@ def test_a_value_that_is_not_a_number_does_not_stop_the_viewer(page, tmp_path):
     assert rows(page) == [["odd", "passed"]]
     shown = page.inner_text(".run")
     assert "NaN" in shown and "Infinity" in shown
+
+
+def test_a_failed_gates_row_shows_the_output_of_the_run_its_reason_is_from(page, tmp_path):
+    from agenttest.model import CaseResult
+    from agenttest.reporting import write
+    from agenttest.verdicts.gates import Policy
+    from agenttest.verdicts.outcome import make_report
+
+    results = [CaseResult("g", "passed", input="hi", output="result good", run=1, index=0, connector="mock"),
+               CaseResult("g", "failed", input="hi", output="result bad", error="missing 'good'", run=2, index=1, connector="mock")]
+    report = make_report(results, 1795953600.0, 900.0, 2, policies={("", "g", "mock"): Policy(2, 1.0)}, agent_id="bot", connector="mock",
+                         environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
+    write(report, str(tmp_path / "r.html"))
+    page.goto((tmp_path / "r.html").as_uri())
+    row = page.locator("#cases tr[data-id=g]")
+    assert "missing 'good'" in row.inner_text() and row.locator("td.out").inner_text() == "result bad"

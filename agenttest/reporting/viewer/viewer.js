@@ -111,7 +111,8 @@
       const all = c.sides.flatMap(x => x.runs);
       const first = all.find(r => r.status !== "passed" && r.status !== "skipped") || all[0];
       c.reason = first && first.status !== "passed" ? (first.error || first.skip_reason || "") : "";
-      c.output = all.length ? shorten(text(all[0].output), 200) : "";
+      const said = first && first.status !== "passed" ? first : all[0]; // the output beside the reason is that run's
+      c.output = said ? shorten(text(said.output), 200) : "";
       c.search = null; // made on the first search (searchOf): opening a large report does not wait for it
     }
     cases.sort((a, b) => RANK[a.verdict] - RANK[b.verdict] || a.order - b.order); // failures first, then input order
