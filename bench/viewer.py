@@ -47,11 +47,45 @@ def _row(b: Any, name: str, seconds: float | None, target: str, met: bool | None
     print("  ".join(f"{k}={v}" for k, v in b.rows[-1].items()), flush=True)
 
 
+# each report format made from the same run's report, read back (in a process of agenttest's, not the harness's)
+TIME_FORMATS = """
+import json, sys, time
+from agenttest.history.codec import read
+from agenttest.reporting.formats import registered, renderer
+report = read(sys.argv[1])
+took = {}
+for ext in registered():
+    best = None
+    for _ in range(int(sys.argv[2])):
+        start = time.perf_counter()
+        made = renderer(ext)(report)
+        if not isinstance(made, str):
+            made = "".join(made)
+        seconds = time.perf_counter() - start
+        best = seconds if best is None else min(best, seconds)
+    took[ext] = best
+print(json.dumps(took))
+"""
+
+
+def _formats(b: Any, n: int, json_path: str) -> None:
+    """Each report format of an n-case run, made from the report read back (best of the repeats): a format
+    that costs more than a second at 10,000 results is a cost paid after every large run."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", TIME_FORMATS, json_path, str(b.repeats())], capture_output=True, text=True, check=True)
+    for ext, seconds in json.loads(done.stdout).items():
+        _row(b, f"report format {ext}: made from a {n}-result report (best of {b.repeats()})", seconds, "≤ 1.00 s", seconds <= 1.0)
+
+
 def viewer(b: Any) -> None:
     n = b.size(10_000)
     path = b.cases("viewer", _cases(n))
     page_path, json_path = os.path.join(b.tmp, "viewer.html"), os.path.join(b.tmp, "viewer.json")
     b.invoke(["-i", path, "-n", "mockbot", "--parallel", "20", "--no-history", "-o", json_path, "-o", page_path])
+    _formats(b, n, json_path)
     ratio = os.path.getsize(page_path) / os.path.getsize(json_path)
     b.rows.append({"workload": f"viewer: {n}-case HTML report size vs its JSON report ({os.path.getsize(page_path) / 2**20:.1f} MB)",
                    "wall": "—", "ideal": "—", "ratio": f"{ratio:.2f}", "cpu/case": "—", "peak in-flight": "—", "peak RSS": "—",

@@ -65,3 +65,14 @@ def test_check_path_rejects_unknown_formats_and_missing_folders(tmp_path):
     (tmp_path / "plain").write_text("a file, not a folder")
     with pytest.raises(AgentTestError, match="plain is a file, so no folder can be made there"):
         check_path(str(tmp_path / "plain" / "r.json"))
+
+
+def test_junit_drops_exactly_the_characters_xml_cannot_hold():
+    """``_clean`` is one regular expression now: it keeps and drops what the rule per character kept and dropped."""
+    from agenttest.reporting.junit import _clean
+    from agenttest.util.text import BIDI
+
+    every = "".join(chr(i) for i in range(0x300)) + "\u202a\u202e\u2066\u2069\ud7ff\ue000\ufffd\ufffe\uffff😀"
+    kept = "".join(ch for ch in every if ch in "\t\n\r" or ord(ch) >= 0x20 and ord(ch) not in (0xFFFE, 0xFFFF)).translate(BIDI)
+    assert _clean(every) == kept and "\x00" not in _clean(every) and "\x0b" not in _clean(every)
+    assert _clean("a\tb\nc\rd\x0ce\x1ff") == "a\tb\nc\rdef"

@@ -156,14 +156,13 @@ def tag_table(report: RunReport) -> Table | None:
     if not any(r.tags for r in report.results):
         return None
     verdicts: dict[tuple[str, str, str], bool] = {}
-    tags: dict[str, list[tuple[str, str, str]]] = {}
+    tags: dict[str, dict[tuple[str, str, str], None]] = {}  # each tag's cases, in order, each once (a dict: a list's `in` was quadratic)
     gated = {(g.file, g.id, g.connector): g.verdict == "passed" for g in report.gates}
     for r in report.results:
         key = (r.file, r.id, r.connector)
         verdicts[key] = gated.get(key, verdicts.get(key, True) and r.ok)
         for tag in r.tags:
-            if key not in tags.setdefault(tag, []):
-                tags[tag].append(key)
+            tags.setdefault(tag, {})[key] = None
     if not tags:
         return None
     rows, marks = [], []

@@ -3,6 +3,7 @@ runs, with the pass rate and ``flaky`` as properties; failure/error/skipped elem
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from agenttest.verdicts.costs import totals
@@ -138,6 +139,10 @@ def _transcript(r: CaseResult, numbered: bool) -> str:
     return text
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # what XML 1.0 cannot hold (tab, line feed and return it can)
+
+
 def _clean(text: str) -> str:
-    """Drop characters XML 1.0 cannot hold; show right-to-left overrides as their code (a CI page shows them inert)."""
-    return "".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20 and ord(ch) not in (0xFFFE, 0xFFFF)).translate(BIDI)
+    """Drop characters XML 1.0 cannot hold; show right-to-left overrides as their code (a CI page shows them inert).
+    One regular expression over the text, not a test per character (that was 1 s of a 5,000-case JUnit file)."""
+    return _NOT_XML.sub("", text).translate(BIDI)

@@ -47,13 +47,9 @@ def _fence(value: object) -> list[str]:
 def _title(r: CaseResult, report: RunReport) -> str:
     """A result's id with its connector (a matrix) and run number (repeated runs)."""
     where = f" @ {_text(r.connector)}" if report.matrix else ""
-    run = f" (run {r.run})" if _repeated(report) else ""
-    file = f" in {_code(r.file)}" if r.file and len({x.file for x in report.results}) > 1 else ""
+    run = f" (run {r.run})" if report.repeated else ""
+    file = f" in {_code(r.file)}" if r.file and len(report.files) > 1 else ""
     return f"{_text(r.id)}{where}{run}{file}"
-
-
-def _repeated(report: RunReport) -> bool:
-    return any(r.run > 1 for r in report.results) or any(g.planned > 1 for g in report.gates)
 
 
 def _details(r: CaseResult, report: RunReport) -> list[str]:
@@ -220,9 +216,9 @@ def _tags(report: RunReport) -> list[str]:
 
 def _cases(report: RunReport) -> list[str]:
     """One row per result: the run number with repeated runs, the connector in a matrix."""
-    run, conn = _repeated(report), bool(report.matrix)
+    run, conn = report.repeated, bool(report.matrix)
     tagged = any(r.tags for r in report.results)
-    files = len({r.file for r in report.results}) > 1  # ids are unique per file only: say which
+    files = len(report.files) > 1  # ids are unique per file only: say which
     head = "| | ID |" + (" File |" if files else "") + (" Connector |" if conn else "") + (" Run |" if run else "") + (" Tags |" if tagged else "") + " Input | Status | Duration | Reason |"
     rule = "|---|---|" + ("---|" if files else "") + ("---|" if conn else "") + ("---:|" if run else "") + ("---|" if tagged else "") + "---|---|---:|---|"
     lines = [head, rule]

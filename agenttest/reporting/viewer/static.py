@@ -124,15 +124,15 @@ def _figures(report: RunReport) -> str:
     if costs:
         parts.append("<h2>Costs</h2><ul>" + "".join(f"<li>{escape(c)}</li>" for c in costs) + "</ul>")
     warnings = [escape(w) for w in report.warnings]
-    warnings += [f"{escape(r.id)}{_where(r, report)}: {escape(w)}" for r in report.results for w in r.warnings]
+    repeated = report.repeated
+    warnings += [f"{escape(r.id)}{_where(r, report, repeated)}: {escape(w)}" for r in report.results for w in r.warnings]
     if warnings:
         parts.append("<h2>Warnings</h2><ul>" + "".join(f'<li class="warn">{w}</li>' for w in warnings) + "</ul>")
     return "".join(parts)
 
 
-def _where(r: CaseResult, report: RunReport) -> str:
+def _where(r: CaseResult, report: RunReport, repeated: bool) -> str:
     """`` @ connector`` in a matrix and `` (run k)`` with repeated runs."""
-    repeated = any(x.run > 1 for x in report.results) or any(g.planned > 1 for g in report.gates)
     return (f" @ {escape(r.connector)}" if report.matrix else "") + (f" (run {r.run})" if repeated else "")
 
 
@@ -148,7 +148,8 @@ def report(report: RunReport) -> str:
         ]
     )
     ordered = sorted(report.results, key=lambda r: r.status not in FAILING)  # stable: input order within each group
-    rows = "".join(_row(r, report, len(report.results) <= ALL_DETAILS) for r in ordered)
+    repeated = report.repeated
+    rows = "".join(_row(r, report, len(report.results) <= ALL_DETAILS, repeated) for r in ordered)
     return (
         f"<h1>Agent Test Report</h1><p class=\"meta\">Agent <b>{escape(report.agent_id or '—')}</b> · connector "
         f"<b>{escape(report.connector or '—')}</b> · input {escape(report.input_source)} · started {escape(report.started_at)}</p>"
@@ -157,7 +158,7 @@ def report(report: RunReport) -> str:
     )
 
 
-def _row(r: CaseResult, report: RunReport, details: bool) -> str:
+def _row(r: CaseResult, report: RunReport, details: bool, repeated: bool) -> str:
     """One result: a failure with its details open, another with them closed (or only its output)."""
     if r.status in FAILING or details:
         detail = f"<details{' open' if r.status in FAILING else ''}><summary>details</summary>{_transcript(r)}</details>"
@@ -168,7 +169,7 @@ def _row(r: CaseResult, report: RunReport, details: bool) -> str:
         reached = sum(1 for c in r.checkpoints if c.reached)
         meta = f'<br><span class="meta">{len(r.turns)} turns · {reached}/{len(r.checkpoints)} checkpoints</span>'
     title = f'<br><span class="meta">{escape(r.name)}</span>' if r.name else ""
-    where = _where(r, report)
+    where = _where(r, report, repeated)
     title += f'<br><span class="meta">{where.strip()}</span>' if where else ""
     return (f'<tr><td>{escape(r.id)}{title}</td><td>{escape(row_input(r)[:120])}</td><td class="{r.status}">{r.status.upper()}</td>'
             f"<td>{format_duration(r.duration_ms / 1000)}{meta}</td><td>{detail}</td></tr>")
