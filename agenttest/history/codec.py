@@ -222,6 +222,23 @@ def steps(cls: type) -> list[Step]:
     return out
 
 
+def step_code(i: int, step: Step, names: dict[str, Any], lines: list[str]) -> str:
+    """For a function written for a shape (the encoders here, the JSON report's writer): the lines that read
+    step ``i``'s value into ``f`` and test when it is written; returns the indent its writing lines take."""
+    _, attr, derived, when, rule, put = step
+    lines.append("    f = obj" if derived else f"    f = obj.{attr}")
+    if when == IF_SET:
+        lines.append("    if f:")
+    elif when == IF_GIVEN:
+        lines.append("    if f is not None:")
+    elif when:
+        names[f"rule{i}"] = rule
+        lines.append(f"    if rule{i}(obj, f):")
+    if put is not None:
+        names[f"put{i}"] = put
+    return "        " if when else "    "
+
+
 def _encoder(cls: type) -> Callable[[Any], dict[str, Any]]:
     """The encoder of one shape, made once as a function of its own — a report of 100,000 results calls it
     millions of times: its keys one after another, each rule tested inline, text and numbers put as they are
@@ -229,19 +246,8 @@ def _encoder(cls: type) -> Callable[[Any], dict[str, Any]]:
     names: dict[str, Any] = {"encode": encode, "jsonable": jsonable, "safe_text": safe_text}
     lines = ["def shaped(obj):", "    out = {}"]
     for i, (name, attr, derived, when, rule, put) in enumerate(steps(cls)):
-        lines.append("    f = obj" if derived else f"    f = obj.{attr}")
-        indent = "    "
-        if when == IF_SET:
-            lines.append("    if f:")
-        elif when == IF_GIVEN:
-            lines.append("    if f is not None:")
-        elif when:
-            names[f"rule{i}"] = rule
-            lines.append(f"    if rule{i}(obj, f):")
-        if when:
-            indent = "        "
+        indent = step_code(i, (name, attr, derived, when, rule, put), names, lines)
         if put is not None:
-            names[f"put{i}"] = put
             lines.append(f"{indent}out[{name!r}] = jsonable(put{i}(f))")
         else:
             lines += [f"{indent}t = type(f)",

@@ -13,7 +13,7 @@ from typing import Any
 from agenttest.model import CaseResult, RunReport
 from agenttest.util.files import WRITE_ERRORS
 from agenttest.reporting.formats import register
-from agenttest.history.codec import (IF_GIVEN, IF_SET, MAX_DEPTH, SHAPES, jsonable, metadata_dict, nonfinite, result_dict, steps,
+from agenttest.history.codec import (MAX_DEPTH, SHAPES, jsonable, metadata_dict, nonfinite, result_dict, step_code, steps,
                                      summary_dict)
 from agenttest.util.text import safe_text
 
@@ -159,21 +159,11 @@ def _shaped(cls: type) -> Callable[[Any, str, list[str]], None]:
     names: dict[str, Any] = {"_text": _text, "safe_text": safe_text, "_plain": _plain, "_write": _write}
     lines = ["def write(obj, newline, parts):", "    inner = newline + '  '", "    append = parts.append",
              "    comma = ',' + inner", "    first = sep = '{' + inner"]
-    for i, (name, attr, derived, when, rule, put) in enumerate(steps(cls)):
+    for i, step in enumerate(steps(cls)):
+        name, put = step[0], step[5]
         key = repr(_text(name) + ": ")
-        lines.append("    f = obj" if derived else f"    f = obj.{attr}")
-        indent = "    "
-        if when == IF_SET:
-            lines.append("    if f:")
-        elif when == IF_GIVEN:
-            lines.append("    if f is not None:")
-        elif when:
-            names[f"rule{i}"] = rule
-            lines.append(f"    if rule{i}(obj, f):")
-        if when:
-            indent = "        "
+        indent = step_code(i, step, names, lines)
         if put is not None:
-            names[f"put{i}"] = put
             lines += [f"{indent}append(sep + {key})", f"{indent}_plain(put{i}(f), inner, parts, 0, ())"]
         else:
             lines += [f"{indent}t = type(f)",
