@@ -366,12 +366,14 @@ def test_byte_order_marks_where_jsonl_files_were_joined_are_read_past():
 
 
 @pytest.mark.parametrize("text", ['[\n  {"id": "a", "input": "x"},\n  {"id": "b", "input": "y"}\n]\n',
-                                  '{\n  "id": "a",\n  "input": "x"\n}\n'])
+                                  '{\n  "id": "a",\n  "input": "x"\n}\n',
+                                  '{\n  "id": "a",\n  "input": "x"\n}\n{\n  "id": "b",\n  "input": "y"\n}\n',  # as jq prints them
+                                  '{"id": "a", "input": "x"}\n{\n  "id": "b", "input": "y"\n}\n'])
 def test_pretty_printed_json_named_jsonl_is_one_problem_that_says_so(text):
     loaded = parse(text, "cases.jsonl")
     assert [str(p) for p in loaded.problems] == [
-        "cases.jsonl:1:1: the file is one JSON value over several lines, not one case per line; write each case on a line of "
-        "its own, or name the file .json with the cases in a list ([{...}, {...}])"]
+        "cases.jsonl:1:1: the file is JSON written over several lines (pretty-printed), not one case per line; write each case "
+        "on a line of its own (jq -c prints them so), or name the file .json with the cases in a list ([{...}, {...}])"]
     assert loaded.cases == []
     if text.startswith("["):
         assert [c.id for c in parse(text, "cases.json").cases] == ["a", "b"]
@@ -386,3 +388,12 @@ def test_a_json_case_nested_too_deeply_is_said_at_its_place_however_deep(levels)
     loaded = parse(text, "cases.json")
     assert [str(p) for p in loaded.problems] == ["cases.json:3:3: the case is nested more than 64 levels deep"]
     assert [c.id for c in loaded.cases] == ["ok"]
+
+
+def test_a_json_wrapper_with_cases_written_twice_is_a_problem_and_each_hint_fits_its_key():
+    loaded = parse('{"cases": [{"id": "a", "input": "hello"}],\n "cases": [{"id": "b", "input": "hello", "metadata": {"k": 1, "k": 2}}]}\n',
+                   "cases.json")
+    assert [str(p) for p in loaded.problems][0] == (
+        "cases.json:2:2: 'cases' is written twice in one object (JSON keeps only the last); remove one; all the cases go in one list")
+    one = parse('[{"id": "b", "input": "hello", "metadata": {"k": 1, "k": 2}}]', "cases.json")
+    assert [str(p) for p in one.problems] == ["cases.json:1:49: 'k' is written twice in one object (JSON keeps only the last); remove one of them"]

@@ -147,10 +147,11 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
     loaded = Loaded()
     if kind == ".jsonl":
         docs = list(_jsonl_documents(text, source, loaded.problems, keep_text=not os.path.isfile(source)))
-        if loaded.problems and _one_value(text):  # pretty-printed JSON, or a list, named .jsonl
+        if loaded.problems and _over_lines(text):  # pretty-printed JSON (a list, or objects as jq prints them) named .jsonl
             docs = []
-            loaded.problems[:] = [Problem("the file is one JSON value over several lines, not one case per line", Location(source, 1, 1),
-                                          "write each case on a line of its own, or name the file .json with the cases in a list ([{...}, {...}])")]
+            loaded.problems[:] = [Problem("the file is JSON written over several lines (pretty-printed), not one case per line",
+                                          Location(source, 1, 1), "write each case on a line of its own (jq -c prints them so), "
+                                          "or name the file .json with the cases in a list ([{...}, {...}])")]
     elif kind in (".yaml", ".yml"):
         docs = _yaml_documents(text, source, loaded.problems)
     elif kind == ".json":
@@ -212,15 +213,23 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
         yield Document(raw, source, (), line if keep_text or shift else None, number - 1, shift, shallow=shallow)
 
 
-def _one_value(text: str) -> bool:
-    """Whether ``text`` is one JSON value written over several lines."""
-    if text.count("\n") < 2:
-        return False
+def _over_lines(text: str) -> bool:
+    """Whether ``text`` is JSON values (one, or several as ``jq`` prints them) of which one at least is written
+    over several lines: pretty-printed JSON, not JSON Lines."""
+    decoder, pos, spread = json.JSONDecoder(), 0, False
     try:
-        json.loads(text)
+        while True:
+            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+            if pos >= len(text):
+                return spread
+            _, end = decoder.raw_decode(text, pos)
+            spread = spread or "\n" in text[pos:end]
+            pos = end
     except (ValueError, RecursionError):
         return False
-    return True
+
+
+_SPACE = re.compile(r"\s*")
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -303,6 +312,8 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
     except ValueError:
         problems.append(_huge_number(text, source))
         return []
+    if type(data) is dict:  # the wrapper's own keys: a second "cases" would drop the first list without a word
+        problems += _repeated_keys(data, text, source, outermost=True)
     base, items = _listed(data, source, problems)  # a case nested too deeply is said at its place, as in .jsonl (build_cases)
     docs, pos, line = [], 0, 1
     for i, raw in enumerate(items):
@@ -314,6 +325,14 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         problems += _repeated_keys(raw, text[start:end], source, line - 1, col)
         pos = start
     return docs
+
+
+def _twice_hint(key: str) -> str:
+    if key in ("assert", "assertions"):
+        return "remove one; several assertions go in one list"
+    if key in CASE_LIST_KEYS:
+        return "remove one; all the cases go in one list"
+    return "remove one of them"
 
 
 def _entries(value: Any) -> int:
@@ -331,17 +350,20 @@ def _entries(value: Any) -> int:
     return count
 
 
-def _repeated_keys(raw: Any, text: str, source: str, lines_before: int = 0, col_offset: int = 0) -> list[Problem]:
+def _repeated_keys(raw: Any, text: str, source: str, lines_before: int = 0, col_offset: int = 0, outermost: bool = False) -> list[Problem]:
     """A key written twice in one object of a case's JSON ``text``: JSON keeps only the last, so a second
     ``"assert"`` would drop the first without a word. Every key is followed by a ':' outside any string, so a
     text with no more ':' than the parsed case has keys has none twice; only a text with more (a ':' in a
-    string, or a repeated key) is read again, with each object's pairs."""
-    if text.count(":") <= _entries(raw):
+    string, or a repeated key) is read again, with each object's pairs. ``outermost``: only the keys of the
+    outermost object (a .json file's wrapper; its cases are checked one by one)."""
+    if not outermost and text.count(":") <= _entries(raw):
         return []
     repeated: list[str] = []
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         made = dict(items)
+        if outermost:
+            repeated.clear()  # the outermost object is the last one read
         if len(made) < len(items):
             seen: set[str] = set()
             for key, _ in items:
@@ -360,7 +382,7 @@ def _repeated_keys(raw: Any, text: str, source: str, lines_before: int = 0, col_
         found = list(token.finditer(text))
         line, col = line_col(text, found[1].start()) if len(found) > 1 else (1, 1)
         out.append(Problem(f"'{key}' is written twice in one object (JSON keeps only the last)", Location(source, lines_before + line, col + (col_offset if line == 1 else 0)),
-                           "remove one; several assertions go in one list"))
+                           _twice_hint(key)))
     return out
 
 
@@ -398,7 +420,7 @@ def _yaml_repeated_keys(root: Any, source: str) -> list[Problem]:
                     if key.value in keys:
                         mark = key.start_mark
                         out.append(Problem(f"'{key.value}' is written twice in one mapping (YAML keeps only the last)", Location(source, mark.line + 1, mark.column + 1),
-                                           "remove one; several assertions go in one list"))
+                                           _twice_hint(key.value)))
                     keys.add(key.value)
                 todo += [key, value]
         elif isinstance(node, yaml.SequenceNode):
