@@ -396,4 +396,4 @@ def test_a_json_wrapper_with_cases_written_twice_is_a_problem_and_each_hint_fits
     assert [str(p) for p in loaded.problems][0] == (
         "cases.json:2:2: 'cases' is written twice in one object (JSON keeps only the last); remove one; all the cases go in one list")
     one = parse('[{"id": "b", "input": "hello", "metadata": {"k": 1, "k": 2}}]', "cases.json")
-    assert [str(p) for p in one.problems] == ["cases.json:1:49: 'k' is written twice in one object (JSON keeps only the last); remove one of them"]
+    assert [str(p) for p in one.problems] == ["cases.json:1:53: 'k' is written twice in one object (JSON keeps only the last); remove one of them"]
