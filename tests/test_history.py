@@ -135,6 +135,17 @@ def test_gated_runs_are_recorded_by_their_gate_and_flaky_is_kept(tmp_path):
         assert history.runs()[0].flaky == 1
 
 
+def test_a_gate_cut_short_before_its_runs_decided_it_is_recorded_incomplete(tmp_path):
+    run = CaseResult("a", "passed", run=1, connector="mock")
+    gate = Gate(id="a", connector="mock", planned=2, runs=1, passed=1)
+    assert gate.verdict == "incomplete"
+    with History(str(tmp_path / "h.sqlite")) as history:
+        history.record(_report(run, gates=(gate,)), 130, ["t"])
+        (a,) = history.case("a")
+        assert (a.verdict, a.runs, a.passed) == ("incomplete", 1, 1)  # not "skipped": it ran, and nothing decided it
+        assert (history.runs()[0].passed, history.runs()[0].failed) == (0, 1)
+
+
 def test_the_history_never_holds_a_secret(tmp_path):
     path = tmp_path / "h.sqlite"
     leaked = CaseResult("a", "failed", input=f"key {SECRET}", output=f"your key is {SECRET}", error=f"saw {SECRET}")

@@ -313,3 +313,25 @@ def test_a_failed_gates_row_shows_the_output_of_the_run_its_reason_is_from(page,
     page.goto((tmp_path / "r.html").as_uri())
     row = page.locator("#cases tr[data-id=g]")
     assert "missing 'good'" in row.inner_text() and row.locator("td.out").inner_text() == "result bad"
+
+
+def test_a_gate_cut_short_before_its_runs_decided_it_is_incomplete_not_skipped(page, tmp_path):
+    from agenttest.model import CaseResult
+    from agenttest.reporting import write
+    from agenttest.verdicts.gates import Policy
+    from agenttest.verdicts.outcome import make_report
+
+    results = [CaseResult("a", "passed", input="hi", output="hello", run=1, index=0, connector="mock"),
+               CaseResult("b", "passed", input="hi", output="hello", run=1, index=2, connector="mock"),
+               CaseResult("b", "passed", input="hi", output="hello", run=2, index=3, connector="mock")]
+    policies = {("", "a", "mock"): Policy(2, 1.0), ("", "b", "mock"): Policy(2, 1.0)}
+    report = make_report(results, 1795953600.0, 900.0, 2, policies=policies, agent_id="bot", connector="mock", interrupted=True, not_run=1,
+                         environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
+    assert [g.verdict for g in report.gates] == ["incomplete", "passed"]
+    write(report, str(tmp_path / "r.html"))
+    page.goto((tmp_path / "r.html").as_uri())
+    assert sorted(rows(page)) == [["a", "incomplete"], ["b", "passed"]]
+    cards = page.inner_text("#cards")
+    assert "Incomplete\n1" in cards and "Skipped\n0" in cards
+    page.click("[data-chip=incomplete]")
+    assert rows(page) == [["a", "incomplete"]]

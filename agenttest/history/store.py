@@ -258,7 +258,7 @@ def case_verdicts(report: RunReport) -> list[dict[str, Any]]:
         gate = gates.get(key)
         verdict: str
         if gate is not None:
-            verdict = gate.verdict if gate.verdict in ("passed", "failed") else "skipped"
+            verdict = gate.verdict if gate.verdict in ("passed", "failed", "incomplete") else "skipped"
         else:
             verdict = first_bad.status if first_bad is not None else "passed" if ran else "skipped"
         took = runs[0].duration_ms if len(runs) == 1 else sum(r.duration_ms for r in runs) / len(runs)

@@ -11,8 +11,8 @@
   document.documentElement.classList.add("js");
   const app = document.getElementById("app");
   const PAGE = 200; // rows drawn at a time: a 10,000-case report opens as fast as a small one
-  const RANK = { failed: 0, error: 0, timeout: 0, flaky: 1, passed: 2, skipped: 3 };
-  const CHIPS = [["failed", "Failed"], ["error", "Errored"], ["timeout", "Timed out"], ["flaky", "Flaky"], ["passed", "Passed"], ["skipped", "Skipped"]];
+  const RANK = { failed: 0, error: 0, timeout: 0, incomplete: 1, flaky: 1, passed: 2, skipped: 3 };
+  const CHIPS = [["failed", "Failed"], ["error", "Errored"], ["timeout", "Timed out"], ["flaky", "Flaky"], ["incomplete", "Incomplete"], ["passed", "Passed"], ["skipped", "Skipped"]];
   const MARK = { passed: "✓", failed: "✗", error: "!", timeout: "⏱", skipped: "–" };
 
   // ---- building blocks ------------------------------------------------------------------------------
@@ -69,6 +69,7 @@
     const bad = ran.filter(r => r.status !== "passed");
     const worst = () => { const kinds = new Set(bad.map(r => r.status)); return kinds.size === 1 ? [...kinds][0] : "failed"; };
     if (gate) {
+      if (gate.verdict === "incomplete") return "incomplete"; // cut short before its runs could decide it
       if (gate.verdict !== "passed" && gate.verdict !== "failed") return "skipped";
       if (gate.verdict === "passed") return gate.flaky ? "flaky" : "passed";
       return bad.length ? worst() : "failed";
@@ -152,7 +153,7 @@
     const tbody = h("tbody");
     const more = h("div", { class: "more" });
     const search = h("input", { type: "search", id: "search", placeholder: "Search id, name, tags, input, output…", "aria-label": "search" });
-    const chipButtons = CHIPS.map(([key, label]) => h("button", {
+    const chipButtons = CHIPS.filter(([key]) => key !== "incomplete" || count(key)).map(([key, label]) => h("button", { // incomplete: a run cut short
       class: "chip", "data-chip": key, "aria-pressed": "false", title: "show only these (press several to combine)",
       onclick: e => { state.on.has(key) ? state.on.delete(key) : state.on.add(key); e.currentTarget.setAttribute("aria-pressed", state.on.has(key)); refresh(); }
     }, label, h("span", { class: "n", text: count(key) })));
@@ -230,7 +231,7 @@
     return [h("h1", { text: "Agent Test Report" }), metaLine, banners.map(b => h("div", { class: "banner", text: b })), h("div", { class: "cards", id: "cards" },
       card("Cases", cases.length, ""), card("Passed", count("passed"), "passed"), card("Failed", count("failed"), "failed"),
       card("Errors", count("error"), "error"), card("Timeouts", count("timeout"), "timeout"), card("Flaky", count("flaky"), "flaky"),
-      card("Skipped", count("skipped"), "skipped"),
+      card("Skipped", count("skipped"), "skipped"), count("incomplete") ? card("Incomplete", count("incomplete"), "incomplete") : null,
       sum.gates ? card("Gates passed", sum.gates_passed + "/" + sum.cases, sum.gates_failed ? "failed" : sum.gates_passed < sum.cases ? "" : "passed") : null,
       card("Pass rate", ran ? pct(good / ran) : "—", ""),
       (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
@@ -514,7 +515,7 @@
     const flaky = hist.filter(x => x.flaky).length;
     facts.push("flaky in " + flaky + " of " + hist.length + " runs");
     app.append(h("div", null, h("div", { class: "nav" }, h("a", { href: "/", text: "← Run history" })), h("h1", { text: d.case.id }), d.case.file ? h("p", { class: "meta", text: d.case.file }) : null,
-      h("p", null, "Oldest to newest ", h("span", { class: "strip", id: "verdicts" }, oldest.map(x => h("a", { href: "/run/" + x.run_id + "#" + encodeURIComponent(d.case.id), class: bad(x.verdict) ? "f" : x.verdict === "skipped" ? "s" : "p", title: "#" + x.run_id + " " + x.verdict, text: bad(x.verdict) ? "✗" : x.verdict === "skipped" ? "–" : x.flaky ? "≈" : "✓" })))),
+      h("p", null, "Oldest to newest ", h("span", { class: "strip", id: "verdicts" }, oldest.map(x => h("a", { href: "/run/" + x.run_id + "#" + encodeURIComponent(d.case.id), class: bad(x.verdict) ? "f" : x.verdict === "skipped" || x.verdict === "incomplete" ? "s" : "p", title: "#" + x.run_id + " " + x.verdict, text: bad(x.verdict) ? "✗" : x.verdict === "skipped" ? "–" : x.verdict === "incomplete" ? "…" : x.flaky ? "≈" : "✓" })))),
       h("ul", { id: "facts" }, facts.map(f => h("li", { text: f }))),
       h("table", { class: "cases" }, h("thead", null, h("tr", null, ["Run", "When", "File", "Connector", "Verdict", "Runs passed", "Time", "Output / reason"].map(x => h("th", { text: x })))),
         h("tbody", null, hist.map(x => h("tr", null, h("td", null, h("a", { href: "/run/" + x.run_id + "#" + encodeURIComponent(d.case.id), text: "#" + x.run_id })),
