@@ -366,3 +366,10 @@ def test_a_gate_whose_remaining_runs_could_change_it_is_incomplete_not_passed(mo
     assert counts == {"tests": 3, "failures": 1, "errors": 0, "skipped": 1}
     skipped = [c.find("skipped").get("message") for c in suite.iter("testcase") if c.get("name") == "ok"]
     assert skipped == ["incomplete: 1 of 2 runs ran, 1 passed; the runs not run could have changed the verdict"]
+
+
+def test_a_run_whose_every_case_is_skipped_is_not_the_green_banner(mocked):
+    path = mocked.cases("cases.jsonl", [{"id": "a", "input": "hi", "skip": True}, {"id": "b", "input": "hi", "skip": True, "skip_reason": "later"}])
+    result = cli("-i", str(path), "-n", "echo", "--app", str(mocked.root))
+    assert result.exit_code == 0  # the cases asked for it
+    assert "ALL TESTS PASSED" not in result.stdout and "⚠ NO TEST RAN — 2 skipped" in result.stdout

@@ -407,6 +407,8 @@ class Console:
             return self.paint(f"❌ {parts} — {bad} of {cases} {what}{ran} did not pass{unrun}", "red")
         if report.stopped_early:
             return self.paint("⚠ STOPPED EARLY", "yellow")
+        if report.results and all(r.status == "skipped" for r in report.results):  # skipped by the cases themselves: not a pass
+            return self.paint(f"⚠ NO TEST RAN — {cases} skipped", "yellow")
         none = sum(1 for g in report.gates if g.runs and not g.passed)  # passed by a gate of 0: no run had to pass
         if none:
             what = "cases × connectors" if report.matrix else ("case" if none == 1 else "cases")
