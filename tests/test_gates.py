@@ -321,6 +321,10 @@ def test_a_gate_of_zero_passes_but_the_banner_says_no_run_passed_and_junit_agree
     assert result.exit_code == 0, result.output  # what FORMATS §8 says a gate of 0 is
     assert "ALL TESTS PASSED" not in result.stdout
     assert "⚠ GATES PASSED — 2 cases passed none of their runs (min_pass_rate 0)" in result.stdout
+    assert "Gates:     2/2 passed (2 with no passing run: min_pass_rate 0)" in result.stdout, result.stdout
+    md = tmp_path / "r.md"
+    cli("-i", str(path), "-n", "echo", "--app", str(mocked.root), "-o", str(md), *extra)
+    assert "Gates 2/2 passed (2 with no passing run: min\\_pass\\_rate 0)." in md.read_text()  # _ escaped in Markdown
     counts, _ = junit_counts(xml)
     assert counts == {"tests": 2, "failures": 0, "errors": 0, "skipped": 0}  # the verdict the exit code gave
 
