@@ -397,3 +397,22 @@ def test_a_json_wrapper_with_cases_written_twice_is_a_problem_and_each_hint_fits
         "cases.json:2:2: 'cases' is written twice in one object (JSON keeps only the last); remove one; all the cases go in one list")
     one = parse('[{"id": "b", "input": "hello", "metadata": {"k": 1, "k": 2}}]', "cases.json")
     assert [str(p) for p in one.problems] == ["cases.json:1:53: 'k' is written twice in one object (JSON keeps only the last); remove one of them"]
+
+
+@pytest.mark.parametrize("text, name, said", [
+    ('{"id": "a", "input": "C:\\dir"}\n', "cases.jsonl",
+     "cases.jsonl:1:25: invalid JSON: Invalid \\escape; a backslash starts an escape in JSON strings: write \\\\ for a backslash itself"),
+    ('{"id": "b", "input": "\\u00zz"}\n', "cases.jsonl", "cases.jsonl:1:24: invalid JSON: Invalid \\uXXXX escape; \\u takes four hexadecimal digits"),
+    ('[{"id": "c", "input": "x"}]\n', "cases.jsonl",
+     "cases.jsonl:1:1: a case must be a JSON object, not a list; a .jsonl file holds one case object per line; a list of cases goes in a .json file"),
+    ("cases:\n  - id: a\n\tinput: x\n", "cases.yaml", "cases.yaml:3:1: invalid YAML: found character '\\t' that cannot start any token; YAML indents with spaces, not tabs"),
+    ("cases:\n  - just text\n", "cases.yaml", "cases.yaml:2:5: a case must be a mapping, not a string"),
+])
+def test_each_mistake_gets_a_remedy_that_fits_it(text, name, said):
+    assert any(str(p).startswith(said) for p in parse(text, name).problems), [str(p) for p in parse(text, name).problems]
+
+
+def test_json_too_deep_for_the_parser_itself_is_said_where_it_passed_the_limit():
+    text = '[\n  {"id": "ok", "input": "x"},\n  {"id": "a", "input": "x", "metadata": ' + "[" * 3000 + "]" * 3000 + "}\n]"
+    problems = [str(p) for p in parse(text, "cases.json").problems]
+    assert problems == [f"cases.json:3:{text.splitlines()[2].index('[') + 64}: nested too deeply (more than 64 levels)"]

@@ -296,8 +296,36 @@ def _yaml_opened(exc: Exception) -> str | None:
     return template.format(*where) if template else f"{context.removeprefix('while ')} that starts at line {where[0]}, column {where[1]}"
 
 
-def _nested(source: str) -> Problem:
-    return Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source))
+def _nested(source: str, text: str | None = None) -> Problem:
+    """JSON too deep for the parser itself (about a thousand levels): said where the nesting passed the limit."""
+    where = Location(source)
+    if text is not None:
+        at = _deeper_than(text, MAX_DEPTH + 1)  # a .json file's list holds its cases one level down
+        if at is not None:
+            where = Location(source, *line_col(text, at))
+    return Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", where)
+
+
+def _deeper_than(text: str, limit: int) -> int | None:
+    """The offset of the first bracket of JSON ``text`` that opens past ``limit`` levels (strings skipped)."""
+    depth, inside, i, end = 0, False, 0, len(text)
+    while i < end:
+        ch = text[i]
+        if inside:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                inside = False
+        elif ch == '"':
+            inside = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return i
+        elif ch in "]}":
+            depth -= 1
+        i += 1
+    return None
 
 
 def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Document]:
@@ -307,7 +335,7 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         problems.append(Problem(f"invalid JSON: {json_message(exc.msg)}", Location(source, *json_place(exc.msg, text, exc.pos)), json_hint(exc.msg, text, exc.pos, "file")))
         return []
     except RecursionError:
-        problems.append(_nested(source))
+        problems.append(_nested(source, text))
         return []
     except ValueError:
         problems.append(_huge_number(text, source))
@@ -495,7 +523,9 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         loc = Location(source, mark.line + 1, mark.column + 1) if mark else Location(source)
-        problems.append(Problem(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", loc, _yaml_opened(exc)))
+        said = getattr(exc, "problem", None) or str(exc)
+        tab = "'\\t'" in said or "\\t" in repr(said)
+        problems.append(Problem(f"invalid YAML: {said}", loc, _yaml_opened(exc) or ("YAML indents with spaces, not tabs" if tab else None)))
         return []
     except RecursionError:
         problems.append(_nested(source))
@@ -571,7 +601,11 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
     for doc in docs:
         raw = doc.raw
         if not isinstance(raw, dict):
-            loaded.problems.append(Problem(f"a case must be a JSON object, not {type_name(raw)}", doc.locate()))
+            yaml_file = doc.node is not None
+            hint = ("a .jsonl file holds one case object per line; a list of cases goes in a .json file"
+                    if isinstance(raw, list) and doc.source.endswith(".jsonl") else None)
+            loaded.problems.append(Problem(f"a case must be {'a mapping' if yaml_file else 'a JSON object'}, not {type_name(raw)}",
+                                           doc.locate(), hint))
             continue
         if not doc.shallow and too_deep(raw, MAX_DEPTH):
             loaded.problems.append(Problem(f"the case is nested more than {MAX_DEPTH} levels deep", doc.locate()))

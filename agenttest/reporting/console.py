@@ -391,7 +391,7 @@ class Console:
             done, total = len(report.results), s["total"]
             if _in_runs(report, s):
                 started = sum(1 for g in report.gates if g.runs or g.skipped)
-                what = "cases × connectors" if report.matrix else "cases"
+                what = "cases × connectors" if report.matrix else "case" if len(report.gates) == 1 else "cases"
                 return self.paint(f"⚠ INTERRUPTED after {done} of {total} runs ({started} of {len(report.gates)} {what} ran)", "yellow")
             return self.paint(f"⚠ INTERRUPTED after {done} of {total} tests", "yellow")
         counts, cases = case_verdicts(report)

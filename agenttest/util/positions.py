@@ -151,6 +151,10 @@ def json_hint(msg: str, text: str, pos: int, unit: str = "line") -> str | None:
         return "write a tab as \\t and a line break as \\n inside JSON strings"
     if "BOM" in msg:
         return "remove the U+FEFF character (files joined together keep each file's mark)"
+    if msg.startswith("Invalid \\escape"):
+        return "a backslash starts an escape in JSON strings: write \\\\ for a backslash itself (C:\\\\dir), \\n for a line break"
+    if msg.startswith("Invalid \\uXXXX escape"):
+        return "\\u takes four hexadecimal digits (\\u00e9); write \\\\u for a backslash and a u"
     if "'" in text[max(0, pos - 1): pos + 1]:
         return "JSON strings and keys use double quotes"
     if msg.startswith("Unterminated string"):
