@@ -429,3 +429,22 @@ def test_an_https_endpoint_is_verified_against_the_trust_store(tmp_path, trusted
         error = json.loads((tmp_path / "r.json").read_text())["results"][0]["error"]
         assert "TLS certificate is not trusted" in error and "(after" not in error, error  # said at once, not retried
     assert KEY not in run.stdout + run.stderr
+
+
+def test_every_problem_of_a_mock_yml_is_said_at_once_at_its_place(tmp_path):
+    """A bad pattern does not hide a typo below it; a key written twice (YAML keeps the last) is one of them;
+    each at mock.yml's line and column, not at the package.yao that names the connector."""
+    conn = mock(tmp_path)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "mock.yml").write_text("rules:\n  - user: '(unclosed'\n    reply: x\n  - usr: y\n    reply: z\n  - user: ok\n"
+                                  "    reply: first\n    reply: second\ndefault: hi\ndefualt: ho\n")
+    with pytest.raises(AgentTestError) as info:
+        conn.rules_for(str(bad))
+    said = [str(p) for p in info.value.problems]
+    where = str(bad / "mock.yml")
+    assert said[0] == f"{where}:8:5: 'reply' is written twice in one mapping (YAML keeps only the last); remove one of them"
+    assert any(s.startswith(f"{where}:10:1: 'defualt' is not a field of mock.yml; did you mean 'default'") for s in said), said
+    assert any(s.startswith(f"{where}:2:5: rules[0]: user pattern '(unclosed' does not compile") for s in said), said
+    assert any(s.startswith(f"{where}:4:5: rules[1]: unknown rule key 'usr'; did you mean 'user'") for s in said), said
+    assert len(said) == 4

@@ -380,3 +380,16 @@ def test_a_tab_or_an_unclosed_string_is_said_in_a_whole_sentence_with_a_remedy(b
             assert "a control character (a tab, a line break) inside a string; write a tab as \\t" in result.stderr
         else:
             assert "a string is never closed; close the string with a double quote" in result.stderr
+
+
+def test_a_key_written_twice_in_package_yao_is_exit_2_at_its_second_place(offline_app):
+    """JSON keeps the last of two keys: a second "connector" or "tools" would replace the first without a word."""
+    folder = offline_app.root / "assistants" / "twice"
+    folder.mkdir(parents=True)
+    (folder / "package.yao").write_text('{\n  // the agent\n  "name": "twice",\n  "connector": "mock",\n  "connector": "other"\n}\n')
+    (folder / "mock.yml").write_text("default: hi\n")
+    path = offline_app.cases("cases.jsonl", [{"id": "a", "input": "hi"}])
+    for extra in ([], ["--list"]):
+        result = cli("-i", str(path), "-n", "twice", "--app", str(offline_app.root), *extra)
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert f"{folder}/package.yao:5:3: 'connector' is written twice in one object (JSON keeps only the last)" in result.stderr

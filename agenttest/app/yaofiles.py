@@ -11,8 +11,8 @@ import sys
 import threading
 from typing import Any
 
-from agenttest.util.positions import json_message
-from agenttest.errors import AgentTestError, Location, did_you_mean
+from agenttest.util.positions import entries, json_message, json_repeated, line_col
+from agenttest.errors import AgentTestError, InputError, Location, Problem, did_you_mean
 
 _ENV = re.compile(r"\$ENV\.([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -48,12 +48,24 @@ def read_jsonc(path: str) -> Any:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise AgentTestError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    plain = strip_comments(text)
     try:
-        return json.loads(strip_comments(text))
+        data = json.loads(plain)
     except json.JSONDecodeError as exc:
         raise AgentTestError(f"invalid JSON: {json_message(exc.msg)}", Location(path, exc.lineno, exc.colno)) from None
     except RecursionError:
         raise AgentTestError("JSON nested too deeply", Location(path)) from None
+    repeated = json_repeated(plain) if plain.count(":") > entries(data) else []
+    if repeated:  # JSON keeps only the last: a second "connector" or "tools" would replace the first without a word
+        raise InputError([Problem(f"'{key}' is written twice in one object (JSON keeps only the last)", Location(path, *_second(text, key)),
+                                  "remove one of them") for key, _, _ in repeated])
+    return data
+
+
+def _second(text: str, key: str) -> tuple[int, int]:
+    """Line and column of the second ``"key":`` in ``text`` (comments and all), else of its first line."""
+    found = list(re.finditer('"' + re.escape(json.dumps(key, ensure_ascii=False)[1:-1]) + r'"\s*:', text))
+    return line_col(text, found[1].start()) if len(found) > 1 else (1, 1)
 
 
 def substitute_env(value: Any, where: str, found: dict[str, str] | None = None, required: bool = True) -> Any:

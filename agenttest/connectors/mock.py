@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agenttest.errors import AgentTestError, CallError, typo_of
+from agenttest.errors import AgentTestError, CallError, InputError, Location, Problem, typo_of
+from agenttest.util.positions import yaml_mark, yaml_repeated
 from agenttest.util.text import as_text
 from agenttest.model.messages import content_text
 from agenttest.model import Completion, ToolCall, Usage
@@ -38,30 +39,34 @@ class Rule:
     error: str | None
 
 
-def _rule(raw: Any, where: str, warnings: list[str]) -> Rule:
+def _rule(raw: Any, where: str, warnings: list[str], at: Location | None = None) -> Rule:
+    """One rule; ``where`` names it (``rules[2]``), ``at`` is its place in mock.yml (problems and warnings are said there)."""
+    place = f"{at}: " if at is not None else ""
     if not isinstance(raw, dict):
-        raise AgentTestError(f"{where}: a rule must be a mapping")
+        raise AgentTestError(f"{where}: a rule must be a mapping", at)
     for key in sorted(set(raw) - _RULE_KEYS):
         typo = typo_of(str(key), _RULE_KEYS)
         if typo:
-            raise AgentTestError(f"{where}: unknown rule key '{key}'", hint=f"did you mean '{typo}'?")
-        warnings.append(f"{where}: '{key}' is not a field of a mock rule; ignored")
+            raise AgentTestError(f"{where}: unknown rule key '{key}'", at, hint=f"did you mean '{typo}'?")
+        warnings.append(f"{place}{where}: '{key}' is not a field of a mock rule; ignored")
     when = dict(raw.get("when") or {})
     when.update({k: raw[k] for k in _MATCHERS if k in raw})
     for key, pattern in when.items():
         if key not in _MATCHERS:
-            raise AgentTestError(f"{where}: unknown matcher '{key}'", hint=f"matchers: {', '.join(_MATCHERS)}")
+            raise AgentTestError(f"{where}: unknown matcher '{key}'", at, hint=f"matchers: {', '.join(_MATCHERS)}")
         if key != "tool":
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise AgentTestError(f"{where}: {key} pattern {pattern!r} does not compile: {exc}") from None
+                raise AgentTestError(f"{where}: {key} pattern {pattern!r} does not compile: {exc}", at) from None
     reply = raw["json"] if "json" in raw else raw.get("reply", "")
     return Rule(str(raw.get("name", where)), when, reply, tuple(raw.get("tool_calls") or ()), float(raw.get("delay", 0)), raw.get("error"))
 
 
 class Rules:
-    """The parsed rules of one mock.yml."""
+    """The parsed rules of one mock.yml. Its problems are said together, each at its line and column; a key
+    written twice in one mapping is one of them (YAML keeps only the last: a rule's second ``reply`` would
+    replace the first without a word)."""
 
     def __init__(self, path: str):
         import yaml
@@ -69,21 +74,44 @@ class Rules:
         self.warnings: list[str] = []
         try:
             with open(path, encoding="utf-8") as fh:
-                data = yaml.safe_load(fh) or {}
+                text = fh.read()
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            data = yaml.safe_load(text) or {}
         except OSError:
             raise AgentTestError(f"mock connector: {path} does not exist", hint="create mock.yml in the agent's folder") from None
+        except UnicodeDecodeError:
+            raise AgentTestError(f"mock connector: {path} is not UTF-8", hint="save it as UTF-8") from None
         except yaml.YAMLError as exc:
-            raise AgentTestError(f"mock connector: {path} is not valid YAML: {exc}") from None
+            mark = getattr(exc, "problem_mark", None)
+            raise AgentTestError(f"mock connector: not valid YAML: {getattr(exc, 'problem', None) or exc}",
+                                 Location(path, mark.line + 1, mark.column + 1) if mark else Location(path)) from None
         if not isinstance(data, dict):
-            raise AgentTestError(f"mock connector: {path} must hold a mapping with 'rules' and/or 'default'")
-        for key in sorted(set(data) - {"rules", "default"}):
+            raise AgentTestError(f"mock connector: {path} must hold a mapping with 'rules' and/or 'default'", Location(path, 1, 1))
+        problems = [Problem(f"'{key}' is written twice in one mapping (YAML keeps only the last)", Location(path, line, col), "remove one of them")
+                    for key, line, col in yaml_repeated(node)]
+
+        def at(*keys: Any) -> Location:
+            return Location(path, *yaml_mark(node, keys))
+
+        for key in sorted(set(data) - {"rules", "default"}, key=str):
             typo = typo_of(str(key), ("rules", "default"))
             if typo:
-                raise AgentTestError(f"mock connector: {path}: '{key}' is not a field", hint=f"did you mean '{typo}'?")
-            self.warnings.append(f"{path}: '{key}' is not a field of mock.yml; ignored")
-        self.rules = [_rule(r, f"{path}: rules[{i}]", self.warnings) for i, r in enumerate(data.get("rules") or [])]
+                problems.append(Problem(f"'{key}' is not a field of mock.yml", Location(path, *yaml_mark(node, (key,), True)), f"did you mean '{typo}'?"))
+            else:
+                self.warnings.append(f"{Location(path, *yaml_mark(node, (key,), True))}: '{key}' is not a field of mock.yml; ignored")
+        self.rules: list[Rule] = []
+        for i, raw in enumerate(data.get("rules") or []):
+            try:
+                self.rules.append(_rule(raw, f"rules[{i}]", self.warnings, at("rules", i)))
+            except AgentTestError as exc:
+                problems += exc.problems
         default = data.get("default", "")
-        self.default = _rule(default if isinstance(default, dict) else {"reply": default}, f"{path}: default", self.warnings)
+        try:
+            self.default = _rule(default if isinstance(default, dict) else {"reply": default}, "default", self.warnings, at("default"))
+        except AgentTestError as exc:
+            problems += exc.problems
+        if problems:
+            raise InputError(problems)
 
     def pick(self, messages: list[dict[str, Any]]) -> tuple[Rule, dict[str, str]]:
         last = messages[-1] if messages else {}

@@ -20,7 +20,7 @@ from agenttest.util.durations import parse_duration
 from agenttest.errors import InputError, Location, Problem, closest
 from agenttest.model.messages import normalize
 from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, ScriptedTurn, SimulatorSpec
-from agenttest.util.positions import json_hint, json_message, json_offset, json_place, line_col, yaml_mark
+from agenttest.util.positions import entries, json_hint, json_message, json_offset, json_place, json_repeated, line_col, yaml_mark, yaml_repeated
 from agenttest.util.text import cleaned, escapes_surrogates
 from agenttest.inputs.validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
 
@@ -363,55 +363,17 @@ def _twice_hint(key: str) -> str:
     return "remove one of them"
 
 
-def _entries(value: Any) -> int:
-    """How many key–value pairs the dicts of a parsed value hold (lists and dicts visited level by level)."""
-    count, level = 0, [value]
-    while level:
-        below: list[Any] = []
-        for item in level:
-            if type(item) is dict:
-                count += len(item)
-                below += [v for v in item.values() if type(v) is dict or type(v) is list]
-            elif type(item) is list:
-                below += [v for v in item if type(v) is dict or type(v) is list]
-        level = below
-    return count
-
-
 def _repeated_keys(raw: Any, text: str, source: str, lines_before: int = 0, col_offset: int = 0, outermost: bool = False) -> list[Problem]:
     """A key written twice in one object of a case's JSON ``text``: JSON keeps only the last, so a second
     ``"assert"`` would drop the first without a word. Every key is followed by a ':' outside any string, so a
     text with no more ':' than the parsed case has keys has none twice; only a text with more (a ':' in a
     string, or a repeated key) is read again, with each object's pairs. ``outermost``: only the keys of the
     outermost object (a .json file's wrapper; its cases are checked one by one)."""
-    if not outermost and text.count(":") <= _entries(raw):
+    if not outermost and text.count(":") <= entries(raw):
         return []
-    repeated: list[str] = []
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        made = dict(items)
-        if outermost:
-            repeated.clear()  # the outermost object is the last one read
-        if len(made) < len(items):
-            seen: set[str] = set()
-            for key, _ in items:
-                if key in seen:
-                    repeated.append(key)
-                seen.add(key)
-        return made
-
-    try:
-        json.loads(text, object_pairs_hook=pairs)
-    except (ValueError, RecursionError):
-        return []
-    out = []
-    for key in dict.fromkeys(repeated):
-        token = re.compile('"' + re.escape(json.dumps(key, ensure_ascii=False)[1:-1]) + r'"\s*:')
-        found = list(token.finditer(text))
-        line, col = line_col(text, found[1].start()) if len(found) > 1 else (1, 1)
-        out.append(Problem(f"'{key}' is written twice in one object (JSON keeps only the last)", Location(source, lines_before + line, col + (col_offset if line == 1 else 0)),
-                           _twice_hint(key)))
-    return out
+    return [Problem(f"'{key}' is written twice in one object (JSON keeps only the last)",
+                    Location(source, lines_before + line, col + (col_offset if line == 1 else 0)), _twice_hint(key))
+            for key, line, col in json_repeated(text, outermost)]
 
 
 def too_deep(value: Any, limit: int) -> bool:
@@ -433,27 +395,8 @@ def too_deep(value: Any, limit: int) -> bool:
 
 def _yaml_repeated_keys(root: Any, source: str) -> list[Problem]:
     """A key written twice in one mapping (YAML keeps only the last, silently), at its second place."""
-    import yaml
-
-    out, seen_nodes, todo = [], set(), [root]
-    while todo:
-        node = todo.pop()
-        if id(node) in seen_nodes:
-            continue
-        seen_nodes.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            keys: set[str] = set()
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.value != "<<":
-                    if key.value in keys:
-                        mark = key.start_mark
-                        out.append(Problem(f"'{key.value}' is written twice in one mapping (YAML keeps only the last)", Location(source, mark.line + 1, mark.column + 1),
-                                           _twice_hint(key.value)))
-                    keys.add(key.value)
-                todo += [key, value]
-        elif isinstance(node, yaml.SequenceNode):
-            todo += node.value
-    return out
+    return [Problem(f"'{key}' is written twice in one mapping (YAML keeps only the last)", Location(source, line, col), _twice_hint(key))
+            for key, line, col in yaml_repeated(root)]
 
 
 def _yaml_trouble(node: Any, source: str) -> Problem | None:

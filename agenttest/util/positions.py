@@ -97,6 +97,77 @@ def line_col(text: str, offset: int) -> tuple[int, int]:
     return line, col
 
 
+def yaml_repeated(root: Any) -> list[tuple[str, int, int]]:
+    """Each key written twice in one mapping of a composed YAML tree (YAML keeps only the last, silently):
+    the key and the 1-based line and column of its second place. Merge keys (``<<``) may repeat."""
+    import yaml
+
+    out, seen, todo = [], set(), [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value != "<<":
+                    if key.value in keys:
+                        out.append((key.value, key.start_mark.line + 1, key.start_mark.column + 1))
+                    keys.add(key.value)
+                todo += [key, value]
+        elif isinstance(node, yaml.SequenceNode):
+            todo += node.value
+    return sorted(out, key=lambda k: (k[1], k[2]))
+
+
+def entries(value: Any) -> int:
+    """How many key–value pairs the dicts of a parsed JSON value hold (visited level by level). Each is one
+    ':' of its text outside any string: a text with no more ':' than this holds no key twice."""
+    count, level = 0, [value]
+    while level:
+        below: list[Any] = []
+        for item in level:
+            if type(item) is dict:
+                count += len(item)
+                below += [v for v in item.values() if type(v) is dict or type(v) is list]
+            elif type(item) is list:
+                below += [v for v in item if type(v) is dict or type(v) is list]
+        level = below
+    return count
+
+
+def json_repeated(text: str, outermost: bool = False) -> list[tuple[str, int, int]]:
+    """Each key written twice in one object of JSON ``text`` (JSON keeps only the last, silently): the key and
+    the 1-based line and column of its second ``"key":`` in the text (the text's start, when written escaped).
+    ``outermost``: only the outermost object's keys."""
+    import re
+
+    repeated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        made = dict(items)
+        if outermost:
+            repeated.clear()  # the outermost object is the last one read
+        if len(made) < len(items):
+            seen: set[str] = set()
+            for key, _ in items:
+                if key in seen:
+                    repeated.append(key)
+                seen.add(key)
+        return made
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return []
+    out = []
+    for key in dict.fromkeys(repeated):
+        found = list(re.finditer('"' + re.escape(json.dumps(key, ensure_ascii=False)[1:-1]) + r'"\s*:', text))
+        out.append((key, *line_col(text, found[1].start() if len(found) > 1 else 0)))
+    return out
+
+
 def yaml_mark(node: Any, path: Sequence[Any], key: bool = False) -> tuple[int, int]:
     """1-based line and column of the node at ``path`` in a composed YAML tree (the deepest reachable)."""
     import yaml
