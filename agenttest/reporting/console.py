@@ -314,8 +314,9 @@ class Console:
         ran = s["total"] - report.not_run - s["skipped"]
         rows.append(("Pass Rate", f"{s['pass_rate']:.1f}%" + (f" (of the {ran} that ran)" if report.interrupted else "")))
         took = format_duration(report.duration_ms / 1000)
-        if self.parallel > 1 and s["total"]:
-            took += f" (effective: {format_duration(report.duration_ms / 1000 / s['total'])}/test with {self.parallel} parallel)"
+        finished = len(report.results)  # an interrupted run: the tests that ran, not those selected
+        if self.parallel > 1 and finished:
+            took += f" (effective: {format_duration(report.duration_ms / 1000 / finished)}/test with {self.parallel} parallel)"
         rows.append(("Duration", took))
         if s["usage"]["total_tokens"]:
             u = s["usage"]

@@ -58,9 +58,10 @@ def gate_table(report: RunReport) -> Table | None:
     verdicts: list[str] = []
     for g in report.gates:
         ran = f"{g.runs}/{g.planned}" if g.runs != g.planned else str(g.runs)
-        cls = classify(100 * g.pass_rate) if g.runs else "—"
+        decided = g.runs and g.verdict != "incomplete"  # pass^k, pass@k and the class of runs cut short say nothing yet
+        cls = classify(100 * g.pass_rate) if decided else "—"
         row = [g.id, *([g.connector] if report.matrix else []), ran, str(g.passed), percent(g.pass_rate) if g.runs else "—",
-               f"≥ {percent(g.min_pass_rate)}", MARK[g.pass_hat_k] if g.runs else "—", MARK[g.pass_at_k] if g.runs else "—", cls,
+               f"≥ {percent(g.min_pass_rate)}", MARK[g.pass_hat_k] if decided else "—", MARK[g.pass_at_k] if decided else "—", cls,
                ms(g.median_ms) if g.runs else "—", f"{ms(g.mean_ms)} ± {ms(g.std_ms)}" if g.runs else "—", verdict_text(g)]
         rows.append(row)
         verdicts.append(g.verdict)
