@@ -416,3 +416,20 @@ def test_json_too_deep_for_the_parser_itself_is_said_where_it_passed_the_limit()
     text = '[\n  {"id": "ok", "input": "x"},\n  {"id": "a", "input": "x", "metadata": ' + "[" * 3000 + "]" * 3000 + "}\n]"
     problems = [str(p) for p in parse(text, "cases.json").problems]
     assert problems == [f"cases.json:3:{text.splitlines()[2].index('[') + 64}: nested too deeply (more than 64 levels)"]
+
+
+@pytest.mark.parametrize("name, text", [
+    ("cases.jsonl", '{"id": "a", "input": "hi"}\r\n{"id": "b",\r"input": "hi", "foo": 1}\r\n{"id": "c", "input": "hi", "bar": 2}\r\n'),
+    ("cases.json", '[\r\n  {"id": "a", "input": "hi"},\r\n  {"id": "b",\r"input": "hi", "foo": 1},\r\n  {"id": "c", "input": "hi", "bar": 2}\r\n]\r\n'),
+    ("cases.yaml", "cases:\r\n  - id: a\r\n    input: hi\r\n  - id: b\r\n    input: hi\r\n    foo: 1\r\n  - id: c\r\n    input: hi\r\n    bar: 2\r\n"),
+])
+def test_crlf_files_and_a_lone_cr_between_json_tokens_load_with_their_places(tmp_path, name, text):
+    """Only a line feed ends a line: CRLF files keep their line numbers, and a CR alone inside a JSON line is
+    whitespace there (it once split the line, and every case after it was a line off)."""
+    path = tmp_path / name
+    path.write_bytes(text.encode())
+    loaded = load_file(str(path))
+    assert [c.id for c in loaded.cases] == ["a", "b", "c"] and not loaded.problems
+    lines = {".jsonl": (2, 3), ".json": (3, 4), ".yaml": (6, 9)}[path.suffix]
+    places = [w.split(": ")[0].rsplit(":", 2)[1] for w in loaded.warnings]
+    assert places == [str(n) for n in lines], loaded.warnings

@@ -113,7 +113,7 @@ def load_file(path: str, default_simulator: str | None = None, policy: KeyPolicy
     if os.path.getsize(path) > MAX_FILE_BYTES:
         return Loaded(problems=[Problem(f"'{path}' is {os.path.getsize(path):,} bytes; case files are limited to {MAX_FILE_BYTES:,}", None, "split it into several files")])
     try:
-        with open(path, encoding="utf-8-sig") as fh:
+        with open(path, encoding="utf-8-sig", newline="") as fh:  # only "\n" ends a line: a lone CR is JSON's whitespace
             text = fh.read()
     except UnicodeDecodeError:
         return Loaded(problems=[_not_utf8(path)])
@@ -210,7 +210,8 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
             problems.append(_huge_number(line, source, number - 1))
             continue
         problems += _repeated_keys(raw, line, source, number - 1, shift)
-        yield Document(raw, source, (), line if keep_text or shift else None, number - 1, shift, shallow=shallow)
+        kept = keep_text or shift or "\r" in line  # a line read again from the file would be split at its lone CR
+        yield Document(raw, source, (), line if kept else None, number - 1, shift, shallow=shallow)
 
 
 def _over_lines(text: str) -> bool:
