@@ -315,8 +315,11 @@ def run_command(**flags: Any) -> None:
     """Test LLM agents: run test cases against an agent and report the verdicts."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     inputs = (*flags["inputs"], *(f"message:{m}" for m in flags["messages"]))
-    if not inputs:
-        error = click.UsageError("Missing option '-i' / '--input' (or -m TEXT).", ctx=click.get_current_context())
+    problem = ("Missing option '-i' / '--input' (or -m TEXT)." if not inputs else
+               "--list prints the cases and writes no file: -o has nothing to write (--dry-run -o FILE writes the cases)"
+               if flags["list_only"] and flags["outputs"] else None)
+    if problem:
+        error = click.UsageError(problem, ctx=click.get_current_context())
         if flags["json"]:
             _error_event(error.format_message(), ExitCode.USAGE)
         raise error

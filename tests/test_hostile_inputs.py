@@ -393,3 +393,11 @@ def test_a_key_written_twice_in_package_yao_is_exit_2_at_its_second_place(offlin
         result = cli("-i", str(path), "-n", "twice", "--app", str(offline_app.root), *extra)
         assert result.exit_code == 2 and "Traceback" not in result.output
         assert f"{folder}/package.yao:5:3: 'connector' is written twice in one object (JSON keeps only the last)" in result.stderr
+
+
+def test_list_with_an_output_file_is_a_usage_error_not_silence(bot, tmp_path):
+    path = bot.cases("cases.jsonl", [{"id": "a", "input": "hi"}])
+    result = run(bot, "-i", str(path), "--list", "-o", str(tmp_path / "r.xml"))
+    assert result.exit_code == 2 and "--list prints the cases and writes no file" in result.stderr and "--dry-run -o FILE" in result.stderr
+    assert not (tmp_path / "r.xml").exists()
+    assert run(bot, "-i", str(path), "--dry-run", "-o", str(tmp_path / "cases.jsonl")).exit_code == 0 and (tmp_path / "cases.jsonl").exists()
