@@ -433,3 +433,10 @@ def test_crlf_files_and_a_lone_cr_between_json_tokens_load_with_their_places(tmp
     lines = {".jsonl": (2, 3), ".json": (3, 4), ".yaml": (6, 9)}[path.suffix]
     places = [w.split(": ")[0].rsplit(":", 2)[1] for w in loaded.warnings]
     assert places == [str(n) for n in lines], loaded.warnings
+
+
+def test_a_key_written_twice_once_escaped_is_placed_at_its_second_place():
+    line = '{"id": "e", "input": "x", "\\u0061ssert": {"type": "contains", "value": "a"}, "assert": {"type": "contains", "value": "b"}}'
+    (problem,) = parse(line + "\n", "cases.jsonl").problems
+    second = line.index('"assert"') + 1  # the first is written escaped
+    assert str(problem).startswith(f"cases.jsonl:1:{second}: 'assert' is written twice in one object")

@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import Any
 
-from agenttest.util.positions import entries, json_message, json_repeated, line_col
+from agenttest.util.positions import entries, json_message, json_repeated, line_col, second_key
 from agenttest.errors import AgentTestError, InputError, Location, Problem, did_you_mean
 
 _ENV = re.compile(r"\$ENV\.([A-Za-z_][A-Za-z0-9_]*)")
@@ -63,9 +63,8 @@ def read_jsonc(path: str) -> Any:
 
 
 def _second(text: str, key: str) -> tuple[int, int]:
-    """Line and column of the second ``"key":`` in ``text`` (comments and all), else of its first line."""
-    found = list(re.finditer('"' + re.escape(json.dumps(key, ensure_ascii=False)[1:-1]) + r'"\s*:', text))
-    return line_col(text, found[1].start()) if len(found) > 1 else (1, 1)
+    """Line and column of the second place ``key`` is written in ``text`` (comments and all), else of its start."""
+    return line_col(text, second_key(text, key))
 
 
 def substitute_env(value: Any, where: str, found: dict[str, str] | None = None, required: bool = True) -> Any:

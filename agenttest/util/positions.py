@@ -5,6 +5,7 @@ run only when there is an error."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -141,8 +142,6 @@ def json_repeated(text: str, outermost: bool = False) -> list[tuple[str, int, in
     """Each key written twice in one object of JSON ``text`` (JSON keeps only the last, silently): the key and
     the 1-based line and column of its second ``"key":`` in the text (the text's start, when written escaped).
     ``outermost``: only the outermost object's keys."""
-    import re
-
     repeated: list[str] = []
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -161,11 +160,32 @@ def json_repeated(text: str, outermost: bool = False) -> list[tuple[str, int, in
         json.loads(text, object_pairs_hook=pairs)
     except (ValueError, RecursionError):
         return []
-    out = []
-    for key in dict.fromkeys(repeated):
-        found = list(re.finditer('"' + re.escape(json.dumps(key, ensure_ascii=False)[1:-1]) + r'"\s*:', text))
-        out.append((key, *line_col(text, found[1].start() if len(found) > 1 else 0)))
-    return out
+    return [(key, *line_col(text, second_key(text, key))) for key in dict.fromkeys(repeated)]
+
+
+_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:')  # a JSON string followed by ':' is a key
+
+
+def second_key(text: str, key: str) -> int:
+    """The offset of the second place ``key`` is written as a key in JSON ``text`` — however it is escaped
+    (``"\\u0061ssert"`` is ``"assert"``) — else 0."""
+    seen = 0
+    for found in _KEY.finditer(text):
+        written = found.group(1)
+        if written != key and ("\\" not in written or _decoded(written) != key):
+            continue
+        seen += 1
+        if seen == 2:
+            return found.start()
+    return 0
+
+
+def _decoded(written: str) -> str | None:
+    try:
+        value = json.loads('"' + written + '"')
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 def yaml_mark(node: Any, path: Sequence[Any], key: bool = False) -> tuple[int, int]:
