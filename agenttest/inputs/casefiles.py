@@ -20,7 +20,7 @@ from agenttest.util.durations import parse_duration
 from agenttest.errors import InputError, Location, Problem, closest
 from agenttest.model.messages import normalize
 from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, ScriptedTurn, SimulatorSpec
-from agenttest.util.positions import entries, json_hint, json_message, json_offset, json_place, json_repeated, line_col, yaml_mark, yaml_repeated
+from agenttest.util.positions import deeper_than, entries, json_hint, json_message, json_offset, json_place, json_repeated, line_col, yaml_mark, yaml_repeated
 from agenttest.util.text import cleaned, escapes_surrogates
 from agenttest.inputs.validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
 
@@ -195,10 +195,11 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
             continue
         try:
             parsed = json.loads(line)
+            keys = [0]  # the walk counts the case's keys for the repeated-key check below
             try:
-                raw, shallow = _shared(parsed, strings), True
+                raw, shallow = _shared(parsed, strings, 1, keys), True
             except _Deep:  # build_cases says so, at its place
-                raw, shallow = parsed, False
+                raw, shallow, keys[0] = parsed, False, entries(parsed)
         except json.JSONDecodeError as exc:
             problems.append(Problem(f"invalid JSON: {json_message(exc.msg)}", Location(source, number, json_place(exc.msg, line, exc.pos)[1] + shift),
                                     json_hint(exc.msg, line, exc.pos)))
@@ -209,7 +210,8 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
         except ValueError:  # an integer too long to convert (Python refuses more than 4,300 digits)
             problems.append(_huge_number(line, source, number - 1))
             continue
-        problems += _repeated_keys(raw, line, source, number - 1, shift)
+        if line.count(":") > keys[0]:  # more ':' than keys: one in a string, or a key written twice
+            problems += _repeated_keys(line, source, number - 1, shift)
         kept = keep_text or shift or "\r" in line  # a line read again from the file would be split at its lone CR
         yield Document(raw, source, (), line if kept else None, number - 1, shift, shallow=shallow)
 
@@ -248,12 +250,13 @@ class _Deep(Exception):
     """A value nested deeper than MAX_DEPTH met while sharing its strings."""
 
 
-def _shared(value: Any, strings: dict[str, str], depth: int = 1) -> Any:
+def _shared(value: Any, strings: dict[str, str], depth: int = 1, keys: list[int] | None = None) -> Any:
     """``value`` with equal strings (keys too) made one object: every case repeats its keys, and suites
     repeat roles and whole histories; at 100,000 cases this halves the memory of the parsed file. A value
     nested deeper than MAX_DEPTH raises _Deep (this walk is the depth check of a ``.jsonl`` case). Lists
     are shared in place and dicts made again (a key cannot be swapped in place); text and numbers are
-    looked at here, not in a call each (a call per value was two thirds of this walk)."""
+    looked at here, not in a call each (a call per value was two thirds of this walk). ``keys[0]`` counts
+    the keys of every dict met (what the repeated-key check needs, without a walk of its own)."""
     kind = type(value)
     if kind is str:
         return strings.setdefault(value, value)
@@ -268,15 +271,17 @@ def _shared(value: Any, strings: dict[str, str], depth: int = 1) -> Any:
             if t is str:
                 value[i] = share(v, v)
             elif t is dict or t is list:
-                value[i] = _shared(v, strings, below)
+                value[i] = _shared(v, strings, below, keys)
         return value
+    if keys is not None:
+        keys[0] += len(value)
     out = {}
     for k, v in value.items():
         t = type(v)
         if t is str:
             v = share(v, v)
         elif t is dict or t is list:
-            v = _shared(v, strings, below)
+            v = _shared(v, strings, below, keys)
         out[share(k, k)] = v
     return out
 
@@ -301,32 +306,10 @@ def _nested(source: str, text: str | None = None) -> Problem:
     """JSON too deep for the parser itself (about a thousand levels): said where the nesting passed the limit."""
     where = Location(source)
     if text is not None:
-        at = _deeper_than(text, MAX_DEPTH + 1)  # a .json file's list holds its cases one level down
+        at = deeper_than(text, MAX_DEPTH + 1)  # a .json file's list holds its cases one level down
         if at is not None:
             where = Location(source, *line_col(text, at))
     return Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", where)
-
-
-def _deeper_than(text: str, limit: int) -> int | None:
-    """The offset of the first bracket of JSON ``text`` that opens past ``limit`` levels (strings skipped)."""
-    depth, inside, i, end = 0, False, 0, len(text)
-    while i < end:
-        ch = text[i]
-        if inside:
-            if ch == "\\":
-                i += 1
-            elif ch == '"':
-                inside = False
-        elif ch == '"':
-            inside = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return i
-        elif ch in "]}":
-            depth -= 1
-        i += 1
-    return None
 
 
 def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Document]:
@@ -342,7 +325,7 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         problems.append(_huge_number(text, source))
         return []
     if type(data) is dict:  # the wrapper's own keys: a second "cases" would drop the first list without a word
-        problems += _repeated_keys(data, text, source, outermost=True)
+        problems += _repeated_keys(text, source, outermost=True)
     base, items = _listed(data, source, problems)  # a case nested too deeply is said at its place, as in .jsonl (build_cases)
     docs, pos, line = [], 0, 1
     for i, raw in enumerate(items):
@@ -351,7 +334,8 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         line += text.count("\n", pos, start)
         col = start - (text.rfind("\n", 0, start) + 1)
         docs.append(Document(raw, source, (), text[start:end], line - 1, col))
-        problems += _repeated_keys(raw, text[start:end], source, line - 1, col)
+        if text.count(":", start, end) > entries(raw):
+            problems += _repeated_keys(text[start:end], source, line - 1, col)
         pos = start
     return docs
 
@@ -364,14 +348,11 @@ def _twice_hint(key: str) -> str:
     return "remove one of them"
 
 
-def _repeated_keys(raw: Any, text: str, source: str, lines_before: int = 0, col_offset: int = 0, outermost: bool = False) -> list[Problem]:
+def _repeated_keys(text: str, source: str, lines_before: int = 0, col_offset: int = 0, outermost: bool = False) -> list[Problem]:
     """A key written twice in one object of a case's JSON ``text``: JSON keeps only the last, so a second
-    ``"assert"`` would drop the first without a word. Every key is followed by a ':' outside any string, so a
-    text with no more ':' than the parsed case has keys has none twice; only a text with more (a ':' in a
-    string, or a repeated key) is read again, with each object's pairs. ``outermost``: only the keys of the
-    outermost object (a .json file's wrapper; its cases are checked one by one)."""
-    if not outermost and text.count(":") <= entries(raw):
-        return []
+    ``"assert"`` would drop the first without a word. Every key is followed by a ':' outside any string, so
+    callers read a text again only when it has more ':' than its parsed value has keys (``entries``).
+    ``outermost``: only the keys of the outermost object (a .json file's wrapper; its cases are checked one by one)."""
     return [Problem(f"'{key}' is written twice in one object (JSON keeps only the last)",
                     Location(source, lines_before + line, col + (col_offset if line == 1 else 0)), _twice_hint(key))
             for key, line, col in json_repeated(text, outermost)]
@@ -468,7 +449,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         mark = getattr(exc, "problem_mark", None)
         loc = Location(source, mark.line + 1, mark.column + 1) if mark else Location(source)
         said = getattr(exc, "problem", None) or str(exc)
-        tab = "'\\t'" in said or "\\t" in repr(said)
+        tab = "\\t" in repr(said)  # a tab in the text, or the parser's '\t' for it
         problems.append(Problem(f"invalid YAML: {said}", loc, _yaml_opened(exc) or ("YAML indents with spaces, not tabs" if tab else None)))
         return []
     except RecursionError:

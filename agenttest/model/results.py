@@ -188,6 +188,11 @@ class Gate:
         return self.passed / self.runs if self.runs else 0.0
 
     @property
+    def vacuous(self) -> bool:
+        """Passed with no run passing: a gate of 0 (reports say so; it is not a green)."""
+        return self.runs > 0 and not self.passed and self.verdict == "passed"
+
+    @property
     def verdict(self) -> Literal["passed", "failed", "skipped", "not run", "incomplete"]:
         """``incomplete``: some planned runs neither ran nor were saved by an early stop (Ctrl-C, SIGTERM,
         ``--fail-fast``), and those could still have changed the verdict — 1 of 2 runs passed, at a gate of 1."""

@@ -410,7 +410,7 @@ class Console:
             return self.paint("⚠ STOPPED EARLY", "yellow")
         if report.results and all(r.status == "skipped" for r in report.results):  # skipped by the cases themselves: not a pass
             return self.paint(f"⚠ NO TEST RAN — {cases} skipped", "yellow")
-        none = sum(1 for g in report.gates if g.runs and not g.passed)  # passed by a gate of 0: no run had to pass
+        none = sum(1 for g in report.gates if g.vacuous)  # passed by a gate of 0: no run had to pass
         if none:
             what = "cases × connectors" if report.matrix else ("case" if none == 1 else "cases")
             return self.paint(f"⚠ GATES PASSED — {none} {what} passed none of {'its' if none == 1 else 'their'} runs "

@@ -90,7 +90,7 @@ def gate_summary(report: RunReport) -> str:
     """``3/5 passed, 1 failed, 1 not run; early stop saved 12 of 40 runs (30%)``."""
     counts = {v: sum(1 for g in report.gates if g.verdict == v) for v in ("passed", "failed", "incomplete", "skipped", "not run")}
     text = f"{counts['passed']}/{len(report.gates)} passed" + "".join(f", {n} {v}" for v, n in counts.items() if v != "passed" and n)
-    none = sum(1 for g in report.gates if g.verdict == "passed" and not g.passed)
+    none = sum(1 for g in report.gates if g.vacuous)
     if none:
         text += f" ({none} with no passing run: min_pass_rate 0)"
     saved = runs_saved(report.gates)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 _decoder = json.JSONDecoder()
@@ -282,17 +282,35 @@ def json_hint(msg: str, text: str, pos: int, unit: str = "line") -> str | None:
     return "values are strings in double quotes, numbers, true, false or null"
 
 
-def _open_brackets(text: str, pos: int) -> str:
-    """The brackets still open at offset ``pos`` of JSON ``text``, outermost first (strings skipped)."""
-    opened: list[str] = []
+def _brackets(text: str) -> Iterator[tuple[int, str]]:
+    """The offset and character of each bracket of JSON ``text`` outside its strings."""
     in_string = escaped = False
-    for ch in text[:pos]:
+    for i, ch in enumerate(text):
         if in_string:
             in_string, escaped = (True, False) if escaped else (ch != '"', ch == "\\")
         elif ch == '"':
             in_string = True
-        elif ch in "[{":
+        elif ch in "[]{}":
+            yield i, ch
+
+
+def _open_brackets(text: str, pos: int) -> str:
+    """The brackets still open at offset ``pos`` of JSON ``text``, outermost first (strings skipped)."""
+    opened: list[str] = []
+    for _, ch in _brackets(text[:pos]):
+        if ch in "[{":
             opened.append(ch)
-        elif ch in "]}" and opened:
+        elif opened:
             opened.pop()
     return "".join(opened)
+
+
+def deeper_than(text: str, limit: int) -> int | None:
+    """The offset of the first bracket of JSON ``text`` that opens past ``limit`` levels (strings skipped):
+    where JSON too deep for the parser itself passed the limit."""
+    depth = 0
+    for i, ch in _brackets(text):
+        depth += 1 if ch in "[{" else -1
+        if depth > limit:
+            return i
+    return None
