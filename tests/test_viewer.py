@@ -335,3 +335,20 @@ def test_a_gate_cut_short_before_its_runs_decided_it_is_incomplete_not_skipped(p
     assert "Incomplete\n1" in cards and "Skipped\n0" in cards
     page.click("[data-chip=incomplete]")
     assert rows(page) == [["a", "incomplete"]]
+    badge = page.locator("#cases tr[data-id=a] .badge")
+    assert badge.evaluate("b => getComputedStyle(b).color") == "rgb(255, 255, 255)"  # readable on its amber
+    assert page.locator("#cases tr[data-id=a] td").nth(5).inner_text() == "—"  # no stability class on runs cut short
+
+
+def test_a_gate_of_zero_that_passed_with_no_passing_run_is_said_in_a_banner(page, tmp_path):
+    from agenttest.model import CaseResult
+    from agenttest.reporting import write
+    from agenttest.verdicts.gates import Policy
+    from agenttest.verdicts.outcome import make_report
+
+    results = [CaseResult("z", "failed", input="hi", output="no", error="missing 'x'", run=r, index=r - 1, connector="mock") for r in (1, 2)]
+    report = make_report(results, 1795953600.0, 900.0, 2, policies={("", "z", "mock"): Policy(2, 0.0)}, agent_id="bot", connector="mock",
+                         environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
+    write(report, str(tmp_path / "r.html"))
+    page.goto((tmp_path / "r.html").as_uri())
+    assert "1 case passed its gate with no passing run (min_pass_rate 0)." in page.locator(".banner").all_inner_texts()

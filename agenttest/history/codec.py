@@ -176,7 +176,7 @@ SHAPES: dict[type, tuple[Key, ...]] = {
         Key("planned"), Key("passed"), Key("pass_rate", put=lambda g: round(g.pass_rate, 4), derived=True), Key("min_pass_rate"),
         Key("pass_hat_k", put=lambda g: g.pass_hat_k, derived=True), Key("pass_at_k", put=lambda g: g.pass_at_k, derived=True),
         Key("flaky", put=lambda g: g.flaky, derived=True),
-        Key("classification", put=lambda g: gates.classify(100 * g.pass_rate) if g.runs else None, derived=True),
+        Key("classification", put=lambda g: gates.classify(100 * g.pass_rate) if g.runs and g.verdict != "incomplete" else None, derived=True),
         Key("pass_hat", when=lambda g, v: g.runs > 1, put=lambda g: _rates(g.pass_hat), derived=True),
         Key("pass_at", when=lambda g, v: g.runs > 1, put=lambda g: _rates(g.pass_at), derived=True),
         Key("saved", when=_set), Key("skipped", when=_set),
