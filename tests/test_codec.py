@@ -251,6 +251,11 @@ def test_results_spooled_during_the_run_make_the_same_json_report():
     later = dataclasses.replace(report, results=(changed, *report.results[1:]))
     text = "".join(json_chunks(later, spool))
     assert text == "".join(to_json(later)) and "hidden after the run" in text
+    # results added after the spool was read from (the file's position moved) land after the others, not over them
+    more = _report(5)
+    for r in more.results[3:]:
+        spool.add(r)
+    assert "".join(json_chunks(more, spool)) == "".join(to_json(more))
     spool.close()
 
 

@@ -9,7 +9,7 @@ from dataclasses import InitVar, dataclass, field
 import pytest
 
 from agenttest.model import AssertionResult, CaseResult, Gate, Spend, Usage
-from agenttest.util.records import replace
+from agenttest.util.records import builder, replace
 from agenttest.verdicts.gates import Policy, gate
 
 RESULT = CaseResult("a", "failed", "name", [{"role": "user", "content": "hi"}], output="no", error="why", warnings=("w0",),
@@ -82,6 +82,24 @@ def test_classes_it_cannot_copy_so_go_to_dataclasses_replace():
     assert replace(WithInitVar(2, 3), a=4, scale=5).a == 20
     with pytest.raises(ValueError, match="init=False"):
         replace(Derived(1), b=2)
+
+
+@pytest.mark.parametrize("obj", [RESULT, AssertionResult("equals", True, checked="x"), Gate(id="a", runs=3, passed=2), Usage(1, 2, 3)])
+def test_builder_makes_what_init_makes_from_the_same_values(obj):
+    """``builder``: the instance ``cls(*values)`` makes (the worker's results are rebuilt so), still frozen."""
+    values = tuple(getattr(obj, f.name) for f in dataclasses.fields(obj))
+    made = builder(type(obj))(values)
+    init = type(obj)(**{f.name: v for f, v in zip(dataclasses.fields(obj), values)})  # some of these take keywords only
+    assert made == init and type(made) is type(obj) and repr(made) == repr(init)
+    assert all(getattr(made, f.name) is v for f, v in zip(dataclasses.fields(obj), values))
+    with pytest.raises((dataclasses.FrozenInstanceError, TypeError)):
+        setattr(made, dataclasses.fields(obj)[0].name, "b")
+    with pytest.raises(IndexError):  # a value short: refused, not an object with a slot unset
+        builder(type(obj))(values[:-1])
+
+
+def test_builder_leaves_out_the_classes_replace_leaves_to_dataclasses():
+    assert builder(Plain) is None and builder(Checked) is None and builder(WithInitVar) is None and builder(Derived) is None
 
 
 def test_a_one_run_gate_has_the_figures_the_general_path_gives():

@@ -296,8 +296,9 @@ def test_without_ray_the_flag_is_exit_2_saying_how_to_install_it(offline_app):
 
 
 def test_results_cross_the_channel_unchanged():
-    """Results go to the controller through reducers of their own (class and values, rebuilt by __init__):
-    every kind of value in them comes back equal, and each reduced class is one __init__ can rebuild."""
+    """Results go to the controller through reducers of their own (a class's number and its values, rebuilt
+    without __init__): every kind of value in them comes back equal, of its own class, and each reduced class is
+    one whose fields __init__ takes in order (what ``records.builder`` sets)."""
     import dataclasses
     import pickle
 
@@ -314,6 +315,10 @@ def test_results_cross_the_channel_unchanged():
                         tags=("a", "b"), run=2, index=7)
     back = pickle.loads(workers._pickled(("result", 7, result)))
     assert back == ("result", 7, result) and type(back[2].turns[0]) is Turn
+    assert b"_made" in workers._pickled(("result", 7, result)) and b"CaseResult" not in workers._pickled(("result", 7, result))
+    for built in (back[2], back[2].usage, back[2].turns[0], back[2].tool_calls[0], back[2].assertions[0]):
+        again = type(built)(*[getattr(built, f.name) for f in dataclasses.fields(built)])  # every slot set, as __init__ sets it
+        assert built == again and built is not again and repr(built) == repr(again)
     import re
 
     pattern = pickle.loads(workers._pickled(("result", 1, ToolCall("t", {}, "i", re.compile("a+b"), None, 0.0))))[2].result

@@ -31,13 +31,16 @@ class Spool:
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile()
         self._end = 0
+        self._at_end = True  # the file's position is its end (a seek flushes the buffer: one write per result)
         # by the result's unit index: the result (to know it is the one the report holds), its text's place
         self._results: list[CaseResult | None] = []
         self._places = array("q")  # offset, length, offset, length, …
 
     def add(self, result: CaseResult) -> None:
         data = _result_text(result).encode("utf-8", WRITE_ERRORS)
-        self._file.seek(self._end)
+        if not self._at_end:
+            self._file.seek(self._end)
+            self._at_end = True
         self._file.write(data)
         i = result.index
         if i >= len(self._results):
@@ -52,6 +55,7 @@ class Spool:
         i = result.index
         if not 0 <= i < len(self._results) or self._results[i] is not result:
             return _result_text(result)
+        self._at_end = False
         self._file.seek(self._places[2 * i])
         return self._file.read(self._places[2 * i + 1]).decode("utf-8")
 

@@ -31,6 +31,7 @@ from agenttest.resolution import planning
 from agenttest.runner import processes, slots
 from agenttest.runner.controller import StartFailed, WorkerLost
 from agenttest.runtime import usercalls
+from agenttest.util import records
 from agenttest.runner.scheduling import AFTER_GRACE, Unit, internal_error, run_case, units
 
 HEARTBEAT = 0.5
@@ -45,26 +46,33 @@ async def prepare(plan: Plan, caller: Caller) -> list[Problem]:
     return await planning.mcp_tools(list(plan.cases), caller.catalog, plan.agent)
 
 
-def _dataclass_reducer(cls: type) -> Any:
+def _made(tag: int, values: tuple[Any, ...]) -> Any:
+    """What a result's objects are rebuilt by in the controller: the class numbered ``tag`` from its field values
+    (``records.builder``: no ``__init__``). One global a message for pickle to name, not one per class."""
+    return _BUILDERS[tag](values)
+
+
+def _dataclass_reducer(cls: type, tag: int) -> Any:
     """A frozen dataclass with slots pickles through dataclasses' own ``__getstate__``/``__setstate__``, which
-    call ``fields()`` each time (a result is a dozen such objects): sent as its class and its values instead
-    (read with a C ``attrgetter``), it is rebuilt by its own ``__init__``."""
+    call ``fields()`` each time (a result is a dozen such objects), and is rebuilt by its ``__init__``: sent
+    instead as its number and its values (read with a C ``attrgetter``), rebuilt by ``_made``."""
     names = [f.name for f in dataclasses.fields(cls)]
     get = operator.attrgetter(*names)
     if len(names) == 1:
-        return lambda obj: (cls, (get(obj),))
-    return lambda obj: (cls, get(obj))
+        return lambda obj: (_made, (tag, (get(obj),)))
+    return lambda obj: (_made, (tag, get(obj)))
 
 
 def _positional(cls: type) -> bool:
     fields = dataclasses.fields(cls)
-    return bool(fields) and all(f.init and not f.kw_only for f in fields) and not hasattr(cls, "__post_init__") \
-        and len(fields) == len(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+    return bool(fields) and all(f.init and not f.kw_only for f in fields) and records.builder(cls) is not None
 
 
-_REDUCERS = {cls: _dataclass_reducer(cls) for cls in vars(model).values()
-             if isinstance(cls, type) and dataclasses.is_dataclass(cls) and "__slots__" in vars(cls) and _positional(cls)}
-
+_CLASSES = sorted((cls for cls in vars(model).values() if isinstance(cls, type) and dataclasses.is_dataclass(cls) and "__slots__" in vars(cls)
+                   and _positional(cls)), key=lambda c: c.__qualname__)  # the same numbers in both processes (forked, or not)
+_BUILDERS = [records.builder(cls) for cls in _CLASSES]
+_REDUCERS = {cls: _dataclass_reducer(cls, tag) for tag, cls in enumerate(_CLASSES)}
+_TABLE = {**copyreg.dispatch_table, **_REDUCERS}
 _INPUT = [f.name for f in dataclasses.fields(CaseResult)].index("input")
 
 
@@ -75,19 +83,22 @@ def _without(case_input: Any) -> Any:
     values = _REDUCERS[CaseResult]
 
     def reduce(obj: CaseResult) -> Any:
-        cls, fields = values(obj)
-        return (cls, fields[:_INPUT] + (None,) + fields[_INPUT + 1:]) if fields[_INPUT] is case_input else (cls, fields)
+        made, (tag, fields) = values(obj)
+        return (made, (tag, fields[:_INPUT] + (None,) + fields[_INPUT + 1:])) if fields[_INPUT] is case_input else (made, (tag, fields))
     return reduce
 
 
 def _pickled(message: tuple[Any, ...], without_input: Any = None) -> bytes:
     out = io.BytesIO()
     pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
-    # ours over whatever copyreg knows (re.Pattern, and what user code registers there), as it is now: one dict
-    # made per message costs less than a ChainMap's lookup (in Python) for each object pickled
-    table = {**copyreg.dispatch_table, **_REDUCERS}
+    # ours over whatever copyreg knows (re.Pattern, and what user code registers there): the table is made again
+    # only when copyreg's has changed, or for a result sent without its input
+    global _TABLE
+    if len(_TABLE) != len(_REDUCERS) + len(copyreg.dispatch_table) or any(_TABLE.get(k) is not v for k, v in copyreg.dispatch_table.items()):
+        _TABLE = {**copyreg.dispatch_table, **_REDUCERS}
+    table = _TABLE
     if without_input is not None:
-        table[CaseResult] = _without(without_input)
+        table = {**table, CaseResult: _without(without_input)}
     pickler.dispatch_table = table  # type: ignore[assignment]
     pickler.dump(message)
     return out.getvalue()

@@ -30,12 +30,9 @@ def replace(obj: T, /, **changes: Any) -> T:
 
 
 def _copier(cls: type) -> Callable[[Any, dict[str, Any]], Any] | None:
-    if not dataclasses.is_dataclass(cls) or "__slots__" not in cls.__dict__ or hasattr(cls, "__post_init__"):
+    if not _copyable(cls):
         return None
     fields = dataclasses.fields(cls)
-    every = getattr(cls, dataclasses._FIELDS)  # type: ignore[attr-defined] # InitVars are there, not in fields()
-    if len(every) != len(fields) or not all(f.init for f in fields):
-        return None
     names: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_unknown": _unknown}
     lines = ["def copy(obj, changes):", "    new = _new(_cls)", "    if not changes:"]
     for i, f in enumerate(fields):
@@ -47,6 +44,33 @@ def _copier(cls: type) -> Callable[[Any, dict[str, Any]], Any] | None:
     lines += ["    if changes:", "        _unknown(_cls, changes)", "    return new"]
     exec(compile("\n".join(lines), f"<replace of {cls.__name__}>", "exec"), names)  # noqa: S102 — our own classes' field names
     return names["copy"]  # type: ignore[no-any-return]
+
+
+def builder(cls: type) -> Callable[[tuple[Any, ...]], Any] | None:
+    """A function of a tuple of ``cls``'s field values, in field order, to the instance ``cls(*values)``
+    would make — without ``__init__``, which for a frozen class sets each field through
+    ``object.__setattr__`` (a ``CaseResult`` rebuilt so took ~3 × as long). None for a class ``replace``
+    could not copy either."""
+    if not _copyable(cls):
+        return None
+    fields = dataclasses.fields(cls)
+    names: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    lines = ["def build(values):", "    new = _new(_cls)"]
+    for i, f in enumerate(fields):
+        names[f"set{i}"] = cls.__dict__[f.name].__set__
+        lines.append(f"    set{i}(new, values[{i}])")
+    lines.append("    return new")
+    exec(compile("\n".join(lines), f"<build of {cls.__name__}>", "exec"), names)  # noqa: S102 — our own classes' field names
+    return names["build"]  # type: ignore[no-any-return]
+
+
+def _copyable(cls: type) -> bool:
+    """Slotted, every field given to ``__init__`` (no InitVar, no field left out), no ``__post_init__``."""
+    if not dataclasses.is_dataclass(cls) or "__slots__" not in cls.__dict__ or hasattr(cls, "__post_init__"):
+        return False
+    every = getattr(cls, dataclasses._FIELDS)  # type: ignore[attr-defined] # InitVars are there, not in fields()
+    fields = dataclasses.fields(cls)
+    return len(every) == len(fields) and all(f.init for f in fields)
 
 
 def _unknown(cls: type, changes: dict[str, Any]) -> None:
