@@ -250,15 +250,20 @@ class MockConnector:
         self.spec = spec
         self.model = str(spec.options.get("model", "mock"))
         self._rules: dict[str, Rules] = {}
+        self._by_dir: dict[str, Rules] = {}
         self._lock = threading.Lock()
         self._calls = 0
 
     def rules_for(self, agent_dir: str) -> Rules:
+        rules = self._by_dir.get(agent_dir)  # every call asks: the path is made, and the lock taken, once per agent
+        if rules is not None:
+            return rules
         path = os.path.join(agent_dir, str(self.spec.options.get("rules", "mock.yml")))
         with self._lock:
             if path not in self._rules:
                 self._rules[path] = Rules(path)
-            return self._rules[path]
+            rules = self._by_dir[agent_dir] = self._rules[path]
+            return rules
 
     def prepare(self, agent_dir: str) -> list[str]:
         """Load-time check: the agent's mock.yml exists and parses; its warnings."""

@@ -28,18 +28,23 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # agentt
 class Capture:
     """What user code printed while one case ran."""
 
-    def __init__(self) -> None:
-        self.stdout = io.StringIO()
-        self.stderr = io.StringIO()
-        self._lock = threading.Lock()
+    __slots__ = ("_out", "_err", "_lock")
+
+    def __init__(self) -> None:  # every case has one; few print: nothing is made until they do
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self._lock = _LOCK
 
     def write(self, stream: str, text: str) -> None:
         with self._lock:
-            (self.stdout if stream == "stdout" else self.stderr).write(text)
+            (self._out if stream == "stdout" else self._err).append(text)
 
     def text(self) -> tuple[str, str]:
         with self._lock:
-            return self.stdout.getvalue(), self.stderr.getvalue()
+            return "".join(self._out), "".join(self._err)
+
+
+_LOCK = threading.Lock()  # captures are written from a case's threads: one lock for all (held for an append)
 
 
 current_capture: contextvars.ContextVar[Capture | None] = contextvars.ContextVar("agenttest_capture", default=None)
