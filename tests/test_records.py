@@ -9,7 +9,7 @@ from dataclasses import InitVar, dataclass, field
 import pytest
 
 from agenttest.model import AssertionResult, CaseResult, Gate, Spend, Usage
-from agenttest.util.records import builder, replace
+from agenttest.util.records import builder, fast_init, replace
 from agenttest.verdicts.gates import Policy, gate
 
 RESULT = CaseResult("a", "failed", "name", [{"role": "user", "content": "hi"}], output="no", error="why", warnings=("w0",),
@@ -115,3 +115,54 @@ def test_a_one_run_gate_has_the_figures_the_general_path_gives():
         assert (fast.passed, fast.mean_ms, fast.cost, fast.total_cost, fast.tokens) == (int(status == "passed"), 12.3, 0.5, 0.75, 7)
     unpriced = replace(RESULT, spend=(Spend("agent", "c", Usage(1, 1, 2), 1, None),))
     assert gate(key, [unpriced], policy).cost is None and gate(key, [unpriced], policy).total_cost is None
+
+
+def _twins(**kw):
+    """The same frozen class twice: one left to dataclasses, one given ``fast_init``."""
+    made = []
+    for _ in range(2):
+        @dataclass(frozen=True, **kw)
+        class Point:
+            x: int
+            y: int = 2
+            tags: list[str] = field(default_factory=list)
+            label: str = field(default="p", kw_only=True)
+        made.append(Point)
+    return made
+
+
+@pytest.mark.parametrize("slots", [True, False])
+def test_fast_init_makes_what_the_dataclass_init_makes(slots):
+    """Every way of calling it gives the same object as ``dataclasses``' own __init__ (defaults, a fresh
+    default factory each time, keyword-only fields); wrong calls are refused alike; the class stays frozen."""
+    plain, fast = _twins(slots=slots)
+    assert fast_init(fast) and fast.__init__.__code__.co_filename == "<__init__ of Point>"
+    for args, kwargs in [((1,), {}), ((1, 5), {}), ((1,), {"y": 7, "label": "q"}), ((), {"x": 0, "tags": ["a"]})]:
+        a, b = plain(*args, **kwargs), fast(*args, **kwargs)
+        assert dataclasses.astuple(a) == dataclasses.astuple(b) and repr(a).replace("Point", "") == repr(b).replace("Point", "")
+    assert fast(1).tags is not fast(1).tags  # the factory is called for each
+    for args, kwargs in [((), {}), ((1, 2, [], "l"), {}), ((1,), {"z": 3})]:
+        with pytest.raises(TypeError):
+            plain(*args, **kwargs)
+        with pytest.raises(TypeError):
+            fast(*args, **kwargs)
+    with pytest.raises((dataclasses.FrozenInstanceError, TypeError)):
+        fast(1).x = 2  # type: ignore[misc]
+    assert fast(3) == fast(3) and hash(fast(3, tags=None)) == hash(fast(3, tags=None))  # type: ignore[arg-type]
+
+
+def test_fast_init_leaves_alone_what_it_cannot_make_the_same():
+    @dataclass
+    class Mutable:
+        a: int
+
+    assert not fast_init(Checked) and not fast_init(WithInitVar) and not fast_init(Derived) and not fast_init(Mutable) and not fast_init(Plain)
+    with pytest.raises(ValueError, match="a < 0"):
+        Checked(-1)  # its __post_init__ still runs
+
+
+def test_the_models_init_is_the_fast_one():
+    from agenttest.model import Case, CaseResult, Usage
+
+    for cls in (Case, CaseResult, Usage, AssertionResult, Gate, Spend):
+        assert cls.__init__.__code__.co_filename == f"<__init__ of {cls.__name__}>"

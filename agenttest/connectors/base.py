@@ -68,3 +68,8 @@ def factory(type_name: str) -> Factory | None:
 
 def type_names() -> list[str]:
     return CONNECTORS.names()
+
+
+from agenttest.util.records import fast_init as _fast_init  # noqa: E402
+
+_fast_init(ChatRequest)  # one per model call

@@ -40,10 +40,12 @@ class Trace:
     _ends: float | None = None
 
     def add_usage(self, role: str, usage: Usage, connector: str = "") -> None:
-        self.usage[role] = self.usage.get(role, Usage()) + usage
+        before = self.usage.get(role)  # a first call's usage is kept as it is (a Usage is immutable)
+        self.usage[role] = usage if before is None else before + usage
         self.model_calls += 1
         key = (role, connector)
-        self.by_connector[key] = self.by_connector.get(key, Usage()) + usage
+        before = self.by_connector.get(key)
+        self.by_connector[key] = usage if before is None else before + usage
         self.calls[key] = self.calls.get(key, 0) + 1
 
     @property

@@ -71,7 +71,7 @@ def _order(key: Key) -> tuple[int, str]:
 def spend_of(usage: Mapping[Key, Usage], calls: Mapping[Key, int], prices: Mapping[str, Pricing | None]) -> tuple[Spend, ...]:
     """A case run's model usage by (role, connector), priced."""
     out = []
-    for (role, connector), used in sorted(usage.items(), key=lambda item: _order(item[0])):
+    for (role, connector), used in (usage.items() if len(usage) < 2 else sorted(usage.items(), key=lambda item: _order(item[0]))):
         pricing = prices.get(connector)
         out.append(Spend(role, connector, used, calls.get((role, connector), 0), pricing.cost(used) if pricing is not None else None))
     return tuple(out)
