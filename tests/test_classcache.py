@@ -98,6 +98,24 @@ def test_the_same_text_is_compiled_once(modules):
     assert classcache._added == before
 
 
+def test_code_agenttest_writes_itself_is_kept_under_its_file_name():
+    """``compiled``: what util/records writes for our classes (their fast __init__, builders) is compiled once
+    and kept with the rest; the same text under another file name is a code object of its own."""
+    text = "def f(x):\n    return x + 1"
+    before = classcache._added
+    first = classcache.compiled(text, "<probe one>")
+    assert classcache._added == before + 1 and first.co_filename == "<probe one>"
+    assert classcache.compiled(text, "<probe one>") is first and classcache._added == before + 1
+    other = classcache.compiled(text, "<probe two>")
+    assert other is not first and other.co_filename == "<probe two>"
+    names: dict = {}
+    exec(first, names)
+    assert names["f"](1) == 2
+    from agenttest.model import Case
+
+    assert any(key.startswith("# <__init__ of Case>\n") for key in classcache._codes)  # the model's, kept at import
+
+
 def test_other_packages_classes_are_left_to_dataclasses(modules):
     kept = len(classcache._codes)
     module = modules("someone_else._probe")

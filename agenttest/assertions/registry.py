@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agenttest.errors import did_you_mean
 from agenttest.util.records import fast_init as _fast_init, replace
 from agenttest.plugins import ASSERTIONS
 from agenttest.model import AssertionResult, AssertionSpec, Case, Message, ToolCall
@@ -150,15 +151,11 @@ def check(params: dict[str, Any]) -> list[CheckProblem]:
     kind = params.get("type") or "equals"
     spec = _REGISTRY.get(kind)
     if spec is None:
-        from agenttest.errors import did_you_mean  # here, not per call: an import statement costs ~1 µs (100,000 cases)
-
         hint = did_you_mean(kind, _REGISTRY) or f"known types: {', '.join(names())}"
         return [("type", f"unknown assertion type '{kind}'", hint)]
     problems: list[CheckProblem] = []
     for key, value in params.items():
         if key not in spec.params:
-            from agenttest.errors import did_you_mean
-
             hint = did_you_mean(key, spec.fields) or f"'{kind}' takes: {', '.join(sorted(spec.fields))}"
             problems.append((key, f"'{key}' is not a field of a '{kind}' assertion", hint))
         elif spec.params[key] and key not in COMMON_FIELDS:

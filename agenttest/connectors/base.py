@@ -10,6 +10,7 @@ from typing import Any, Literal, Protocol
 from agenttest.errors import CallError
 from agenttest.plugins import CONNECTORS
 from agenttest.model import Completion, Message
+from agenttest.util.records import fast_init as _fast_init
 
 FailureKind = Literal["rate_limit", "server", "timeout", "connection", "unreachable"]
 
@@ -69,7 +70,5 @@ def factory(type_name: str) -> Factory | None:
 def type_names() -> list[str]:
     return CONNECTORS.names()
 
-
-from agenttest.util.records import fast_init as _fast_init  # noqa: E402
 
 _fast_init(ChatRequest)  # one per model call

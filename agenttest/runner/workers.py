@@ -65,12 +65,13 @@ def _dataclass_reducer(cls: type, tag: int) -> Any:
 
 def _positional(cls: type) -> bool:
     fields = dataclasses.fields(cls)
-    return bool(fields) and all(f.init and not f.kw_only for f in fields) and records.builder(cls) is not None
+    return bool(fields) and all(f.init and not f.kw_only for f in fields)
 
 
-_CLASSES = sorted((cls for cls in vars(model).values() if isinstance(cls, type) and dataclasses.is_dataclass(cls) and "__slots__" in vars(cls)
-                   and _positional(cls)), key=lambda c: c.__qualname__)  # the same numbers in both processes (forked, or not)
-_BUILDERS = [records.builder(cls) for cls in _CLASSES]
+_BUILT = {cls: records.builder(cls) for cls in sorted(vars(model).values(), key=lambda c: getattr(c, "__qualname__", ""))
+          if isinstance(cls, type) and dataclasses.is_dataclass(cls) and _positional(cls)}  # in the same order in both processes
+_CLASSES = [cls for cls, build in _BUILT.items() if build is not None]
+_BUILDERS = [_BUILT[cls] for cls in _CLASSES]
 _REDUCERS = {cls: _dataclass_reducer(cls, tag) for tag, cls in enumerate(_CLASSES)}
 _TABLE = {**copyreg.dispatch_table, **_REDUCERS}
 _INPUT = [f.name for f in dataclasses.fields(CaseResult)].index("input")

@@ -83,6 +83,21 @@ def _is_ours(globals: Any) -> bool:
     return isinstance(name, str) and (name == _OURS or name.startswith(_OURS + "."))
 
 
+def compiled(txt: str, filename: str) -> CodeType:
+    """``compile(txt, filename, "exec")`` for code agenttest writes itself at import (``util/records``), kept as
+    the dataclasses' code is: compiled once, then read from ``__pycache__``."""
+    global _added
+    if not _installed:
+        return compile(txt, filename, "exec", dont_inherit=True)
+    key = f"# {filename}\n{txt}"  # a text of its own: never one of dataclasses' (which start "def __create_fn__")
+    _used.add(key)
+    code = _codes.get(key)
+    if code is None:
+        code = _codes[key] = compile(txt, filename, "exec", dont_inherit=True)
+        _added += 1
+    return code
+
+
 def _compiled(txt: str) -> CodeType:
     global _added
     _used.add(txt)

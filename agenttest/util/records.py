@@ -9,9 +9,10 @@ by a function written once per class that sets each slot through its descriptor 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from agenttest.util.classcache import compiled
 
 T = TypeVar("T")
 
@@ -43,7 +44,7 @@ def _copier(cls: type) -> Callable[[Any, dict[str, Any]], Any] | None:
     for i, f in enumerate(fields):
         lines.append(f"    set{i}(new, pop({f.name!r}) if {f.name!r} in changes else obj.{f.name})")
     lines += ["    if changes:", "        _unknown(_cls, changes)", "    return new"]
-    exec(compile("\n".join(lines), f"<replace of {cls.__name__}>", "exec"), names)  # noqa: S102 — our own classes' field names
+    exec(compiled("\n".join(lines), f"<replace of {cls.__name__}>"), names)  # noqa: S102 — our own classes' field names
     return names["copy"]  # type: ignore[no-any-return]
 
 
@@ -61,7 +62,7 @@ def builder(cls: type) -> Callable[[tuple[Any, ...]], Any] | None:
         names[f"set{i}"] = cls.__dict__[f.name].__set__
         lines.append(f"    set{i}(new, values[{i}])")
     lines.append("    return new")
-    exec(compile("\n".join(lines), f"<build of {cls.__name__}>", "exec"), names)  # noqa: S102 — our own classes' field names
+    exec(compiled("\n".join(lines), f"<build of {cls.__name__}>"), names)  # noqa: S102 — our own classes' field names
     return names["build"]  # type: ignore[no-any-return]
 
 
@@ -78,22 +79,23 @@ def fast_init(cls: type) -> bool:
     fields = dataclasses.fields(cls)
     if not slotted and any(hasattr(type(getattr(cls, f.name, None)), "__set__") for f in fields):
         return False  # a field's name is also a data descriptor of the class (a property): its __dict__ is not where it goes
-    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    if sorted(p.name for p in params) != sorted(f.name for f in fields) or any(f.name.startswith("_at_") or f.name == "self" for f in fields):
+    if any(f.name.startswith("_at_") or f.name == "self" for f in fields):
         return False
+    # the parameters dataclasses gives __init__: the fields in order, keyword-only ones after a "*"
     names: dict[str, Any] = {"_at_HDF": dataclasses._HAS_DEFAULT_FACTORY}  # type: ignore[attr-defined]
-    args, star = ["self"], False
-    for p in params:
-        if p.kind is p.KEYWORD_ONLY and not star:
+    args = ["self"]
+    for kw_only in (False, True):
+        chosen = [f for f in fields if bool(f.kw_only) is kw_only]
+        if kw_only and chosen:
             args.append("*")
-            star = True
-        elif p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-            return False
-        if p.default is p.empty:
-            args.append(p.name)
-        else:
-            names[f"_at_d_{p.name}"] = p.default
-            args.append(f"{p.name}=_at_d_{p.name}")
+        for f in chosen:
+            if f.default is not dataclasses.MISSING:
+                names[f"_at_d_{f.name}"] = f.default
+                args.append(f"{f.name}=_at_d_{f.name}")
+            elif f.default_factory is not dataclasses.MISSING:
+                args.append(f"{f.name}=_at_HDF")
+            else:
+                args.append(f.name)
     lines = [f"def __init__({', '.join(args)}):"]
     if not slotted:  # what object.__setattr__ does for a plain attribute of an instance with a __dict__
         lines.append("    _at_d = self.__dict__")
@@ -107,7 +109,7 @@ def fast_init(cls: type) -> bool:
             lines.append(f"    _at_set{i}(self, {value})")
         else:
             lines.append(f"    _at_d[{f.name!r}] = {value}")
-    exec(compile("\n".join(lines), f"<__init__ of {cls.__name__}>", "exec"), names)  # noqa: S102 — our own classes' field names
+    exec(compiled("\n".join(lines), f"<__init__ of {cls.__name__}>"), names)  # noqa: S102 — our own classes' field names
     init = names["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__doc__ = cls.__init__.__doc__
