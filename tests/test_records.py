@@ -166,3 +166,25 @@ def test_the_models_init_is_the_fast_one():
 
     for cls in (Case, CaseResult, Usage, AssertionResult, Gate, Spend):
         assert cls.__init__.__code__.co_filename == f"<__init__ of {cls.__name__}>"
+
+
+def test_builder_shares_the_text_of_the_fields_it_is_told_to():
+    """``builder(cls, shared)``: a named field's text is ``sys.intern``'s one copy (two results unpickled from
+    equal labels hold one object); other fields, and values that are not exactly ``str``, are kept as given."""
+    import sys
+
+    class Label(str):
+        pass
+
+    build = builder(AssertionResult, ("type", "checked", "expected"))
+    first, second = (build(("".join(["con", "tains"]), True, "".join(["m", "sg"]), "".join(["sub", "mitted"]), None, None, None, False, "",
+                                         f"value={n}"))
+                     for n in ("x", "x"))
+    assert first == second and first.type is second.type is sys.intern("contains")
+    assert first.expected is second.expected and first.checked is second.checked
+    assert first.message == second.message and first.message is not second.message  # not a shared field
+    odd = Label("contains")
+    kept = build((odd, True, "", ["a", "list"], None, None, None, False, "", ""))
+    assert kept.type is odd and kept.expected == ["a", "list"]
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        builder(AssertionResult, ("nope",))

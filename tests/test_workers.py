@@ -380,3 +380,34 @@ def test_a_result_crosses_without_its_cases_input_which_the_controller_puts_back
     assert pickle.loads(light)[2].input is None and len(light) < len(heavy) - 250
     assert pickle.loads(heavy)[2].input == history
     assert pickle.loads(workers._pickled(("result", 1, result)))[2].input == history  # nothing left out otherwise
+
+
+def test_results_rebuilt_in_the_controller_share_their_labels_and_their_cases_ids():
+    """Labels every result repeats (status, role, connector, model, assertion type) arrive as one object each,
+    not a copy per result; a result's id is its case's own (interned when the case was made); equal usages
+    are one object; a usage holding a value that cannot be a key is still rebuilt."""
+    import pickle
+    import sys
+
+    from agenttest.inputs.casefiles import parse
+    from agenttest.model import AssertionResult, CaseResult, ModelCall, Spend, Usage
+    from agenttest.runner import workers
+
+    case = parse('{"id": "case-7", "input": "hi", "assert": {"type": "contains", "value": "ok"}}\n', "t.jsonl").cases[0]
+
+    def result(n: int) -> CaseResult:
+        usage = Usage(20 + n % 1, 4, 24)
+        return CaseResult("".join(["case-", "7"]), "".join(["pass", "ed"]), output="ok", usage=usage, connector="".join(["mo", "ck"]),
+                          assertions=(AssertionResult("".join(["cont", "ains"]), True, checked="".join(["value=", "ok"])),),
+                          spend=(Spend("".join(["ag", "ent"]), "".join(["mo", "ck"]), Usage(20, 4, 24), 1),),
+                          model_calls=(ModelCall("".join(["ag", "ent"]), "mock", "".join(["m", "1"])),))
+
+    a, b = (pickle.loads(workers._pickled(("result", i, result(i))))[2] for i in (1, 2))
+    assert a == result(1) and b == result(2)
+    assert a.status is b.status and a.connector is b.connector and a.assertions[0].type is b.assertions[0].type
+    assert a.assertions[0].checked is b.assertions[0].checked and a.spend[0].role is b.model_calls[0].role
+    assert a.model_calls[0].model is b.model_calls[0].model
+    assert a.id is case.id is sys.intern("case-7")
+    assert a.usage is b.usage is a.spend[0].usage
+    odd = pickle.loads(workers._pickled(("result", 1, CaseResult("c", "passed", usage=Usage([1], 0, 1)))))[2]  # type: ignore[arg-type]
+    assert odd.usage == Usage([1], 0, 1)  # type: ignore[arg-type]

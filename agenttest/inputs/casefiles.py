@@ -627,12 +627,12 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
     if simulator is None and (checkpoints or raw.get("end") == "simulator") and default_simulator:
         simulator = SimulatorSpec(default_simulator)
     return Case(
-        id=raw["id"],
+        id=_interned(raw["id"]),  # its results' ids are rebuilt as this very object (runner/workers._LABELS)
         messages=normalize(raw.get("input")),
         raw=raw,
         location=location,
         base_dir=base_dir,
-        file=location.file,
+        file=_interned(location.file),
         name=raw.get("name", ""),
         description=raw.get("description", ""),
         assertions=specs,
@@ -667,6 +667,10 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
         ),
         locator=locator,
     )
+
+
+def _interned(text: Any) -> Any:
+    return sys.intern(text) if type(text) is str else text
 
 
 def mock_of(raw: dict[str, Any]) -> Mock:

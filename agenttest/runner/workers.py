@@ -68,10 +68,43 @@ def _positional(cls: type) -> bool:
     return bool(fields) and all(f.init and not f.kw_only for f in fields)
 
 
-_BUILT = {cls: records.builder(cls) for cls in sorted(vars(model).values(), key=lambda c: getattr(c, "__qualname__", ""))
+# the fields whose text repeats from one result to the next (a status, a role, a connector's or a model's name,
+# an assertion's type and what it checked; a case's id and file, which its case holds interned): rebuilt as
+# one shared object each (``records.builder``), not one copy per result
+_LABELS: dict[type, tuple[str, ...]] = {
+    model.CaseResult: ("id", "status", "file", "connector", "skip_reason"),
+    model.AssertionResult: ("type", "message", "expected", "checked"),
+    model.Spend: ("role", "connector"),
+    model.ModelCall: ("role", "connector", "model"),
+    model.ToolCall: ("name", "server", "location"),
+    model.CheckpointResult: ("id", "description", "tool"),
+    model.WorldChange: ("path", "op"),
+}
+_BUILT = {cls: records.builder(cls, _LABELS.get(cls, ())) for cls in sorted(vars(model).values(), key=lambda c: getattr(c, "__qualname__", ""))
           if isinstance(cls, type) and dataclasses.is_dataclass(cls) and _positional(cls)}  # in the same order in both processes
 _CLASSES = [cls for cls, build in _BUILT.items() if build is not None]
 _BUILDERS = [_BUILT[cls] for cls in _CLASSES]
+
+
+def _one_per_value(build: Callable[[tuple[Any, ...]], Any], most: int = 4096) -> Callable[[tuple[Any, ...]], Any]:
+    """``build`` for an immutable value type that results repeat (a ``Usage``: a case's, then its spend's): one
+    object per distinct value, for the first ``most`` distinct values (then built each time)."""
+    made: dict[tuple[Any, ...], Any] = {}
+
+    def one(values: tuple[Any, ...]) -> Any:
+        try:
+            obj = made.get(values)
+        except TypeError:  # a value that cannot be a key (what a connector of the user's counted)
+            return build(values)
+        if obj is None:
+            obj = build(values)
+            if len(made) < most:
+                made[values] = obj
+        return obj
+    return one
+
+
+_BUILDERS[_CLASSES.index(model.Usage)] = _one_per_value(_BUILT[model.Usage])  # type: ignore[arg-type]
 _REDUCERS = {cls: _dataclass_reducer(cls, tag) for tag, cls in enumerate(_CLASSES)}
 _TABLE = {**copyreg.dispatch_table, **_REDUCERS}
 _INPUT = [f.name for f in dataclasses.fields(CaseResult)].index("input")
