@@ -82,8 +82,6 @@ _LABELS: dict[type, tuple[str, ...]] = {
 }
 _BUILT = {cls: records.builder(cls, _LABELS.get(cls, ())) for cls in sorted(vars(model).values(), key=lambda c: getattr(c, "__qualname__", ""))
           if isinstance(cls, type) and dataclasses.is_dataclass(cls) and _positional(cls)}  # in the same order in both processes
-_CLASSES = [cls for cls, build in _BUILT.items() if build is not None]
-_BUILDERS = [_BUILT[cls] for cls in _CLASSES]
 
 
 def _one_per_value(build: Callable[[tuple[Any, ...]], Any], most: int = 4096) -> Callable[[tuple[Any, ...]], Any]:
@@ -104,7 +102,8 @@ def _one_per_value(build: Callable[[tuple[Any, ...]], Any], most: int = 4096) ->
     return one
 
 
-_BUILDERS[_CLASSES.index(model.Usage)] = _one_per_value(_BUILT[model.Usage])  # type: ignore[arg-type]
+_CLASSES = [cls for cls, build in _BUILT.items() if build is not None]
+_BUILDERS = [_one_per_value(_BUILT[cls]) if cls is model.Usage else _BUILT[cls] for cls in _CLASSES]  # type: ignore[arg-type]
 _REDUCERS = {cls: _dataclass_reducer(cls, tag) for tag, cls in enumerate(_CLASSES)}
 _TABLE = {**copyreg.dispatch_table, **_REDUCERS}
 _INPUT = [f.name for f in dataclasses.fields(CaseResult)].index("input")
