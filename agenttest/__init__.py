@@ -4,35 +4,38 @@ The public API: the data that flows (cases, results, reports), the errors, and t
 registry per plug-in kind (``plugins.ASSERTIONS``, ``CONNECTORS``, ``REPORTS``, ``SOURCES``, ``MODES``)
 and the decorators that add to them (``register_assertion``, ``register_connector``, ``register_report``)."""
 
-from agenttest.util import classcache as _classcache
+from agenttest.util import collector as _collector
 
-_classcache.install(__path__[0])  # before any of agenttest's dataclasses is made
+with _collector.importing():  # util/collector.py
+    from agenttest.util import classcache as _classcache
 
-from agenttest import plugins
-from agenttest.assertions import Observation
-from agenttest.assertions import register as register_assertion
-from agenttest.connectors import ChatRequest, Connector, ConnectorSpec
-from agenttest.connectors import register as register_connector
-from agenttest.errors import AgentError, AgentTestError, CallError, ExitCode, InputError, Location, Problem
-from agenttest.inputs.casefiles import Loaded
-from agenttest.model import (
-    AssertionResult,
-    AssertionSpec,
-    Case,
-    CaseResult,
-    Checkpoint,
-    Completion,
-    Context,
-    Reply,
-    RunReport,
-    ToolCall,
-    Turn,
-    Usage,
-)
-from agenttest.modes.base import CaseEnv
-from agenttest.plugins import Registry
-from agenttest.reporting.formats import register as register_report
-from agenttest.version import __version__
+    _classcache.install(__path__[0])  # before any of agenttest's dataclasses is made
+
+    from agenttest import plugins
+    from agenttest.assertions import Observation
+    from agenttest.assertions import register as register_assertion
+    from agenttest.connectors import ChatRequest, Connector, ConnectorSpec
+    from agenttest.connectors import register as register_connector
+    from agenttest.errors import AgentError, AgentTestError, CallError, ExitCode, InputError, Location, Problem
+    from agenttest.inputs.casefiles import Loaded
+    from agenttest.model import (
+        AssertionResult,
+        AssertionSpec,
+        Case,
+        CaseResult,
+        Checkpoint,
+        Completion,
+        Context,
+        Reply,
+        RunReport,
+        ToolCall,
+        Turn,
+        Usage,
+    )
+    from agenttest.modes.base import CaseEnv
+    from agenttest.plugins import Registry
+    from agenttest.reporting.formats import register as register_report
+    from agenttest.version import __version__
 
 __all__ = [
     "AgentError",

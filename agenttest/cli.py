@@ -15,13 +15,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import click
+from agenttest.util import collector
 
-from agenttest.config import RunConfig
+with collector.importing():  # click and the run's configuration: ~12,000 objects, no garbage
+    import click
 
-from agenttest.util.durations import parse_duration, parse_size
-from agenttest.errors import AgentTestError, ExitCode, InternalError
-from agenttest.version import __version__
+    from agenttest.config import RunConfig
+    from agenttest.errors import AgentTestError, ExitCode, InternalError
+    from agenttest.util.durations import parse_duration, parse_size
+    from agenttest.version import __version__
 
 EPILOG = """\b
 Examples:
@@ -330,7 +332,7 @@ def run_command(**flags: Any) -> None:
         from agenttest.util.pipes import PipeSafe
 
         out, err = PipeSafe(sys.stdout), PipeSafe(sys.stderr)  # type: ignore[arg-type]  # `| head`: the run goes on
-        _tune_gc()
+        collector.run_begins()
         if config.json:  # stdout carries the events; the console goes to stderr
             return asyncio.run(Session(config, err, events=out).run())  # type: ignore[arg-type]
         return asyncio.run(Session(config, out).run())  # type: ignore[arg-type]
@@ -480,28 +482,13 @@ def init_command(folder: str) -> None:
 def entry() -> None:
     """The ``agent-test`` script: ``main``, then leave at once — the report is written and flushed, the
     files are closed; only the interpreter's teardown of a run's objects (0.1–0.2 s) is skipped."""
-    global _OWN_PROCESS
-    _OWN_PROCESS = True
+    collector.claim()
     try:
         main(prog_name="agent-test")
     except SystemExit as exc:
         if exc.code is not None and not isinstance(exc.code, int):
             raise  # a message to print: the interpreter's own way
         _leave(exc.code or 0)
-
-
-_OWN_PROCESS = False  # set by entry(): the process is ours (not a CliRunner test, not a library caller)
-
-
-def _tune_gc() -> None:
-    """For a run of many small objects, in a process of our own: what start-up made is never garbage, so
-    the collector stops scanning it (gc.freeze), and it runs less often (the thresholds). CPython's cyclic
-    GC cost ~0.45 s in a 2,000-call run before (bench/RESULTS.md)."""
-    if _OWN_PROCESS:
-        import gc
-
-        gc.freeze()
-        gc.set_threshold(20_000, 20, 20)
 
 
 def _leave(code: int) -> None:

@@ -65,6 +65,11 @@ def TestSleeps(t, ctx):
 def AtExit(ctx, cases):
     import atexit
     atexit.register(mark, "atexit")
+def GcState(ctx, cases):
+    import gc, sys
+    young = {id(o) for o in gc.get_objects()}  # every generation but the permanent one
+    sdk = sys.modules["openai.types.chat"].__dict__
+    mark(f"gc-enabled={gc.isenabled()}-young={gc.get_threshold()[0]}-sdk-frozen={id(sdk) not in young}")
 """
 
 
@@ -276,9 +281,25 @@ def test_in_process_runs_leave_the_garbage_collector_alone(app_dir, tmp_path):
 
     from helpers import cli
 
-    before = gc.get_threshold(), gc.get_freeze_count()
+    before = gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()
     path = app_dir / "cases.jsonl"
     path.write_text(json.dumps({"id": "a", "input": "hi"}) + "\n")
     result = cli("-i", str(path), "-n", "bot", "--app", str(app_dir), "-o", str(tmp_path / "r.json"))
     assert result.exit_code in (0, 1), result.output
-    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+    assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()) == before
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_the_cli_runs_its_cases_with_start_up_frozen_and_the_collector_on(app_dir, tmp_path, workers, server):
+    """In the CLI's own process (and a worker forked from it) user code meets a collector that is on, runs
+    at the run's thresholds, and has start-up's objects — the SDK's included — frozen (util/collector.py)."""
+    (app_dir / "connectors" / "fake.conn.yao").write_text(json.dumps({"type": "openai", "options": {
+        "model": "fake-model", "host": server.host, "key": "$ENV.FAKE_OPENAI_KEY", "max_retries": 0}}))
+    package = app_dir / "assistants" / "bot" / "package.yao"
+    package.write_text(json.dumps({**json.loads(package.read_text()), "connector": "fake"}))
+    cases = [{"id": "a", "input": "hi"}]
+    code, stdout, stderr = agent_test(app_dir, cases, "--before", "env_test.GcState", "--workers", workers,
+                                      env={"FAKE_OPENAI_KEY": "sk-test-gc"})
+    assert code in (0, 1) and "Traceback" not in stderr, stderr
+    assert server.requests, "the case reached the model through the SDK"
+    assert [m for m in marks(app_dir) if m.startswith("gc-")] == ["gc-enabled=True-young=20000-sdk-frozen=True"]

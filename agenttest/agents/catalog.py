@@ -21,6 +21,7 @@ from agenttest.connectors.files import spec_for
 from agenttest.connectors.throttle import Traffic
 from agenttest.errors import AgentTestError, InputError
 from agenttest.agents.mcp import Servers
+from agenttest.util import collector
 from agenttest.util.secrets import Secrets
 from agenttest.app.yaofiles import function, load_module
 
@@ -103,17 +104,18 @@ class Catalog:
         modules = [m for c in self._connectors.values() for m in wanted.get(c.spec.type, [])]
         if any(agent.spec.mcp for agent in self._agents.values()):
             modules += ["mcp", "mcp.client.stdio", "mcp.client.sse", "mcp.client.streamable_http"]
-        for name in dict.fromkeys(modules):
-            importlib.import_module(name)
-        if "openai" in modules:  # the SDK's aiohttp transport imports aiohttp (~65 ms) when its first client is made
-            for name in ("openai._vendor.httpx_aiohttp.transport", "httpcore2"):
-                try:
-                    importlib.import_module(name)
-                except ImportError:  # another SDK version, or no aiohttp: each worker imports what it needs
-                    pass
-            from agenttest.connectors.openai import prepared_context
+        with collector.importing():  # ~55,000 objects, no garbage (util/collector.py)
+            for name in dict.fromkeys(modules):
+                importlib.import_module(name)
+            if "openai" in modules:  # the SDK's aiohttp transport imports aiohttp (~65 ms) when its first client is made
+                for name in ("openai._vendor.httpx_aiohttp.transport", "httpcore2"):
+                    try:
+                        importlib.import_module(name)
+                    except ImportError:  # another SDK version, or no aiohttp: each worker imports what it needs
+                        pass
+                from agenttest.connectors.openai import prepared_context
 
-            prepared_context()  # the preparing thread ends before a fork
+                prepared_context()  # the preparing thread ends before a fork
 
     def forked(self) -> None:
         """In a forked worker: make the connectors again, since their network clients belong to the controller's

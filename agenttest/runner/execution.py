@@ -33,6 +33,7 @@ async def execute(plan: Plan, caller: Caller, watch: Any, signals: Signals, work
     """Run ``plan`` (on the ``workers``, if any); ``watch`` is told of every start, result and run saved by --early-stop."""
     done = Finished(RunState())
     if workers is None:  # cases run here: their clients are made before the first (workers make their own)
+        caller.catalog.import_sdks()
         caller.catalog.warm()
     task = signals.task = asyncio.create_task(scheduling.run(plan, caller, done.state, watch.started, watch.finished, watch.saved, workers))
     try:

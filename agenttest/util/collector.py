@@ -1,0 +1,48 @@
+"""CPython's cyclic garbage collector, at start-up and in a run.
+
+Start-up — importing agenttest, click and the SDKs — makes ~80,000 long-lived objects and no garbage, yet
+the collector scanned them again and again: ~55 ms before the first request of a one-case run, most of it
+while the openai SDK imports (bench/RESULTS.md). So those imports run ``importing``: with the collector
+off, and after them as it was (a library caller's collector is theirs).
+
+In a process of agenttest's own (the ``agent-test`` command, which ``claim``s it; never a library caller's
+or a test's CliRunner process), ``run_begins`` tunes it for a run of many small objects: what start-up
+made is frozen (never scanned again) and it runs less often than by default."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import sys
+from collections.abc import Iterator
+
+RUN_THRESHOLDS = (20_000, 20, 20)  # CPython's default is (700, 10, 10)
+_ours = False  # set by ``claim``: only then does ``run_begins`` touch the collector
+
+
+def claim() -> None:
+    """The process is agenttest's own (the ``agent-test`` command)."""
+    global _ours
+    _ours = True
+
+
+@contextlib.contextmanager
+def importing() -> Iterator[None]:
+    """No collection inside the block; after it, the collector as it was before. In a claimed process, what
+    the block made is frozen if it imported a module."""
+    collecting, modules = gc.isenabled(), len(sys.modules)
+    gc.disable()
+    try:
+        yield
+    finally:
+        if _ours and len(sys.modules) > modules:  # it imported: what it made is never scanned again (moved to
+            gc.freeze()  # the permanent generation, not traversed); a block that imported nothing freezes nothing
+        if collecting:
+            gc.enable()
+
+
+def run_begins() -> None:
+    """In a process of our own: freeze what start-up made, and collect at the run's thresholds."""
+    if _ours:
+        gc.freeze()
+        gc.set_threshold(*RUN_THRESHOLDS)
