@@ -6,6 +6,8 @@ and the decorators that add to them (``register_assertion``, ``register_connecto
 
 from agenttest.util import collector as _collector
 
+if _collector.started_as_the_command():  # ``agent-test …``: what these imports make is frozen as they end
+    _collector.claim()
 with _collector.importing():  # util/collector.py
     from agenttest.util import classcache as _classcache
 

@@ -69,7 +69,8 @@ def GcState(ctx, cases):
     import gc, sys
     young = {id(o) for o in gc.get_objects()}  # every generation but the permanent one
     sdk = sys.modules["openai.types.chat"].__dict__
-    mark(f"gc-enabled={gc.isenabled()}-young={gc.get_threshold()[0]}-sdk-frozen={id(sdk) not in young}")
+    passes = len(getattr(gc, "passes_seen", ()))  # counted from the interpreter's start (the test's sitecustomize)
+    mark(f"gc-enabled={gc.isenabled()}-young={gc.get_threshold()[0]}-sdk-frozen={id(sdk) not in young}-few={passes < 10}")
 """
 
 
@@ -297,9 +298,13 @@ def test_the_cli_runs_its_cases_with_start_up_frozen_and_the_collector_on(app_di
         "model": "fake-model", "host": server.host, "key": "$ENV.FAKE_OPENAI_KEY", "max_retries": 0}}))
     package = app_dir / "assistants" / "bot" / "package.yao"
     package.write_text(json.dumps({**json.loads(package.read_text()), "connector": "fake"}))
+    counting = tmp_path / "counting"  # the collector's passes from the interpreter's start: before, ~60 to the run
+    counting.mkdir()
+    (counting / "sitecustomize.py").write_text("import gc\ngc.passes_seen = []\n"
+                                               "gc.callbacks.append(lambda phase, info: phase == 'start' and gc.passes_seen.append(info))\n")
     cases = [{"id": "a", "input": "hi"}]
     code, stdout, stderr = agent_test(app_dir, cases, "--before", "env_test.GcState", "--workers", workers,
-                                      env={"FAKE_OPENAI_KEY": "sk-test-gc"})
+                                      env={"FAKE_OPENAI_KEY": "sk-test-gc", "PYTHONPATH": f"{counting}{os.pathsep}{REPO}"})
     assert code in (0, 1) and "Traceback" not in stderr, stderr
     assert server.requests, "the case reached the model through the SDK"
-    assert [m for m in marks(app_dir) if m.startswith("gc-")] == ["gc-enabled=True-young=20000-sdk-frozen=True"]
+    assert [m for m in marks(app_dir) if m.startswith("gc-")] == ["gc-enabled=True-young=20000-sdk-frozen=True-few=True"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import sys
 from collections.abc import Iterator
 
@@ -24,6 +25,19 @@ def claim() -> None:
     """The process is agenttest's own (the ``agent-test`` command)."""
     global _ours
     _ours = True
+
+
+def started_as_the_command(argv: list[str] | None = None) -> bool:
+    """Whether this interpreter was started as the command — ``agent-test …`` (its script) or ``python -m
+    agenttest …`` — told from the interpreter's own arguments, so agenttest's first imports can be claimed
+    before ``cli.entry`` runs. Any other program that imports agenttest (pytest, a library caller, ``python -m
+    something_else``) is not."""
+    argv = sys.orig_argv if argv is None else argv
+    if "-m" in argv[1:]:
+        at = argv.index("-m", 1)
+        return argv[at + 1:at + 2] == ["agenttest"]
+    script = next((a for a in argv[1:] if not a.startswith("-")), "")  # after the interpreter's own flags
+    return os.path.basename(script) in ("agent-test", "agent-test.exe", "agent-test-script.py")
 
 
 @contextlib.contextmanager
