@@ -1,13 +1,13 @@
 """CPython's cyclic garbage collector, at start-up and in a run.
 
 Start-up — importing agenttest, click and the SDKs — makes ~80,000 long-lived objects and no garbage, yet
-the collector scanned them again and again: ~55 ms before the first request of a one-case run, most of it
-while the openai SDK imports (bench/RESULTS.md). So those imports run ``importing``: with the collector
-off, and after them as it was (a library caller's collector is theirs).
+the collector scanned them again and again: ~60 passes, 33–38 ms before the first request of a one-case
+run (bench/RESULTS.md). So those imports run inside ``importing``: the collector off, then as it was.
 
-In a process of agenttest's own (the ``agent-test`` command, which ``claim``s it; never a library caller's
-or a test's CliRunner process), ``run_begins`` tunes it for a run of many small objects: what start-up
-made is frozen (never scanned again) and it runs less often than by default."""
+In a process of agenttest's own — the command, ``claim``ed when agenttest is first imported by
+``agent-test …`` or ``python -m agenttest …`` (and by ``cli.entry``) — a block that imported something ends
+by freezing what it made (never scanned again), and ``run_begins`` sets thresholds for a run of many small
+objects. A library caller's, pytest's or a CliRunner's collector is never touched beyond a block."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterator
 
 RUN_THRESHOLDS = (20_000, 20, 20)  # CPython's default is (700, 10, 10)
-_ours = False  # set by ``claim``: only then does ``run_begins`` touch the collector
+_ours = False  # set by ``claim``: only then do ``importing`` freeze and ``run_begins`` set thresholds
 
 
 def claim() -> None:
