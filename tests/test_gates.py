@@ -269,6 +269,28 @@ def test_compute_counts_skips_errors_and_not_run():
     assert not gatemod.shown([Gate(id="x", planned=1)]) and gatemod.shown([Gate(id="x")], ["m1", "m2"])
 
 
+def test_compute_walks_the_reports_order_and_groups_any_other_order_alike():
+    """The report's results hold each case's runs together in the plan's order: gates are taken in one walk
+    beside the plan (no dict of every key). Runs interleaved, out of the plan's order or of a case the plan
+    does not name give the same gates as grouping them first (what merged shards are)."""
+    import itertools
+
+    def r(cid, status, run, ms=10.0):
+        return CaseResult(cid, status, run=run, duration_ms=ms, file="f.jsonl", connector="c")
+
+    planned = {("f.jsonl", k, "c"): gatemod.Policy(2, 0.5) for k in ("a", "b", "n", "d")}
+    ordered = [r("a", "passed", 1, 10), r("a", "failed", 2, 30), r("b", "failed", 1), r("b", "failed", 2), r("d", "passed", 1)]
+    assert gatemod.in_order(ordered, planned) and not gatemod.in_order(ordered[::-1], planned)
+    walked = gatemod.compute(ordered, planned)
+    assert [(g.id, g.runs, g.passed, g.verdict) for g in walked] == [("a", 2, 1, "passed"), ("b", 2, 0, "failed"), ("n", 0, 0, "not run"),
+                                                                     ("d", 1, 1, "passed")]
+    for shuffled in itertools.permutations(ordered):
+        assert gatemod.compute(list(shuffled), planned) == walked
+    stray = gatemod.compute([*ordered, r("z", "passed", 1)], planned)  # a result the plan does not name: a gate of its own
+    assert stray[:4] == walked and (stray[4].id, stray[4].planned, stray[4].verdict) == ("z", 1, "passed")
+    assert gatemod.compute([], planned)[0].verdict == "not run" and gatemod.compute([], {}) == ()
+
+
 def test_pass_hat_k_of_an_80_percent_agent_is_33_percent():
     """The worked example of docs/gates.md: independent runs at 80% pass all five 0.8^5 = 32.8% of the time."""
     assert round(0.8 ** 5, 3) == 0.328 and round(1 - 0.2 ** 5, 5) == 0.99968

@@ -335,19 +335,29 @@ def test_a_jsonl_case_at_the_depth_limit_loads_and_one_level_more_is_a_problem(l
             assert loaded.cases[0].metadata == _nested(levels)
 
 
-def test_jsonl_cases_hold_one_object_for_each_repeated_string_and_key():
-    """100,000 cases repeat their keys, roles and histories: each is held once (half the memory)."""
+def test_jsonl_cases_hold_one_object_for_each_repeated_string_key_message_and_assertion():
+    """100,000 cases repeat their keys, roles, histories and assertions: each is held once. A dict of text
+    alone written alike is one dict, and the same AssertionSpec; what holds anything else, or the same keys
+    in another order, is each case's own (user code gets copies: test_shared_case_data.py)."""
     history = [{"role": "user", "content": "I want to submit an expense"}, {"role": "assistant", "content": "Which one?"}]
     lines = [json.dumps({"id": f"c{i}", "input": [*history, {"role": "user", "content": f"#{i}"}],
-                         "assertions": [{"type": "contains", "value": "ok"}], "metadata": {"tags": ["a", "b"]}}) for i in range(3)]
-    a, b, _ = parse("\n".join(lines), "cases.jsonl").cases
+                         "assertions": [{"type": "contains", "value": "ok"}, {"type": "equals", "value": 1 if i else True}],
+                         "metadata": {"tags": ["a", "b"], "order": {"x": "1", "y": "2"} if i else {"y": "2", "x": "1"}}}) for i in range(3)]
+    a, b, c = parse("\n".join(lines), "cases.jsonl").cases
     assert [m["content"] for m in a.raw["input"]] == ["I want to submit an expense", "Which one?", "#0"]
     for x, y in zip(a.raw["input"][:2], b.raw["input"][:2]):
-        assert x == y and x is not y  # each case its own dicts (a hook may change one)…
-        assert all(k1 is k2 and x[k1] is y[k2] for k1, k2 in zip(x, y))  # …holding the same key and text objects
-    assert a.raw["metadata"]["tags"][0] is b.raw["metadata"]["tags"][0]
-    assert next(iter(a.raw)) is next(iter(b.raw)) and a.raw["assertions"][0]["type"] is b.raw["assertions"][0]["type"]
+        assert x is y  # one dict for every case that writes the message alike
+    assert a.raw["input"] is not b.raw["input"] and a.raw["input"][2] is not b.raw["input"][2]
     assert a.raw["input"][2]["content"] == "#0" and b.raw["input"][2]["content"] == "#1"
+    assert a.raw["metadata"]["tags"][0] is b.raw["metadata"]["tags"][0]
+    assert next(iter(a.raw)) is next(iter(b.raw))
+    assert a.assertions[0] is b.assertions[0] is c.assertions[0] and a.assertions[0].params is b.assertions[0].params
+    assert a.assertions[1].params == {"type": "equals", "value": True} and b.assertions[1].params == {"type": "equals", "value": 1}
+    assert a.assertions[1] is not b.assertions[1] and b.assertions[1].params is not c.assertions[1].params  # not text: each its own
+    assert type(a.assertions[1].params["value"]) is bool and type(b.assertions[1].params["value"]) is int
+    assert list(a.raw["metadata"]["order"]) == ["y", "x"] and list(b.raw["metadata"]["order"]) == ["x", "y"]  # as written
+    assert b.raw["metadata"]["order"] is c.raw["metadata"]["order"] and a.raw["metadata"]["order"] is not b.raw["metadata"]["order"]
+    assert a.tags == () and a.location.line == 1 and c.location.line == 3
 
 
 def test_ids_alike_but_for_how_their_unicode_is_composed_are_a_warning():

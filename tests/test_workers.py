@@ -411,3 +411,39 @@ def test_results_rebuilt_in_the_controller_share_their_labels_and_their_cases_id
     assert a.usage is b.usage is a.spend[0].usage
     odd = pickle.loads(workers._pickled(("result", 1, CaseResult("c", "passed", usage=Usage([1], 0, 1)))))[2]  # type: ignore[arg-type]
     assert odd.usage == Usage([1], 0, 1)  # type: ignore[arg-type]
+
+
+def test_results_rebuilt_in_the_controller_share_their_verdicts_spends_and_output_but_never_conflate_numbers():
+    """100,000 results of one agent repeat their assertions' verdicts, their spends and often their output: each
+    distinct value arrives as one object (their tuples too). A score, a cost or an expected value that is equal
+    but not alike (1, 1.0, True: JSON writes them differently) is rebuilt, never taken for another's."""
+    import json
+    import pickle
+
+    from agenttest.history.codec import result_dict
+    from agenttest.model import AssertionResult, CaseResult, ModelCall, Spend, Usage
+    from agenttest.runner import workers
+
+    def result(n: int, score: object = None, cost: object = 0.25, expected: object = "ok") -> CaseResult:
+        return CaseResult(f"case-{n}", "passed", output="".join(["Expense ", "submitted"]), index=n,
+                          assertions=(AssertionResult("contains", True, "".join(["found ", "ok"]), expected, score=score),),  # type: ignore[arg-type]
+                          spend=(Spend("agent", "mock", Usage(20, 4, 24), 1, cost),),  # type: ignore[arg-type]
+                          model_calls=(ModelCall("agent", "mock", "m", 0.1),))
+
+    def arrived(r: CaseResult) -> CaseResult:
+        return pickle.loads(workers._pickled(("result", r.index, r)))[2]  # type: ignore[no-any-return]
+
+    a, b = arrived(result(1)), arrived(result(2))
+    assert a == result(1) and b == result(2) and a.id != b.id
+    assert a.assertions is b.assertions and a.assertions[0] is b.assertions[0]
+    assert a.spend is b.spend and a.output is b.output and a.model_calls is b.model_calls
+    for field, values in (("score", (1, 1.0, True)), ("cost", (1, 1.0)), ("expected", (1, 1.0, True))):
+        made = [arrived(result(10 + i, **{field: v})) for i, v in enumerate(values)]
+        for r, v in zip(made, values):
+            got = r.assertions[0].score if field == "score" else r.spend[0].cost if field == "cost" else r.assertions[0].expected
+            assert type(got) is type(v), (field, v, got)
+        texts = {json.dumps(result_dict(r)["assertions"] if field != "cost" else [s.cost for s in r.spend]) for r in made}
+        assert len(texts) == len(values), (field, texts)  # 1, 1.0 and true stay themselves in the report
+    long = "x" * 5000
+    c, d = (arrived(CaseResult(f"l{i}", "passed", output="".join([long, "!"]), index=i)) for i in (1, 2))
+    assert c.output == d.output and c.output is not d.output  # a long text is each result's own: no memo of large outputs

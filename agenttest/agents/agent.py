@@ -20,7 +20,7 @@ from agenttest.errors import AgentTestError, CallError, CallLimit, Location, did
 from agenttest.model import Completion, Context, Limits, Message, Reply, ToolCall, Usage
 from agenttest.model.parameters import CHAT_PARAMETERS, TRANSPORT, not_sent, request_options
 from agenttest.util.text import cleaned, safe_text
-from agenttest.util.values import sendable
+from agenttest.util.values import fresh, sendable
 from agenttest.runtime.trace import record_call, record_tool_call, tool_world
 from agenttest.runtime.node.yaohooks import index_hooks
 from agenttest.app.yaofiles import load_module, read_jsonc, typescript_port
@@ -252,7 +252,8 @@ class Agent:
         past ``limits.model_calls`` raises CallLimit; a call of one of ``limits.end_tools`` ends the loop
         after its result, without asking the model again."""
         conversation = self._prompts(ctx) + list(messages)
-        if self.create_hook is not None:
+        if self.create_hook is not None:  # its own copy: what it changes in place is sent, and no other case sees it
+            conversation = fresh(conversation)
             created = await usercalls.call(self.create_hook, ctx, conversation, what="create hook")
             conversation, connector = _created(created, conversation, connector)
         try:
@@ -329,7 +330,7 @@ class Agent:
     async def _next(self, ctx: Context, conversation: list[Message], reply: Reply) -> Reply:
         calls = [c.as_dict() for c in reply.tool_calls]
         payload = {
-            "messages": conversation + list(reply.messages),
+            "messages": fresh(conversation + list(reply.messages)),
             "completion": {"content": reply.text, "tool_calls": calls},
             "tools": calls,
             "error": None,

@@ -9,6 +9,7 @@ from agenttest.errors import CallError
 from agenttest.model import AssertionResult
 from agenttest.assertions.registry import CheckProblem, Need, Observation, register
 from agenttest.assertions.judge import OPTIONS
+from agenttest.util.values import fresh
 
 
 def script_ref(params: dict[str, Any]) -> str | None:
@@ -61,7 +62,7 @@ async def script(params: dict[str, Any], obs: Observation) -> AssertionResult:
         return AssertionResult("script", False, "no caller to load the script", error=True)
     fn = obs.judge.script(ref)
     try:
-        returned = await usercalls.call(fn, obs.output, obs.input, value, what=f"script {ref}")
+        returned = await usercalls.call(fn, obs.output, fresh(obs.input), fresh(value), what=f"script {ref}")
     except CallError as exc:  # the script could not give a verdict: the assertion, and the case, is an error
         message = str(exc).replace(f"script {ref} failed: ", f"script {ref} raised ", 1)
         return AssertionResult("script", False, message, value, error=True, traceback=exc.traceback or "")

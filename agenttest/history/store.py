@@ -9,7 +9,7 @@ import json
 import os
 import sqlite3
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,7 +18,7 @@ from agenttest.history.codec import report_dict
 from agenttest.model import CaseResult, Gate, RunReport
 from agenttest.util.secrets import Secrets
 from agenttest.util.text import shorten
-from agenttest.verdicts.gates import key_of
+from agenttest.verdicts.gates import in_order, key_of, walk
 
 FOLDER, NAME = ".agent-test", "history.sqlite"
 BUSY_MS = 30_000  # a run waits this long for another run's write before giving up
@@ -180,25 +180,33 @@ class History:
         report as written (zlib-compressed, its secrets already redacted), kept instead of encoding it again."""
         hide = secrets or Secrets()
         report = hide.scrub(report)
-        verdicts = case_verdicts(report)
-        counted = [v for v in verdicts if v["verdict"] != "skipped"]
-        good = sum(1 for v in counted if v["verdict"] == "passed")
         blob = document or zlib.compress(hide.redact(json.dumps(report_dict(report), ensure_ascii=False, default=str)).encode(), 3)
         from agenttest.version import __version__
 
+        # the verdicts go into the table as they are made (100,000 of them held at once were ~30 MB), counted on the
+        # way: the run's row is written first and its counts set once they are known, in one transaction
+        counts = dict.fromkeys(("cases", "passed", "failed", "flaky", "skipped"), 0)
+
+        def rows(run_id: int) -> Iterator[tuple[Any, ...]]:
+            for v in case_verdicts(report, run_id):
+                counts["cases"] += 1
+                counts["passed" if v.verdict == "passed" else "skipped" if v.verdict == "skipped" else "failed"] += 1
+                counts["flaky"] += v.flaky
+                yield (run_id, v.file, v.case_id, v.connector, v.verdict, v.runs, v.passed, int(v.flaky), v.duration_ms, v.output, v.reason)
+
         row = (report.started_at, report.completed_at, round(report.duration_ms, 1), hide.redact(", ".join(inputs)), report.agent_id,
-               report.connector, len(verdicts), good, len(counted) - good, sum(1 for v in verdicts if v["flaky"]),
-               len(verdicts) - len(counted), round(100.0 * good / len(counted), 1) if counted else None, int(exit_code), __version__,
-               report.summary.usage.total_tokens, _cost(report), _cases_not_run(report, verdicts), blob)
+               report.connector, int(exit_code), __version__, report.summary.usage.total_tokens, _cost(report), _cases_not_run(report), blob)
         self.db.execute("BEGIN IMMEDIATE")
         try:
             run_id = self.db.execute(
                 "INSERT INTO runs (started_at, completed_at, duration_ms, inputs, agent, connector, cases, passed, failed, flaky,"
-                " skipped, pass_rate, exit_code, version, tokens, cost, not_run, report) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row).lastrowid
-            self.db.executemany(
-                "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                [(run_id, v["file"], v["id"], v["connector"], v["verdict"], v["runs"], v["passed"], int(v["flaky"]), v["duration_ms"],
-                  v["output"], v["reason"]) for v in verdicts])
+                " skipped, pass_rate, exit_code, version, tokens, cost, not_run, report) VALUES (?,?,?,?,?,?,0,0,0,0,0,NULL,?,?,?,?,?,?)", row).lastrowid
+            assert run_id is not None
+            self.db.executemany("INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows(run_id))
+            counted = counts["passed"] + counts["failed"]
+            self.db.execute("UPDATE runs SET cases = ?, passed = ?, failed = ?, flaky = ?, skipped = ?, pass_rate = ? WHERE id = ?",
+                            (counts["cases"], counts["passed"], counts["failed"], counts["flaky"], counts["skipped"],
+                             round(100.0 * counts["passed"] / counted, 1) if counted else None, run_id))
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -231,12 +239,12 @@ def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
-def _cases_not_run(report: RunReport, verdicts: list[dict[str, Any]]) -> int:
-    """Cases (× connectors) selected that got no run, as ``cases`` counts them: not the runs not run (``--runs``)."""
+def _cases_not_run(report: RunReport) -> int:
+    """Cases (× connectors) selected that got no run, as ``cases`` counts them: not the runs not run (``--runs``).
+    A gate with neither runs nor skipped runs is one that no result reached."""
     if not report.gates:
         return report.not_run
-    ran = {(v["file"], v["id"], v["connector"]) for v in verdicts}
-    return sum(1 for g in report.gates if (g.file, g.id, g.connector) not in ran)
+    return sum(1 for g in report.gates if g.runs == 0 and g.skipped == 0)
 
 
 def _cost(report: RunReport) -> float | None:
@@ -244,29 +252,38 @@ def _cost(report: RunReport) -> float | None:
     return round(sum(priced), 8) if priced else None
 
 
-def case_verdicts(report: RunReport) -> list[dict[str, Any]]:
-    """Each case's (× connector's) verdict over its runs: its gate's when it has one, else its result's status."""
+def case_verdicts(report: RunReport, run_id: int = 0) -> Iterator[VerdictRow]:
+    """Each case's (× connector's) verdict over its runs, as the run ``run_id``'s row of the history: its gate's
+    when it has one, else its result's status. Made one at a time (100,000 held at once were ~30 MB)."""
+    results = report.results
+    keys = lambda: ((g.file, g.id, g.connector) for g in report.gates)  # noqa: E731
+    if report.gates and in_order(results, keys()):  # the report's order: no dict of 100,000 keys
+        for g, (key, runs) in zip(report.gates, walk(results, keys())):
+            if runs:
+                yield _verdict(key, runs, g, run_id, report.started_at)
+        return
     groups: dict[tuple[str, str, str], list[CaseResult]] = {}
-    for r in report.results:
+    for r in results:
         groups.setdefault(key_of(r), []).append(r)
     gates: dict[tuple[str, str, str], Gate] = {(g.file, g.id, g.connector): g for g in report.gates}
-    out = []
     for key, runs in groups.items():
-        ran = [r for r in runs if r.status != "skipped"]
-        first_bad = next((r for r in ran if r.status != "passed"), None)
-        passed = len(ran) if first_bad is None else sum(1 for r in ran if r.status == "passed")
-        gate = gates.get(key)
-        verdict: str
-        if gate is not None:
-            verdict = gate.verdict if gate.verdict in ("passed", "failed", "incomplete") else "skipped"
-        else:
-            verdict = first_bad.status if first_bad is not None else "passed" if ran else "skipped"
-        took = runs[0].duration_ms if len(runs) == 1 else sum(r.duration_ms for r in runs) / len(runs)
-        out.append({"file": key[0], "id": key[1], "connector": key[2], "verdict": verdict, "runs": len(ran), "passed": passed,
-                    "flaky": 0 < passed < len(ran), "duration_ms": round(took, 1),
-                    "output": shorten(runs[0].output, 300) if runs[0].output is not None else "",
-                    "reason": first_bad.reasons[0] if first_bad is not None and first_bad.reasons else ""})
-    return out
+        yield _verdict(key, runs, gates.get(key), run_id, report.started_at)
+
+
+def _verdict(key: tuple[str, str, str], runs: Sequence[CaseResult], gate: Gate | None, run_id: int, started_at: str) -> VerdictRow:
+    ran = [r for r in runs if r.status != "skipped"]
+    first_bad = next((r for r in ran if r.status != "passed"), None)
+    passed = len(ran) if first_bad is None else sum(1 for r in ran if r.status == "passed")
+    verdict: str
+    if gate is not None:
+        verdict = gate.verdict if gate.verdict in ("passed", "failed", "incomplete") else "skipped"
+    else:
+        verdict = first_bad.status if first_bad is not None else "passed" if ran else "skipped"
+    took = runs[0].duration_ms if len(runs) == 1 else sum(r.duration_ms for r in runs) / len(runs)
+    return VerdictRow(run_id=run_id, started_at=started_at, file=key[0], case_id=key[1], connector=key[2], verdict=verdict, runs=len(ran),
+                      passed=passed, flaky=0 < passed < len(ran), duration_ms=round(took, 1),
+                      output=shorten(runs[0].output, 300) if runs[0].output is not None else "",
+                      reason=first_bad.reasons[0] if first_bad is not None and first_bad.reasons else "")
 
 
 def record_run(path: str, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets, document: bytes | None = None) -> str:

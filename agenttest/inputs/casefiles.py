@@ -20,6 +20,7 @@ from agenttest.util.durations import parse_duration
 from agenttest.errors import InputError, Location, Problem, closest
 from agenttest.model.messages import normalize
 from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, ScriptedTurn, SimulatorSpec
+from agenttest.model.cases import Locator
 from agenttest.util.positions import deeper_than, entries, json_hint, json_message, json_offset, json_place, json_repeated, line_col, yaml_mark, yaml_repeated
 from agenttest.util.text import cleaned, escapes_surrogates
 from agenttest.inputs.validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
@@ -94,7 +95,23 @@ class Document:
             return Location(self.source)
         return Location(self.source, line + self.line_offset, col)
 
-    __call__ = locate  # a Document is its case's locator
+    def __call__(self, path: Sequence[Any] = (), key: bool = False, line: int | None = None) -> Location:
+        """A Document is its case's locator (``line``, the case's own, is known already)."""
+        return self.locate(path, key)
+
+
+@dataclass(frozen=True, slots=True)
+class _Lines:
+    """The one locator of every case of a ``.jsonl`` file whose line is read again from the file when a place
+    inside it is needed: given the case's line, it is that line's Document (100,000 Documents are not kept)."""
+
+    source: str
+
+    def __call__(self, path: Sequence[Any] = (), key: bool = False, line: int | None = None) -> Location:
+        return Document(None, self.source, (), None, (line or 1) - 1).locate(path, key)
+
+
+_FILES: dict[str, _Lines] = {}
 
 
 # ---- parsing ------------------------------------------------------------------------------------
@@ -185,7 +202,7 @@ def parse_text(text: str, source: str, default_simulator: str | None = None, bas
 
 
 def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text: bool = True) -> Iterator[Document]:
-    strings: dict[str, str] = {}  # one copy of each key and string value across the file's cases
+    strings: dict[Any, Any] = {}  # one copy of each key, string value and dict of text across the file's cases
     for number, line in enumerate(_lines(text), start=1):
         shift = 0
         if line.startswith("\ufeff"):  # a byte order mark where files were joined (cat a.jsonl b.jsonl): not the case's
@@ -250,9 +267,12 @@ class _Deep(Exception):
     """A value nested deeper than MAX_DEPTH met while sharing its strings."""
 
 
-def _shared(value: Any, strings: dict[str, str], depth: int = 1, keys: list[int] | None = None) -> Any:
+def _shared(value: Any, strings: dict[Any, Any], depth: int = 1, keys: list[int] | None = None) -> Any:
     """``value`` with equal strings (keys too) made one object: every case repeats its keys, and suites
-    repeat roles and whole histories; at 100,000 cases this halves the memory of the parsed file. A value
+    repeat roles and whole histories; at 100,000 cases this halves the memory of the parsed file. A dict
+    of text alone (a message, an assertion) is one object wherever it is written alike, keys in the same
+    order: what hands a case's data to user code hands a copy (``util.values.fresh``), so that a hook that
+    edits one case's history edits no other's. A value
     nested deeper than MAX_DEPTH raises _Deep (this walk is the depth check of a ``.jsonl`` case). Lists
     are shared in place and dicts made again (a key cannot be swapped in place); text and numbers are
     looked at here, not in a call each (a call per value was two thirds of this walk). ``keys[0]`` counts
@@ -276,13 +296,19 @@ def _shared(value: Any, strings: dict[str, str], depth: int = 1, keys: list[int]
     if keys is not None:
         keys[0] += len(value)
     out = {}
+    leaf = True  # every value text: one dict for every case that writes it alike (a history's messages, an assertion)
     for k, v in value.items():
         t = type(v)
         if t is str:
             v = share(v, v)
         elif t is dict or t is list:
             v = _shared(v, strings, below, keys)
+            leaf = False
+        else:
+            leaf = False
         out[share(k, k)] = v
+    if leaf:  # known by its keys, then its values (no text equals a tuple); in order: {"a","b"} is not {"b","a"} as written
+        return share((*out, *out.values()), out)  # type: ignore[arg-type]
     return out
 
 
@@ -523,6 +549,7 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
     first_seen: dict[str, Document] = {}
     forms: dict[str, str] = {}  # an id in Unicode's composed form (NFC) → the first id written so
     warned: set[tuple[str, str]] = set()
+    specs: dict[Any, Any] = {}  # assertions written alike: one AssertionSpec for every case (make_case)
     for doc in docs:
         raw = doc.raw
         if not isinstance(raw, dict):
@@ -565,7 +592,7 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
                                            f"only in how its Unicode is composed; both look like '{form}' in every report")
         if all(f.unknown for f in found):  # unknown keys aside, the case is whole: build it without them, so
             known = _without(raw, [f.path for f in found])  # that what it names is resolved in the same round
-            cases += products(make_case(known, doc, base_dir, default_simulator))
+            cases += products(make_case(known, doc, base_dir, default_simulator, specs))
     return cases
 
 
@@ -600,15 +627,28 @@ def _without(raw: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
     return out
 
 
-def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, default_simulator: str | None = None) -> Case:
-    """A validated raw case → Case; ``doc`` locates places inside it for later problems."""
-    locator = doc if isinstance(doc, Document) else None
+def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, default_simulator: str | None = None,
+              specs: dict[Any, Any] | None = None) -> Case:
+    """A validated raw case → Case; ``doc`` locates places inside it for later problems (an assertion's place
+    too: ``case.locate(spec.path)``). ``specs``: one AssertionSpec (and one tuple of them) for the cases of a
+    file that write an assertion alike — what the loader's shared dicts make possible (``_shared``)."""
+    locator: Locator | None = doc if isinstance(doc, Document) else None
+    if isinstance(doc, Document) and doc.text is None and doc.node is None and not doc.base and not doc.col_offset:
+        locator = _FILES.get(doc.source) or _FILES.setdefault(doc.source, _Lines(doc.source)) if len(_FILES) < 4096 else _Lines(doc.source)
     location = doc.locate() if isinstance(doc, Document) else doc
 
     def spec(params: dict[str, Any], path: Path) -> AssertionSpec:
-        return AssertionSpec(params.get("type") or "equals", params, location, path)
+        if specs is None:
+            return AssertionSpec(params.get("type") or "equals", params, None, path)
+        key = (id(params), path)  # the memo holds the spec, so the params, so their id stays theirs
+        made = specs.get(key)
+        if made is None:
+            made = specs[key] = AssertionSpec(params.get("type") or "equals", params, None, path)
+        return made  # type: ignore[no-any-return]
 
-    specs = tuple(spec(p, path) for path, p in assertion_list(raw, "assert") + assertion_list(raw, "assertions"))
+    listed = tuple(spec(p, path) for path, p in assertion_list(raw, "assert") + assertion_list(raw, "assertions"))
+    if specs is not None and listed:
+        listed = specs.setdefault((_TUPLE, *map(id, listed)), listed)
     checkpoints = tuple(
         Checkpoint(
             id=cp["id"],
@@ -635,7 +675,7 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
         file=_interned(location.file),
         name=raw.get("name", ""),
         description=raw.get("description", ""),
-        assertions=specs,
+        assertions=listed,
         expected=raw.get("expected"),
         has_expected="expected" in raw,
         options=raw.get("options") or _NONE,
@@ -667,6 +707,9 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
         ),
         locator=locator,
     )
+
+
+_TUPLE = object()  # marks the key of a tuple of specs in ``make_case``'s memo
 
 
 def _interned(text: Any) -> Any:

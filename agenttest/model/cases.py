@@ -75,7 +75,7 @@ class Fault:
 class Locator(Protocol):
     """Finds ``file:line:column`` of a place inside a case (computed only when there is a problem)."""
 
-    def __call__(self, path: Sequence[Any] = (), key: bool = False) -> Location: ...
+    def __call__(self, path: Sequence[Any] = (), key: bool = False, line: int | None = None) -> Location: ...  # line: the case's
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +138,7 @@ class Case:
 
     def locate(self, path: Sequence[Any] = (), key: bool = False) -> Location:
         """Where ``path`` inside this case was written; the case's own location when unknown."""
-        return self.locator(path, key) if self.locator is not None else self.location
+        return self.locator(path, key, self.location.line) if self.locator is not None else self.location
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Any, TextIO
 
 from agenttest.util.durations import format_duration, format_timeout
-from agenttest.verdicts.gates import failed
+from agenttest.verdicts.gates import failed, in_order, walk
 from agenttest.model import Case, CaseResult, RunHeader, RunReport, ToolCall
 from agenttest.history.codec import summary_dict
 from agenttest.reporting.rows import change_text, preview
@@ -438,15 +438,30 @@ def _tally(r: CaseResult) -> str:
 def case_verdicts(report: RunReport) -> tuple[dict[str, int], int]:
     """How many cases (not runs; in a model matrix, case × connector) did not pass — by their gate, each
     counted once under its worst run — and how many cases ran."""
-    worst: dict[tuple[str, str, str], int] = {}
     rank = {"passed": 0, "skipped": 0, "failed": 1, "timeout": 2, "error": 3}
-    for r in report.results:
-        key = (r.file, r.id, r.connector)
-        worst[key] = max(worst.get(key, 0), rank[r.status])
     gated = {(g.file, g.id, g.connector) for g in failed(report.gates)} if report.gates else None
     counts = {"failed": 0, "timed out": 0, "error": 0}
     labels = {1: "failed", 2: "timed out", 3: "error"}
-    for key, level in worst.items():
+    cases = 0
+    for key, level in _worst(report, rank):
+        cases += 1
         if level and (gated is None or key in gated):  # a case within its gate passed, whatever some runs did
             counts[labels[level]] += 1
-    return counts, len(worst)
+    return counts, cases
+
+
+def _worst(report: RunReport, rank: dict[str, int]) -> Iterator[tuple[tuple[str, str, str], int]]:
+    """Each case (× connector) that ran and the rank of its worst run: in the report's order, beside its gates
+    (not a dict of 100,000 keys), else grouped."""
+    results = report.results
+    keys = lambda: ((g.file, g.id, g.connector) for g in report.gates)  # noqa: E731
+    if report.gates and in_order(results, keys()):
+        for key, runs in walk(results, keys()):
+            if runs:
+                yield key, max(rank[r.status] for r in runs)
+        return
+    worst: dict[tuple[str, str, str], int] = {}
+    for r in results:
+        key = (r.file, r.id, r.connector)
+        worst[key] = max(worst.get(key, 0), rank[r.status])
+    yield from worst.items()

@@ -114,6 +114,8 @@ class Pool:
             return worker
 
     def _slot_for(self, unit: Unit) -> int:
+        if self.size == 1:
+            return 0
         key = (unit.item.case.file, unit.item.case.id)
         if key not in self.placed:
             loads = [(w.in_flight if w is not None else 0, i) for i, w in enumerate(self.slots)]

@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agenttest.util.records import replace
+from agenttest.util.values import fresh
 from agenttest import modes
 from agenttest.runtime import attachments
 from agenttest.verdicts import budgets
@@ -37,7 +38,7 @@ class RunState:
     """What the run has done so far; read by the session even after Ctrl-C."""
 
     total: int = 0
-    results: dict[int, CaseResult] = field(default_factory=dict)
+    results: Landed = field(default_factory=lambda: Landed())
     stopped_early: bool = False
     started: float = field(default_factory=time.perf_counter)
     started_at: float = field(default_factory=time.time)
@@ -48,7 +49,40 @@ class RunState:
     saved: dict[gates.Key, int] = field(default_factory=dict)  # runs --early-stop did not start
 
     def ordered(self) -> list[CaseResult]:
-        return [self.results[i] for i in sorted(self.results)]
+        return self.results.ordered()
+
+
+class Landed:
+    """The results so far by their unit's index: a list with a hole for each unit not (yet) run — a dict of
+    100,000 results held their 100,000 indexes too."""
+
+    def __init__(self) -> None:
+        self._slots: list[CaseResult | None] = []
+        self._count = 0
+
+    def __setitem__(self, index: int, result: CaseResult) -> None:
+        slots = self._slots
+        if index >= len(slots):
+            slots.extend([None] * (index + 1 - len(slots)))
+        if slots[index] is None:
+            self._count += 1
+        slots[index] = result
+
+    def __getitem__(self, index: int) -> CaseResult:
+        got = self._slots[index] if 0 <= index < len(self._slots) else None
+        if got is None:
+            raise KeyError(index)
+        return got
+
+    def __contains__(self, index: object) -> bool:
+        return isinstance(index, int) and 0 <= index < len(self._slots) and self._slots[index] is not None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def ordered(self) -> list[CaseResult]:
+        """The results in the units' order."""
+        return [r for r in self._slots if r is not None]
 
 
 class Executor(Protocol):
@@ -104,7 +138,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
             async with asyncio.timeout(deadline) as trace.deadline:
                 if case.before:
                     hook = item.before
-                    before_data = data_of(await usercalls.call(hook, ctx, dict(case.raw), what=f"before hook {case.before}"))
+                    before_data = data_of(await usercalls.call(hook, ctx, fresh(case.raw), what=f"before hook {case.before}"))
                     before_ok = True
                 world.begin()
                 result = await mode.run(case, env, trace)
@@ -182,7 +216,7 @@ async def _after(item: ResolvedCase, ctx: Any, result: CaseResult, before_data: 
     case, hook = item.case, item.after
     unfinished = (lambda: notify(_unfinished(case))) if notify is not None else None
     try:
-        await usercalls.call(hook, ctx, dict(case.raw), result_dict(result), before_data, what=f"after hook {case.after}", timeout=timeout,
+        await usercalls.call(hook, ctx, fresh(case.raw), result_dict(result), before_data, what=f"after hook {case.after}", timeout=timeout,
                              grace=AFTER_GRACE if notify is not None else None, unfinished=unfinished)
     except usercalls.Deadline as exc:
         status: Status = "timeout"
@@ -212,7 +246,7 @@ async def _run(plan: Plan, caller: Caller, state: RunState, on_start: StartListe
     ctx = caller.context()
     if plan.before_all is not None:
         try:
-            returned = await usercalls.call(plan.before_all, ctx, [dict(c.raw) for c in plan.cases], what="BeforeAll", timeout=plan.config.timeout)
+            returned = await usercalls.call(plan.before_all, ctx, [fresh(c.raw) for c in plan.cases], what="BeforeAll", timeout=plan.config.timeout)
         except CallError as exc:
             raise HookError(str(exc), hint="no case was run") from None
         state.before_all_data = data_of(returned)
@@ -237,13 +271,13 @@ class Unit:
     index: int
 
 
-def units(plan: Plan) -> list[Unit]:
-    """Case by case, connector by connector, run by run (the report's order). With --early-stop they start
-    round by round — every case's run 1, then every run 2, … — so that a case's next run starts, as a
-    rule, after its last one finished and the verdict it may have settled is known."""
-    runs = [(item, run) for item in plan.items for run in range(1, item.runs + 1)]
-    ordered = [Unit(item, run, i) for i, (item, run) in enumerate(runs)]
-    return sorted(ordered, key=lambda u: (u.run, u.index)) if plan.config.early_stop else ordered
+def units(plan: Plan) -> Iterator[Unit]:
+    """Case by case, connector by connector, run by run (the report's order), made as they are taken (100,000
+    units made at once would be held until the last starts). With --early-stop they start round by round —
+    every case's run 1, then every run 2, … — so that a case's next run starts, as a rule, after its last
+    one finished and the verdict it may have settled is known."""
+    made = (Unit(item, run, i) for i, (item, run) in enumerate((item, run) for item in plan.items for run in range(1, item.runs + 1)))
+    return iter(sorted(made, key=lambda u: (u.run, u.index))) if plan.config.early_stop else made
 
 
 async def _schedule(plan: Plan, caller: Caller, state: RunState, on_start: StartListener | None, on_result: Listener | None,

@@ -84,12 +84,20 @@ _BUILT = {cls: records.builder(cls, _LABELS.get(cls, ())) for cls in sorted(vars
           if isinstance(cls, type) and dataclasses.is_dataclass(cls) and _positional(cls)}  # in the same order in both processes
 
 
-def _one_per_value(build: Callable[[tuple[Any, ...]], Any], most: int = 4096) -> Callable[[tuple[Any, ...]], Any]:
-    """``build`` for an immutable value type that results repeat (a ``Usage``: a case's, then its spend's): one
-    object per distinct value, for the first ``most`` distinct values (then built each time)."""
+_HELD: set[int] = set()  # the ids of the objects the builders below keep for good (an id kept alive is never reused)
+
+
+def _one_per_value(build: Callable[[tuple[Any, ...]], Any], most: int = 4096,
+                   plain: Callable[[tuple[Any, ...]], bool] | None = None) -> Callable[[tuple[Any, ...]], Any]:
+    """``build`` for an immutable value type that results repeat (a ``Usage``: a case's, then its spend's; an
+    assertion's verdict; a spend): one object per distinct value, for the first ``most`` distinct values (then
+    built each time). ``plain(values)``: whether these values may be looked up at all (equal is not alike when
+    1 == 1.0 == True: a score or a cost that JSON writes differently is built, not shared)."""
     made: dict[tuple[Any, ...], Any] = {}
 
     def one(values: tuple[Any, ...]) -> Any:
+        if plain is not None and not plain(values):
+            return build(values)
         try:
             obj = made.get(values)
         except TypeError:  # a value that cannot be a key (what a connector of the user's counted)
@@ -98,12 +106,61 @@ def _one_per_value(build: Callable[[tuple[Any, ...]], Any], most: int = 4096) ->
             obj = build(values)
             if len(made) < most:
                 made[values] = obj
+                _HELD.add(id(obj))
         return obj
     return one
 
 
+def _result_builder(build: Callable[[tuple[Any, ...]], Any], most: int = 4096) -> Callable[[tuple[Any, ...]], Any]:
+    """``build`` for a CaseResult whose output text and tuples of assertions, spends and model calls are one object per
+    distinct value (100,000 results of one agent repeat them): a text up to 4 KB, a tuple whose every item is
+    one the builders keep (looked up by those items' ids, so that 1 and 1.0 never meet)."""
+    names = [f.name for f in dataclasses.fields(CaseResult)]
+    at = [names.index(n) for n in ("output", "assertions", "spend", "model_calls")]
+    memos: list[dict[Any, Any]] = [{} for _ in at]  # each field its own: 4,096 distinct outputs leave the tuples shared
+    held = _HELD
+
+    def one(values: tuple[Any, ...]) -> Any:
+        changed = None
+        for i, made in zip(at, memos):
+            x = values[i]
+            kind = type(x)
+            if kind is str and len(x) <= 4096:
+                key: Any = x
+            elif kind is tuple and x and all(id(item) in held for item in x):
+                key = (_BY_ID, *map(id, x))
+            else:
+                continue
+            got = made.get(key)
+            if got is None:
+                if len(made) >= most:
+                    continue
+                made[key] = got = x
+            if got is not x:
+                changed = changed or list(values)
+                changed[i] = got
+        return build(values if changed is None else tuple(changed))
+    return one
+
+
+_BY_ID = object()  # marks a key of items' ids (no text equals it)
+_TEXT = (str, type(None))
+
+
+def _plain_verdict(values: tuple[Any, ...]) -> bool:
+    """An AssertionResult with no score, no details and only text (or nothing) as expected and actual."""
+    return values[5] is None and values[6] is None and type(values[3]) in _TEXT and type(values[4]) in _TEXT
+
+
+_SHARED: dict[type, Callable[[Callable[[tuple[Any, ...]], Any]], Callable[[tuple[Any, ...]], Any]]] = {
+    model.Usage: _one_per_value,
+    model.AssertionResult: lambda build: _one_per_value(build, plain=_plain_verdict),
+    model.Spend: lambda build: _one_per_value(build, plain=lambda v: v[4] is None or type(v[4]) is float),
+    model.ModelCall: lambda build: _one_per_value(build, plain=lambda v: type(v[3]) is float),
+    model.CaseResult: _result_builder,
+}
 _CLASSES = [cls for cls, build in _BUILT.items() if build is not None]
-_BUILDERS = [_one_per_value(_BUILT[cls]) if cls is model.Usage else _BUILT[cls] for cls in _CLASSES]  # type: ignore[arg-type]
+_BUILDERS = [_SHARED[cls](_BUILT[cls]) if cls in _SHARED else _BUILT[cls] for cls in _CLASSES]  # type: ignore[arg-type,index]
 _REDUCERS = {cls: _dataclass_reducer(cls, tag) for tag, cls in enumerate(_CLASSES)}
 _TABLE = {**copyreg.dispatch_table, **_REDUCERS}
 _INPUT = [f.name for f in dataclasses.fields(CaseResult)].index("input")
@@ -201,7 +258,7 @@ class LocalWorker:
         self.held: collections.deque[int] = collections.deque()
         self.began: dict[int, float] = {}  # the units running, as far as the controller knows, and since when
         self.begun: dict[int, Callable[[], None]] = {}  # held units: what to call when they start
-        self.inputs: dict[int, Any] = {}  # the input of each case sent, by unit index
+        self.units: dict[int, Unit] = {}  # each unit sent, by its index: its case's input is put back into its result
         self.acks: dict[int, asyncio.Future[None]] = {}  # cases told to stop (Ctrl-C): their After hooks ran
         self.late: dict[int, CaseResult] = {}  # cases told to stop that finished anyway (their After hook, in its grace)
         self.lost: str | None = None
@@ -230,7 +287,7 @@ class LocalWorker:
         loop = asyncio.get_running_loop()
         index = unit.index
         fut = self.pending[index] = loop.create_future()
-        self.inputs[index] = unit.item.case.input  # put back into its result (sent without it)
+        self.units[index] = unit
         if self.limit is None or len(self.began) + len(self.held) < self.limit:  # a held one may have begun unsaid
             self.began[index] = loop.time()
             if begun is not None:  # after the results already taken in are handled (their tasks wake first)
@@ -257,7 +314,7 @@ class LocalWorker:
             raise
         finally:
             self.pending.pop(index, None)
-            self.inputs.pop(index, None)
+            self.units.pop(index, None)
             self._ended(index, None)
 
     async def _read(self) -> None:
@@ -283,8 +340,15 @@ class LocalWorker:
         kind = message[0]
         if kind == "result":
             _, index, result, tapes, secrets, left_out, started = message
-            if left_out and index in self.inputs:  # its case's input, the controller's own object (FORMATS §15)
-                object.__setattr__(result, "input", self.inputs[index])  # a result just unpickled: no one else holds it
+            unit = self.units.get(index)
+            if unit is not None:  # a result just unpickled (no one else holds it) takes the controller's own objects
+                case = unit.item.case
+                if left_out:  # its case's input (FORMATS §15)
+                    object.__setattr__(result, "input", case.input)
+                if result.index == unit.index:  # and its index and line: one int each, not two, in 100,000 results
+                    object.__setattr__(result, "index", unit.index)
+                if result.line == case.location.line:
+                    object.__setattr__(result, "line", case.location.line)
             absorb(self.cassettes, tapes)
             self.secrets.learn(secrets)  # connectors made in the worker: their keys are hidden here too
             self._settle(index, result)

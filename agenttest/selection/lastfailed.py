@@ -62,15 +62,16 @@ def save(root: str, inputs: Sequence[str], results: Iterable[CaseResult], gates:
     one cut short) updates only those: the failures of cases it did not run are kept. Best effort: a
     read-only app folder only loses the memory."""
     results, gates = tuple(results), tuple(gates)
-    if gates:
-        ran = {(g.file, g.id) for g in gates if g.runs}
-        failed = {(g.file, g.id) for g in gates if g.verdict == "failed"}
-    else:
-        ran = {(r.file, r.id) for r in results if r.status != "skipped"}
-        failed = {(r.file, r.id) for r in results if not r.ok}
     path = _path(root)
     data = _read(root)[0]
     before = {(f, i) for f, i in data.get(key(inputs), [])}
+    # only the remembered failures are looked up among what ran: not a set of 100,000 cases that passed
+    if gates:
+        ran = {k for g in gates if g.runs and (k := (g.file, g.id)) in before}
+        failed = {(g.file, g.id) for g in gates if g.verdict == "failed"}
+    else:
+        ran = {k for r in results if r.status != "skipped" and (k := (r.file, r.id)) in before}
+        failed = {(r.file, r.id) for r in results if not r.ok}
     data[key(inputs)] = [list(x) for x in sorted((before - ran) | failed)]
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)

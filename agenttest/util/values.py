@@ -1,5 +1,5 @@
 """What user code (a tool) returns, as the JSON the model is sent and the report keeps — or the tool call's
-error when it has no JSON form."""
+error when it has no JSON form; and what user code is handed of a case (``fresh``)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,20 @@ from agenttest.util.text import safe_text, shorten
 
 MAX_RESULT_DEPTH = 100  # a tool result nested deeper is refused (the model could not use it anyway)
 _TEXT_FORMS = {("decimal", "Decimal"), ("uuid", "UUID")}  # by name: their modules need not be imported for this
+
+
+def fresh(value: Any) -> Any:
+    """A copy of a case's data (dicts, lists and tuples, to any depth; the rest as it is) for user code to
+    change at will: the loader holds a message or an assertion written alike in many cases as one object
+    (``inputs.casefiles._shared``), so what a hook edits must be its own."""
+    kind = type(value)
+    if kind is dict:
+        return {k: fresh(v) for k, v in value.items()}
+    if kind is list:
+        return [fresh(v) for v in value]
+    if kind is tuple:
+        return tuple(fresh(v) for v in value)
+    return value
 
 
 def sendable(value: Any, what: str, use: str = "sent to the model") -> Any:

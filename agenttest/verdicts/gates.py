@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from agenttest.verdicts.costs import add, total
@@ -91,8 +91,17 @@ class Tally:
     def outcome(self) -> bool | None:
         return settled(self.passed, self.failed, self.policy.planned, self.policy.min_pass_rate)
 
+    # a Tally is its Policy where a gate is made: the run's tallies are its policies, not a second dict of 100,000
+    @property
+    def planned(self) -> int:
+        return self.policy.planned
 
-def gate(key: Key, runs: list[CaseResult], policy: Policy, saved: int = 0) -> Gate:
+    @property
+    def min_pass_rate(self) -> float:
+        return self.policy.min_pass_rate
+
+
+def gate(key: Key, runs: Sequence[CaseResult], policy: Policy | Tally, saved: int = 0) -> Gate:
     """One case × connector's gate from its results."""
     if len(runs) == 1 and runs[0].status != "skipped":  # one run that ran, most gates: its own figures, no lists
         r = runs[0]
@@ -122,18 +131,36 @@ def gate(key: Key, runs: list[CaseResult], policy: Policy, saved: int = 0) -> Ga
     )
 
 
-def compute(results: Iterable[CaseResult], planned: Mapping[Key, Policy], saved: Mapping[Key, int] | None = None) -> tuple[Gate, ...]:
+def in_order(results: Sequence[CaseResult], keys: Iterable[Key]) -> bool:
+    """Whether ``results`` hold each key's runs together, in the order of ``keys`` (the report's results and
+    its gates are so): then ``walk`` groups them without a dict of every key."""
+    i, n = 0, len(results)
+    for key in keys:
+        while i < n and key_of(results[i]) == key:
+            i += 1
+    return i == n
+
+
+def walk(results: Sequence[CaseResult], keys: Iterable[Key]) -> Iterator[tuple[Key, Sequence[CaseResult]]]:
+    """Each key and its runs (none: an empty slice), for results ``in_order`` of those keys."""
+    i, n = 0, len(results)
+    for key in keys:
+        start = i
+        while i < n and key_of(results[i]) == key:
+            i += 1
+        yield key, results[start:i]
+
+
+def compute(results: Sequence[CaseResult], planned: Mapping[Key, Policy | Tally], saved: Mapping[Key, int] | None = None) -> tuple[Gate, ...]:
     """The gates of a run in input order: every case × connector with results or a plan (not run: no runs)."""
+    saved = saved or {}
+    if in_order(results, planned):
+        return tuple(gate(key, runs, planned[key], saved.get(key, 0)) for key, runs in walk(results, planned))  # type: ignore[arg-type]
     by_key: dict[Key, list[CaseResult]] = {}
     for r in results:
         by_key.setdefault(key_of(r), []).append(r)
-    keys = list(dict.fromkeys([*planned, *by_key]))
-    out = []
-    for key in keys:
-        runs = by_key.get(key, [])
-        policy = planned.get(key) or Policy(len(runs), 1.0)
-        out.append(gate(key, runs, policy, (saved or {}).get(key, 0)))
-    return tuple(out)
+    return tuple(gate(key, by_key.get(key, []), planned.get(key) or Policy(len(by_key.get(key, [])), 1.0), saved.get(key, 0))  # type: ignore[arg-type]
+                 for key in dict.fromkeys([*planned, *by_key]))
 
 
 def pass_k(gates: Iterable[Gate]) -> PassK | None:

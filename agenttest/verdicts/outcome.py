@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
 from agenttest.errors import ExitCode
-from agenttest.verdicts.gates import Key, Policy, classify, compute, key_of
+from agenttest.verdicts.gates import Key, Policy, Tally, classify, compute, key_of
 from agenttest.model import CaseResult, RunReport, Stability
 
 __all__ = ["classify", "exit_code", "make_report", "stability"]
@@ -36,7 +37,7 @@ def iso(ts: float) -> str:
 
 
 def make_report(results: list[CaseResult], started_at: float, duration_ms: float, runs: int = 1,
-                policies: dict[Key, Policy] | None = None, saved: dict[Key, int] | None = None, **fields: Any) -> RunReport:
+                policies: Mapping[Key, Policy | Tally] | None = None, saved: dict[Key, int] | None = None, **fields: Any) -> RunReport:
     """The report of a run; ``policies`` (planned runs and minimum pass rate per case × connector) give its gates."""
     ordered = tuple(sorted(results, key=lambda r: r.index))
     gates = compute(ordered, policies or {}, saved)
