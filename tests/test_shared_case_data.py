@@ -1,6 +1,6 @@
 """The loader holds a message, an assertion or any dict of text written alike in many cases as one object
 (100,000 cases in a third of the memory); user code is handed its own copy of a case's data, so what a
-Before hook, a create hook or a script assertion changes in place reaches no other case and not the report.
+Before hook, a create hook, a script assertion or a tool (through ``ctx.metadata``) changes in place reaches no other case and not the report.
 End to end through the CLI, on the mock connector, in the controller and in a worker."""
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ rules:
 """
 HOOKS = """
 def Before(ctx, case):
+    name = ctx.metadata["profile"]["name"]
+    if name != "ann":
+        raise ValueError(f"ctx.metadata holds another case's edit: {name}")
+    ctx.metadata["profile"]["name"] += "!"
     case["input"][0]["content"] += " (edited by Before)"
     case["assertions"][0]["value"] = "never"
 """
@@ -41,7 +45,7 @@ def editor(offline_app):
 @pytest.mark.parametrize("workers", ["0", "1"])
 def test_what_user_code_edits_in_place_stays_in_its_own_case(editor, tmp_path, workers):
     written = {"role": "user", "content": "hello"}
-    cases = [{"id": f"c{i}", "input": [written], "before": "env_test.Before",
+    cases = [{"id": f"c{i}", "input": [written], "before": "env_test.Before", "metadata": {"profile": {"name": "ann"}},
               "assertions": [{"type": "contains", "value": "echo: hello!"},
                              {"type": "script", "script": "scripts.checks.Check", "value": {"n": "1"}}]} for i in range(4)]
     path = editor.cases("assistants/editor/tests/cases.jsonl", cases)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agenttest.util.positions import json_message
+from agenttest.util.values import fresh
 from agenttest.errors import AgentTestError, Location, typo_of
 from agenttest.model import Case, Context
 from agenttest.model.parameters import context_options
@@ -40,12 +41,13 @@ class Identity:
             meta.update(case.metadata)
             meta.update(case.options.get("metadata") or {})
         meta.update(metadata or {})
+        meta = fresh(meta)  # user code's own, to any depth: the case's dicts may be other cases' too (the loader shares them)
         chat_id = base.get("chat_id") or f"test-{_prefix()}-{next(_chat_ids)}"
         if case is not None and base.get("chat_id"):  # ids are unique per file: the file (and matrix connector) tell them apart
             where = hashlib.sha256(f"{case.file}\0{connector}".encode()).hexdigest()[:6]
             chat_id = f"{base['chat_id']}-{case.id}-{run}-{where}"
         world = copy.deepcopy(case.world) if case is not None and case.world is not None else {}  # fresh for every run
-        options = context_options(case.options) if case is not None else {}
+        options = fresh(context_options(case.options)) if case is not None else {}
         locale = options.get("locale") if isinstance(options.get("locale"), str) else None
         return Context(user, team, locale or base.get("locale") or "en-us", chat_id, meta, authorized, dict(base.get("client") or {}),
                        test_mode, caller, world=world, options=options)
