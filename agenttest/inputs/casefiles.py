@@ -272,8 +272,8 @@ def _shared(value: Any, strings: dict[Any, Any], depth: int = 1, keys: list[int]
     repeat roles and whole histories; at 100,000 cases this halves the memory of the parsed file. A dict
     of text alone (a message, an assertion) is one object wherever it is written alike, keys in the same
     order: what hands a case's data to user code hands a copy (``util.values.fresh``), so that a hook that
-    edits one case's history edits no other's. A value
-    nested deeper than MAX_DEPTH raises _Deep (this walk is the depth check of a ``.jsonl`` case). Lists
+    edits one case's history edits no other's. A value nested deeper than MAX_DEPTH raises _Deep (this
+    walk is the depth check of a ``.jsonl`` case). Lists
     are shared in place and dicts made again (a key cannot be swapped in place); text and numbers are
     looked at here, not in a call each (a call per value was two thirds of this walk). ``keys[0]`` counts
     the keys of every dict met (what the repeated-key check needs, without a walk of its own)."""

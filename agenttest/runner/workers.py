@@ -112,9 +112,11 @@ def _one_per_value(build: Callable[[tuple[Any, ...]], Any], most: int = 4096,
 
 
 def _result_builder(build: Callable[[tuple[Any, ...]], Any], most: int = 4096) -> Callable[[tuple[Any, ...]], Any]:
-    """``build`` for a CaseResult whose output text and tuples of assertions, spends and model calls are one object per
-    distinct value (100,000 results of one agent repeat them): a text up to 4 KB, a tuple whose every item is
-    one the builders keep (looked up by those items' ids, so that 1 and 1.0 never meet)."""
+    """``build`` for a CaseResult whose output text and tuples of assertions, spends and model calls are one
+    object per distinct value (100,000 results of one agent repeat them): a text up to 512 characters (a
+    mock's or a cassette's reply; a model's long answers are seldom alike, and the memo outlives the run in
+    a library caller's process), a tuple whose every item is one the builders keep (looked up by those
+    items' ids, so that 1 and 1.0 never meet)."""
     names = [f.name for f in dataclasses.fields(CaseResult)]
     at = [names.index(n) for n in ("output", "assertions", "spend", "model_calls")]
     memos: list[dict[Any, Any]] = [{} for _ in at]  # each field its own: 4,096 distinct outputs leave the tuples shared
@@ -125,7 +127,7 @@ def _result_builder(build: Callable[[tuple[Any, ...]], Any], most: int = 4096) -
         for i, made in zip(at, memos):
             x = values[i]
             kind = type(x)
-            if kind is str and len(x) <= 4096:
+            if kind is str and len(x) <= 512:
                 key: Any = x
             elif kind is tuple and x and all(id(item) in held for item in x):
                 key = (_BY_ID, *map(id, x))
