@@ -186,6 +186,25 @@ def test_create_and_next_hooks(app, server):
     assert reply.has_data and reply.output["wrapped"] == '{"seen": ["injected", "q"]}' and reply.output["n"] == 3
 
 
+def test_the_create_hook_gets_the_system_prompts_and_what_it_returns_replaces_them(app, server):
+    """As docs/app.md says: ``messages`` starts with the app's and the agent's prompts (variables substituted),
+    the case's messages after; the returned list is the whole conversation sent, prompts included."""
+    server.responder = lambda req: Answer(json.dumps([m["content"] for m in req["messages"]]))
+    app.file("agent/prompts.yml", "- role: system\n  content: GLOBAL\n")
+    index = """
+    def create(ctx, messages):
+        seen = [m["role"] + ":" + m["content"] for m in messages]
+        if messages[-1]["content"] == "drop":
+            return {"messages": [m for m in messages if m["role"] != "system"] + [{"role": "user", "content": "|".join(seen)}]}
+        return None
+    """
+    app.agent("bot", files={"src/index.py": index, "prompts.yml": "- role: system\n  content: Agent $CTX.ASSISTANT_ID\n"})
+    kept = run(Catalog(App(str(app.root))).agent("bot"), [{"role": "user", "content": "keep"}])
+    assert json.loads(kept.output) == ["GLOBAL", "Agent bot", "keep"]
+    sent = json.loads(run(Catalog(App(str(app.root))).agent("bot"), [{"role": "user", "content": "drop"}]).output)
+    assert sent == ["drop", "system:GLOBAL|system:Agent bot|user:drop"], sent
+
+
 def test_a_next_hooks_data_is_json_as_a_tools_result_is(app, server):
     """The Next hook's data is the case's output: sets, bytes, integer keys and tuples get their JSON form (as a
     tool's result does) before any assertion sees them — an assertion checked ``"{'b', 'a'}"`` while the report

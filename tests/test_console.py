@@ -51,7 +51,9 @@ def test_bad_durations(value):
 
 def test_duration_formats():
     assert format_timeout(300) == "5m0s" and format_timeout(3725) == "1h2m5s" and format_timeout(0.5) == "0.5s"
-    assert format_duration(0.0042) == "4ms" and format_duration(2.7) == "2.7s" and format_duration(108) == "1.8m"
+    assert format_duration(0.0042) == "4.2ms" and format_duration(0.00031) == "0.31ms"
+    assert format_duration(0) == "0ms" and format_duration(0.35) == "350ms" and format_duration(0.0123) == "12ms"
+    assert format_duration(2.7) == "2.7s" and format_duration(108) == "1.8m"
 
 
 def run_in_terminal(args: list[str], env: dict[str, str]) -> str:

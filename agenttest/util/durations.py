@@ -53,7 +53,16 @@ def parse_size(value: str) -> int:
 
 
 def format_duration(seconds: float) -> str:
-    """Seconds → ``1.2s``, ``1.8m``, ``350ms`` for the console."""
+    """Seconds → ``1.2s``, ``1.8m``, ``350ms``, ``4.2ms``, ``0.31ms`` for the console.
+
+    Below 10 ms the figure keeps two significant digits, so a per-test figure of a fast run
+    (100,000 mock cases) never reads ``0ms``."""
+    if seconds <= 0:
+        return "0ms"
+    if seconds < 0.001:
+        return f"{seconds * 1000:.2f}ms"
+    if seconds < 0.01:
+        return f"{seconds * 1000:.1f}ms"
     if seconds < 1:
         return f"{seconds * 1000:.0f}ms"
     if seconds < 60:
