@@ -360,6 +360,25 @@ def test_jsonl_cases_hold_one_object_for_each_repeated_string_key_message_and_as
     assert a.tags == () and a.location.line == 1 and c.location.line == 3
 
 
+def test_a_message_or_assertion_checked_once_for_many_cases_hides_no_problem_of_another():
+    """The loader checks a message or an assertion written alike in many cases once (they are one object):
+    a case whose message or assertion differs, even by a key, is checked on its own, and a problem found in
+    a shared one is said for every case that has it."""
+    ok = {"role": "user", "content": "hi"}
+    good, bad = {"type": "contains", "value": "ok"}, {"type": "contains", "valu": "ok"}
+    lines = [{"id": "a", "input": [ok], "assertions": [good]}, {"id": "b", "input": [ok], "assertions": [good]},
+             {"id": "c", "input": [{**ok, "rol": "user"}], "assertions": [good]},
+             {"id": "d", "input": [ok], "assertions": [bad]}, {"id": "e", "input": [ok], "assertions": [bad]},
+             {"id": "f", "input": [{"role": "robot", "content": "hi"}]}, {"id": "g", "input": [{"role": "user", "content": 5}]}]
+    loaded = parse("\n".join(json.dumps(c) for c in lines), "cases.jsonl")
+    said = [str(p) for p in loaded.problems]
+    assert [p.split(":")[1] for p in said] == ["3", "4", "4", "5", "5", "6", "7"], said
+    assert "'rol' is not a field; did you mean 'role'?" in said[0]
+    assert said[1] == said[3].replace(":5:", ":4:") and "'valu' is not a field; did you mean 'value'?" in said[1]
+    assert said[2] == said[4].replace(":5:", ":4:") and "'contains' needs a 'value'" in said[2]
+    assert "'role' cannot be 'robot'" in said[5] and "'content' must be a string" in said[6]
+
+
 def test_ids_alike_but_for_how_their_unicode_is_composed_are_a_warning():
     loaded = parse('{"id": "caf\\u00e9", "input": "x"}\n{"id": "cafe\\u0301", "input": "y"}\n{"id": "cafe", "input": "z"}\n', "cases.jsonl")
     assert [c.id for c in loaded.cases] == ["caf\u00e9", "cafe\u0301", "cafe"] and not loaded.problems
