@@ -448,3 +448,56 @@ def test_every_problem_of_a_mock_yml_is_said_at_once_at_its_place(tmp_path):
     assert any(s.startswith(f"{where}:2:5: rules[0]: user pattern '(unclosed' does not compile") for s in said), said
     assert any(s.startswith(f"{where}:4:5: rules[1]: unknown rule key 'usr'; did you mean 'user'") for s in said), said
     assert len(said) == 4
+
+
+def test_the_options_given_to_post_are_the_ones_the_sdk_would_fill_in(server):
+    """``post_options`` gives the SDK each request option's own default (pydantic would resolve them per call),
+    dicts copied for every call; a made-up idempotency key only where the client never sends one (OpenAI's),
+    and none where it does, so that every request there keeps a key of its own."""
+    from openai import AsyncOpenAI
+    from openai._models import FinalRequestOptions
+
+    from agenttest.connectors.openai import fresh_options, post_options
+
+    client = AsyncOpenAI(api_key=KEY, base_url=server.host + "/v1")
+    given = post_options(client)
+    assert {"params", "headers", "timeout", "security"} <= given.keys() and given["idempotency_key"]
+    body = {"model": "m1", "messages": []}
+    plain = FinalRequestOptions.construct(method="post", url="/chat/completions", json_data=body)
+    first = fresh_options(given)
+    ours = FinalRequestOptions.construct(method="post", url="/chat/completions", json_data=body, **first)
+    for name, value in plain.__dict__.items():
+        mine = ours.__dict__[name]
+        if name == "idempotency_key":
+            assert value is None and mine == given["idempotency_key"]
+        else:
+            assert mine == value or type(mine) is type(value), (name, mine, value)  # NotGiven has no ==
+    again = fresh_options(given)
+    assert again["security"] == first["security"] and again["security"] is not first["security"] is not given["security"]
+    assert again["params"] == {} and again["params"] is not first["params"]
+
+    class Keyed(AsyncOpenAI):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._idempotency_header = "Idempotency-Key"
+
+    assert "idempotency_key" not in post_options(Keyed(api_key=KEY, base_url=server.host + "/v1"))
+
+
+def test_calls_through_the_given_options_send_what_they_sent_before(server):
+    """Two calls, plain and streamed: the key, the body and no idempotency header (OpenAI's client sends none)."""
+    server.responder = lambda req: Answer("ok", usage=(2, 1))
+    conn = connector(server, headers={"X-Team": "qa"})
+
+    async def go():
+        try:
+            return [await conn.complete(ChatRequest([{"role": "user", "content": "hi"}], options={"stream": s})) for s in (False, True)]
+        finally:
+            await conn.aclose()
+
+    replies = asyncio.run(go())
+    assert [r.content for r in replies] == ["ok", "ok"] and replies[1].usage.total_tokens == 3
+    for request in server.requests:
+        headers = {k.lower(): v for k, v in request["headers"].items()}
+        assert headers["authorization"] == f"Bearer {KEY}" and headers["x-team"] == "qa" and "idempotency-key" not in headers
+    assert [b.get("stream") for b in server.bodies()] == [None, True]

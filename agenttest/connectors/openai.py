@@ -161,6 +161,31 @@ def http_client(timeout: float) -> Any | None:
         return None
 
 
+def post_options(client: Any) -> dict[str, Any]:
+    """What ``client.post`` is given as ``options``: each request option the SDK would fill from its field's
+    default (pydantic's ``model_construct`` resolves a default per field per call, deep-copying the dicts:
+    ~35% of the options' making), given as that very default — dicts copied per call by ``fresh_options``.
+    And, where this client never sends an idempotency key (no header for it: OpenAI's), a key, so that the
+    SDK does not draw a random UUID for every request to drop it. An SDK without these is given nothing."""
+    try:
+        from openai._models import FinalRequestOptions
+        from openai._types import RequestOptions
+
+        fields, accepted = FinalRequestOptions.model_fields, RequestOptions.__annotations__
+    except (ImportError, AttributeError):
+        return {}
+    out = {name: f.default for name, f in fields.items()
+           if name in accepted and name != "idempotency_key" and f.default_factory is None and not f.is_required()}
+    if "idempotency_key" in fields and "idempotency_key" in accepted and getattr(client, "_idempotency_header", "") is None:
+        out["idempotency_key"] = "agenttest-not-sent"
+    return out
+
+
+def fresh_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with each dict in it copied (the SDK may keep what it is given on the request's options)."""
+    return {k: dict(v) if type(v) is dict else v for k, v in options.items()}
+
+
 def normalize_base_url(url: str) -> str:
     """``host``, ``base_url`` or ``proxy``, with or without ``/v1``: a bare host gets ``/v1``."""
     url = url.rstrip("/")
@@ -192,6 +217,7 @@ class OpenAIConnector:
         self.warnings = [not_sent(unknown, f"connector {spec.id}" + (f" ({spec.path})" if spec.path else ""))] if unknown else []
         self.where = _host(self.base_url)
         self._clients: list[Any] = []
+        self._options: list[dict[str, Any]] = []  # each client's post_options
         self._in_flight = self._peak = self._turn = 0
         self._shard = SHARD  # calls in flight per client; unbounded once the first client is on aiohttp
         # The SDK's import takes 0.7–1 s (``openai.types`` builds every API model with pydantic); made lazily,
@@ -199,9 +225,10 @@ class OpenAIConnector:
         prepare()  # meanwhile, on another thread
         import openai  # noqa: F401
 
-    def _client(self) -> Any:
-        """An SDK client, made on first use inside the run's event loop (its connection pool lives there):
-        on httpx one per SHARD calls ever in flight at once, taken in turn (so each keeps its connections alive)."""
+    def _client(self) -> int:
+        """The index of the SDK client to use (in ``_clients``, its ``post_options`` in ``_options``), made on
+        first use inside the run's event loop (its connection pool lives there): on httpx one per SHARD calls
+        ever in flight at once, taken in turn (so each keeps its connections alive)."""
         self._peak = max(self._peak, self._in_flight + 1)
         while len(self._clients) * self._shard < self._peak:
             from openai import AsyncOpenAI
@@ -212,8 +239,9 @@ class OpenAIConnector:
                 self._shard = 1 << 30
             self._clients.append(lean(AsyncOpenAI, "_prepare_url")(api_key=self.key, base_url=self.base_url, max_retries=0, timeout=self.request_timeout,
                                              default_headers=self.headers, organization=self.organization, http_client=transport))
+            self._options.append(post_options(self._clients[-1]))
         self._turn = (self._turn + 1) % len(self._clients)
-        return self._clients[self._turn]
+        return self._turn
 
     def start(self) -> None:
         """The first SDK client (and the SDK's import) before the run, outside any case's deadline."""
@@ -246,14 +274,15 @@ class OpenAIConnector:
         # per-call TypedDict transform (~1 ms of CPU a call: the body here is already plain JSON); and
         # cast_to=object gives the parsed JSON as dicts, not a pydantic ChatCompletion built only to be
         # read once. See bench/RESULTS.md.
-        client = self._client()
+        turn = self._client()
+        client, options = self._clients[turn], fresh_options(self._options[turn])
         self._in_flight += 1
         try:
             if stream:
-                chunks = await client.post("/chat/completions", cast_to=object, body=self._body(request, True),
+                chunks = await client.post("/chat/completions", cast_to=object, body=self._body(request, True), options=options,  # type: ignore[arg-type]
                                            stream=True, stream_cls=openai.AsyncStream[object])
                 return await self._streamed(chunks)
-            response = await client.post("/chat/completions", cast_to=object, body=self._body(request, False))
+            response = await client.post("/chat/completions", cast_to=object, body=self._body(request, False), options=options)  # type: ignore[arg-type]
             return self._completion(response)
         except openai.APIStatusError as exc:
             raise self._status_failure(exc) from None
@@ -389,7 +418,7 @@ class OpenAIConnector:
 
     async def aclose(self) -> None:
         """Close the clients while the run's loop still runs."""
-        clients, self._clients = self._clients, []
+        clients, self._clients, self._options = self._clients, [], []
         for client in clients:
             await client.close()
 
