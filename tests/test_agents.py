@@ -225,6 +225,14 @@ def test_a_next_hooks_data_is_json_as_a_tools_result_is(app, server):
         run(Catalog(App(str(app.root))).agent("bot"), [{"role": "user", "content": "loop"}])
 
 
+def test_a_create_hook_that_returns_no_messages_is_an_error_before_any_call(app, server):
+    server.responder = lambda req: Answer("ok")
+    app.agent("bot", files={"src/index.py": "def create(ctx, messages):\n    return {'messages': []}\n"})
+    with pytest.raises(AgentError, match="create hook returned an empty 'messages' list: the model would be sent no messages"):
+        run(Catalog(App(str(app.root))).agent("bot"), [{"role": "user", "content": "q"}])
+    assert server.requests == []
+
+
 def test_failing_hook_is_an_agent_error(app, server):
     app.agent("bot", files={"src/index.py": "def create(ctx, messages):\n    raise KeyError('nope')\n"})
     with pytest.raises(AgentError, match="create hook failed: KeyError"):

@@ -47,6 +47,15 @@ def test_without_rate_limits_the_console_says_nothing_of_load(app, server):
     assert report(out)["summary"]["load"]["absorbed"] == 0 and "Load:" not in result.stdout
 
 
+def test_the_load_line_names_429s_only_when_there_were_any():
+    from agenttest.reporting.console import load_line
+
+    one = {"connectors": {"fake": {"rate_limited": 3, "limit": 4, "lowest_limit": 2}}}
+    assert load_line({"absorbed": 3, "rate_limited": 3, "retries": 1, **one}) == "3 × 429 absorbed, 1 retries; fake: concurrency 4 (lowest 2)"
+    assert load_line({"absorbed": 0, "rate_limited": 2, "retries": 0, **one}) == "0 × 429 absorbed; fake: concurrency 4 (lowest 2)"
+    assert load_line({"absorbed": 0, "rate_limited": 0, "retries": 20, "connectors": {"fake": {"rate_limited": 0}}}) == "20 retries"
+
+
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -351,6 +351,9 @@ def _created(created: Any, conversation: list[Message], connector: str | None) -
     if messages is not None:
         if not isinstance(messages, list) or not all(isinstance(m, dict) and "role" in m for m in messages):
             raise CallError(f"create hook returned 'messages' that is not a list of {{role, content}} messages: {messages!r:.200}")
+        if not messages:  # an endpoint answers an empty conversation with a 400 (or not at all)
+            raise CallError("create hook returned an empty 'messages' list: the model would be sent no messages; "
+                            "return None (or leave 'messages' out) to keep the conversation")
         conversation = messages
     chosen = created.get("connector")
     if chosen is not None and not isinstance(chosen, str):

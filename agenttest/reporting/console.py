@@ -23,8 +23,9 @@ WORLD_LINES = 10  # changes of the world shown under a case with -v
 
 
 def load_line(load: dict[str, Any]) -> str:
-    """``12 × 429 absorbed, 3 retries; fake: concurrency 4 (lowest 2)``."""
-    parts = [f"{load['absorbed']} × 429 absorbed"] + ([f"{load['retries']} retries"] if load["retries"] else [])
+    """``12 × 429 absorbed, 3 retries; fake: concurrency 4 (lowest 2)``; without a 429, ``3 retries``."""
+    parts = ([f"{load['absorbed']} × 429 absorbed"] if load["rate_limited"] or load["absorbed"] else []) + (
+        [f"{load['retries']} retries"] if load["retries"] else [])
     limits = [f"{name}: concurrency {e['limit']} (lowest {e['lowest_limit']})" for name, e in load["connectors"].items() if e["rate_limited"]]
     return "; ".join([", ".join(parts), *limits])
 
