@@ -117,10 +117,12 @@ V1_PACKAGES = ["mcp==1.30.0", "httpx", "httpcore", "h11", "httpx-sse", "pydantic
 
 
 @pytest.fixture(scope="session")
-def mcp1(pytestconfig):
-    """mcp 1.x and what it needs beyond this environment, in a folder of their own (kept in pytest's cache):
-    what ``PYTHONPATH`` (or a separate virtual environment) gives a server written for 1.x."""
-    folder = pytestconfig.cache.mkdir("mcp1")
+def mcp1(pytestconfig, tmp_path_factory):
+    """mcp 1.x and what it needs beyond this environment, in a folder of their own (kept in pytest's cache,
+    or for this session only under ``-p no:cacheprovider``): what ``PYTHONPATH`` (or a separate virtual
+    environment) gives a server written for 1.x."""
+    cache = getattr(pytestconfig, "cache", None)
+    folder = cache.mkdir("mcp1") if cache is not None else tmp_path_factory.mktemp("mcp1")
     if not (folder / "mcp" / "server" / "fastmcp").is_dir():
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(folder), *V1_PACKAGES],
                        check=True, capture_output=True, timeout=300)
