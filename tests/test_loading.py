@@ -360,6 +360,20 @@ def test_jsonl_cases_hold_one_object_for_each_repeated_string_key_message_and_as
     assert a.tags == () and a.location.line == 1 and c.location.line == 3
 
 
+def test_a_json_list_of_cases_shares_what_its_cases_write_alike_as_jsonl_does():
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Which one?"}]
+    cases = [{"id": f"c{i}", "input": [*history, {"role": "user", "content": f"#{i}"}], "assert": {"type": "contains", "value": "ok"}}
+             for i in range(3)]
+    for text in (json.dumps(cases, indent=2), json.dumps({"cases": cases})):
+        loaded = parse(text, "cases.json")
+        a, b, c = loaded.cases
+        assert not loaded.problems and a.raw["input"][0] is b.raw["input"][0] is c.raw["input"][0]
+        assert a.raw["input"][2] is not b.raw["input"][2] and a.assertions[0] is b.assertions[0]
+        assert a.locate(("input", 2, "content")).line == (15 if text.startswith("[\n") else 1)
+    twice = parse('[{"id": "a", "input": "x", "input": "y"}]', "cases.json")
+    assert [str(p) for p in twice.problems] == ["cases.json:1:28: 'input' is written twice in one object (JSON keeps only the last); remove one of them"], twice.problems
+
+
 def test_a_message_or_assertion_checked_once_for_many_cases_hides_no_problem_of_another():
     """The loader checks a message or an assertion written alike in many cases once (they are one object):
     a case whose message or assertion differs, even by a key, is checked on its own, and a problem found in

@@ -5,6 +5,8 @@ End to end through the CLI, on the mock connector, in the controller and in a wo
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from helpers import cli, report
@@ -42,13 +44,16 @@ def editor(offline_app):
     return offline_app
 
 
-@pytest.mark.parametrize("workers", ["0", "1"])
-def test_what_user_code_edits_in_place_stays_in_its_own_case(editor, tmp_path, workers):
+@pytest.mark.parametrize("workers, kind", [("0", ".jsonl"), ("1", ".jsonl"), ("1", ".json")])
+def test_what_user_code_edits_in_place_stays_in_its_own_case(editor, tmp_path, workers, kind):
     written = {"role": "user", "content": "hello"}
     cases = [{"id": f"c{i}", "input": [written], "before": "env_test.Before", "metadata": {"profile": {"name": "ann"}},
               "assertions": [{"type": "contains", "value": "echo: hello!"},
                              {"type": "script", "script": "scripts.checks.Check", "value": {"n": "1"}}]} for i in range(4)]
-    path = editor.cases("assistants/editor/tests/cases.jsonl", cases)
+    if kind == ".json":  # a list of cases, shared as a .jsonl file's are
+        path = editor.file("assistants/editor/tests/cases.json", json.dumps({"cases": cases}, indent=2))
+    else:
+        path = editor.cases("assistants/editor/tests/cases.jsonl", cases)
     out = tmp_path / "r.json"
     result = cli("-i", str(path), "-n", "editor", "--workers", workers, "--parallel", "1", "-o", str(out))
     assert out.exists(), result.output

@@ -353,14 +353,32 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
     if type(data) is dict:  # the wrapper's own keys: a second "cases" would drop the first list without a word
         problems += _repeated_keys(text, source, outermost=True)
     base, items = _listed(data, source, problems)  # a case nested too deeply is said at its place, as in .jsonl (build_cases)
-    docs, pos, line = [], 0, 1
+    # each item's place from the end of the one before (a file on one line made this quadratic: 100,000 cases
+    # took 115 s, each decoded twice and each column found by a search back to the file's start)
+    docs, pos, line, line_start, end = [], 0, 1, 0, 0
+    decode = json.JSONDecoder().raw_decode
+    strings: dict[Any, Any] = {}  # shared across the file's cases as in a .jsonl file (_shared)
     for i, raw in enumerate(items):
-        start = json_offset(text, base + (i,)) if i == 0 else _next_item(text, pos)
-        _, end = json.JSONDecoder().raw_decode(text, start)
-        line += text.count("\n", pos, start)
-        col = start - (text.rfind("\n", 0, start) + 1)
-        docs.append(Document(raw, source, (), text[start:end], line - 1, col))
-        if text.count(":", start, end) > entries(raw):
+        if i == 0:
+            start = json_offset(text, base + (0,))
+        else:
+            start = end
+            while text[start] in " \t\r\n,":
+                start += 1
+        _, end = decode(text, start)
+        newlines = text.count("\n", pos, start)
+        if newlines:
+            line += newlines
+            line_start = text.rfind("\n", pos, start) + 1
+        col = start - line_start
+        keys = [0]
+        try:
+            raw, shallow = _shared(raw, strings, 1, keys), True
+            items[i] = None  # the parsed case, made again shared: freed as the walk goes, not held to its end
+        except _Deep:  # build_cases says so, at its place
+            shallow, keys[0] = False, entries(raw)
+        docs.append(Document(raw, source, (), text[start:end], line - 1, col, shallow=shallow))
+        if text.count(":", start, end) > keys[0]:
             problems += _repeated_keys(text[start:end], source, line - 1, col)
         pos = start
     return docs
@@ -448,14 +466,6 @@ def _yaml_children(node: Any) -> list[Any]:
 
 def _mark(node: Any, source: str) -> Location:
     return Location(source, node.start_mark.line + 1, node.start_mark.column + 1)
-
-
-def _next_item(text: str, pos: int) -> int:
-    """Offset of the array item after the one starting at ``pos``."""
-    _, end = json.JSONDecoder().raw_decode(text, pos)
-    while text[end] in " \t\r\n,":
-        end += 1
-    return end
 
 
 def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Document]:
