@@ -370,6 +370,10 @@ def test_a_json_list_of_cases_shares_what_its_cases_write_alike_as_jsonl_does():
         assert not loaded.problems and a.raw["input"][0] is b.raw["input"][0] is c.raw["input"][0]
         assert a.raw["input"][2] is not b.raw["input"][2] and a.assertions[0] is b.assertions[0]
         assert a.locate(("input", 2, "content")).line == (15 if text.startswith("[\n") else 1)
+    line = json.dumps(cases + [{"id": "bad", "input": [{"role": "robot", "content": "x"}]}])  # one line: columns from the item's start
+    said = [str(p) for p in parse(line, "cases.json").problems]
+    column = line.index('"robot"') + 1
+    assert said == [f"cases.json:1:{column}: 'role' cannot be 'robot'; one of user, assistant, system, tool, developer"], said
     twice = parse('[{"id": "a", "input": "x", "input": "y"}]', "cases.json")
     assert [str(p) for p in twice.problems] == ["cases.json:1:28: 'input' is written twice in one object (JSON keeps only the last); remove one of them"], twice.problems
 
