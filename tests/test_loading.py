@@ -487,3 +487,29 @@ def test_a_key_written_twice_once_escaped_is_placed_at_its_second_place():
     (problem,) = parse(line + "\n", "cases.jsonl").problems
     second = line.index('"assert"') + 1  # the first is written escaped
     assert str(problem).startswith(f"cases.jsonl:1:{second}: 'assert' is written twice in one object")
+
+
+def test_yaml_cases_are_read_with_libyaml_where_it_places_everything_as_the_pure_parser_does():
+    """The loader composes YAML with libyaml's parser when PyYAML has it (~4× faster) and says what is wrong as the
+    pure-Python parser says it: the places of every node must be the same, non-ASCII text before them too."""
+    yaml = pytest.importorskip("yaml")
+    if getattr(yaml, "CSafeLoader", None) is None:
+        pytest.skip("PyYAML without libyaml")
+    text = ('- id: "café 😀 中文"\n  input: "héllo 😀"\n  assertions:\n    - {type: contains, valu: "x"}\n'
+            "- id: b\n  input: [{content: 😀😀, role: robot}]\n")
+
+    def marks(loader):
+        out, todo = [], [yaml.compose(text, Loader=loader)]
+        while todo:
+            node = todo.pop()
+            out.append((node.start_mark.line, node.start_mark.column, node.end_mark.line, node.end_mark.column))
+            todo += [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else (
+                node.value if isinstance(node, yaml.SequenceNode) else [])
+        return out
+
+    assert marks(yaml.CSafeLoader) == marks(yaml.SafeLoader)
+    loaded = parse(text, "cases.yaml")
+    said = [str(p) for p in loaded.problems]
+    assert said[0].startswith("cases.yaml:4:24: 'valu' is not a field; did you mean 'value'?") and f"cases.yaml:6:{text.splitlines()[5].index('robot') + 1}: 'role' cannot be 'robot'" in said[-1], said
+    tab = parse("- id: a\n\tinput: x\n", "cases.yaml").problems
+    assert [str(p) for p in tab] == ["cases.yaml:2:1: invalid YAML: found character '\\t' that cannot start any token; YAML indents with spaces, not tabs"], tab

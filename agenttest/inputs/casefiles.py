@@ -471,8 +471,15 @@ def _mark(node: Any, source: str) -> Location:
 def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Document]:
     import yaml
 
+    fast = getattr(yaml, "CSafeLoader", None)  # libyaml's parser (PyYAML's wheels have it): ~5× the pure-Python one
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        try:
+            node = yaml.compose(text, Loader=fast or yaml.SafeLoader)
+        except yaml.YAMLError:
+            if fast is None:
+                raise
+            fast = None  # what is wrong is said as the pure-Python parser says it (its messages and marks)
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
         if node is None:
             return []
         trouble = _yaml_trouble(node, source)
@@ -480,7 +487,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
             problems.append(trouble)
             return []
         problems += _yaml_repeated_keys(node, source)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=fast or yaml.SafeLoader)  # the same constructor and resolver either way
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         loc = Location(source, mark.line + 1, mark.column + 1) if mark else Location(source)
