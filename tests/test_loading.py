@@ -513,3 +513,26 @@ def test_yaml_cases_are_read_with_libyaml_where_it_places_everything_as_the_pure
     assert said[0].startswith("cases.yaml:4:24: 'valu' is not a field; did you mean 'value'?") and f"cases.yaml:6:{text.splitlines()[5].index('robot') + 1}: 'role' cannot be 'robot'" in said[-1], said
     tab = parse("- id: a\n\tinput: x\n", "cases.yaml").problems
     assert [str(p) for p in tab] == ["cases.yaml:2:1: invalid YAML: found character '\\t' that cannot start any token; YAML indents with spaces, not tabs"], tab
+
+
+@pytest.mark.parametrize("name, text, where", [
+    ("d.json", '[{"id":"a","input":"hi","assert":[{"type":"regex","value":"ok"}],"assert":{"type":"regex","value":"("}}]', "1:91"),
+    ("d.jsonl", '{"id":"a","input":"hi","assert":[{"type":"regex","value":"ok"}],"assert":{"type":"regex","value":"("}}', "1:90"),
+    ("d.yaml", "- id: a\n  input: hi\n  assert: {type: contains, value: x}\n  assert: contains\n", "4:11"),
+])
+def test_after_a_key_written_twice_the_problems_of_its_value_point_at_the_copy_that_was_read(name, text, where):
+    """JSON and YAML keep a repeated key's last value; what is wrong with that value is placed there, not at
+    the dropped first copy (a new user's trial found the first one pointed at)."""
+    said = [str(p) for p in parse(text, name).problems]
+    assert len(said) == 2 and "written twice" in said[0] and said[1].startswith(f"{name}:{where}: "), said
+
+
+@pytest.mark.parametrize("name, text, said", [
+    ("c.json", '{"case": [{"id": "a", "input": "x"}]}', "; did you mean 'cases'?"),
+    ("c.json", '{"test_case": []}', "; did you mean 'test_cases'?"),
+    ("c.yaml", "case:\n  - id: a\n    input: x\n", "; did you mean 'cases'?"),
+    ("c.json", '{"other": []}', ""),
+])
+def test_a_near_miss_of_the_cases_key_gets_a_did_you_mean(name, text, said):
+    problems = [str(p) for p in parse(text, name).problems]
+    assert problems == [f"{name}:1:1: expected a list of cases or an object with 'cases': [...], not an object{said}"], problems

@@ -558,7 +558,9 @@ def case_list(data: Any) -> tuple[Path, list[Any]]:
         for key in CASE_LIST_KEYS:
             if isinstance(data.get(key), list):
                 return (key,), data[key]
-    raise ValueError(f"expected a list of cases or an object with 'cases': [...], not {type_name(data)}")
+    near = [closest(k, CASE_LIST_KEYS) for k, v in data.items() if isinstance(k, str) and isinstance(v, list)] if isinstance(data, dict) else []
+    hint = next((f"; did you mean '{m}'?" for m in near if m), "")  # {"case": [...]}, {"test_case": [...]}
+    raise ValueError(f"expected a list of cases or an object with 'cases': [...], not {type_name(data)}{hint}")
 
 
 def _listed(data: Any, source: str, problems: list[Problem]) -> tuple[Path, list[Any]]:

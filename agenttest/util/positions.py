@@ -58,24 +58,27 @@ def _after_value(text: str, i: int) -> int | None:
 
 
 def _find_key(text: str, i: int, wanted: str) -> tuple[int, int] | None:
+    """Where the key ``wanted`` and its value start in the object at ``i``: its last copy, the one JSON keeps
+    (a problem of a key written twice is about the value that was read)."""
     i = _skip_ws(text, i + 1)
+    found: tuple[int, int] | None = None
     while i < len(text) and text[i] != "}":
         key_at = i
         try:
             name, i = _decoder.raw_decode(text, i)
         except ValueError:
-            return None
+            return found
         i = _skip_ws(text, i)
         if i >= len(text) or text[i] != ":":
-            return None
+            return found
         i = _skip_ws(text, i + 1)
         if name == wanted:
-            return key_at, i
-        found = _after_value(text, i)
-        if found is None:
-            return None
-        i = found
-    return None
+            found = key_at, i
+        after = _after_value(text, i)
+        if after is None:
+            return found
+        i = after
+    return found
 
 
 def _find_index(text: str, i: int, wanted: int) -> int | None:
@@ -196,12 +199,11 @@ def yaml_mark(node: Any, path: Sequence[Any], key: bool = False) -> tuple[int, i
     for depth, part in enumerate(path):
         last = depth == len(path) - 1
         if isinstance(current, yaml.MappingNode):
-            for k, v in current.value:
-                if k.value == part:
-                    current = k if (last and key) else v
-                    break
-            else:
+            kept = [(k, v) for k, v in current.value if k.value == part]
+            if not kept:
                 break
+            k, v = kept[-1]  # a key written twice: the copy YAML keeps, the last
+            current = k if (last and key) else v
         elif isinstance(current, yaml.SequenceNode) and isinstance(part, int) and part < len(current.value):
             current = current.value[part]
         else:
