@@ -536,3 +536,12 @@ def test_after_a_key_written_twice_the_problems_of_its_value_point_at_the_copy_t
 def test_a_near_miss_of_the_cases_key_gets_a_did_you_mean(name, text, said):
     problems = [str(p) for p in parse(text, name).problems]
     assert problems == [f"{name}:1:1: expected a list of cases or an object with 'cases': [...], not an object{said}"], problems
+
+
+def test_problems_come_in_the_files_order_parsing_and_checking_alike():
+    """A line that is not JSON is found while parsing, before the other cases are checked: said in line order."""
+    text = ('{"id": "a", "input": [{"role": "usr", "content": "x"}]}\n{"id": "b", "input": 5}\n'
+            '{"id": "c", "input": "x",}\n{"id": "d", "input": [{"role": "robot", "content": "x"}]}\n')
+    said = [str(p) for p in parse(text, "u.jsonl").problems]
+    assert [p.split(":")[1] for p in said] == ["1", "2", "3", "4"], said
+    assert "did you mean 'user'?" in said[0] and "invalid JSON" in said[2] and "'robot'" in said[3]

@@ -182,7 +182,13 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
     if escapes_surrogates(text):  # "\\ud83d" alone (a cut emoji): made safe before anything holds it
         docs = [replace(d, raw=cleaned(d.raw)) for d in docs]
     loaded.cases = build_cases(docs, base_dir, default_simulator, loaded, policy)
+    if len(loaded.problems) > 1:  # in the file's order (a line's own, cause first, as found): parsing's come before building's
+        loaded.problems.sort(key=_line_of)
     return loaded
+
+
+def _line_of(problem: Problem) -> int:
+    return problem.location.line or 0 if problem.location is not None else 0
 
 
 def _emptiness(text: str, kind: str) -> str:
