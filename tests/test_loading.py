@@ -545,3 +545,14 @@ def test_problems_come_in_the_files_order_parsing_and_checking_alike():
     said = [str(p) for p in parse(text, "u.jsonl").problems]
     assert [p.split(":")[1] for p in said] == ["1", "2", "3", "4"], said
     assert "did you mean 'user'?" in said[0] and "invalid JSON" in said[2] and "'robot'" in said[3]
+
+
+def test_json_too_deep_for_the_parser_is_placed_at_the_bracket_past_the_limit_in_jsonl_json_and_yaml():
+    """A .jsonl line said 1:1 and a YAML file had no place at all (a new user's trial); now each points into the nesting."""
+    deep = "[" * 1500 + "]" * 1500
+    case = '{"id": "a", "input": "x", "metadata": {"x": ' + deep + "}}"
+    prefix = case.index("[")
+    assert [str(p) for p in parse(case + "\n", "d.jsonl").problems] == [f"d.jsonl:1:{prefix + 63}: nested too deeply (more than 64 levels)"]
+    assert [str(p) for p in parse(f"[{case}]", "d.json").problems] == [f"d.json:1:{prefix + 64}: nested too deeply (more than 64 levels)"]
+    said = [str(p) for p in parse("- id: a\n  input: x\n  metadata: {x: " + deep + "}\n", "d.yaml").problems]
+    assert len(said) == 1 and said[0].startswith("d.yaml:3:") and said[0].endswith(": nested too deeply (more than 64 levels)"), said

@@ -227,8 +227,9 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
             problems.append(Problem(f"invalid JSON: {json_message(exc.msg)}", Location(source, number, json_place(exc.msg, line, exc.pos)[1] + shift),
                                     json_hint(exc.msg, line, exc.pos)))
             continue
-        except RecursionError:
-            problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source, number, 1)))
+        except RecursionError:  # said where the nesting passed the limit, as in a .json file
+            at = deeper_than(line, MAX_DEPTH)
+            problems.append(Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", Location(source, number, (at or 0) + 1 + shift)))
             continue
         except ValueError:  # an integer too long to convert (Python refuses more than 4,300 digits)
             problems.append(_huge_number(line, source, number - 1))
@@ -334,11 +335,12 @@ def _yaml_opened(exc: Exception) -> str | None:
     return template.format(*where) if template else f"{context.removeprefix('while ')} that starts at line {where[0]}, column {where[1]}"
 
 
-def _nested(source: str, text: str | None = None) -> Problem:
-    """JSON too deep for the parser itself (about a thousand levels): said where the nesting passed the limit."""
+def _nested(source: str, text: str | None = None, limit: int = MAX_DEPTH + 1) -> Problem:
+    """JSON too deep for the parser itself (about a thousand levels): said where the nesting passed the limit
+    (by default a .json file's: its list holds its cases one level down)."""
     where = Location(source)
     if text is not None:
-        at = deeper_than(text, MAX_DEPTH + 1)  # a .json file's list holds its cases one level down
+        at = deeper_than(text, limit)
         if at is not None:
             where = Location(source, *line_col(text, at))
     return Problem(f"nested too deeply (more than {MAX_DEPTH} levels)", where)
@@ -526,8 +528,8 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         tab = "\\t" in repr(said)  # a tab in the text, or the parser's '\t' for it
         problems.append(Problem(f"invalid YAML: {said}", loc, _yaml_opened(exc) or ("YAML indents with spaces, not tabs" if tab else None)))
         return []
-    except RecursionError:
-        problems.append(_nested(source))
+    except RecursionError:  # flow brackets ([[[…): the first past the limit counted in brackets (block levels are not)
+        problems.append(_nested(source, text, MAX_DEPTH))
         return []
     except ValueError:
         problems.append(_huge_number(text, source))
