@@ -188,7 +188,7 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
 
 
 def _line_of(problem: Problem) -> int:
-    return problem.location.line or 0 if problem.location is not None else 0
+    return (problem.location.line or 0) if problem.location is not None else 0
 
 
 def _emptiness(text: str, kind: str) -> str:
@@ -602,8 +602,6 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
     forms: dict[str, str] = {}  # an id in Unicode's composed form (NFC) → the first id written so
     warned: set[tuple[str, str]] = set()
     specs: dict[Any, Any] = {}  # assertions written alike: one AssertionSpec for every case (make_case)
-    valid: dict[int, Any] = {}  # messages and assertions written alike, found valid once (caseschema._known)
-    sound: dict[int, Any] = {}  # assertions written alike, found to have sound parameters once
     for doc in docs:
         raw = doc.raw
         if not isinstance(raw, dict):
@@ -616,9 +614,9 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
         if not doc.shallow and too_deep(raw, MAX_DEPTH):
             loaded.problems.append(Problem(f"the case is nested more than {MAX_DEPTH} levels deep", doc.locate()))
             continue
-        found = [] if plainly_valid(raw, valid) else schema_problems(raw)
+        found = [] if plainly_valid(raw) else schema_problems(raw)
         try:
-            extra = semantic_problems(raw, default_simulator, sound)
+            extra = semantic_problems(raw, default_simulator)
         except (TypeError, AttributeError, KeyError):
             extra = []  # a shape the schema already rejected
         seen = {f.path for f in found}

@@ -9,7 +9,6 @@ copy (``schema/case.schema.json``, for editors) is checked against it by a test.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from agenttest import assertions, plugins
@@ -270,6 +269,10 @@ def _assertion(a: Any) -> bool:
     return True
 
 
+def _assertions(v: Any) -> bool:
+    return _assertion(v) or (type(v) is list and all(_assertion(a) for a in v))
+
+
 def _checkpoint(c: Any) -> bool:
     return (type(c) is dict and c.keys() <= CHECKPOINT_KEYS and _str(c.get("id")) and c["id"] != ""
             and ("description" not in c or _str(c["description"])) and ("required" not in c or type(c["required"]) is bool)
@@ -318,23 +321,8 @@ def _world(raw: dict[str, Any]) -> bool:
             and ("faults" not in raw or (type(raw["faults"]) is list and all(_fault(f) for f in raw["faults"]))))
 
 
-def _known(check: Callable[[Any], bool], value: Any, known: dict[int, Any] | None) -> bool:
-    """``check(value)``, remembered in ``known`` for this very object (a file's loader shares a message or an
-    assertion written alike in many cases: checked once). ``known`` holds the objects, so that no id in it
-    can be another object's while it lives; the objects are not changed while it does."""
-    if known is None:
-        return check(value)
-    if known.get(id(value)) is value:
-        return True
-    if check(value):
-        known[id(value)] = value
-        return True
-    return False
-
-
-def plainly_valid(raw: Any, known: dict[int, Any] | None = None) -> bool:
-    """True only if the case's structure is certainly valid under the schema. ``known``: objects found
-    valid in earlier cases of the same file (``_known``)."""
+def plainly_valid(raw: Any) -> bool:
+    """True only if the case's structure is certainly valid under the schema."""
     _refresh()
     if type(raw) is not dict or not raw.keys() <= _cache["keys"] or not _str(raw.get("id")) or raw["id"] == "":
         return False
@@ -342,13 +330,11 @@ def plainly_valid(raw: Any, known: dict[int, Any] | None = None) -> bool:
         return False
     if "input" in raw:
         v = raw["input"]
-        if not (_str(v) or _known(_message, v, known) or (type(v) is list and all(_known(_message, m, known) for m in v))):
+        if not (_str(v) or _message(v) or (type(v) is list and all(_message(m) for m in v))):
             return False
     for key in ("assert", "assertions"):
-        if key in raw:
-            v = raw[key]
-            if not (_known(_assertion, v, known) or (type(v) is list and all(_known(_assertion, a, known) for a in v))):
-                return False
+        if key in raw and not _assertions(raw[key]):
+            return False
     if "options" in raw and not _options(raw["options"]):
         return False
     if "metadata" in raw and type(raw["metadata"]) is not dict:

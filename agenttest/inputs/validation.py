@@ -130,21 +130,13 @@ def assertion_list(raw: Any, key: str) -> list[tuple[Path, dict[str, Any]]]:
     return [((key, i), {"type": a} if isinstance(a, str) else a) for i, a in enumerate(value)]
 
 
-def semantic_problems(raw: dict[str, Any], default_simulator: str | None, known: dict[int, Any] | None = None) -> list[Finding]:
-    """Problems beyond structure: assertion types and parameters, durations, checkpoint graph, modes.
-    ``known``: assertions (these very objects) found without a problem in earlier cases of the file."""
+def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> list[Finding]:
+    """Problems beyond structure: assertion types and parameters, durations, checkpoint graph, modes."""
     out: list[Finding] = []
     if "assert" in raw and "assertions" in raw:
         out.append(Finding(("assertions",), "give 'assert' or 'assertions', not both", None, True))
     for path, params in assertion_list(raw, "assert") + assertion_list(raw, "assertions"):
-        if known is None:
-            out += _assertion_problems(path, params)
-        elif known.get(id(params)) is not params:
-            found = _assertion_problems(path, params)
-            if found:
-                out += found
-            else:
-                known[id(params)] = params
+        out += _assertion_problems(path, params)
     if "timeout" in raw and isinstance(raw["timeout"], (str, int, float)):
         try:
             parse_duration(raw["timeout"])
