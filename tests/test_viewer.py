@@ -352,3 +352,19 @@ def test_a_gate_of_zero_that_passed_with_no_passing_run_is_said_in_a_banner(page
     write(report, str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri())
     assert "1 case passed its gate with no passing run (min_pass_rate 0)." in page.locator(".banner").all_inner_texts()
+
+
+def test_times_below_10_ms_are_shown_to_the_tenth_of_a_millisecond(page, tmp_path):
+    """A fast run's cases read 0.3ms and 4.2ms (the 0.1 ms a report keeps), not 0ms."""
+    from agenttest.model import CaseResult
+    from agenttest.reporting import write
+    from agenttest.verdicts.outcome import make_report
+
+    times = {"quick": (0.3, "0.3ms"), "short": (4.2, "4.2ms"), "slow": (350.0, "350ms"), "none": (0.0, "0ms"), "long": (2500.0, "2.5s")}
+    results = [CaseResult(cid, "passed", input="q", output="a", connector="mock", duration_ms=t) for cid, (t, _) in times.items()]
+    write(make_report(results, 1795953600.0, 900.0, 1, agent_id="bot", connector="mock"), str(tmp_path / "fast.html"))
+    page.goto((tmp_path / "fast.html").as_uri())
+    shown = page.eval_on_selector_all("#cases tbody tr", "rs => rs.map(r => [r.dataset.id, r.innerText])")
+    assert len(shown) == len(times)
+    for cid, text in shown:
+        assert times[cid][1] in text.split("\t"), (cid, text)

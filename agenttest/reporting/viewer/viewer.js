@@ -49,7 +49,12 @@
     return text(c);
   }
   function shorten(t, n) { t = String(t).replace(/\s+/g, " ").trim(); return t.length > n ? t.slice(0, n - 1) + "…" : t; }
-  function ms(v) { v = +v || 0; return v < 1000 ? Math.round(v) + "ms" : v < 60000 ? (v / 1000).toFixed(1) + "s" : (v / 60000).toFixed(1) + "m"; }
+  function ms(v) {  // below 10 ms to the 0.1 ms a report keeps (a fast case is not "0ms")
+    v = +v || 0;
+    if (v <= 0) return "0ms";
+    if (v < 10) return v.toFixed(1) + "ms";
+    return v < 1000 ? Math.round(v) + "ms" : v < 60000 ? (v / 1000).toFixed(1) + "s" : (v / 60000).toFixed(1) + "m";
+  }
   function pct(x) { return (Math.round(x * 1000) / 10) + "%"; }
   function money(v) { return v == null ? "—" : "$" + (v < 0.01 ? v.toFixed(5) : v.toFixed(4)); }
   function badge(kind, label) { return h("span", { class: "badge " + kind.replace(/ /g, "-"), text: (label || kind).toUpperCase() }); }
