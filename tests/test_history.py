@@ -182,6 +182,49 @@ def test_concurrent_runs_are_all_recorded(tmp_path):
         assert history.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_runs_creating_a_new_history_at_the_same_moment_all_open_it(tmp_path):
+    # switching a new file to WAL fails at once (no busy wait) when another connection is switching it too;
+    # six openers released together on each of 40 fresh files hit that race (it failed CI one run in 30)
+    errors: list[BaseException] = []
+    for k in range(40):
+        path = str(tmp_path / f"h{k}.sqlite")
+        barrier = threading.Barrier(6)
+
+        def work(n: int) -> None:
+            barrier.wait()
+            try:
+                with History(path) as history:
+                    history.record(_report(CaseResult(f"case-{n}", "passed")), 0, [f"worker {n}"])
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        with History(path) as history:
+            assert len(history.runs()) == 6
+    assert not errors
+
+
+def test_a_history_that_stays_locked_is_a_clear_error(tmp_path, monkeypatch):
+    path = str(tmp_path / "h.sqlite")
+    History(path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA journal_mode = DELETE")
+    holder.execute("BEGIN EXCLUSIVE")
+    monkeypatch.setattr(store, "BUSY_MS", 200)
+    try:
+        with pytest.raises(AgentTestError, match="database is locked"):
+            History(path)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with History(path) as history:
+        assert history.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
 def test_an_older_schema_is_migrated_and_its_runs_kept(tmp_path):
     path = tmp_path / "h.sqlite"
     db = sqlite3.connect(path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -140,7 +141,7 @@ class History:
                 os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             self.db = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-            self.db.execute("PRAGMA journal_mode = WAL")
+            _use_wal(self.db)
             self.db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except sqlite3.DatabaseError as exc:
@@ -233,6 +234,24 @@ class History:
             " ORDER BY v.run_id DESC, v.connector", (case_id, file, file))
         names = list(VerdictRow.__dataclass_fields__)
         return [replace(VerdictRow(**dict(zip(names, row))), flaky=bool(row[8])) for row in rows]
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Put the database in WAL mode (it stays so once set). Switching a new file's mode takes its lock
+    without waiting on the busy timeout, so when another run is switching it at the same moment this waits
+    and tries again, up to BUSY_MS."""
+    deadline = time.monotonic() + BUSY_MS / 1000
+    pause = 0.005
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
 
 
 def _statements(script: str) -> list[str]:
