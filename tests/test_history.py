@@ -216,7 +216,7 @@ def test_a_history_that_stays_locked_is_a_clear_error(tmp_path, monkeypatch):
     holder.execute("BEGIN EXCLUSIVE")
     monkeypatch.setattr(store, "BUSY_MS", 200)
     try:
-        with pytest.raises(AgentTestError, match="database is locked"):
+        with pytest.raises(AgentTestError, match=r"stayed locked by another process for 0.2 s \(database is locked\)"):
             History(path)
     finally:
         holder.execute("ROLLBACK")

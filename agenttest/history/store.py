@@ -144,6 +144,12 @@ class History:
             _use_wal(self.db)
             self.db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise AgentTestError(f"{path}: cannot open the run history: {exc}",
+                                     hint="pass --history FILE for another file, or --no-history") from None
+            raise AgentTestError(f"{path}: the run history stayed locked by another process for {BUSY_MS / 1000:g} s ({exc})",
+                                 hint="let the other run finish, or pass --history FILE for another file, or --no-history") from None
         except sqlite3.DatabaseError as exc:
             raise AgentTestError(f"{path}: not a run history database: {exc}",
                                  hint="pass --history FILE for another file, or --no-history") from None
