@@ -158,24 +158,31 @@ def test_the_history_never_holds_a_secret(tmp_path):
     assert SECRET.encode() not in path.read_bytes() and SECRET.encode() not in zlib.decompress(blobs[0][0])
 
 
-def test_concurrent_runs_are_all_recorded(tmp_path):
-    path = str(tmp_path / "h.sqlite")
+def _record_together(path: str, runs_each: int, openers: int = 6) -> list[BaseException]:
+    """Record from `openers` threads released together by a barrier; returns what they raised."""
     errors: list[BaseException] = []
+    barrier = threading.Barrier(openers)
 
     def work(n: int) -> None:
+        barrier.wait()
         try:
-            for i in range(5):
+            for i in range(runs_each):
                 with History(path) as history:
                     history.record(_report(CaseResult(f"case-{n}-{i}", "passed")), 0, [f"worker {n}"])
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(openers)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert not errors
+    return errors
+
+
+def test_concurrent_runs_are_all_recorded(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    assert _record_together(path, runs_each=5) == []
     with History(path) as history:
         runs = history.runs()
         assert len(runs) == 30 and len({r.id for r in runs}) == 30
@@ -185,27 +192,11 @@ def test_concurrent_runs_are_all_recorded(tmp_path):
 def test_runs_creating_a_new_history_at_the_same_moment_all_open_it(tmp_path):
     # switching a new file to WAL fails at once (no busy wait) when another connection is switching it too;
     # six openers released together on each of 40 fresh files hit that race (it failed CI one run in 30)
-    errors: list[BaseException] = []
     for k in range(40):
         path = str(tmp_path / f"h{k}.sqlite")
-        barrier = threading.Barrier(6)
-
-        def work(n: int) -> None:
-            barrier.wait()
-            try:
-                with History(path) as history:
-                    history.record(_report(CaseResult(f"case-{n}", "passed")), 0, [f"worker {n}"])
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
-
-        threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        assert _record_together(path, runs_each=1) == []
         with History(path) as history:
             assert len(history.runs()) == 6
-    assert not errors
 
 
 def test_a_history_that_stays_locked_is_a_clear_error(tmp_path, monkeypatch):
