@@ -454,9 +454,29 @@ def test_a_json_wrapper_with_cases_written_twice_is_a_problem_and_each_hint_fits
      "cases.jsonl:1:1: a case must be a JSON object, not a list; a .jsonl file holds one case object per line; a list of cases goes in a .json file"),
     ("cases:\n  - id: a\n\tinput: x\n", "cases.yaml", "cases.yaml:3:1: invalid YAML: found character '\\t' that cannot start any token; YAML indents with spaces, not tabs"),
     ("cases:\n  - just text\n", "cases.yaml", "cases.yaml:2:5: a case must be a mapping, not a string"),
+    ("- id: a\n  input: note: moved  # a comment\n", "cases.yaml",
+     'cases.yaml:2:14: invalid YAML: mapping values are not allowed here; a value that holds ": " must be quoted'),
 ])
 def test_each_mistake_gets_a_remedy_that_fits_it(text, name, said):
     assert any(str(p).startswith(said) for p in parse(text, name).problems), [str(p) for p in parse(text, name).problems]
+
+
+@pytest.mark.parametrize("line, fixed", [
+    ("  input: note: the meeting moved", '  input: "note: the meeting moved"'),
+    ("- id: time: 10:30 é", '- id: "time: 10:30 é"'),
+])
+def test_a_yaml_value_holding_a_colon_gets_its_line_quoted_as_the_hint(line, fixed):
+    text = f"- id: a\n{line}\n" if line.startswith(" ") else f"{line}\n  input: hi\n"
+    (problem,) = parse(text, "cases.yaml").problems
+    assert str(problem).split("; ", 1)[1] == f'a value that holds ": " must be quoted: {fixed.strip().removeprefix("- ")}'
+    repaired = parse(text.replace(line, fixed), "cases.yaml")  # the hint's line, put in place, reads as meant
+    assert repaired.problems == [] and fixed.split(": ", 1)[1].strip('"') in str(repaired.cases[0])
+
+
+def test_a_yaml_colon_value_with_a_comment_or_an_anchor_gets_no_quoted_line_that_would_change_it():
+    for line in ("  input: note: moved  # a comment", "  input: &a note: moved"):
+        (problem,) = parse(f"- id: a\n{line}\n", "cases.yaml").problems
+        assert str(problem).endswith('; a value that holds ": " must be quoted'), str(problem)
 
 
 def test_json_too_deep_for_the_parser_itself_is_said_where_it_passed_the_limit():

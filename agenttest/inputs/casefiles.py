@@ -335,6 +335,20 @@ def _yaml_opened(exc: Exception) -> str | None:
     return template.format(*where) if template else f"{context.removeprefix('while ')} that starts at line {where[0]}, column {where[1]}"
 
 
+_KEYED_LINE = re.compile(r"\s*(?:-\s+)?([^\s:#][^:#]*?):\s+(\S.*?)\s*$")
+
+
+def _quote_hint(said: str, text: str, mark: Any) -> str | None:
+    """A plain value holding ``: `` (``input: note: a colon``) reads as a second key: the line quoted."""
+    if mark is None or not said.startswith("mapping values are not allowed"):
+        return None
+    lines = text.splitlines()
+    found = _KEYED_LINE.fullmatch(lines[mark.line]) if mark.line < len(lines) else None
+    if found is None or found.group(2)[0] in "\"'[{|>&*!" or " #" in found.group(2):  # not a plain value to quote whole
+        return 'a value that holds ": " must be quoted'
+    return f'a value that holds ": " must be quoted: {found.group(1)}: {json.dumps(found.group(2), ensure_ascii=False)}'
+
+
 def _nested(source: str, text: str | None = None, limit: int = MAX_DEPTH + 1) -> Problem:
     """JSON too deep for the parser itself (about a thousand levels): said where the nesting passed the limit
     (by default a .json file's: its list holds its cases one level down)."""
@@ -526,7 +540,8 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         loc = Location(source, mark.line + 1, mark.column + 1) if mark else Location(source)
         said = getattr(exc, "problem", None) or str(exc)
         tab = "\\t" in repr(said)  # a tab in the text, or the parser's '\t' for it
-        problems.append(Problem(f"invalid YAML: {said}", loc, _yaml_opened(exc) or ("YAML indents with spaces, not tabs" if tab else None)))
+        hint = _yaml_opened(exc) or ("YAML indents with spaces, not tabs" if tab else None) or _quote_hint(said, text, mark)
+        problems.append(Problem(f"invalid YAML: {said}", loc, hint))
         return []
     except RecursionError:  # flow brackets ([[[…): the first past the limit counted in brackets (block levels are not)
         problems.append(_nested(source, text, MAX_DEPTH))
