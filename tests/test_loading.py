@@ -473,8 +473,8 @@ def test_a_yaml_value_holding_a_colon_gets_its_line_quoted_as_the_hint(line, fix
     assert repaired.problems == [] and fixed.split(": ", 1)[1].strip('"') in str(repaired.cases[0])
 
 
-def test_a_yaml_colon_value_with_a_comment_or_an_anchor_gets_no_quoted_line_that_would_change_it():
-    for line in ("  input: note: moved  # a comment", "  input: &a note: moved"):
+def test_a_yaml_colon_value_with_a_comment_an_anchor_or_a_page_of_text_gets_no_quoted_line():
+    for line in ("  input: note: moved  # a comment", "  input: &a note: moved", "  input: note: " + " " * 100_000 + "x"):
         (problem,) = parse(f"- id: a\n{line}\n", "cases.yaml").problems
         assert str(problem).endswith('; a value that holds ": " must be quoted'), str(problem)
 

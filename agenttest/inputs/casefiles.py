@@ -335,7 +335,7 @@ def _yaml_opened(exc: Exception) -> str | None:
     return template.format(*where) if template else f"{context.removeprefix('while ')} that starts at line {where[0]}, column {where[1]}"
 
 
-_KEYED_LINE = re.compile(r"\s*(?:-\s+)?([^\s:#][^:#]*?):\s+(\S.*?)\s*$")
+_KEYED_LINE = re.compile(r"\s*(?:-\s+)?([^\s:#][^:#]*?):\s+(\S.*)")  # greedy to the end: linear on any line
 
 
 def _quote_hint(said: str, text: str, mark: Any) -> str | None:
@@ -344,9 +344,10 @@ def _quote_hint(said: str, text: str, mark: Any) -> str | None:
         return None
     lines = text.splitlines()
     found = _KEYED_LINE.fullmatch(lines[mark.line]) if mark.line < len(lines) else None
-    if found is None or found.group(2)[0] in "\"'[{|>&*!" or " #" in found.group(2):  # not a plain value to quote whole
+    value = found.group(2).rstrip() if found is not None else ""
+    if not value or value[0] in "\"'[{|>&*!" or " #" in value or len(value) > 200:  # not a plain value to quote whole here
         return 'a value that holds ": " must be quoted'
-    return f'a value that holds ": " must be quoted: {found.group(1)}: {json.dumps(found.group(2), ensure_ascii=False)}'
+    return f'a value that holds ": " must be quoted: {found.group(1)}: {json.dumps(value, ensure_ascii=False)}'
 
 
 def _nested(source: str, text: str | None = None, limit: int = MAX_DEPTH + 1) -> Problem:
