@@ -26,13 +26,16 @@ def test_jsonl_skips_blank_and_comment_lines_and_accepts_both_spellings():
     // a comment
     {"id": "a", "input": "hi", "assert": {"type": "contains", "value": "x"}}
 
-    {"id": "b", "input": "hi", "assertions": [{"type": "regex", "pattern": "x"}, "equals"]}
+    {"id": "b", "input": "hi", "assertions": [{"type": "regex", "pattern": "x"}, {"value": "hi"}]}
     '''
     cases = parse_text(textwrap.dedent(text), "c.jsonl")
     assert [c.id for c in cases] == ["a", "b"]
     assert cases[0].assertions[0].type == "contains"
     assert [a.type for a in cases[1].assertions] == ["regex", "equals"]
     assert cases[0].location.line == 3
+    # a type alone is that type with nothing else: each type needs a field of its own, so it is said
+    bare = parse('{"id": "c", "input": "hi", "assert": ["equals"]}\n', "c.jsonl").problems
+    assert [str(p) for p in bare] == ["c.jsonl:1:39: 'equals' needs a 'value'; the expected output, e.g. {\"type\": \"equals\", \"value\": \"yes\"}"]
 
 
 def test_json_array_and_wrapped_object():
@@ -454,6 +457,12 @@ def test_a_json_wrapper_with_cases_written_twice_is_a_problem_and_each_hint_fits
      "cases.jsonl:1:1: a case must be a JSON object, not a list; a .jsonl file holds one case object per line; a list of cases goes in a .json file"),
     ("cases:\n  - id: a\n\tinput: x\n", "cases.yaml", "cases.yaml:3:1: invalid YAML: found character '\\t' that cannot start any token; YAML indents with spaces, not tabs"),
     ("cases:\n  - just text\n", "cases.yaml", "cases.yaml:2:5: a case must be a mapping, not a string"),
+    ("- id: a\n  input: Hi there\n   assert:\n    - type: contains\n      value: x\n", "cases.yaml",
+     "cases.yaml:3:10: invalid YAML: mapping values are not allowed here; this key is indented more than the one above it"),
+    ("- id: a\n  input: Hi\n  assert:\n    - contains: help\n", "cases.yaml",
+     "cases.yaml:4:7: an assertion without a 'type' is 'equals', and it needs a 'value'; 'contains' is a type, not a field; "
+     'did you mean {"type": "contains", "value": "help"}?'),
+    ('{"id": "a", "input": "Hi", "assert": {"type": "equals"}}\n', "cases.jsonl", "cases.jsonl:1:38: 'equals' needs a 'value'"),
     ("- id: a\n  input: note: moved  # a comment\n", "cases.yaml",
      'cases.yaml:2:14: invalid YAML: mapping values are not allowed here; a value that holds ": " must be quoted'),
 ])
@@ -576,3 +585,8 @@ def test_json_too_deep_for_the_parser_is_placed_at_the_bracket_past_the_limit_in
     assert [str(p) for p in parse(f"[{case}]", "d.json").problems] == [f"d.json:1:{prefix + 64}: nested too deeply (more than 64 levels)"]
     said = [str(p) for p in parse("- id: a\n  input: x\n  metadata: {x: " + deep + "}\n", "d.yaml").problems]
     assert len(said) == 1 and said[0].startswith("d.yaml:3:") and said[0].endswith(": nested too deeply (more than 64 levels)"), said
+
+
+def test_an_equals_of_null_is_kept_apart_from_an_equals_with_no_value():
+    assert parse('{"id": "a", "input": "Hi", "assert": {"type": "equals", "value": null}}\n', "cases.jsonl").problems == []
+    assert parse('{"id": "a", "input": "Hi", "assert": {"value": "Hi"}}\n', "cases.jsonl").problems == []

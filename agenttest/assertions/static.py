@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from functools import lru_cache
 from typing import Any
@@ -11,7 +12,7 @@ from agenttest.util.text import as_text, find_json, shorten
 from agenttest.util import patterns
 from agenttest.util.matching import equal, matches, name_matches, pattern_problems
 from agenttest.model import AssertionResult, ToolCall
-from agenttest.assertions.registry import CheckProblem, Observation, register
+from agenttest.assertions.registry import CheckProblem, Observation, get, register
 
 JSON_TYPES = ("string", "number", "integer", "boolean", "array", "object", "null")
 
@@ -31,7 +32,20 @@ PATH = {"type": "string", "description": "a JSONPath, e.g. $.items[0].name"}
 # ---- equals -----------------------------------------------------------------------------------
 
 
-@register("equals", fields={"value": VALUE})
+def _check_equals(params: dict[str, Any]) -> list[CheckProblem]:
+    """An 'equals' with no 'value' compares against nothing: an assertion without a 'type' is 'equals', so
+    ``{"contains": "help"}`` (a type written as a key) would fail every case for a reason nobody wrote."""
+    if "value" in params:
+        return []
+    named = [k for k in params if k not in ("type", "value") and get(k) is not None]
+    if named and "type" not in params:
+        example = json.dumps({"type": named[0], "value": params[named[0]]}, ensure_ascii=False)
+        return [(None, f"an assertion without a 'type' is 'equals', and it needs a 'value'; '{named[0]}' is a type, not a field",
+                 f"did you mean {example}?")]
+    return [(None, "'equals' needs a 'value'", "the expected output, e.g. {\"type\": \"equals\", \"value\": \"yes\"}")]
+
+
+@register("equals", fields={"value": VALUE}, check=_check_equals)
 def equals(params: dict[str, Any], obs: Observation) -> AssertionResult:
     expected, output = params.get("value"), obs.output
     if isinstance(expected, str) and isinstance(output, str):

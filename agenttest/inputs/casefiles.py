@@ -343,7 +343,10 @@ def _quote_hint(said: str, text: str, mark: Any) -> str | None:
     if mark is None or not said.startswith("mapping values are not allowed"):
         return None
     lines = text.splitlines()
-    found = _KEYED_LINE.fullmatch(lines[mark.line]) if mark.line < len(lines) else None
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    if ":" not in line[:mark.column]:  # the line's first key: it is indented past the key above, so continues its value
+        return "this key is indented more than the one above it, so YAML reads it as the rest of that value: line them up"
+    found = _KEYED_LINE.fullmatch(line)
     value = found.group(2).rstrip() if found is not None else ""
     if not value or value[0] in "\"'[{|>&*!" or " #" in value or len(value) > 200:  # not a plain value to quote whole here
         return 'a value that holds ": " must be quoted'
