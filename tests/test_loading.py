@@ -381,10 +381,10 @@ def test_a_json_list_of_cases_shares_what_its_cases_write_alike_as_jsonl_does():
     assert [str(p) for p in twice.problems] == ["cases.json:1:28: 'input' is written twice in one object (JSON keeps only the last); remove one of them"], twice.problems
 
 
-def test_a_message_or_assertion_checked_once_for_many_cases_hides_no_problem_of_another():
-    """The loader checks a message or an assertion written alike in many cases once (they are one object):
-    a case whose message or assertion differs, even by a key, is checked on its own, and a problem found in
-    a shared one is said for every case that has it."""
+def test_a_message_or_assertion_shared_by_many_cases_hides_no_problem_of_another():
+    """The loader shares a message or an assertion written alike in many cases (they are one object): a case
+    whose message or assertion differs, even by a key, is checked on its own, and a problem found in a shared
+    one is said for every case that has it."""
     ok = {"role": "user", "content": "hi"}
     good, bad = {"type": "contains", "value": "ok"}, {"type": "contains", "valu": "ok"}
     lines = [{"id": "a", "input": [ok], "assertions": [good]}, {"id": "b", "input": [ok], "assertions": [good]},

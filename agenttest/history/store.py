@@ -145,7 +145,7 @@ class History:
             self.db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
+            if not _busy(exc):
                 raise AgentTestError(f"{path}: cannot open the run history: {exc}",
                                      hint="pass --history FILE for another file, or --no-history") from None
             raise AgentTestError(f"{path}: the run history stayed locked by another process for {BUSY_MS / 1000:g} s ({exc})",
@@ -242,6 +242,11 @@ class History:
         return [replace(VerdictRow(**dict(zip(names, row))), flaky=bool(row[8])) for row in rows]
 
 
+def _busy(exc: sqlite3.Error) -> bool:
+    """Another connection holds the lock (SQLITE_BUSY or SQLITE_LOCKED, extended codes included)."""
+    return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 def _use_wal(db: sqlite3.Connection) -> None:
     """Put the database in WAL mode (it stays so once set). Switching a new file's mode takes its lock
     without waiting on the busy timeout, so when another run is switching it at the same moment this waits
@@ -254,7 +259,7 @@ def _use_wal(db: sqlite3.Connection) -> None:
                 db.execute("PRAGMA journal_mode = WAL")
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+            if not _busy(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(pause)
             pause = min(pause * 2, 0.2)
