@@ -488,6 +488,36 @@ def test_a_yaml_colon_value_with_a_comment_an_anchor_or_a_page_of_text_gets_no_q
         assert str(problem).endswith('; a value that holds ": " must be quoted'), str(problem)
 
 
+@pytest.mark.parametrize("field, written, kind", [
+    ("input", "yes", "a boolean"),
+    ("id", "1042", "a number"),
+    ("value", "10.50", "a number"),
+    ("content", "off", "a boolean"),
+])
+def test_a_yaml_word_read_as_a_boolean_or_a_number_gets_it_quoted_as_the_hint(field, written, kind):
+    texts = {"input": f"- id: a\n  input: {written}\n", "id": f"- id: {written}\n  input: hi\n",
+             "value": f"- id: a\n  input: hi\n  assert:\n    - type: contains\n      value: {written}\n",
+             "content": f"- id: a\n  input: [{{role: user, content: {written}}}]\n"}
+    (problem,) = parse(texts[field], "cases.yaml").problems
+    assert str(problem).endswith(f'; YAML reads an unquoted {written} as {kind}: quote it, "{written}"'), str(problem)
+    repaired = parse(texts[field].replace(f" {written}", f' "{written}"'), "cases.yaml")  # the hint, taken
+    assert repaired.problems == [] and len(repaired.cases) == 1
+
+
+def test_a_quoted_or_json_value_of_the_wrong_type_gets_no_yaml_quoting_hint():
+    for text, name in (('- id: a\n  input: !!bool "yes"\n', "cases.yaml"), ('{"id": "a", "input": true}\n', "cases.jsonl"),
+                       ("- id: a\n  input: hi\n  runs: many\n", "cases.yaml")):
+        problems = parse(text, name).problems
+        assert problems and not any("YAML reads" in str(p) for p in problems), [str(p) for p in problems]
+
+
+def test_a_second_yaml_document_says_to_list_the_cases_in_one():
+    (problem,) = parse("id: a\ninput: hi\n---\nid: b\ninput: hi\n", "cases.yaml").problems
+    assert str(problem) == ("cases.yaml:3:1: invalid YAML: but found another document; a case file is one YAML document: "
+                            "remove the '---' and write the cases as one list (each starts with '- id: …')")
+    assert [c.id for c in parse("- id: a\n  input: hi\n- id: b\n  input: hi\n", "cases.yaml").cases] == ["a", "b"]
+
+
 def test_json_too_deep_for_the_parser_itself_is_said_where_it_passed_the_limit():
     text = '[\n  {"id": "ok", "input": "x"},\n  {"id": "a", "input": "x", "metadata": ' + "[" * 3000 + "]" * 3000 + "}\n]"
     problems = [str(p) for p in parse(text, "cases.json").problems]

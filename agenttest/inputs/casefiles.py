@@ -21,7 +21,7 @@ from agenttest.errors import InputError, Location, Problem, closest
 from agenttest.model.messages import normalize
 from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, ScriptedTurn, SimulatorSpec
 from agenttest.model.cases import Locator
-from agenttest.util.positions import deeper_than, entries, json_hint, json_message, json_offset, json_place, json_repeated, line_col, yaml_mark, yaml_repeated
+from agenttest.util.positions import deeper_than, entries, json_hint, json_message, json_offset, json_place, json_repeated, line_col, yaml_mark, yaml_node, yaml_repeated
 from agenttest.util.text import cleaned, escapes_surrogates
 from agenttest.inputs.validation import Path, assertion_list, container, schema_problems, semantic_problems, type_name
 
@@ -338,6 +338,13 @@ def _yaml_opened(exc: Exception) -> str | None:
 _KEYED_LINE = re.compile(r"\s*(?:-\s+)?([^\s:#][^:#]*?):\s+(\S.*)")  # greedy to the end: linear on any line
 
 
+def _documents_hint(said: str) -> str | None:
+    """A second YAML document (``---``) in a case file, which holds one: how to write several cases."""
+    if said.startswith("but found another document"):
+        return "a case file is one YAML document: remove the '---' and write the cases as one list (each starts with '- id: …')"
+    return None
+
+
 def _quote_hint(said: str, text: str, mark: Any) -> str | None:
     """A plain value holding ``: `` (``input: note: a colon``) reads as a second key: the line quoted."""
     if mark is None or not said.startswith("mapping values are not allowed"):
@@ -515,6 +522,22 @@ def _yaml_children(node: Any) -> list[Any]:
     return []
 
 
+_PLAIN_TYPES = {"tag:yaml.org,2002:bool": "a boolean", "tag:yaml.org,2002:int": "a number", "tag:yaml.org,2002:float": "a number"}
+
+
+def _unquoted_hint(doc: Document, path: Sequence[Any], message: str) -> str | None:
+    """For a value that must be text: when YAML read an unquoted ``yes``, ``off`` or ``1042`` at ``path`` as a
+    boolean or a number, that it did, and the value quoted."""
+    import yaml
+
+    if "string" not in message:
+        return None
+    node = yaml_node(doc.node, tuple(doc.base) + tuple(path))
+    if not isinstance(node, yaml.ScalarNode) or node.style or node.tag not in _PLAIN_TYPES:  # plain: None, or "" from libyaml
+        return None
+    return f"YAML reads an unquoted {node.value} as {_PLAIN_TYPES[node.tag]}: quote it, {json.dumps(node.value)}"
+
+
 def _mark(node: Any, source: str) -> Location:
     return Location(source, node.start_mark.line + 1, node.start_mark.column + 1)
 
@@ -544,7 +567,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         loc = Location(source, mark.line + 1, mark.column + 1) if mark else Location(source)
         said = getattr(exc, "problem", None) or str(exc)
         tab = "\\t" in repr(said)  # a tab in the text, or the parser's '\t' for it
-        hint = _yaml_opened(exc) or ("YAML indents with spaces, not tabs" if tab else None) or _quote_hint(said, text, mark)
+        hint = _documents_hint(said) or _yaml_opened(exc) or ("YAML indents with spaces, not tabs" if tab else None) or _quote_hint(said, text, mark)
         problems.append(Problem(f"invalid YAML: {said}", loc, hint))
         return []
     except RecursionError:  # flow brackets ([[[…): the first past the limit counted in brackets (block levels are not)
@@ -643,6 +666,8 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
         for f in found:
             if not f.unknown or policy.is_error(f.typo):
                 hint = f.hint if not (f.unknown and policy.strict and not f.typo) else "unknown keys are errors with --strict"
+                if hint is None and doc.node is not None:
+                    hint = _unquoted_hint(doc, f.path, f.message)
                 loaded.problems.append(Problem(f.message, doc.locate(f.path, f.key), hint))
             elif (container(f.path), str(f.path[-1])) not in warned:
                 warned.add((container(f.path), str(f.path[-1])))

@@ -191,8 +191,8 @@ def _decoded(written: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def yaml_mark(node: Any, path: Sequence[Any], key: bool = False) -> tuple[int, int]:
-    """1-based line and column of the node at ``path`` in a composed YAML tree (the deepest reachable)."""
+def yaml_node(node: Any, path: Sequence[Any], key: bool = False) -> Any:
+    """The node at ``path`` in a composed YAML tree (the deepest reachable; its key with ``key``)."""
     import yaml
 
     current = node
@@ -208,6 +208,12 @@ def yaml_mark(node: Any, path: Sequence[Any], key: bool = False) -> tuple[int, i
             current = current.value[part]
         else:
             break
+    return current
+
+
+def yaml_mark(node: Any, path: Sequence[Any], key: bool = False) -> tuple[int, int]:
+    """1-based line and column of the node at ``path`` in a composed YAML tree (the deepest reachable)."""
+    current = yaml_node(node, path, key)
     return current.start_mark.line + 1, current.start_mark.column + 1
 
 
