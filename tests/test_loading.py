@@ -511,6 +511,24 @@ def test_a_quoted_or_json_value_of_the_wrong_type_gets_no_yaml_quoting_hint():
         assert problems and not any("YAML reads" in str(p) for p in problems), [str(p) for p in problems]
 
 
+@pytest.mark.parametrize("line, entry, fixed", [
+    ("  input: [{ role: user, content: Note: hi }]", "content: Note: hi", 'content: "Note: hi"'),
+    ("  metadata: {tags: [a, b: c: d]}", "b: c: d", 'b: "c: d"'),
+])
+def test_a_colon_value_inside_flow_brackets_gets_its_entry_quoted_not_an_unclosed_bracket(line, entry, fixed):
+    text = f"- id: a\n{line}\n" if "input" in line else f"- id: a\n  input: hi\n{line}\n"
+    (problem,) = parse(text, "cases.yaml").problems
+    assert str(problem).endswith(f'; inside {{ }} or [ ], a value that holds ": " must be quoted: {fixed}'), str(problem)
+    assert "never closed" not in str(problem)
+    repaired = parse(text.replace(entry, fixed), "cases.yaml")  # the hint's entry, put in place, reads as meant
+    assert repaired.problems == [] and fixed.split(": ", 1)[1].strip('"') in str(repaired.cases[0])
+
+
+def test_a_quoted_colon_value_inside_flow_brackets_gets_the_plain_hint():
+    (problem,) = parse('- id: a\n  input: [{ role: user, content: \'x\': y }]\n', "cases.yaml").problems
+    assert str(problem).endswith('; inside { } or [ ], a value that holds ": " must be quoted'), str(problem)
+
+
 def test_a_second_yaml_document_says_to_list_the_cases_in_one():
     (problem,) = parse("id: a\ninput: hi\n---\nid: b\ninput: hi\n", "cases.yaml").problems
     assert str(problem) == ("cases.yaml:3:1: invalid YAML: but found another document; a case file is one YAML document: "

@@ -338,6 +338,23 @@ def _yaml_opened(exc: Exception) -> str | None:
 _KEYED_LINE = re.compile(r"\s*(?:-\s+)?([^\s:#][^:#]*?):\s+(\S.*)")  # greedy to the end: linear on any line
 
 
+def _flow_colon_hint(said: str, text: str, mark: Any) -> str | None:
+    """``{role: user, content: Note: hi}``: inside flow brackets a second ``: `` is refused as a missing comma
+    (PyYAML then points at the bracket as never closed, though it is). The entry quoted, when it reads plainly."""
+    if mark is None or not (said.startswith("expected ',' or '}', but got ':'") or said.startswith("expected ',' or ']', but got ':'")):
+        return None
+    plain = 'inside { } or [ ], a value that holds ": " must be quoted'
+    line = text.split("\n")[mark.line] if mark.line < text.count("\n") + 1 else ""
+    col = mark.column
+    start = max(line.rfind(c, 0, col) for c in ",{[") + 1
+    ends = [i for i in (line.find(c, col) for c in ",}]") if i >= 0]
+    entry = line[start:min(ends) if ends else len(line)].strip()
+    key, sep, value = entry.partition(": ")
+    if not sep or not key or len(entry) > 200 or not value or value[0] in "\"'[{&*!|>%@`#" or " #" in value or any(c in key for c in "\"'"):
+        return plain
+    return f"{plain}: {key}: {json.dumps(value.strip())}"
+
+
 def _documents_hint(said: str) -> str | None:
     """A second YAML document (``---``) in a case file, which holds one: how to write several cases."""
     if said.startswith("but found another document"):
@@ -567,7 +584,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         loc = Location(source, mark.line + 1, mark.column + 1) if mark else Location(source)
         said = getattr(exc, "problem", None) or str(exc)
         tab = "\\t" in repr(said)  # a tab in the text, or the parser's '\t' for it
-        hint = _documents_hint(said) or _yaml_opened(exc) or ("YAML indents with spaces, not tabs" if tab else None) or _quote_hint(said, text, mark)
+        hint = _documents_hint(said) or _flow_colon_hint(said, text, mark) or _yaml_opened(exc) or ("YAML indents with spaces, not tabs" if tab else None) or _quote_hint(said, text, mark)
         problems.append(Problem(f"invalid YAML: {said}", loc, hint))
         return []
     except RecursionError:  # flow brackets ([[[…): the first past the limit counted in brackets (block levels are not)
