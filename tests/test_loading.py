@@ -506,7 +506,8 @@ def test_a_yaml_word_read_as_a_boolean_or_a_number_gets_it_quoted_as_the_hint(fi
 
 def test_a_quoted_or_json_value_of_the_wrong_type_gets_no_yaml_quoting_hint():
     for text, name in (('- id: a\n  input: !!bool "yes"\n', "cases.yaml"), ('{"id": "a", "input": true}\n', "cases.jsonl"),
-                       ("- id: a\n  input: hi\n  runs: many\n", "cases.yaml")):
+                       ("- id: a\n  input: hi\n  runs: many\n", "cases.yaml"),
+                       ("- id: a\n  input: hi\n  timeout: yes\n", "cases.yaml")):  # "yes" is no duration either
         problems = parse(text, name).problems
         assert problems and not any("YAML reads" in str(p) for p in problems), [str(p) for p in problems]
 
@@ -522,6 +523,27 @@ def test_a_colon_value_inside_flow_brackets_gets_its_entry_quoted_not_an_unclose
     assert "never closed" not in str(problem)
     repaired = parse(text.replace(entry, fixed), "cases.yaml")  # the hint's entry, put in place, reads as meant
     assert repaired.problems == [] and fixed.split(": ", 1)[1].strip('"') in str(repaired.cases[0])
+
+
+def test_a_flow_colon_value_that_may_go_on_past_a_comma_or_a_bracket_gets_the_plain_hint():
+    for content in ("Note: one, two, three", "Note: see [1]", "Note: ${x}"):
+        (problem,) = parse(f"- id: a\n  input: [{{role: user, content: {content}}}]\n", "cases.yaml").problems
+        assert str(problem).endswith('; inside { } or [ ], a value that holds ": " must be quoted'), str(problem)
+
+
+def test_yaml_hints_show_text_as_written_not_escaped():
+    (problem,) = parse("- id: a\n  input: [{role: user, content: Заметка: встреча 🎉}]\n", "cases.yaml").problems
+    assert str(problem).endswith('must be quoted: content: "Заметка: встреча 🎉"'), str(problem)
+
+
+def test_a_text_part_whose_text_is_not_a_string_is_a_problem():
+    for text, name, said in (('{"id": "a", "input": [{"role": "user", "content": [{"type": "text", "text": 7}]}]}\n', "cases.jsonl",
+                              "cases.jsonl:1:77: 'text' must be a string, not a number"),
+                             ("- id: a\n  input: [{role: user, content: [{type: text, text: yes}]}]\n", "cases.yaml",
+                              "cases.yaml:2:53: 'text' must be a string, not a boolean; YAML reads an unquoted yes as a boolean")):
+        (problem,) = parse(text, name).problems
+        assert str(problem).startswith(said), str(problem)
+    assert parse('{"id": "a", "input": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}\n', "cases.jsonl").problems == []
 
 
 def test_a_quoted_colon_value_inside_flow_brackets_gets_the_plain_hint():

@@ -348,11 +348,14 @@ def _flow_colon_hint(said: str, text: str, mark: Any) -> str | None:
     col = mark.column
     start = max(line.rfind(c, 0, col) for c in ",{[") + 1
     ends = [i for i in (line.find(c, col) for c in ",}]") if i >= 0]
-    entry = line[start:min(ends) if ends else len(line)].strip()
+    end = min(ends) if ends else len(line)
+    entry = line[start:end].strip()
     key, sep, value = entry.partition(": ")
+    if not re.fullmatch(r"[\s,}\]]*", line[end:]) or any(c in value for c in "[]{}"):  # the value may go on past a comma or a bracket
+        return plain
     if not sep or not key or len(entry) > 200 or not value or value[0] in "\"'[{&*!|>%@`#" or " #" in value or any(c in key for c in "\"'"):
         return plain
-    return f"{plain}: {key}: {json.dumps(value.strip())}"
+    return f"{plain}: {key}: {json.dumps(value.strip(), ensure_ascii=False)}"
 
 
 def _documents_hint(said: str) -> str | None:
@@ -547,12 +550,13 @@ def _unquoted_hint(doc: Document, path: Sequence[Any], message: str) -> str | No
     boolean or a number, that it did, and the value quoted."""
     import yaml
 
-    if "string" not in message:
+    accepted = message.split(" not ")[0]
+    if "string" not in accepted or "number" in accepted or "integer" in accepted:  # a number taken too: its text is a duration or the like
         return None
     node = yaml_node(doc.node, tuple(doc.base) + tuple(path))
     if not isinstance(node, yaml.ScalarNode) or node.style or node.tag not in _PLAIN_TYPES:  # plain: None, or "" from libyaml
         return None
-    return f"YAML reads an unquoted {node.value} as {_PLAIN_TYPES[node.tag]}: quote it, {json.dumps(node.value)}"
+    return f"YAML reads an unquoted {node.value} as {_PLAIN_TYPES[node.tag]}: quote it, {json.dumps(node.value, ensure_ascii=False)}"
 
 
 def _mark(node: Any, source: str) -> Location:

@@ -141,7 +141,9 @@ def build() -> Schema:
             "message": {"type": "object", "properties": MESSAGE_FIELDS, "additionalProperties": False,
                         "anyOf": [{"required": ["content"]}, {"required": ["tool_calls"]}, {"required": ["refusal"]}]},
             "turn": {"type": "object", "additionalProperties": False, "properties": TURN_FIELDS},
-            "part": {"type": "object", "required": ["type"], "properties": {"type": {"enum": PARTS}}},
+            "part": {"type": "object", "required": ["type"], "properties": {"type": {"enum": PARTS}},
+                     "allOf": [{"if": {"properties": {"type": {"const": "text"}}, "required": ["type"]},
+                                "then": {"properties": {"text": {"type": "string"}}}}]},
             "assertions": {"anyOf": [
                 {"type": "string"}, {"$ref": "#/$defs/assertion"},
                 {"type": "array", "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/assertion"}]}},
@@ -253,7 +255,7 @@ def _message(m: Any) -> bool:
 
 
 def _part(p: Any) -> bool:
-    return type(p) is dict and _str(p.get("type")) and p["type"] in PART_SET
+    return type(p) is dict and _str(p.get("type")) and p["type"] in PART_SET and (p["type"] != "text" or _str(p.get("text", "")))
 
 
 def _assertion(a: Any) -> bool:
