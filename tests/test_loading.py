@@ -553,7 +553,7 @@ def test_a_quoted_colon_value_inside_flow_brackets_gets_the_plain_hint():
 
 def test_a_second_yaml_document_says_to_list_the_cases_in_one():
     (problem,) = parse("id: a\ninput: hi\n---\nid: b\ninput: hi\n", "cases.yaml").problems
-    assert str(problem) == ("cases.yaml:3:1: invalid YAML: but found another document; a case file is one YAML document: "
+    assert str(problem) == ("cases.yaml:3:1: invalid YAML: a second document starts here; a case file is one YAML document: "
                             "remove the '---' and write the cases as one list (each starts with '- id: …')")
     assert [c.id for c in parse("- id: a\n  input: hi\n- id: b\n  input: hi\n", "cases.yaml").cases] == ["a", "b"]
 

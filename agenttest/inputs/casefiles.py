@@ -589,6 +589,8 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         said = getattr(exc, "problem", None) or str(exc)
         tab = "\\t" in repr(said)  # a tab in the text, or the parser's '\t' for it
         hint = _documents_hint(said) or _flow_colon_hint(said, text, mark) or _yaml_opened(exc) or ("YAML indents with spaces, not tabs" if tab else None) or _quote_hint(said, text, mark)
+        if said.startswith("but found another document"):  # PyYAML's phrase goes on from its context, dropped here
+            said = "a second document starts here"
         problems.append(Problem(f"invalid YAML: {said}", loc, hint))
         return []
     except RecursionError:  # flow brackets ([[[…): the first past the limit counted in brackets (block levels are not)
