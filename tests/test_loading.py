@@ -456,6 +456,8 @@ def test_a_json_wrapper_with_cases_written_twice_is_a_problem_and_each_hint_fits
     ('[{"id": "c", "input": "x"}]\n', "cases.jsonl",
      "cases.jsonl:1:1: a case must be a JSON object, not a list; a .jsonl file holds one case object per line; a list of cases goes in a .json file"),
     ("cases:\n  - id: a\n\tinput: x\n", "cases.yaml", "cases.yaml:3:1: invalid YAML: found character '\\t' that cannot start any token; YAML indents with spaces, not tabs"),
+    ("- id: a\n  input: [{role: user, content: Note:\thi}]\n", "cases.yaml",
+     "cases.yaml:2:38: invalid YAML: found character '\\t' that cannot start any token; YAML does not take a tab here: use a space"),
     ("cases:\n  - just text\n", "cases.yaml", "cases.yaml:2:5: a case must be a mapping, not a string"),
     ("- id: a\n  input: Hi there\n   assert:\n    - type: contains\n      value: x\n", "cases.yaml",
      "cases.yaml:3:10: invalid YAML: mapping values are not allowed here; this key is indented more than the one above it"),

@@ -358,6 +358,15 @@ def _flow_colon_hint(said: str, text: str, mark: Any) -> str | None:
     return f"{plain}: {key}: {json.dumps(value.strip(), ensure_ascii=False)}"
 
 
+def _tab_hint(text: str, mark: Any) -> str:
+    """A tab YAML refuses: in the indentation, or between tokens further on the line."""
+    if mark is not None:
+        line = text.split("\n")[mark.line] if mark.line <= text.count("\n") else ""
+        if line[:mark.column].strip():
+            return "YAML does not take a tab here: use a space (a tab is fine inside quotes)"
+    return "YAML indents with spaces, not tabs"
+
+
 def _documents_hint(said: str) -> str | None:
     """A second YAML document (``---``) in a case file, which holds one: how to write several cases."""
     if said.startswith("but found another document"):
@@ -588,7 +597,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         loc = Location(source, mark.line + 1, mark.column + 1) if mark else Location(source)
         said = getattr(exc, "problem", None) or str(exc)
         tab = "\\t" in repr(said)  # a tab in the text, or the parser's '\t' for it
-        hint = _documents_hint(said) or _flow_colon_hint(said, text, mark) or _yaml_opened(exc) or ("YAML indents with spaces, not tabs" if tab else None) or _quote_hint(said, text, mark)
+        hint = _documents_hint(said) or _flow_colon_hint(said, text, mark) or _yaml_opened(exc) or (_tab_hint(text, mark) if tab else None) or _quote_hint(said, text, mark)
         if said.startswith("but found another document"):  # PyYAML's phrase goes on from its context, dropped here
             said = "a second document starts here"
         problems.append(Problem(f"invalid YAML: {said}", loc, hint))
