@@ -527,6 +527,14 @@ def test_a_colon_value_inside_flow_brackets_gets_its_entry_quoted_not_an_unclose
     assert repaired.problems == [] and fixed.split(": ", 1)[1].strip('"') in str(repaired.cases[0])
 
 
+def test_yaml_hints_read_the_marked_line_whatever_ends_the_lines():
+    """The line a hint quotes is found from the mark's offset: CR-only and CRLF files too (YAML counts a lone CR)."""
+    for end in ("\r", "\r\n"):
+        flow, = parse(f"- id: a{end}  input: [{{role: user, content: Note: hi}}]{end}", "cases.yaml").problems
+        block, = parse(f"- id: a{end}  input: note: moved{end}", "cases.yaml").problems
+        assert flow.hint.endswith('content: "Note: hi"') and block.hint.endswith('input: "note: moved"'), (flow, block)
+
+
 def test_a_flow_colon_value_that_may_go_on_past_a_comma_or_a_bracket_gets_the_plain_hint():
     for content in ("Note: one, two, three", "Note: see [1]", "Note: ${x}"):
         (problem,) = parse(f"- id: a\n  input: [{{role: user, content: {content}}}]\n", "cases.yaml").problems

@@ -338,22 +338,29 @@ def _yaml_opened(exc: Exception) -> str | None:
 _KEYED_LINE = re.compile(r"\s*(?:-\s+)?([^\s:#][^:#]*?):\s+(\S.*)")  # greedy to the end: linear on any line
 
 
+def _marked_line(text: str, mark: Any) -> tuple[str, int]:
+    """The line a YAML mark is on, read from the mark's offset (so any line break YAML counts ends it), and the
+    mark's column in it."""
+    at = min(mark.index, len(text))
+    start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+    ends = [i for i in (text.find("\n", at), text.find("\r", at)) if i >= 0]
+    return text[start:min(ends) if ends else len(text)], at - start
+
+
 def _flow_colon_hint(said: str, text: str, mark: Any) -> str | None:
     """``{role: user, content: Note: hi}``: inside flow brackets a second ``: `` is refused as a missing comma
     (PyYAML then points at the bracket as never closed, though it is). The entry quoted, when it reads plainly."""
-    if mark is None or not (said.startswith("expected ',' or '}', but got ':'") or said.startswith("expected ',' or ']', but got ':'")):
+    if mark is None or not said.startswith(("expected ',' or '}', but got ':'", "expected ',' or ']', but got ':'")):
         return None
     plain = 'inside { } or [ ], a value that holds ": " must be quoted'
-    line = text.split("\n")[mark.line] if mark.line < text.count("\n") + 1 else ""
-    col = mark.column
+    line, col = _marked_line(text, mark)
     start = max(line.rfind(c, 0, col) for c in ",{[") + 1
     ends = [i for i in (line.find(c, col) for c in ",}]") if i >= 0]
     end = min(ends) if ends else len(line)
     entry = line[start:end].strip()
     key, sep, value = entry.partition(": ")
-    if not re.fullmatch(r"[\s,}\]]*", line[end:]) or any(c in value for c in "[]{}"):  # the value may go on past a comma or a bracket
-        return plain
-    if not sep or not key or len(entry) > 200 or not value or value[0] in "\"'[{&*!|>%@`#" or " #" in value or any(c in key for c in "\"'"):
+    if (not re.fullmatch(r"[\s,}\]]*", line[end:]) or any(c in value for c in "[]{}")  # the value may go on past a comma or a bracket
+            or not sep or not key or len(entry) > 200 or not value or value[0] in "\"'[{&*!|>%@`#" or " #" in value or any(c in key for c in "\"'")):
         return plain
     return f"{plain}: {key}: {json.dumps(value.strip(), ensure_ascii=False)}"
 
@@ -361,26 +368,18 @@ def _flow_colon_hint(said: str, text: str, mark: Any) -> str | None:
 def _tab_hint(text: str, mark: Any) -> str:
     """A tab YAML refuses: in the indentation, or between tokens further on the line."""
     if mark is not None:
-        line = text.split("\n")[mark.line] if mark.line <= text.count("\n") else ""
-        if line[:mark.column].strip():
+        line, col = _marked_line(text, mark)
+        if line[:col].strip():
             return "YAML does not take a tab here: use a space (a tab is fine inside quotes)"
     return "YAML indents with spaces, not tabs"
-
-
-def _documents_hint(said: str) -> str | None:
-    """A second YAML document (``---``) in a case file, which holds one: how to write several cases."""
-    if said.startswith("but found another document"):
-        return "a case file is one YAML document: remove the '---' and write the cases as one list (each starts with '- id: …')"
-    return None
 
 
 def _quote_hint(said: str, text: str, mark: Any) -> str | None:
     """A plain value holding ``: `` (``input: note: a colon``) reads as a second key: the line quoted."""
     if mark is None or not said.startswith("mapping values are not allowed"):
         return None
-    lines = text.splitlines()
-    line = lines[mark.line] if mark.line < len(lines) else ""
-    if ":" not in line[:mark.column]:  # the line's first key: it is indented past the key above, so continues its value
+    line, col = _marked_line(text, mark)
+    if ":" not in line[:col]:  # the line's first key: it is indented past the key above, so continues its value
         return "this key is indented more than the one above it, so YAML reads it as the rest of that value: line them up"
     found = _KEYED_LINE.fullmatch(line)
     value = found.group(2).rstrip() if found is not None else ""
@@ -597,9 +596,10 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         loc = Location(source, mark.line + 1, mark.column + 1) if mark else Location(source)
         said = getattr(exc, "problem", None) or str(exc)
         tab = "\\t" in repr(said)  # a tab in the text, or the parser's '\t' for it
-        hint = _documents_hint(said) or _flow_colon_hint(said, text, mark) or _yaml_opened(exc) or (_tab_hint(text, mark) if tab else None) or _quote_hint(said, text, mark)
-        if said.startswith("but found another document"):  # PyYAML's phrase goes on from its context, dropped here
-            said = "a second document starts here"
+        if said.startswith("but found another document"):  # a second '---' document (PyYAML's phrase goes on from its context)
+            said, hint = "a second document starts here", "a case file is one YAML document: remove the '---' and write the cases as one list (each starts with '- id: …')"
+        else:
+            hint = _flow_colon_hint(said, text, mark) or _yaml_opened(exc) or (_tab_hint(text, mark) if tab else None) or _quote_hint(said, text, mark)
         problems.append(Problem(f"invalid YAML: {said}", loc, hint))
         return []
     except RecursionError:  # flow brackets ([[[…): the first past the limit counted in brackets (block levels are not)
