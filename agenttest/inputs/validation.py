@@ -6,6 +6,7 @@ turns paths into ``file:line:column``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -33,7 +34,8 @@ def container(path: Path) -> str:
     last = parent[-1] if parent else ""
     return {"assert": "an assertion", "assertions": "an assertion", "assertion": "an assertion", "checkpoints": "a checkpoint",
             "simulator": "a simulator", "input": "a message", "options": "the options",
-            "turns": "a turn", "variants": "a variant"}.get(last, "a case")
+            "turns": "a turn", "variants": "a variant", "mocks": "a mock", "faults": "a fault", "budget": "the budget",
+            "world": "the world"}.get(last, "a case")
 
 
 def unknown_key(path: Path, known: Any) -> Finding:
@@ -51,6 +53,52 @@ _TYPE_NAMES = {"string": "a string", "object": "an object", "array": "a list", "
 def type_name(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
             float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+_NEEDS = re.compile(r"(?:needs a|missing required field) '(\w+)'")
+
+
+def misnamed(found: list[Finding], raw: Any, typos_fail: bool = True) -> list[Finding]:
+    """An unknown key in an object that lacks a field it needs is most likely that field under another name
+    (``messages`` for a case's ``input``, ``expected`` for an assertion's ``value``, ``type`` for a fault's
+    ``kind``): the missing field's problem is placed at that key and says so. A mock with neither ``returns``
+    nor ``error`` answers null, so an unknown key in it (``result``) is taken for ``returns``, as a typo is.
+    A missing field that a typo's problem already names (``inptu``: did you mean ``input``?) is not said twice
+    (``typos_fail``: unless typos are only warnings, as in a generator's cases)."""
+    unknown: dict[Path, list[Finding]] = {}
+    typos: set[tuple[Path, str]] = set()
+    for f in found:
+        if f.unknown and f.typo is None:
+            unknown.setdefault(f.path[:-1], []).append(f)
+        elif f.unknown and typos_fail:
+            typos.add((f.path[:-1], f.typo))  # type: ignore[arg-type]
+    if not unknown and not typos:
+        return found
+    out = []
+    for f in found:
+        need = None if f.unknown else _NEEDS.search(f.message)
+        owner = f.path if f.path in unknown or any(t[0] == f.path for t in typos) else f.path[:-1]
+        if need is not None and (owner, need.group(1)) in typos:
+            continue  # said by the typo's own problem: 'inptu' … did you mean 'input'?
+        if need is not None and len(unknown.get(owner, ())) == 1 and f"'{unknown[owner][0].path[-1]}'" not in f.message:
+            key = unknown[owner][0]  # (a message that names the key already says what it is: 'contains' is a type)
+            f = f._replace(path=key.path, key=True,
+                           hint=f"'{key.path[-1]}' is not a field of {container(key.path)}: did you mean '{need.group(1)}'?")
+        elif f.unknown and f.typo is None and len(f.path) == 3 and f.path[0] == "mocks" and len(unknown[f.path[:-1]]) == 1:
+            mock = _at(raw, f.path[:-1])
+            if isinstance(mock, dict) and "returns" not in mock and "error" not in mock:
+                f = f._replace(hint="did you mean 'returns'? (a mock with neither 'returns' nor 'error' answers null)", typo="returns")
+        out.append(f)
+    return out
+
+
+def _at(raw: Any, path: Path) -> Any:
+    for step in path:
+        try:
+            raw = raw[step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return raw
 
 
 def _field(path: Sequence[Any]) -> str:
