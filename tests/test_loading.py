@@ -532,6 +532,42 @@ def test_a_yaml_word_read_as_a_boolean_or_a_number_gets_it_quoted_as_the_hint(fi
     assert repaired.problems == [] and len(repaired.cases) == 1
 
 
+@pytest.mark.parametrize("text, place, hint, written", [
+    ("- id: a\n  input: hi\n  assert:\n    - type: contains\n      value: [help, yes]\n", "5:21",
+     'YAML reads an unquoted yes as a boolean: quote it, "yes"', "yes"),
+    ("- id: a\n  input: hi\n  assert:\n    - {type: tool_sequence, value: [create_expense, 10]}\n", "4:53",
+     'YAML reads an unquoted 10 as a number: quote it, "10"', "10"),
+    ("- id: a\n  input: hi\n  tags: [smoke, area: billing]\n", "3:17",
+     'inside [ ], an item that holds ": " is read as a mapping: quote it, "area: billing"', "area: billing"),
+])
+def test_an_item_of_a_yaml_list_that_is_not_the_text_written_is_pointed_at_with_it_quoted(text, place, hint, written):
+    """In a list, the problem is at the item YAML did not read as text (not the list), and taking the hint loads."""
+    (problem,) = parse(text, "cases.yaml").problems
+    assert str(problem).startswith(f"cases.yaml:{place}: ") and str(problem).endswith(f"; {hint}"), str(problem)
+    repaired = parse(text.replace(written, f'"{written}"'), "cases.yaml")
+    assert repaired.problems == [] and len(repaired.cases) == 1, [str(p) for p in repaired.problems]
+
+
+def test_a_yaml_input_list_holding_text_with_a_colon_says_how_to_write_the_text():
+    """input: [Note: hi] is a message {Note: hi} with no 'content': not "did you mean 'content'", and not "quote
+    the item" (a list of strings is no input either), but the input written as text."""
+    text = "- id: a\n  input: [Note: hi]\n"
+    (problem,) = parse(text, "cases.yaml").problems
+    assert str(problem) == ("cases.yaml:2:11: missing required field 'content' in 'input'; YAML reads Note: hi inside [ ] "
+                            'as a mapping, not text: for one message, write input: "Note: hi"')
+    repaired = parse('- id: a\n  input: "Note: hi"\n', "cases.yaml")
+    assert repaired.problems == [] and repaired.cases[0].input == "Note: hi"
+
+
+def test_a_yaml_pair_in_a_list_that_is_a_mapping_by_intent_gets_no_quoting_hint():
+    """[type: contains] is YAML's one-pair mapping written on purpose: a typo in it is said as a typo."""
+    (problem,) = parse("- id: a\n  input: hi\n  assert: [type: containz]\n", "cases.yaml").problems
+    assert str(problem) == "cases.yaml:3:12: unknown assertion type 'containz'; did you mean 'contains'?"
+    assert parse("- id: a\n  input: hi\n  assert: [type: contains]\n", "cases.yaml").problems  # needs a value: said as before
+    loaded = parse("- id: a\n  input: [role: user]\n", "cases.yaml")
+    assert [str(p) for p in loaded.problems] == ["cases.yaml:2:11: missing required field 'content' in 'input'"]
+
+
 def test_a_quoted_or_json_value_of_the_wrong_type_gets_no_yaml_quoting_hint():
     for text, name in (('- id: a\n  input: !!bool "yes"\n', "cases.yaml"), ('{"id": "a", "input": true}\n', "cases.jsonl"),
                        ("- id: a\n  input: hi\n  runs: many\n", "cases.yaml"),

@@ -8,7 +8,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from agenttest.util.text import as_text, find_json, shorten
+from agenttest.util.text import as_text, find_json, shorten, written
 from agenttest.util import patterns
 from agenttest.util.matching import equal, matches, name_matches, pattern_problems
 from agenttest.model import AssertionResult, ToolCall
@@ -239,7 +239,7 @@ def _check_type(params: dict[str, Any]) -> list[CheckProblem]:
     value = params.get("value")
     if value not in JSON_TYPES:
         hint = (did_you_mean(value, JSON_TYPES) if isinstance(value, str) else None) or f"one of {', '.join(JSON_TYPES)}"
-        return [("value", f"'type' assertion needs 'value' naming a JSON type, got {value!r}", hint)]
+        return [("value", f"'type' assertion needs 'value' naming a JSON type, got {written(value)}", hint)]
     return path_problems(params, False)
 
 

@@ -553,18 +553,46 @@ def _yaml_children(node: Any) -> list[Any]:
 _PLAIN_TYPES = {"tag:yaml.org,2002:bool": "a boolean", "tag:yaml.org,2002:int": "a number", "tag:yaml.org,2002:float": "a number"}
 
 
-def _unquoted_hint(doc: Document, path: Sequence[Any], message: str) -> str | None:
-    """For a value that must be text: when YAML read an unquoted ``yes``, ``off`` or ``1042`` at ``path`` as a
-    boolean or a number, that it did, and the value quoted."""
+def _yaml_hint(doc: Document, path: Path, key: bool, message: str) -> tuple[Path, bool, str] | None:
+    """For a value that must be text, what YAML made of text written plainly, and the value quoted: an unquoted
+    ``yes``, ``off`` or ``1042`` read as a boolean or a number, or an item of ``[ ]`` that holds ": " read as a
+    mapping (``[Note: hi]``). In a list, the place is the item's. Returns (path, key, hint), or None."""
     import yaml
 
     accepted = message.split(" not ")[0]
-    if "string" not in accepted or "number" in accepted or "integer" in accepted:  # a number taken too: its text is a duration or the like
+    wants_text = ("string" in accepted or "names" in accepted) and "number" not in accepted and "integer" not in accepted  # a number taken too: a duration or the like
+    missing = message.startswith("missing required field")
+    full = tuple(doc.base) + tuple(path)
+    if key and missing and len(full) >= 3 and full[-3] == "input":  # input: [Note: hi] — a message {Note: hi}, no 'content'
+        pair = yaml_node(doc.node, full[:-1])
+        hint = _plain_hint(pair)
+        if hint is None or not hint.startswith("inside"):
+            return None
+        k, v = pair.value[0]
+        said = json.dumps(f"{k.value}: {v.value}", ensure_ascii=False)
+        return path, key, f"YAML reads {k.value}: {v.value} inside [ ] as a mapping, not text: for one message, write input: {said}"
+    node = yaml_node(doc.node, full)  # the value, also where the problem points at its key
+    if isinstance(node, yaml.SequenceNode) and wants_text:
+        for i, item in enumerate(node.value):
+            if hint := _plain_hint(item):
+                return (*path, i), False, hint
         return None
-    node = yaml_node(doc.node, tuple(doc.base) + tuple(path))
-    if not isinstance(node, yaml.ScalarNode) or node.style or node.tag not in _PLAIN_TYPES:  # plain: None, or "" from libyaml
-        return None
-    return f"YAML reads an unquoted {node.value} as {_PLAIN_TYPES[node.tag]}: quote it, {json.dumps(node.value, ensure_ascii=False)}"
+    hint = _plain_hint(node) if wants_text else None
+    return (path, False, hint) if hint else None
+
+
+def _plain_hint(node: Any) -> str | None:
+    import yaml
+
+    if isinstance(node, yaml.ScalarNode) and not node.style and node.tag in _PLAIN_TYPES:  # plain: None, or "" from libyaml
+        return f"YAML reads an unquoted {node.value} as {_PLAIN_TYPES[node.tag]}: quote it, {json.dumps(node.value, ensure_ascii=False)}"
+    if (isinstance(node, yaml.MappingNode) and node.flow_style and len(node.value) == 1
+            and node.start_mark.index == node.value[0][0].start_mark.index):  # no '{': YAML's pair of an item of [ ]
+        k, v = node.value[0]
+        said = f"{k.value}: {v.value}" if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode) else None
+        return ('inside [ ], an item that holds ": " is read as a mapping: quote it'
+                + (f", {json.dumps(said, ensure_ascii=False)}" if said is not None else ""))
+    return None
 
 
 def _mark(node: Any, source: str) -> Location:
@@ -698,9 +726,10 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
         for f in found:
             if not f.unknown or policy.is_error(f.typo):
                 hint = f.hint if not (f.unknown and policy.strict and not f.typo) else "unknown keys are errors with --strict"
-                if hint is None and doc.node is not None:
-                    hint = _unquoted_hint(doc, f.path, f.message)
-                loaded.problems.append(Problem(f.message, doc.locate(f.path, f.key), hint))
+                path, key = f.path, f.key
+                if doc.node is not None and not f.unknown:  # what YAML made of plain text says more than a general hint
+                    path, key, hint = _yaml_hint(doc, path, key, f.message) or (path, key, hint)
+                loaded.problems.append(Problem(f.message, doc.locate(path, key), hint))
             elif (container(f.path), str(f.path[-1])) not in warned:
                 warned.add((container(f.path), str(f.path[-1])))
                 key, where = f.path[-1], container(f.path)

@@ -14,6 +14,7 @@ from agenttest import assertions
 from agenttest.inputs import caseschema
 from agenttest.util.matching import pattern_problems
 from agenttest.util.durations import parse_duration
+from agenttest.util.text import written
 from agenttest.errors import did_you_mean, typo_of
 
 Path = tuple[Any, ...]
@@ -154,7 +155,7 @@ def _translate(error: Any) -> list[Finding]:
     if kind == "enum":
         choices = [str(c) for c in error.validator_value]
         hint = did_you_mean(str(error.instance), choices) or f"one of {', '.join(choices)}"
-        return [Finding(path, f"{_field(path)} cannot be {error.instance!r}", hint, False)]
+        return [Finding(path, f"{_field(path)} cannot be {written(error.instance)}", hint, False)]
     if kind == "minLength":
         return [Finding(path, f"{_field(path)} must not be empty", None, False)]
     if kind == "minProperties":

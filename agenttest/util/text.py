@@ -168,3 +168,8 @@ def loads(text: str) -> Any:
 def plural(count: int, word: str) -> str:
     """``1 turn``, ``2 turns``."""
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def written(value: Any) -> str:
+    """A value in a message as a case file writes it: 'robot' for text; true, 7, null — not Python's True, None."""
+    return repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)[:80]
