@@ -559,6 +559,15 @@ def test_a_yaml_input_list_holding_text_with_a_colon_says_how_to_write_the_text(
     assert repaired.problems == [] and repaired.cases[0].input == "Note: hi"
 
 
+def test_a_json_list_that_must_hold_text_is_pointed_at_its_first_item_that_is_not():
+    for assertion, item in (({"type": "contains", "value": ["help", True]}, "true"), ({"type": "tool_sequence", "value": ["a", 7]}, "7")):
+        text = json.dumps({"id": "a", "input": "hi", "assert": [assertion]})
+        (problem,) = parse(text, "c.jsonl").problems
+        assert problem.location.column == text.rindex(item) + 1, str(problem)
+    text = json.dumps({"id": "a", "input": "hi", "assert": [{"type": "contains", "value": []}]})  # no item to point at: as before
+    assert parse(text, "c.jsonl").problems[0].location.column == text.index("\"value\"") + 1
+
+
 def test_a_yaml_pair_in_a_list_that_is_a_mapping_by_intent_gets_no_quoting_hint():
     """[type: contains] is YAML's one-pair mapping written on purpose: a typo in it is said as a typo."""
     (problem,) = parse("- id: a\n  input: hi\n  assert: [type: containz]\n", "cases.yaml").problems

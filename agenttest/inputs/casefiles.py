@@ -23,7 +23,7 @@ from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, Script
 from agenttest.model.cases import Locator
 from agenttest.util.positions import deeper_than, entries, json_hint, json_message, json_offset, json_place, json_repeated, line_col, yaml_mark, yaml_node, yaml_repeated
 from agenttest.util.text import cleaned, escapes_surrogates
-from agenttest.inputs.validation import Path, assertion_list, container, misnamed, schema_problems, semantic_problems, type_name
+from agenttest.inputs.validation import Path, assertion_list, at_item, container, misnamed, schema_problems, semantic_problems, type_name
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml")
 MAX_DEPTH = 64  # nesting of one case: real cases use about ten levels
@@ -722,7 +722,7 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
         except (TypeError, AttributeError, KeyError):
             extra = []  # a shape the schema already rejected
         seen = {f.path for f in found}
-        found = misnamed(found + [f for f in extra if f.path not in seen], raw, policy.is_error(""))
+        found = at_item(misnamed(found + [f for f in extra if f.path not in seen], raw, policy.is_error("")), raw)
         for f in found:
             if not f.unknown or policy.is_error(f.typo):
                 hint = f.hint if not (f.unknown and policy.strict and not f.typo) else "unknown keys are errors with --strict"

@@ -93,6 +93,20 @@ def misnamed(found: list[Finding], raw: Any, typos_fail: bool = True) -> list[Fi
     return out
 
 
+def at_item(found: list[Finding], raw: Any) -> list[Finding]:
+    """A list that must hold text (strings, tool names) with an item that is not: the problem is at that item,
+    not at the list (``["help", true]`` at the ``true``)."""
+    out = []
+    for f in found:
+        if not f.unknown and ("of strings" in f.message or "tool names" in f.message):
+            value = _at(raw, f.path)
+            if isinstance(value, list):
+                i = next((i for i, item in enumerate(value) if not isinstance(item, str)), None)
+                f = f if i is None else f._replace(path=(*f.path, i), key=False)
+        out.append(f)
+    return out
+
+
 def _at(raw: Any, path: Path) -> Any:
     for step in path:
         try:
