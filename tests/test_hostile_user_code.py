@@ -15,16 +15,23 @@ rules:
     tool_calls: [{name: later}]
   - user: "^tool:binary"
     tool_calls: [{name: binary}]
+  - user: "^tool:badstr"
+    tool_calls: [{name: badstr}]
   - user: ".*"
     reply: "echo: {{ user }}"
 """
-TOOLS = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in ("later", "binary")]
+TOOLS = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in ("later", "binary", "badstr")]
 TOOLS_PY = """
 import asyncio, sys
 async def later(ctx):
     await asyncio.sleep(0.01)
     print("awaited")
     return {"total": 42}
+class BadStr(Exception):
+    def __str__(self):
+        raise RuntimeError("str() of this exception fails")
+def badstr(ctx):
+    raise BadStr()
 def binary(ctx):
     sys.stdout.buffer.write("bytes \\u00e9\\n".encode())
     sys.stdout.buffer.flush()
@@ -67,3 +74,25 @@ def test_escape_sequences_and_rtl_overrides_in_ids_are_shown_escaped(bot):
     assert "\u202e" not in md and "\\u202e" in md and "\x1b" not in md
     assert "\u202e" not in xml and "\x1b" not in xml
     assert report(outs[2])["results"][0]["id"] == SNEAKY  # the data keeps the id as written
+
+
+def test_an_exception_whose_str_raises_ends_its_call_at_once_not_at_the_deadline(bot):
+    """A tool and a script assertion raise an exception whose __str__ raises: each call ends as a failure said
+    as Python's traceback says it, right away (it used to kill the call's thread and wait out the deadline)."""
+    bot.file("scripts/checks.py", """
+        class BadStr(Exception):
+            def __str__(self):
+                raise RuntimeError("str() of this exception fails")
+        def badstr(*args):
+            raise BadStr()
+    """)
+    path = bot.cases("cases.jsonl", [
+        {"id": "tool", "input": "tool:badstr", "timeout": "60s", "assert": {"type": "contains", "value": "done:"}},
+        {"id": "script", "input": "hi", "timeout": "60s", "assert": {"type": "script", "script": "scripts.checks.badstr"}}])
+    out = bot.root / "r.json"
+    result = cli("-i", str(path), "-n", "bot", "--app", str(bot.root), "-o", str(out))
+    assert result.exit_code == 1, result.output
+    tool, script = report(out)["results"]
+    assert tool["status"] == "passed" and "BadStr: <exception str() failed>" in tool["tool_calls"][0]["error"], tool
+    assert script["status"] in ("failed", "error") and "<exception str() failed>" in str(script), script
+    assert max(tool["duration_ms"], script["duration_ms"]) < 30_000 and "Exception in thread" not in result.output

@@ -166,7 +166,10 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
             if inspect.isawaitable(value):  # an ``async def`` tool or hook: awaited in this thread's own loop
                 value = context.run(asyncio.run, _awaited(value))
         except BaseException as exc:  # noqa: BLE001 — user code may raise anything; none of it may escape
-            failure = _failure(what, exc)
+            try:
+                failure = _failure(what, exc)
+            except BaseException:  # noqa: BLE001 — e.g. its traceback cannot be read: the call still ends, now
+                failure = CallError(f"{what} failed: {_type_name(exc)}")
             _go_home()
             _post(loop, settle, False, failure)
         else:
@@ -212,10 +215,24 @@ def _post(loop: asyncio.AbstractEventLoop, settle: Callable[..., None], ok: bool
 
 def _failure(what: str, exc: BaseException) -> CallError:
     if isinstance(exc, CallError):  # e.g. an agent called from a hook failed: keep its message
-        return CallError(f"{what} failed: {exc}", exc.traceback or user_traceback(exc), exc.cause, exc.location)
+        return CallError(f"{what} failed: {said(exc)}", exc.traceback or user_traceback(exc), exc.cause, exc.location)
     where = user_location(exc)
-    cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    text = said(exc)
+    cause = f"{_type_name(exc)}: {text}" if text else _type_name(exc)
     return CallError(f"{what} failed: {cause}" + (f" ({where})" if where else ""), user_traceback(exc), cause, where)
+
+
+def said(exc: BaseException) -> str:
+    """``str(exc)``, or what Python's own traceback printer says when that raises (user code's ``__str__``)."""
+    try:
+        return str(exc)
+    except BaseException:  # noqa: BLE001
+        return "<exception str() failed>"
+
+
+def _type_name(exc: BaseException) -> str:
+    name = getattr(type(exc), "__name__", None)
+    return name if isinstance(name, str) else "an exception"
 
 
 def _user_frames(exc: BaseException) -> list[traceback.FrameSummary]:
