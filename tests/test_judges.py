@@ -109,6 +109,9 @@ def raises(output, input, value):
 
 def returns_none(output, input, value):
     return None
+
+def pass_as_text(output, input, value):
+    return {"pass": "false"}
 '''
 
 
@@ -121,6 +124,7 @@ def returns_none(output, input, value):
     ({"type": "script", "use": "scripts:checks.as_passed", "options": {"metadata": {"word": "zzz"}}}, "failed", "script checks.as_passed: missing word"),
     ({"type": "script", "script": "scripts.checks.raises"}, "error", "script checks.raises raised ValueError: bad data (checks.py:"),
     ({"type": "script", "script": "scripts.checks.returns_none"}, "error", "returned None"),
+    ({"type": "script", "script": "scripts.checks.pass_as_text"}, "error", "returned {'pass': 'false'}; 'pass' must be true or false"),
 ])
 def test_script_return_shapes(app, server, tmp_path, assertion, status, message):
     server.responder = route([])

@@ -41,7 +41,9 @@ def _verdict(returned: Any) -> tuple[bool, str]:
     if isinstance(returned, dict):
         for key in ("passed", "pass"):
             if key in returned:
-                return bool(returned[key]), str(returned.get("message", "") or "")
+                if not isinstance(returned[key], bool):  # "false" is true to bool(): never a verdict by accident
+                    raise ValueError(f"returned {{'{key}': {returned[key]!r}}}; '{key}' must be true or false")
+                return returned[key], str(returned.get("message", "") or "")
         raise ValueError(f"returned a dict without 'pass'/'passed': {returned!r}")
     if returned is None:
         raise ValueError("returned None; return True/False or {\"pass\": bool, \"message\": str}")
