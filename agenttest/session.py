@@ -132,6 +132,11 @@ class Session:
         problems += [p for f in found if f.path and not os.path.exists(f.path) for p in load_file(f.path).problems]
         if problems:
             raise InputError(problems)
+        ours = {os.path.realpath(f.path): f.path for f in found if f.path}
+        for output in self.config.outputs:  # -i for -o, one letter: the report (or --dry-run's cases) would replace the suite
+            if os.path.realpath(self.here(output)) in ours:
+                raise AgentTestError(f"-o {output} is an input of this run: writing it would replace the cases",
+                                     hint="give the report another name, e.g. -o report.json")
         return Inputs(tuple(found))
 
     @asynccontextmanager

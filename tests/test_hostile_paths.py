@@ -90,3 +90,19 @@ def test_a_tool_that_changes_the_working_directory_moves_nothing(app, server, tm
     tapes = sorted(p.name for p in (work / "tapes").rglob("*.jsonl"))
     assert tapes == ["c0.jsonl", "c1.jsonl", "c2.jsonl"]  # one name per case, all in the folder asked for
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_report_target_that_is_an_input_of_the_run_is_refused_before_anything_runs(offline_app, tmp_path, monkeypatch):
+    """-o cases.jsonl for -i cases.jsonl (one letter off) would replace the suite with a report: exit 2, the file kept."""
+    from helpers import cli
+
+    offline_app.agent("bot", connector="mock", files={"mock.yml": "rules:\n  - user: '.*'\n    reply: hello\n"})
+    path = offline_app.cases("cases.jsonl", [{"id": "a", "input": "hi"}])
+    before = path.read_text()
+    monkeypatch.chdir(path.parent)
+    for args in (["-o", str(path)], ["-o", "./cases.jsonl", "--dry-run"], ["-o", "cases.jsonl", "-o", "r.json"]):
+        result = cli("-i", str(path), "-n", "bot", "--app", str(offline_app.root), *args)
+        assert result.exit_code == 2 and "is an input of this run" in result.output, result.output
+        assert path.read_text() == before
+    ok = cli("-i", str(path), "-n", "bot", "--app", str(offline_app.root), "-o", "report.json")
+    assert ok.exit_code == 0, ok.output
