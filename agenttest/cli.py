@@ -142,6 +142,12 @@ def _regex(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     return value
 
 
+def _rate(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if value != value:  # nan: FloatRange lets it through, and every comparison with it is false
+        raise click.BadParameter("nan is not a rate: give a number from 0 to 1, e.g. 0.8")
+    return value
+
+
 def _connectors(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
     """``-c a -c b`` and ``-c a,b``: the connectors in order, each once."""
     names = [name.strip() for item in value for name in item.split(",")]
@@ -277,7 +283,7 @@ def main() -> None:
               help="The Ray cluster of --executor ray, e.g. ray://head:10001  [default: $RAY_ADDRESS, else a local Ray]")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(1, 1000), metavar="N", cls=Option, section="Running",
               help="Run each case N times (a case's 'runs' wins) and gate it on its pass rate.")
-@click.option("--min-pass-rate", default=1.0, show_default=True, type=click.FloatRange(0, 1), metavar="RATE", cls=Option, section="Running",
+@click.option("--min-pass-rate", default=1.0, show_default=True, type=click.FloatRange(0, 1), callback=_rate, metavar="RATE", cls=Option, section="Running",
               help="A case passes when this share of its runs passed (a case's 'min_pass_rate' wins); 1.0 is pass^k.")
 @click.option("--early-stop", is_flag=True, cls=Option, section="Running",
               help="Stop a case's runs once no remaining run can change its verdict  [default: off]")

@@ -270,3 +270,11 @@ def test_cases_outside_any_agent_in_an_app_of_two_agents_say_which_to_choose(off
     two = cli("-i", str(path), "--app", str(offline_app.root))
     assert two.exit_code == 2 and "Traceback" not in two.output + two.stderr
     assert "the app has 2 agents (hooky, support)" in two.stderr and "-n hooky" in two.stderr, two.stderr
+
+
+def test_min_pass_rate_nan_is_refused():
+    """click's FloatRange lets nan through, and no comparison with it is true: it ended green-bannered with exit 1."""
+    from helpers import cli
+
+    result = cli("-i", "hi", "-n", "expense", "--min-pass-rate", "nan")
+    assert result.exit_code == 2 and "nan is not a rate" in result.output, result.output

@@ -741,3 +741,19 @@ def test_json_too_deep_for_the_parser_is_placed_at_the_bracket_past_the_limit_in
 def test_an_equals_of_null_is_kept_apart_from_an_equals_with_no_value():
     assert parse('{"id": "a", "input": "Hi", "assert": {"type": "equals", "value": null}}\n', "cases.jsonl").problems == []
     assert parse('{"id": "a", "input": "Hi", "assert": {"value": "Hi"}}\n', "cases.jsonl").problems == []
+
+
+@pytest.mark.parametrize("field, said", [
+    ('"runs": 2.0', "'runs' must be a whole number, not 2.0"),
+    ('"runs": 1e3', "'runs' must be a whole number, not 1000.0"),
+    ('"min_pass_rate": NaN, "runs": 2', "'min_pass_rate' must be a number, not nan"),
+    ('"budget": {"cost": NaN}', "'cost' must be a number, not nan"),
+    ('"budget": {"tokens": 5.0}', "'tokens' must be a whole number, not 5.0"),
+])
+def test_numbers_json_schema_lets_through_are_problems_at_their_place(field, said):
+    """2.0 counts as an integer to JSON Schema, and NaN passes every bound: each crashed the run (exit 3)."""
+    text = '{"id": "a", "input": "hi", ' + field + '}'
+    (problem,) = parse(text, "c.jsonl").problems
+    value = field.split(": ")[-1 if "budget" in field else 1].strip("}").split(",")[0]  # the number written: the problem's place
+    assert str(problem).startswith(f"c.jsonl:1:{text.index(value) + 1}: {said}"), str(problem)
+    assert parse('{"id": "a", "input": "hi", "runs": 2, "min_pass_rate": 0.5, "budget": {"cost": 0.5, "tokens": 5}}', "c.jsonl").problems == []

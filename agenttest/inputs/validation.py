@@ -6,6 +6,7 @@ turns paths into ``file:line:column``."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -206,6 +207,7 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
         except ValueError as exc:
             out.append(Finding(("timeout",), f"bad 'timeout': {exc}", None, False))
     out += _tool_world_problems(raw)
+    out += _number_problems(raw)
     budget = raw.get("budget")
     if isinstance(budget, dict) and isinstance(budget.get("duration"), (str, int, float)):
         try:
@@ -235,6 +237,23 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
         else:
             out.append(Finding(("input",), "'input' is empty", None, False))
     out += _without_effect(raw, bool(checkpoints) or simulated)
+    return out
+
+
+def _number_problems(raw: dict[str, Any]) -> list[Finding]:
+    """What the schema lets through: ``runs: 2.0`` (JSON Schema counts it an integer; a count must be one) and
+    NaN or infinity (every comparison with NaN is false, so no bound catches it)."""
+    out = []
+    if isinstance(raw.get("runs"), float):
+        out.append(Finding(("runs",), f"'runs' must be a whole number, not {written(raw['runs'])}", "e.g. \"runs\": 3", False))
+    budget = raw.get("budget")
+    places = [(("min_pass_rate",), raw.get("min_pass_rate"))]
+    places += [(("budget", k), v) for k, v in budget.items()] if isinstance(budget, dict) else []
+    for path, value in places:
+        if isinstance(value, float) and not math.isfinite(value):
+            out.append(Finding(path, f"'{path[-1]}' must be a number, not {value}", None, False))
+        elif path[0] == "budget" and path[-1] in ("tokens", "tool_calls", "turns", "model_calls") and isinstance(value, float):
+            out.append(Finding(path, f"'{path[-1]}' must be a whole number, not {written(value)}", None, False))
     return out
 
 
