@@ -159,9 +159,21 @@ def test_runs_replay_each_run_as_recorded_at_any_parallel(own):
     for parallel in ("1", "8"):
         _, again = run(app, "--replay", str(tapes), "--runs", "3", "--parallel", parallel)
         assert [(r["run"], r["output"]) for r in again["results"]] == [(1, "answer 1"), (2, "answer 2"), (3, "answer 3")]
-    _, more = run(app, "--replay", str(tapes), "--runs", "5")  # runs the recording lacks replay its first run
-    assert [r["output"] for r in more["results"]] == ["answer 1", "answer 2", "answer 3", "answer 1", "answer 1"]
-    assert len(server.requests) == calls
+    # runs the recording lacks are misses, not copies of run 1: a pass^5 of three measured runs is no gate
+    result, more = run(app, "--replay", str(tapes), "--runs", "5")
+    assert result.exit_code == 1 and len(server.requests) == calls
+    assert [(r["status"], r["output"]) for r in more["results"]] == [
+        ("passed", "answer 1"), ("passed", "answer 2"), ("passed", "answer 3"), ("error", None), ("error", None)]
+    assert more["results"][3]["error"] == (f"replay miss: agent at turn 1: {tapes / 'tests' / 'cases' / 'a.jsonl'} holds runs 1, 2, 3 "
+                                           "of this case, not run 4 (a copy of another run would measure nothing); to record it, "
+                                           f"run with --replay {tapes} --record {tapes} (misses are called live and added)")
+    assert more["summary"]["gates"][0]["verdict"] == "failed" and "ALL TESTS PASSED" not in result.output
+    # --replay DIR --record DIR calls the two missing runs live and adds them; then all five replay
+    result, topped = run(app, "--replay", str(tapes), "--record", str(tapes), "--runs", "5")
+    assert result.exit_code == 0 and len(server.requests) == calls + 2
+    assert [line.get("run", 1) for line in cassette_lines(tapes)["tests/cases/a.jsonl"]] == [1, 2, 3, 4, 5]
+    result, again = run(app, "--replay", str(tapes), "--runs", "5")
+    assert result.exit_code == 0 and [r["output"] for r in again["results"]] == ["answer 1", "answer 2", "answer 3", "answer 4", "answer 5"]
 
 
 def test_a_changed_prompt_is_a_miss_naming_the_first_differing_message(own):
@@ -209,6 +221,21 @@ def test_replay_roles_simulator_freezes_the_user_and_runs_the_agent_live(own):
     assert changed["error"] == "simulator reported goal achieved but checkpoints missing: ask_type, filed, judged"
     assert changed["warnings"] == ["the recorded user has no turn 4: the conversation ended there (--replay-roles)"]
     assert {b["messages"][0]["content"] for b in server.bodies()} == {"You file expenses."}  # only the agent under test was called
+
+
+def test_a_frozen_user_talks_to_every_live_run_the_recording_lacks(own):
+    app, server = own
+    tapes = app.root / "cassettes"
+    app.cases("tests/cases.jsonl", [CASES[4]])
+    _, base = run(app, "--record", str(tapes))  # one run recorded
+    server.requests.clear()
+    result, data = run(app, "--replay", str(tapes), "--replay-roles", "simulator,validator", "--runs", "2")
+    assert result.exit_code == 0 and [r["status"] for r in data["results"]] == ["passed", "passed"], result.output
+    recorded = [t["input"] for t in base["results"][0]["turns"]]
+    assert [[t["input"] for t in r["turns"]] for r in data["results"]] == [recorded, recorded]  # run 2 hears run 1's user
+    assert {b["messages"][0]["content"] for b in server.bodies()} == {"You file expenses."}  # only the agent, live
+    agent_calls = sum(1 for lines in cassette_lines(tapes).values() for line in lines if line["role"] == "agent")
+    assert len(server.requests) == 2 * agent_calls
 
 
 def test_replay_and_record_together_call_only_the_misses_and_add_them(own):

@@ -191,15 +191,28 @@ class Tape:
         self.calls[run] = self.calls.get(run, 0) + 1
         return self.calls[run]
 
-    def group(self, run: int) -> list[int]:
-        """The recording of this run; a run the recording does not have replays its first run."""
-        return self.runs.get(run) or self.runs.get(1) or []
+    def group(self, run: int, role: str) -> list[int]:
+        """The recording of this run. A run the recording does not have is none for the agent — its answers in
+        run 1 are no measure of run 2, and a gate of copies would be a pass^k nothing measured — and the first
+        run for a frozen role (--replay-roles simulator: the same user talks to every live run)."""
+        found = self.runs.get(run)
+        if found is not None or role == "agent":
+            return found or []
+        return self.runs.get(1) or []
+
+    def lacks(self, run: int) -> str:
+        """Why run ``run`` has no recording here, when the cassette holds other runs ('' when it has it)."""
+        if run in self.runs or not self.runs:
+            return ""
+        held = sorted(self.runs)
+        runs = f"run {held[0]}" if len(held) == 1 else f"runs {', '.join(map(str, held))}"
+        return f"{self.path or self.name} holds {runs} of this case, not run {run} (a copy of another run would measure nothing)"
 
     def take(self, run: int, role: str, key: str, turn: int, request: dict[str, Any], by_turn: bool) -> Entry | None:
         """The next unused recording of this exact call; with ``by_turn`` (a frozen role), else the
         nearest unused recording of the role at this turn."""
         used = self.used.setdefault(run, set())
-        group = [i for i in self.group(run) if i not in used and self.entries[i].role == role]
+        group = [i for i in self.group(run, role) if i not in used and self.entries[i].role == role]
         found = next((i for i in group if self.entries[i].key == key), None)
         if found is None and by_turn:
             at_turn = [self.entries[i] for i in group if self.entries[i].turn == turn]
@@ -212,14 +225,16 @@ class Tape:
 
     def last_turn(self, run: int, role: str) -> int:
         """The last turn this role was recorded at in this run (0: never)."""
-        return max((self.entries[i].turn for i in self.group(run) if self.entries[i].role == role), default=0)
+        return max((self.entries[i].turn for i in self.group(run, role) if self.entries[i].role == role), default=0)
 
     def explain(self, run: int, role: str, key: str, request: dict[str, Any]) -> str:
         """Why nothing was replayed: the first difference from the nearest recorded request."""
         where = self.path or self.name
         if not self.entries:
             return f"no recording ({where} does not exist)" if self.path and not os.path.isfile(self.path) else f"{where} holds no call"
-        recorded = [self.entries[i] for i in self.group(run) if self.entries[i].role == role]
+        if role == "agent" and (lacks := self.lacks(run)):
+            return lacks
+        recorded = [self.entries[i] for i in self.group(run, role) if self.entries[i].role == role]
         if not recorded:
             return f"{where} has no {role} call"
         same = [e for e in recorded if e.key == key]
