@@ -238,6 +238,35 @@ def test_a_frozen_user_talks_to_every_live_run_the_recording_lacks(own):
     assert len(server.requests) == 2 * agent_calls
 
 
+def test_two_endpoints_serving_one_model_name_keep_their_own_answers(own):
+    """A matrix of two connectors with the same model name (Ollama and vLLM both serving llama3.1): each
+    replays its own answers, in any order and alone; another connector's recording is a miss, not a credit."""
+    app, server = own
+    other = OpenAIServer(lambda req: Answer("What type? (from B)")).start()
+    try:
+        for name, host in (("hosta", server.host), ("hostb", other.host)):
+            app.connector(name, {"type": "openai", "options": {"model": "same", "host": host, "key": "$ENV.FAKE_OPENAI_KEY"}})
+        app.cases("tests/cases.jsonl", [{"id": "p", "input": "I need to file an expense", "assert": {"type": "contains", "value": "from B"}}])
+        tapes = app.root / "cassettes"
+        _, live = run(app, "--record", str(tapes), "-c", "hosta,hostb")
+        assert {r["connector"]: r["status"] for r in live["results"]} == {"hosta": "failed", "hostb": "passed"}
+        lines = cassette_lines(tapes)["tests/cases/p.jsonl"]
+        assert sorted(line["connector"] for line in lines) == ["hosta", "hostb"]
+    finally:
+        other.stop()
+    for order in ("hostb,hosta", "hosta,hostb"):
+        _, again = run(app, "--replay", str(tapes), "-c", order, "--parallel", "2")
+        assert {r["connector"]: (r["status"], r["output"]) for r in again["results"]} == {
+            r["connector"]: (r["status"], r["output"]) for r in live["results"]}
+    _, alone = run(app, "--replay", str(tapes), "-c", "hostb")
+    assert [(r["status"], r["output"]) for r in alone["results"]] == [("passed", "What type? (from B)")]
+    app.connector("hostc", {"type": "openai", "options": {"model": "same", "host": server.host, "key": "$ENV.FAKE_OPENAI_KEY"}})
+    result, third = run(app, "--replay", str(tapes), "-c", "hostc")
+    assert result.exit_code == 1 and third["results"][0]["status"] == "error"
+    assert third["results"][0]["error"].startswith(
+        "replay miss: agent at turn 1: the same request was recorded for connector 'hosta', 'hostb', not 'hostc' (")
+
+
 def test_replay_and_record_together_call_only_the_misses_and_add_them(own):
     app, server = own
     tapes = app.root / "cassettes"

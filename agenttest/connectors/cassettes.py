@@ -136,6 +136,7 @@ class Entry:
     request: dict[str, Any]
     response: dict[str, Any]
     run: int = 1
+    connector: str = ""  # the agent's connector, recorded when -c named it: two endpoints may serve one model name
     line: int = 0  # in the file it was read from
     key: str = ""
     ids: int = 0  # tool-call ids in the request (the response's continue from there)
@@ -145,7 +146,8 @@ class Entry:
 
     def text(self) -> str:
         """The line: who and when first (a reader scans those), then what was asked and answered, keys sorted."""
-        head = {"role": self.role, "turn": self.turn, **({"run": self.run} if self.run != 1 else {})}
+        head = {"role": self.role, "turn": self.turn, **({"run": self.run} if self.run != 1 else {}),
+                **({"connector": self.connector} if self.connector else {})}
         request = json.dumps(self.request, sort_keys=True, ensure_ascii=False, default=str)
         # the response keeps its order: tool-call arguments go back into the next request as the model wrote them
         response = json.dumps(self.response, ensure_ascii=False, default=str)
@@ -159,11 +161,12 @@ def parse_line(text: str, where: Location) -> Entry:
     except ValueError as exc:
         raise AgentTestError(f"not a JSON line: {exc}", where, "re-record it with --record") from None
     if not isinstance(data, dict) or not isinstance(data.get("request"), dict) or not isinstance(data.get("response"), dict) \
-            or data.get("role") not in ROLES or not isinstance(data.get("turn", 1), int) or not isinstance(data.get("run", 1), int):
+            or data.get("role") not in ROLES or not isinstance(data.get("turn", 1), int) or not isinstance(data.get("run", 1), int) \
+            or not isinstance(data.get("connector", ""), str):
         raise AgentTestError("a cassette line is {\"role\", \"turn\", \"request\", \"response\"} with a role of "
                              + ", ".join(ROLES), where, "re-record it with --record")
     request = stable_ids(data["request"])[0]  # cassettes recorded before ids were made stable replay too
-    return Entry(data["role"], data.get("turn", 1), request, data["response"], data.get("run", 1), where.line or 0)
+    return Entry(data["role"], data.get("turn", 1), request, data["response"], data.get("run", 1), data.get("connector", ""), where.line or 0)
 
 
 class Tape:
@@ -208,11 +211,12 @@ class Tape:
         runs = f"run {held[0]}" if len(held) == 1 else f"runs {', '.join(map(str, held))}"
         return f"{self.path or self.name} holds {runs} of this case, not run {run} (a copy of another run would measure nothing)"
 
-    def take(self, run: int, role: str, key: str, turn: int, request: dict[str, Any], by_turn: bool) -> Entry | None:
-        """The next unused recording of this exact call; with ``by_turn`` (a frozen role), else the
-        nearest unused recording of the role at this turn."""
+    def take(self, run: int, role: str, key: str, turn: int, request: dict[str, Any], by_turn: bool, connector: str = "") -> Entry | None:
+        """The next unused recording of this exact call (by ``connector``, when the recording names one); with
+        ``by_turn`` (a frozen role), else the nearest unused recording of the role at this turn."""
         used = self.used.setdefault(run, set())
-        group = [i for i in self.group(run, role) if i not in used and self.entries[i].role == role]
+        group = [i for i in self.group(run, role) if i not in used and self.entries[i].role == role
+                 and self.entries[i].connector in ("", connector)]
         found = next((i for i in group if self.entries[i].key == key), None)
         if found is None and by_turn:
             at_turn = [self.entries[i] for i in group if self.entries[i].turn == turn]
@@ -227,7 +231,7 @@ class Tape:
         """The last turn this role was recorded at in this run (0: never)."""
         return max((self.entries[i].turn for i in self.group(run, role) if self.entries[i].role == role), default=0)
 
-    def explain(self, run: int, role: str, key: str, request: dict[str, Any]) -> str:
+    def explain(self, run: int, role: str, key: str, request: dict[str, Any], connector: str = "") -> str:
         """Why nothing was replayed: the first difference from the nearest recorded request."""
         where = self.path or self.name
         if not self.entries:
@@ -238,6 +242,12 @@ class Tape:
         if not recorded:
             return f"{where} has no {role} call"
         same = [e for e in recorded if e.key == key]
+        others = sorted({e.connector for e in same if e.connector not in ("", connector)})
+        if others and all(e.connector in others for e in same):
+            names = ", ".join(f"'{c}'" for c in others)
+            return (f"the same request was recorded for connector {names}, not '{connector}' "
+                    f"({where}:{same[0].line}): one endpoint's answers are not another's")
+        same = [e for e in same if e.connector in ("", connector)]
         if same:
             return f"the same request was recorded {len(same)} time{'s' if len(same) != 1 else ''} and all were replayed already ({where}:{same[-1].line})"
         best = nearest(recorded, request)
@@ -251,12 +261,13 @@ class Cassettes:
     """--record / --replay / --replay-roles for one run: wraps every connector the catalog makes."""
 
     def __init__(self, root: str, record: str | None = None, replay: str | None = None, roles: tuple[str, ...] | None = None,
-                 secrets: Secrets | None = None, cwd: str | None = None):
+                 secrets: Secrets | None = None, cwd: str | None = None, named: bool = False):
         self.root = root
         self.cwd = cwd or os.getcwd()  # case files named relative to it: the same cassette after a tool's os.chdir
         self.record = record
         self.replay = replay
         self.roles = roles  # None: every role is replayed
+        self.named = named  # -c named the agent's connector(s): the agent's calls are recorded under its name
         self.secrets = secrets if secrets is not None else Secrets()
         self.tapes: dict[str, Tape] = {}
 
@@ -273,7 +284,7 @@ class Cassettes:
             return None
         cwd = cwd or os.getcwd()  # the folders as meant when the run started (a tool's os.chdir moves none)
         return cls(root, config.record and os.path.join(cwd, config.record), config.replay and os.path.join(cwd, config.replay),
-                   config.replay_roles, secrets, cwd)
+                   config.replay_roles, secrets, cwd, bool(config.connector or config.matrix))
 
     async def save(self) -> None:
         """Write the recorded cassettes (each atomically)."""
@@ -322,13 +333,14 @@ class Cassettes:
         for value, placeholder in sorted((trace.volatile if trace is not None else {}).items(), key=lambda kv: -len(kv[0])):
             text = text.replace(value, placeholder)  # $SYS.DATETIME as written: the same request at any time
         normal, known_ids = stable_ids(json.loads(text))
-        entry = Entry(role, turn, normal, {}, run)
+        connector = inner.spec.id if role == "agent" else ""  # the simulator and the judges keep their own
+        entry = Entry(role, turn, normal, {}, run, connector if self.named else "")
         entry.ids = known_ids
         call = tape.next_call(run)
         if self.replaying(role):
             # a frozen role (--replay-roles) whose request changed with the live agent's replies is answered by
             # its recording at the same turn; the agent itself is never answered by position
-            found = tape.take(run, role, entry.key, turn, normal, by_turn=self.roles is not None and role != "agent")
+            found = tape.take(run, role, entry.key, turn, normal, self.roles is not None and role != "agent", connector)
             if found is not None and not (self.record and "error" in found.response):  # re-recording retries failures
                 self._keep(tape, call, entry, found.response)
                 return completion_of(found.response)
@@ -337,7 +349,7 @@ class Cassettes:
                     trace.notes.append(f"the recorded user has no turn {turn}: the conversation ended there (--replay-roles)")
                 return user_left(turn)
             if not self.record:
-                why = await asyncio.to_thread(tape.explain, run, role, entry.key, normal)  # off the loop: other cases go on
+                why = await asyncio.to_thread(tape.explain, run, role, entry.key, normal, connector)  # off the loop: other cases go on
                 miss = (f"replay miss: {role} at turn {turn}: {why}; to record it, "
                         f"run with --replay {self.replay} --record {self.replay} (misses are called live and added)")
                 if trace is not None and not trace.miss:
