@@ -380,8 +380,12 @@ def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on_regressi
 @click.argument("reports", nargs=-1, required=True, metavar="REPORT...")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
               help="The merged report (several allowed); format by extension: .json .jsonl .md .html .xml")
-def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...]) -> None:
-    """Join the JSON reports of shards (--shard K/N) into one report; exit 1 when a case did not pass."""
+@click.option("--partial", is_flag=True, help="Join the shards there are when some are missing (never exits 0).")
+def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...], partial: bool) -> None:
+    """Join the JSON reports of shards (--shard K/N) into one report; exit 1 when a case did not pass.
+
+    Every shard 1/N … N/N of one run must be given (exit 2 otherwise); --partial joins what there is,
+    says which shards are missing, and exits 1 at best."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
     def work() -> int:
@@ -393,7 +397,7 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...]) -> None:
 
         for path in outputs:
             reporting.check_path(path)
-        merged = merge([(path, read(path)) for path in reports])
+        merged = merge([(path, read(path)) for path in reports], partial)
         written = []
         for path in outputs:
             rescued = reporting.write(replace(merged, output_file=path), path)

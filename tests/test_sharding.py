@@ -119,3 +119,41 @@ def test_merging_overlapping_or_broken_reports_is_exit_2(suite, tmp_path):
     assert ext.exit_code == 2 and "unknown report format '.txt'" in ext.output
     none = cli("merge")
     assert none.exit_code == 2
+
+
+def test_a_merge_missing_a_shard_or_mixing_runs_is_exit_2_and_partial_is_never_green(suite, tmp_path):
+    """A shard whose report never arrived (a lost runner) made a green merged report: the cases it held were
+    in no figure, and the merge said ALL TESTS PASSED."""
+    suite.cases("tests/cases.jsonl", CASES[:2] + [CASES[2]])  # c03 fails: wherever it falls, it is in one shard
+    paths = []
+    for k in (1, 2, 3):
+        _, path = run(suite, f"s{k}.json", "--shard", f"{k}/3")
+        paths.append(path)
+    failing = next(p for p in paths if any(r["status"] != "passed" for r in report(p)["results"]))
+    rest = [p for p in paths if p != failing]
+    lost = cli("merge", *map(str, rest), "-o", str(tmp_path / "m.json"))
+    k = report(failing)["metadata"]["options"]["shard"]
+    assert lost.exit_code == 2 and f"shard {k} is missing: these reports hold 2 of 3 shards" in lost.output, lost.output
+    assert "--partial" in lost.output and not (tmp_path / "m.json").exists() and "Traceback" not in lost.output
+    partial = cli("merge", *map(str, rest), "--partial", "-o", str(tmp_path / "p.json"), "-o", str(tmp_path / "p.md"))
+    data = report(tmp_path / "p.json")
+    assert partial.exit_code == 1 and all(r["status"] == "passed" for r in data["results"])  # every result green, the merge is not
+    assert f"⚠ PARTIAL MERGE — shard {k} missing" in partial.output and "ALL TESTS PASSED" not in partial.output
+    assert data["metadata"]["options"]["missing_shards"] == [k]
+    assert any(w.startswith(f"partial merge: shard {k} is missing") for w in data["metadata"]["warnings"])
+    assert f"**Partial merge:** shard {k} missing" in (tmp_path / "p.md").read_text()
+    assert cli("merge", *map(str, paths), "-o", str(tmp_path / "all.json")).exit_code == 1  # complete: exits like the run
+    # a report that is no shard, shards of another N, shards of another --runs: not one run
+    whole = run(suite, "whole.json")[1]
+    four = run(suite, "four.json", "--shard", "1/4")[1]
+    twice = run(suite, "twice.json", "--shard", "1/3", "--runs", "2")[1]
+    mixed = cli("merge", str(paths[0]), str(whole))
+    assert mixed.exit_code == 2 and f"{whole} is not a shard report (it was run without --shard) but the others are" in mixed.output
+    sizes = cli("merge", str(paths[0]), str(four))
+    assert sizes.exit_code == 2 and "the shards are of different runs:" in sizes.output and f"{four} is 1/4" in sizes.output
+    runs = cli("merge", str(twice), *map(str, paths[1:]))
+    assert runs.exit_code == 2 and "are shards of different runs: --runs was 1 in one, 2 in the other" in runs.output, runs.output
+    # reports that are none of them shards are joined as they are
+    first, second = run(suite, "c01.json", "--run", "^c01$")[1], run(suite, "c02.json", "--run", "^c02$")[1]
+    joined = cli("merge", str(first), str(second), "-o", str(tmp_path / "j.json"))
+    assert joined.exit_code == 0 and report(tmp_path / "j.json")["summary"]["total"] == 3, joined.output

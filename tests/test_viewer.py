@@ -354,6 +354,20 @@ def test_a_gate_of_zero_that_passed_with_no_passing_run_is_said_in_a_banner(page
     assert "1 case passed its gate with no passing run (min_pass_rate 0)." in page.locator(".banner").all_inner_texts()
 
 
+def test_a_partial_merge_is_said_in_a_banner(page, tmp_path):
+    from dataclasses import replace
+
+    from agenttest.model import CaseResult
+    from agenttest.reporting import write
+    from agenttest.verdicts.outcome import make_report
+
+    report = make_report([CaseResult("a", "passed", input="hi", output="ok", connector="mock")], 1795953600.0, 900.0, 1,
+                         agent_id="bot", connector="mock", environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
+    write(replace(report, options={"merged": ["s1.json", "s2.json"], "missing_shards": ["3/3"]}), str(tmp_path / "r.html"))
+    page.goto((tmp_path / "r.html").as_uri())
+    assert page.locator(".banner").all_inner_texts() == ["Partial merge: shard 3/3 missing — their cases are in no figure here."]
+
+
 def test_times_below_10_ms_are_shown_to_the_tenth_of_a_millisecond(page, tmp_path):
     """A fast run's cases read 0.3ms and 4.2ms (the 0.1 ms a report keeps), not 0ms."""
     from agenttest.model import CaseResult

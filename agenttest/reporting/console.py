@@ -409,6 +409,8 @@ class Console:
             return self.paint(f"❌ {parts} — {bad} of {cases} {what}{ran} did not pass{unrun}", "red")
         if report.stopped_early:
             return self.paint("⚠ STOPPED EARLY", "yellow")
+        if lacking := report.options.get("missing_shards"):
+            return self.paint(f"⚠ PARTIAL MERGE — shard{'s' if len(lacking) > 1 else ''} {', '.join(map(str, lacking))} missing", "yellow")
         if report.results and all(r.status == "skipped" for r in report.results):  # skipped by the cases themselves: not a pass
             return self.paint(f"⚠ NO TEST RAN — {cases} skipped", "yellow")
         none = sum(1 for g in report.gates if g.vacuous)  # passed by a gate of 0: no run had to pass

@@ -28,6 +28,8 @@ def run_state(report: RunReport) -> list[tuple[str, str]]:
         out.append(("Interrupted", f"({'SIGTERM' if report.terminated else 'Ctrl-C'}): the report holds the results that finished."))
     elif report.stopped_early:
         out.append(("Stopped early", "(--fail-fast): no case was started after the first failure."))
+    if lacking := report.options.get("missing_shards"):
+        out.append(("Partial merge:", f"shard{'s' if len(lacking) > 1 else ''} {', '.join(map(str, lacking))} missing — their cases are in no figure here."))
     if report.not_run:
         out.append(("Not run:", str(report.not_run)))
     return out

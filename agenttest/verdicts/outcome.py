@@ -55,7 +55,7 @@ def make_report(results: list[CaseResult], started_at: float, duration_ms: float
 
 def exit_code(report: RunReport) -> ExitCode:
     """0 when every gate passed; 1 when one failed (with no gates: when a result did not pass), or
-    --fail-fast stopped the run; 130/143 when interrupted."""
+    --fail-fast stopped the run, or a partial merge lacks shards; 130/143 when interrupted."""
     if report.interrupted:
         return ExitCode.TERMINATED if report.terminated else ExitCode.INTERRUPTED
     if report.gates:
@@ -63,6 +63,6 @@ def exit_code(report: RunReport) -> ExitCode:
             return ExitCode.FAILED
     elif any(r.status in ("failed", "error", "timeout") for r in report.results):
         return ExitCode.FAILED
-    if report.stopped_early:
+    if report.stopped_early or report.options.get("missing_shards"):  # a partial merge did not test every case
         return ExitCode.FAILED
     return ExitCode.OK

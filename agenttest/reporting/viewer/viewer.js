@@ -229,6 +229,8 @@
     const banners = [];
     if (sum.interrupted) banners.push("Interrupted (" + (sum.terminated ? "SIGTERM" : "Ctrl-C") + "): the report holds the results that finished.");
     else if (sum.stopped_early) banners.push("Stopped early (--fail-fast): no case was started after the first failure.");
+    const lacking = (meta.options || {}).missing_shards;
+    if (lacking && lacking.length) banners.push("Partial merge: shard" + (lacking.length > 1 ? "s " : " ") + lacking.join(", ") + " missing — their cases are in no figure here.");
     const vacuous = (sum.gates || []).filter(g => g.verdict === "passed" && g.runs > 0 && g.passed === 0).length;
     if (vacuous) banners.push(vacuous + (vacuous === 1 ? " case passed its gate" : " cases passed their gates") + " with no passing run (min_pass_rate 0).");
     if (sum.not_run) banners.push("Not run: " + sum.not_run + ((sum.gates || []).some(g => g.planned > 1) || sum.matrix ? " runs" : ""));  // --runs, a matrix: runs, not cases
