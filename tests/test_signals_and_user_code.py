@@ -57,6 +57,8 @@ def AfterAll(ctx, results, data):
     mark("afterall")
     if os.environ.get("HANG_AFTER_ALL"):
         time.sleep(3600)
+def ExitAll(ctx, *args):
+    os._exit(5)
 def TestPytestFail(t, ctx):
     import pytest
     pytest.fail("from pytest")
@@ -136,6 +138,22 @@ def test_script_tests_and_after_all_that_misbehave(app_dir, tmp_path):
     assert got["TestSleeps"]["status"] == "timeout"
     assert "afterall" in marks(app_dir)
     assert any("AfterAll did not return within" in w for w in report(out)["metadata"]["warnings"])
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_a_global_hook_that_calls_os_exit_ends_its_call_not_agent_test(app_dir, tmp_path, workers):
+    """BeforeAll and AfterAll run in the controller: os._exit there ended agent-test at once, with the hook's
+    exit code (4, 5), no report and no message, after every case had run."""
+    out = tmp_path / "r.json"
+    code, stdout, stderr = agent_test(app_dir, [{"id": "a", "input": "hi"}], "--after", "env_test.ExitAll", "--workers", workers, "-o", str(out))
+    assert code == 0 and "Traceback" not in stderr, stderr
+    data = report(out)
+    assert [r["status"] for r in data["results"]] == ["passed"]
+    assert data["metadata"]["warnings"] == ["AfterAll failed: ProcessExit: os._exit(5) was called: it would end agent-test with no report (env_test.py:25)"]
+    assert "AfterAll failed: ProcessExit: os._exit(5)" in stdout
+    code, stdout, stderr = agent_test(app_dir, [{"id": "a", "input": "hi"}], "--before", "env_test.ExitAll", "--workers", workers, "-o", str(out))
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert "BeforeAll failed: ProcessExit: os._exit(5) was called: it would end agent-test with no report (env_test.py:25); no case was run" in stderr
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from os import _exit
 import signal
 import sys
 import time
@@ -30,7 +31,7 @@ def die_with(parent: int) -> None:
     """In a worker: be killed when the controller dies, whatever kills it (even SIGKILL)."""
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the controller died before the line above
-        os._exit(70)
+        _exit(70)
 
 
 def _stat(pid: int | str) -> tuple[int, int] | None:

@@ -246,7 +246,8 @@ async def _run(plan: Plan, caller: Caller, state: RunState, on_start: StartListe
     ctx = caller.context()
     if plan.before_all is not None:
         try:
-            returned = await usercalls.call(plan.before_all, ctx, [fresh(c.raw) for c in plan.cases], what="BeforeAll", timeout=plan.config.timeout)
+            with usercalls.no_exit():
+                returned = await usercalls.call(plan.before_all, ctx, [fresh(c.raw) for c in plan.cases], what="BeforeAll", timeout=plan.config.timeout)
         except CallError as exc:
             raise HookError(str(exc), hint="no case was run") from None
         state.before_all_data = data_of(returned)
@@ -257,7 +258,8 @@ async def _run(plan: Plan, caller: Caller, state: RunState, on_start: StartListe
             state.after_all_done = True
             results = [result_dict(r) for r in state.ordered()]
             try:
-                await usercalls.call(plan.after_all, ctx, results, state.before_all_data, what="AfterAll", timeout=plan.config.timeout)
+                with usercalls.no_exit():
+                    await usercalls.call(plan.after_all, ctx, results, state.before_all_data, what="AfterAll", timeout=plan.config.timeout)
             except CallError as exc:
                 state.warnings.append(str(exc))
 

@@ -141,6 +141,30 @@ class Deadline(CallError):
     """User code did not return in time; its thread was abandoned."""
 
 
+class ProcessExit(SystemExit):
+    """``os._exit(n)`` called by a global hook: in the controller it would end agent-test at once, with no
+    report and an exit code of the hook's choosing, so it ends the hook's call instead (as ``sys.exit`` does)."""
+
+    def __str__(self) -> str:
+        return f"os._exit({self.code}) was called: it would end agent-test with no report"
+
+
+@contextmanager
+def no_exit() -> Iterator[None]:
+    """While global hooks (BeforeAll, AfterAll) run in the controller, ``os._exit`` raises ``ProcessExit`` in
+    the thread that called it. Cases are kept from it by their worker process; nothing else runs then."""
+    real = os._exit
+
+    def refused(status: int = 0) -> None:
+        raise ProcessExit(status)
+
+    os._exit = refused  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real
+
+
 async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | None = None, kwargs: Mapping[str, Any] | None = None,
                grace: float | None = None, unfinished: Callable[[], None] | None = None) -> Any:
     """``fn(*args, **kwargs)`` in a daemon thread, in a copy of the caller's context (so its prints are
