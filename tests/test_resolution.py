@@ -63,3 +63,42 @@ def test_a_clean_file_still_previews_and_lists(app):
     assert listed.exit_code == 0 and "a  standard [smoke]" in listed.stdout and "1 case selected" in listed.stdout
     shown = cli("-i", str(path), "-n", "bot", "--dry-run")
     assert shown.exit_code == 0 and json.loads(shown.stdout)["id"] == "a"
+
+
+def test_assertions_naming_a_tool_the_agent_lacks_are_caught_before_the_run(app, server):
+    """A guard with a misspelt tool (``tool_count`` of ``setwrld`` with ``max: 0``, a negated ``tool_called``) passed
+    whatever the agent did; mocks with the same typo were already exit 2."""
+    app.agent("bot", tools=[{"type": "function", "function": {"name": "set_world", "parameters": {"type": "object"}}}],
+              files={"src/tools.py": "def set_world(ctx):\n    return 1\n"})
+    typos = [
+        {"type": "tool_count", "tool": "set_wrld", "max": 0},
+        {"type": "tool_called", "name": "set_wrld", "negate": True},
+        {"type": "tool_called", "value": [{"name": "set_wrld"}]},
+        {"type": "tool_sequence", "value": ["set_world", "set_wrld"], "mode": "subset", "negate": True},
+        {"type": "tool_args", "tool": "set_wrld", "match": "ignore"},
+        {"type": "tool_result", "value": {"tool": "set_wrld"}},
+    ]
+    path = app.cases("cases.jsonl", [{"id": "a", "input": "hi", "assert": typos},
+                                     {"id": "b", "input": "hi", "dynamic": True, "simulator": {"use": "sim"}, "max_turns": 2,
+                                      "checkpoints": [{"id": "c1", "assert": {"type": "tool_called", "name": "set_wrld"}}]}])
+    app.agent("sim")
+    for flags in ((), ("--dry-run",)):
+        result = cli("-i", str(path), "-n", "bot", *flags)
+        assert result.exit_code == 2 and server.requests == [], result.output
+        kinds = [t["type"] for t in typos] + ["tool_called"]
+        lines = [line for line in result.stderr.splitlines() if "has no tool" in line]
+        assert [line.split(": ")[-2] for line in lines] == kinds, result.stderr
+        assert all(line.endswith("the agent has no tool 'set_wrld'; did you mean 'set_world'?") for line in lines)
+        assert lines[0].removeprefix("Error: ").startswith(f"{path}:1:") and lines[-1].startswith(f"{path}:2:")
+    # a name close to none of the agent's tools may be a guard against a made-up call: a warning, an error with --strict
+    guard = app.cases("guard.jsonl", [{"id": "g", "input": "say:ok", "assert": [{"type": "tool_called", "name": "delete_everything", "negate": True}]},
+                                      {"id": "h", "input": "say:ok", "assert": [{"type": "tool_count", "tool": "delete_everything", "max": 0}]}])
+    server.responder = lambda req: __import__("helpers").Answer("ok")
+    result = cli("-i", str(guard), "-n", "bot")
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.stdout.splitlines() if "delete_everything" in line]
+    assert said == [f"⚠ {guard}:1:75: tool_called: the agent has no tool 'delete_everything' (its tools: set_world): "
+                    "the assertion checks for a call to a tool it was never given"]  # once, not once per assertion
+    strict = cli("-i", str(guard), "-n", "bot", "--strict")
+    assert strict.exit_code == 2 and "tool_called: the agent has no tool 'delete_everything'; its tools: set_world; " \
+                                     "unknown tools are errors with --strict" in strict.stderr

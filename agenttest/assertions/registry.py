@@ -75,12 +75,13 @@ Check = Callable[[dict[str, Any]], list[CheckProblem]]
 
 @dataclass(frozen=True)
 class Need:
-    """Something an assertion calls at run time, checked before the first model call: an ``agent``
-    (with the connector it runs on) or a ``script``; ``field`` is the parameter that names it."""
+    """Something an assertion calls or names, checked before the first model call: an ``agent`` (with the
+    connector it runs on), a ``script``, or a ``tool`` of the agent under test; ``field`` is the parameter
+    that names it (a path when it is inside one: ``("value", 2)``)."""
 
-    kind: str  # "agent" | "script"
+    kind: str  # "agent" | "script" | "tool"
     ref: str
-    field: str
+    field: str | tuple[Any, ...]
     connector: str | None = None
 
 

@@ -12,7 +12,7 @@ from agenttest.util.text import as_text, find_json, shorten, written
 from agenttest.util import patterns
 from agenttest.util.matching import equal, matches, name_matches, pattern_problems
 from agenttest.model import AssertionResult, ToolCall
-from agenttest.assertions.registry import CheckProblem, Observation, get, register
+from agenttest.assertions.registry import CheckProblem, Need, Observation, get, register
 
 JSON_TYPES = ("string", "number", "integer", "boolean", "array", "object", "null")
 
@@ -302,7 +302,25 @@ def _tool_spec_matches(item: Any, call: ToolCall) -> bool:
     return "arguments" not in item or matches(item["arguments"], call.arguments)
 
 
-@register("tool_called", fields={"value": VALUE, "name": {"description": "a tool name, a list of names, or {name, arguments}"}}, check=_check_tool_called)
+def tools_named(name: Any, field: str | tuple[Any, ...]) -> list[Need]:
+    """The tool an assertion names at ``field`` (none when it is no name: its check says so)."""
+    return [Need("tool", name, field)] if isinstance(name, str) and name else []
+
+
+def _called_tools(params: dict[str, Any]) -> list[Need]:
+    field = "name" if "name" in params else "value"
+    spec = params.get(field)
+    items = spec if isinstance(spec, list) else [spec]
+    out = []
+    for i, item in enumerate(items):
+        name = item.get("name") if isinstance(item, dict) else item
+        where: tuple[Any, ...] = (field,) + ((i,) if isinstance(spec, list) else ()) + (("name",) if isinstance(item, dict) else ())
+        out += tools_named(name, where)
+    return out
+
+
+@register("tool_called", fields={"value": VALUE, "name": {"description": "a tool name, a list of names, or {name, arguments}"}},
+          check=_check_tool_called, needs=_called_tools)
 def tool_called(params: dict[str, Any], obs: Observation) -> AssertionResult:
     spec = params.get("name", params.get("value"))
     items = spec if isinstance(spec, list) else [spec]
@@ -328,7 +346,8 @@ def _check_tool_result(params: dict[str, Any]) -> list[CheckProblem]:
     return []
 
 
-@register("tool_result", fields={"value": VALUE}, check=_check_tool_result)
+@register("tool_result", fields={"value": VALUE}, check=_check_tool_result,
+          needs=lambda params: tools_named(params.get("value", {}).get("tool") if isinstance(params.get("value"), dict) else None, ("value", "tool")))
 def tool_result(params: dict[str, Any], obs: Observation) -> AssertionResult:
     value = params["value"]
     calls = [c for c in obs.tool_calls if name_matches(value["tool"], c.name)]

@@ -10,6 +10,7 @@ from typing import Any
 from agenttest.model import AssertionResult, ToolCall
 from agenttest.util.text import shorten
 from agenttest.assertions.registry import CheckProblem, Observation, register
+from agenttest.assertions.static import tools_named
 from agenttest.assertions.static import VALUE
 from agenttest.util.matching import equal, matches, name_matches, pattern_problems
 
@@ -83,7 +84,8 @@ def _sequence_problem(mode: str, expected: list[str], called: list[str]) -> str 
 
 
 @register("tool_sequence", fields={"value": VALUE, "mode": {"enum": list(SEQUENCE_MODES), "description": "how the calls must match (default ordered)"}},
-          check=_check_sequence)
+          check=_check_sequence, needs=lambda params: [n for i, name in enumerate(params.get("value") if isinstance(params.get("value"), list) else ())
+                                                     for n in tools_named(name, ("value", i))])
 def tool_sequence(params: dict[str, Any], obs: Observation) -> AssertionResult:
     """The case's tool calls follow a sequence (strict, ordered, unordered, subset or superset)."""
     expected, mode = params["value"], params.get("mode", "ordered")
@@ -127,7 +129,7 @@ def _args_fit(how: str, expected: Any, call: ToolCall) -> bool:
 @register("tool_args", fields={"tool": TOOL, "arguments": {"type": "object", "description": "the expected arguments"},
                                "match": {"enum": list(ARG_MATCHES), "description": "exact, subset (default) or ignore"},
                                "call": {"enum": list(CALLS), "description": "which call: first, last or any (default)"}},
-          check=_check_args)
+          check=_check_args, needs=lambda params: tools_named(params.get("tool"), "tool"))
 def tool_args(params: dict[str, Any], obs: Observation) -> AssertionResult:
     """A call of a tool had the expected arguments."""
     tool, how, which = params["tool"], params.get("match", "subset"), params.get("call", "any")
@@ -166,7 +168,8 @@ def _bounds(low: int | None, high: int | None) -> str:
     return f"at least {low}" if low is not None else f"at most {high}"
 
 
-@register("tool_count", fields={"tool": TOOL, "min": COUNT, "max": COUNT}, check=_check_count)
+@register("tool_count", fields={"tool": TOOL, "min": COUNT, "max": COUNT}, check=_check_count,
+          needs=lambda params: tools_named(params.get("tool"), "tool"))
 def tool_count(params: dict[str, Any], obs: Observation) -> AssertionResult:
     """The number of tool calls (of one tool, or of all) is within bounds."""
     tool, low, high = params.get("tool"), params.get("min"), params.get("max")

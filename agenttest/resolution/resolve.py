@@ -27,6 +27,7 @@ class Resolved:
     after_all: Any = None
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unknown_tools: set[str] = field(default_factory=set)  # named by assertions, warned of once each
 
     def attempt(self, where: Location | None, fn: Any, *args: Any) -> Any:
         """``fn(*args)``; its usage errors become problems placed at ``where``."""
@@ -54,8 +55,9 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
     for case in cases:
         if agent is not None and case.mode != "script" and not connector and case.options.get("connector"):
             check(agent_id, case.options["connector"], case.locate(("options", "connector")))  # type: ignore[arg-type]
+        named: list[tuple[str, str, Location | None]] = []  # tools the assertions name, checked below against the agent's
         for spec in [*case.assertions, *(cp.assertion for cp in case.checkpoints)]:
-            _assertion(spec, case, catalog, check, out)
+            named += _assertion(spec, case, catalog, check, out)
         if case.dynamic and case.simulator is not None and case.simulator.script is None:
             conn = case.simulator.options.get("connector")
             check(case.simulator.use, conn, case.locate(("simulator", "use")))
@@ -66,6 +68,7 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
                     out.hooks[ref] = out.attempt(case.locate((key,)), hooks.resolve, agent.spec.path, ref, "hook")
         if agent is not None and case.mode != "script" and not getattr(agent.spec, "mcp", ()):  # MCP tools are known only once their servers run
             out.problems += unknown_tools(case, agent.tools)
+            _named_tools(named, list(agent.tools), catalog.strict, out)
         out.warnings += _missing_attachments(case)
     _unknown_options(cases, catalog.strict, out)
     if agent is not None:
@@ -76,14 +79,35 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
     return out
 
 
-def _assertion(spec: AssertionSpec, case: Case, catalog: Catalog, check: Any, out: Resolved) -> None:
-    """What the assertion will call — validator agents, scripts — as its type declares."""
+def _assertion(spec: AssertionSpec, case: Case, catalog: Catalog, check: Any, out: Resolved) -> list[tuple[str, str, Location | None]]:
+    """What the assertion will call — validator agents, scripts — as its type declares; the tools it names."""
+    tools = []
     for need in assertions.needs(spec.params):
-        where = case.locate(spec.path + (need.field,))
+        where = case.locate(spec.path + (need.field if isinstance(need.field, tuple) else (need.field,)))
         if need.kind == "agent":
             check(need.ref, need.connector, where)
+        elif need.kind == "tool":
+            tools.append((need.ref, spec.type, where))
         else:
             out.attempt(where, catalog.script, need.ref)
+    return tools
+
+
+def _named_tools(named: list[tuple[str, str, Location | None]], tools: list[str], strict: bool, out: Resolved) -> None:
+    """An assertion that names no tool of the agent: a misspelt one is an error (``tool_count`` of ``setwrld``
+    with ``max: 0`` would always pass); another is a warning — the model may call a tool it was never given,
+    and a guard against that is meant — or an error with --strict."""
+    for name, kind, where in named:
+        if any(name_matches(name, n) for n in tools):
+            continue
+        typo = did_you_mean(name, tools)
+        if typo or strict:
+            hint = typo or (f"its tools: {', '.join(tools)}" if tools else "it declares no tools")
+            out.problems.append(Problem(f"{kind}: the agent has no tool '{name}'", where, hint + ("" if typo else "; unknown tools are errors with --strict")))
+        elif name not in out.unknown_tools:
+            out.unknown_tools.add(name)
+            out.warnings.append(f"{where}: {kind}: the agent has no tool '{name}' (its tools: {', '.join(tools) or 'none'}): "
+                                "the assertion checks for a call to a tool it was never given")
 
 
 def unknown_tools(case: Case, tools: Iterable[str]) -> list[Problem]:
