@@ -197,6 +197,21 @@ def test_after_naming_unknown_checkpoint():
     assert "'after' names unknown checkpoint 'ask_tpye'; did you mean 'ask_type'?" in found
 
 
+def test_checkpoints_that_wait_for_each_other_in_a_cycle_are_a_problem_at_the_after_that_closes_it():
+    def case(*after):
+        return json.dumps({"id": "d", "simulator": {"use": "s"}, "checkpoints": [
+            {"id": cid, "after": deps, "assert": {"type": "contains", "value": cid}} for cid, deps in after]})
+    (found,) = problems(case(("x", ["z"]), ("y", ["x"]), ("z", ["y"])))
+    assert found == ("cases.jsonl:1:153: checkpoints wait for each other in a cycle — 'x' waits for 'z', 'z' for 'y', 'y' for 'x' — "
+                     "so none of them can be reached; remove one 'after' of the cycle")
+    (found,) = problems(case(("a", []), ("x", ["a", "y"]), ("y", ["x"])))
+    assert "'x' waits for 'y', 'y' for 'x'" in found
+    (found,) = problems(case(("x", ["x"])))
+    assert "checkpoint 'x' cannot come after itself" in found  # said once, not also as a cycle
+    (diamond,) = parse_text(case(("x", []), ("y", ["x"]), ("z", ["x", "y"])), "cases.jsonl")  # no cycle: it loads
+    assert [cp.id for cp in diamond.checkpoints] == ["x", "y", "z"]
+
+
 def test_bad_assertion_parameters():
     found = problems('{"id": "a", "input": "x", "assert": [{"type": "contains"}, {"type": "type", "value": "strng"}, {"type": "json_path"}, {"type": "contains", "value": "y", "pth": "$"}]}')
     assert any("'contains' needs a 'value'" in p for p in found)

@@ -377,6 +377,40 @@ def _checkpoint_problems(checkpoints: list[Any]) -> list[Finding]:
             elif dep not in ids:
                 hint = did_you_mean(dep, [x for x in ids if isinstance(x, str)]) or f"known checkpoints: {', '.join(map(str, ids))}"
                 out.append(Finding(base + ("after", j), f"'after' names unknown checkpoint '{dep}'", hint, False))
-    return out
+    return out + _after_cycle(checkpoints)
+
+
+def _after_cycle(checkpoints: list[Any]) -> list[Finding]:
+    """A cycle through 'after' (x after y, y after x): none of its checkpoints can ever be reached, so the case
+    could never pass. Said once, at the 'after' that closes it (a checkpoint after itself is said above)."""
+    after: dict[str, list[tuple[int, int, str]]] = {}
+    for i, cp in enumerate(checkpoints):
+        if isinstance(cp, dict) and isinstance(cp.get("id"), str) and isinstance(cp.get("after"), list):
+            after.setdefault(cp["id"], []).extend((i, j, d) for j, d in enumerate(cp["after"]) if isinstance(d, str) and d != cp["id"])
+    state: dict[str, int] = {}  # 1: on the path being walked, 2: done
+
+    def walk(cid: str, path: list[str]) -> Finding | None:
+        state[cid] = 1
+        for i, j, dep in after.get(cid, ()):
+            if state.get(dep) == 1:
+                loop = path[path.index(dep):] + [cid, dep] if dep in path else [cid, dep]
+                loop = list(dict.fromkeys(loop[:-1])) + [dep]
+                waits = [f"'{a}' waits for '{b}'" if n == 0 else f"'{a}' for '{b}'" for n, (a, b) in enumerate(zip(loop, loop[1:]))]
+                return Finding(("checkpoints", i, "after", j), "checkpoints wait for each other in a cycle — "
+                               + ", ".join(waits) + " — so none of them can be reached",
+                               "remove one 'after' of the cycle", False)
+            if dep in after and state.get(dep) is None:
+                found = walk(dep, path + [cid])
+                if found is not None:
+                    return found
+        state[cid] = 2
+        return None
+
+    for cid in after:
+        if state.get(cid) is None:
+            found = walk(cid, [])
+            if found is not None:
+                return [found]
+    return []
 
 
