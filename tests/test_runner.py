@@ -164,7 +164,14 @@ def test_an_after_hook_that_hangs_makes_the_case_a_timeout(bot, monkeypatch):
     monkeypatch.setattr(runner, "AFTER_GRACE", 0.2)
     plan, caller = make(bot, [{"id": "hang-after", "input": "hi", "after": "env_test.After", "timeout": "0.2s"}])
     (result,) = go(plan, caller)
-    assert result.status == "timeout" and "after hook env_test.After did not return within" in result.error
+    assert result.status == "timeout" and result.warnings == ()  # said once, as the error
+    assert result.error == ("after hook env_test.After did not return within 0.2s (an After's least time, when its case has "
+                            "run out of time); the case was passed before it")
+    assert result.duration_ms >= 200  # the hook's time is the case's: not the few ms before it
+    plan, caller = make(bot, [{"id": "hang-after", "input": "hi", "after": "env_test.After", "timeout": "1s"}])
+    (result,) = go(plan, caller)
+    assert result.status == "timeout" and 1000 <= result.duration_ms < 5000
+    assert result.error == "after hook env_test.After did not return within the case's deadline (1s); the case was passed before it"
 
 
 def test_timeout_keeps_the_tool_calls_made_before_it(bot):

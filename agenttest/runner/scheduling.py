@@ -166,7 +166,11 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
         if budget is not None:
             result = over_budget(result, budget, trace, caller)
         if before_ok and case.after:
-            result = await _after(item, ctx, result, before_data, max(ends - loop.time(), AFTER_GRACE), caller.catalog.traffic.notify)
+            left = ends - loop.time()
+            result = await _after(item, ctx, result, before_data, max(left, AFTER_GRACE), caller.catalog.traffic.notify,
+                                  deadline if left >= AFTER_GRACE else None)
+            if result.status == "timeout":  # the hook's time is the case's too
+                result = replace(result, duration_ms=(time.perf_counter() - start) * 1000)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # after everything above: still this case's error
@@ -209,18 +213,22 @@ def _unfinished(case: Case) -> str:
 
 
 async def _after(item: ResolvedCase, ctx: Any, result: CaseResult, before_data: Any, timeout: float,
-                 notify: Callable[[str], None] | None = None) -> CaseResult:
-    """Run the case's After hook; its failure is a warning on the result, its hanging a timeout. With ``notify``,
-    Ctrl-C or SIGTERM while it runs gives it AFTER_GRACE to finish (``notify`` hears if it did not), then stops
-    the case (an After run because the case was stopped has AFTER_GRACE as its ``timeout`` already)."""
+                 notify: Callable[[str], None] | None = None, deadline: float | None = None) -> CaseResult:
+    """Run the case's After hook; its failure is a warning on the result, its hanging past the case's
+    ``deadline`` (what was left of it, AFTER_GRACE at least: ``timeout``) a timeout. With ``notify``, Ctrl-C or
+    SIGTERM while it runs gives it AFTER_GRACE to finish (``notify`` hears if it did not), then stops the case
+    (an After run because the case was stopped has AFTER_GRACE as its ``timeout`` already)."""
     case, hook = item.case, item.after
     unfinished = (lambda: notify(_unfinished(case))) if notify is not None else None
     try:
         await usercalls.call(hook, ctx, fresh(case.raw), result_dict(result), before_data, what=f"after hook {case.after}", timeout=timeout,
                              grace=AFTER_GRACE if notify is not None else None, unfinished=unfinished)
-    except usercalls.Deadline as exc:
+    except usercalls.Deadline:
         status: Status = "timeout"
-        return replace(result, status=status, error=result.error or str(exc), warnings=(*result.warnings, str(exc)))
+        within = (f"the case's deadline ({format_timeout(deadline)})" if deadline is not None
+                  else f"{format_timeout(round(timeout, 1))} (an After's least time, when its case has run out of time)")
+        said = f"after hook {case.after} did not return within {within}; the case was {result.status} before it"
+        return replace(result, status=status, error=f"{result.error}; {said}" if result.error else said)
     except CallError as exc:
         return replace(result, warnings=(*result.warnings, str(exc)))
     return result
