@@ -267,6 +267,35 @@ def test_two_endpoints_serving_one_model_name_keep_their_own_answers(own):
         "replay miss: agent at turn 1: the same request was recorded for connector 'hosta', 'hostb', not 'hostc' (")
 
 
+def test_only_what_is_sent_is_recorded_so_a_price_update_misses_nothing_and_no_proxy_password_is_kept(own):
+    app, server = own
+
+    def priced(output_price):
+        app.connector("priced", {"type": "openai", "options": {
+            "model": "fake-model", "host": server.host, "key": "$ENV.FAKE_OPENAI_KEY", "temperature": 0.3, "rpm": 600,
+            "max_concurrency": 4, "proxy": "http://admin:literal-pass-999@127.0.0.1:9", "capabilities": {"tool_calls": True},
+            "pricing": {"input": 1.0, "output": output_price}}})
+
+    priced(6.0)
+    app.cases("tests/cases.jsonl", [CASES[0]])
+    tapes = app.root / "cassettes"
+    _, base = run(app, "--record", str(tapes), "-c", "priced")
+    (line,) = cassette_lines(tapes)["tests/cases/plain.jsonl"]
+    assert line["request"]["parameters"] == {"temperature": 0.3}  # what the endpoint received, nothing else
+    assert not {"pricing", "rpm", "proxy", "capabilities", "max_concurrency"} & server.bodies()[-1].keys()
+    text = "".join(p.read_text() for p in tapes.rglob("*.jsonl"))
+    assert "literal-pass-999" not in text and "pricing" not in text and "rpm" not in text
+    priced(7.0)  # a price update: the same requests, the new cost
+    result, again = run(app, "--replay", str(tapes), "-c", "priced")
+    assert result.exit_code == 0 and again["results"][0]["status"] == "passed", result.output
+    # a cassette recorded when the connector's other options were kept replays too
+    path = tapes / "tests" / "cases" / "plain.jsonl"
+    old = dict(line, request={**line["request"], "parameters": {"temperature": 0.3, "pricing": {"input": 1.0, "output": 6.0}, "rpm": 600}})
+    path.write_text(json.dumps(old) + "\n")
+    result, again = run(app, "--replay", str(tapes), "-c", "priced")
+    assert result.exit_code == 0 and again["results"][0]["status"] == "passed", result.output
+
+
 def test_replay_and_record_together_call_only_the_misses_and_add_them(own):
     app, server = own
     tapes = app.root / "cassettes"

@@ -15,6 +15,7 @@ from typing import Any
 from agenttest.connectors import ChatRequest, Connector, ConnectorSpec
 from agenttest.errors import AgentTestError, CallError, Location, Problem
 from agenttest.model import Case, Completion, ToolCall, Usage
+from agenttest.model.parameters import CHAT_PARAMETERS
 from agenttest.connectors.requestdiff import first_difference, nearest
 from agenttest.util.text import loads
 from agenttest.util.files import write_atomic
@@ -24,9 +25,13 @@ from agenttest.runtime.trace import Trace, current_role, current_trace
 
 ROLES = ("agent", "simulator", "validator", "generator")
 OUTSIDE = "generation.jsonl"  # calls outside any case: generators (and BeforeAll/AfterAll hooks calling agents)
-# connector options that say how to reach the model, not what to ask it: never part of a request
-_TRANSPORT = {"model", "host", "base_url", "key", "api_key", "stream", "stream_options", "max_retries", "timeout",
-              "organization", "headers", "rules"}
+
+
+def _sent(options: dict[str, Any]) -> dict[str, Any]:
+    """The options a request body carries: the chat-completions parameters (and ``extra_body``). How to reach
+    the model (host, key, proxy, rpm, …) and what describes it (pricing, capabilities) are never part of a
+    request: a price update must not miss every cassette, and a proxy's password must not be recorded."""
+    return {k: v for k, v in options.items() if k in CHAT_PARAMETERS}
 
 
 def canonical(value: Any) -> str:
@@ -38,7 +43,7 @@ def normalize(spec: ConnectorSpec, request: ChatRequest) -> str:
     """What a call asks, whatever the endpoint, as canonical JSON: model, messages, tools and parameters
     (no key, no header, no host, no agent folder)."""
     options = {**spec.options, **request.options}
-    parameters = {k: v for k, v in options.items() if k not in _TRANSPORT}
+    parameters = _sent(options)
     out: dict[str, Any] = {"model": str(options.get("model") or spec.type), "messages": list(request.messages)}
     if request.tools:
         out["tools"] = list(request.tools)
@@ -166,6 +171,8 @@ def parse_line(text: str, where: Location) -> Entry:
         raise AgentTestError("a cassette line is {\"role\", \"turn\", \"request\", \"response\"} with a role of "
                              + ", ".join(ROLES), where, "re-record it with --record")
     request = stable_ids(data["request"])[0]  # cassettes recorded before ids were made stable replay too
+    if isinstance(request.get("parameters"), dict) and (kept := _sent(request["parameters"])) != request["parameters"]:
+        request = {k: v for k, v in request.items() if k != "parameters"} | ({"parameters": kept} if kept else {})  # and those that kept pricing
     return Entry(data["role"], data.get("turn", 1), request, data["response"], data.get("run", 1), data.get("connector", ""), where.line or 0)
 
 
