@@ -72,3 +72,24 @@ def test_invalid_generated_cases_that_echo_the_key_never_show_it(echoing, server
         if flags:
             (event,) = [json.loads(line) for line in result.stdout.splitlines()]
             assert event["event"] == "error" and "***" in event["message"]
+
+
+def test_a_password_in_the_endpoint_url_is_hidden_also_as_the_basic_auth_header_that_carries_it(app, server, monkeypatch, tmp_path):
+    """``http://admin:$ENV.PASS@host`` is sent as ``Authorization: Basic base64(admin:PASS)``: an endpoint that
+    echoed the header showed the password encoded in the console, every report and the cassette."""
+    import base64
+
+    password = "hunter2-password-xyz"
+    encoded = base64.b64encode(f"admin:{password}".encode()).decode()
+    monkeypatch.setenv("PROXY_PASS", password)
+    host = server.host.replace("http://", "http://admin:$ENV.PROXY_PASS@")
+    app.connector("guarded", {"type": "openai", "options": {"model": "m", "host": host, "key": "not-needed", "max_retries": 0}})
+    app.agent("bot", connector="guarded")
+    server.responder = lambda req: Answer("you sent " + str(server.requests[-1]["headers"].get("Authorization")))
+    path = app.cases("cases.jsonl", [{"id": "echo", "input": "hi", "assert": {"type": "contains", "value": "Basic"}}])
+    outs = [tmp_path / f"r{ext}" for ext in (".json", ".md", ".html", ".xml", ".jsonl")]
+    ran = cli("-i", str(path), "-n", "bot", "-v", "--record", str(tmp_path / "tapes"), *[a for o in outs for a in ("-o", str(o))])
+    assert ran.exit_code == 0, ran.output
+    assert report(outs[0])["results"][0]["output"] == "you sent Basic ***"  # the header was sent, and echoed
+    for text in (ran.output, ran.stderr, *[o.read_text() for o in outs], *[p.read_text() for p in (tmp_path / "tapes").rglob("*.jsonl")]):
+        assert encoded not in text and password not in text

@@ -32,7 +32,8 @@ def spec_for(app: App, connector_id: str, secrets: Secrets, offline: bool = Fals
         for key in LIFTED:  # may be given beside "options" as well as inside it
             if key in data and key not in options:
                 options[key] = data[key]
-        return ConnectorSpec(connector_id, data["type"], options, path, tuple(found.values()))
+        hidden = tuple(found.values()) + url_secrets(options, secrets)
+        return ConnectorSpec(connector_id, data["type"], options, path, hidden)
     if connector_id.startswith("openai.") and len(connector_id) > len("openai."):
         if "OPENAI_API_KEY" not in os.environ and not offline:
             raise AgentTestError(f"connector {connector_id}: environment variable OPENAI_API_KEY is not set", hint="export OPENAI_API_KEY=…")
@@ -50,6 +51,30 @@ def spec_for(app: App, connector_id: str, secrets: Secrets, offline: bool = Fals
     raise AgentTestError(f"unknown connector '{connector_id}'", hint=(hint + " " if hint else "")
                          + f"known connectors: {listing}" + (f" (run with one of them: -c {known[0]})" if known else "")
                          + f"; or openai.<model>; or create {create}:\n{example}")
+
+
+def url_secrets(options: dict[str, object], secrets: Secrets) -> tuple[str, ...]:
+    """A password in an endpoint's URL (``http://admin:$ENV.PASS@host``) is sent as ``Authorization: Basic
+    base64(user:password)``: an endpoint or proxy that echoes the header would show the password encoded,
+    which the raw value's redaction does not catch. The password and that encoding join ``secrets``."""
+    import base64
+    from urllib.parse import unquote, urlsplit
+
+    out: list[str] = []
+    for key in ("host", "base_url", "proxy"):
+        value = options.get(key)
+        try:
+            parts = urlsplit(value) if isinstance(value, str) and "@" in value else None
+        except ValueError:
+            parts = None
+        if parts is None or parts.password is None:
+            continue
+        user, password = unquote(parts.username or ""), unquote(parts.password)
+        encoded = base64.b64encode(f"{user}:{password}".encode()).decode()
+        for secret in (password, parts.password, encoded):
+            secrets.add(secret)
+            out.append(secret)
+    return tuple(dict.fromkeys(out))
 
 
 def role_connector(app: App, role: str) -> str:
