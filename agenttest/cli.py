@@ -351,7 +351,7 @@ def run_command(**flags: Any) -> None:
 @click.argument("new", metavar="NEW")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
               help="Also write the comparison, repeatable: .md (a pull-request comment), .html or .json  [default: the console only]")
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case regressed (passed in BASE, not in NEW)  [default: exit 0]")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case regressed (passed in BASE, not in NEW) or NEW was cut short before a case of BASE  [default: exit 0]")
 def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on_regression: bool) -> None:
     """Compare two JSON reports case by case: regressed, fixed, still failing, new, removed, flaky, changed."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -371,7 +371,7 @@ def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on_regressi
         for output in outputs:
             write_atomic(output, diffs.render(comparison, output, before, after))
             click.echo(f"  Output: {output}")
-        return ExitCode.FAILED if fail_on_regression and comparison.regressions else ExitCode.OK
+        return ExitCode.FAILED if fail_on_regression and (comparison.regressions or comparison.not_run) else ExitCode.OK
 
     finish(work)
 

@@ -76,7 +76,8 @@ def test_every_class_with_what_changed(reports, tmp_path):
     kinds = {c["id"]: c["kind"] for c in data["cases"]}
     assert kinds == {"regressed": "regressed", "fixed": "fixed", "still": "still failing", "new": "new", "removed": "removed",
                      "flaky": "flaky", "changed": "changed", "dynamic": "changed", "same": "unchanged"}
-    assert data["counts"] == {"regressed": 1, "fixed": 1, "still failing": 1, "new": 1, "removed": 1, "flaky": 1, "changed": 2, "unchanged": 1}
+    assert data["counts"] == {"regressed": 1, "fixed": 1, "still failing": 1, "new": 1, "not run": 0, "removed": 1, "flaky": 1, "changed": 2,
+                              "unchanged": 1}
     by_id = {c["id"]: c for c in data["cases"]}
     assert by_id["regressed"]["changes"][0] == {"what": "assertion 1 (contains)", "before": "passed",
                                                 "after": "failed: expected 'EXP-1' in the output"}
@@ -170,6 +171,34 @@ def test_baseline_prints_the_comparison_and_fails_only_on_regressions(app, serve
     assert "  Baseline gate fails: 1 regressed, 0 new not passing, 1 still failing as in the baseline (not counted)" in out
     assert out.rstrip().splitlines()[-2] == "  ❌ REGRESSED against the baseline"
     assert report(tmp_path / "worse.json")["metadata"]["options"]["baseline"] == str(base)
+
+
+def test_cases_a_cut_short_run_did_not_reach_are_not_run_not_removed_and_never_pass_a_gate(app, server, tmp_path):
+    """--fail-fast (or Ctrl-C) on a known failure left the rest of the suite unrun; diff called those cases
+    'removed', and --fail-on-regression and --baseline passed on a run that compared one case."""
+    app.agent("bot")
+    path = app.cases("cases.jsonl", [CASES[2], CASES[0], CASES[1]])  # the known failure first
+    server.responder = lambda req: Answer("yes")
+    base = tmp_path / "base.json"
+    assert cli("-i", str(path), "-n", "bot", "-o", str(base)).exit_code == 1
+    cut = cli("-i", str(path), "-n", "bot", "-x", "-o", str(tmp_path / "cut.json"), "--baseline", str(base))
+    assert cut.exit_code == 1, cut.output
+    assert "NOT RUN [a] passed → not run (the run was cut short before it)" in cut.output
+    assert "  Baseline gate fails: 0 regressed, 0 new not passing, 2 not run (the run was cut short: they were not compared), " \
+           "1 still failing as in the baseline (not counted)" in cut.output
+    assert cut.output.rstrip().splitlines()[-2] == "  ⚠ NOT COMPARED — the run was cut short before cases of the baseline"
+    diffed = cli("diff", str(base), str(tmp_path / "cut.json"), "--fail-on-regression", "-o", str(tmp_path / "d.json"))
+    assert diffed.exit_code == 1 and "REMOVED" not in diffed.output
+    kinds = {c["id"]: c["kind"] for c in json.loads((tmp_path / "d.json").read_text())["cases"]}
+    assert kinds == {"known": "still failing", "a": "not run", "b": "not run"}
+    # a case taken out of the suite is still 'removed', and no gate fails on it
+    app.cases("cases.jsonl", [CASES[2], CASES[0]])
+    fewer = cli("-i", str(path), "-n", "bot", "-o", str(tmp_path / "fewer.json"), "--baseline", str(base))
+    assert fewer.exit_code == 0 and "REMOVED [b] passed (no longer in the run)" in fewer.output, fewer.output
+    # every case skipped: nothing was compared, which is no 'NO REGRESSIONS'
+    app.cases("cases.jsonl", [{**c, "skip": True} for c in CASES])
+    skipped = cli("-i", str(path), "-n", "bot", "-o", str(tmp_path / "skipped.json"), "--baseline", str(base))
+    assert skipped.output.rstrip().splitlines()[-2] == "  ⚠ NO TEST RAN — nothing was compared with the baseline", skipped.output
 
 
 def test_baseline_that_is_not_a_report_is_exit_2_before_the_run(app, server, tmp_path):

@@ -15,7 +15,7 @@ from agenttest.connectors.requestdiff import excerpts
 from agenttest.util.text import as_text
 
 # the order classes are listed in; the first ones need a reader's attention
-KINDS = ("regressed", "fixed", "still failing", "new", "removed", "flaky", "changed", "unchanged")
+KINDS = ("regressed", "fixed", "still failing", "new", "not run", "removed", "flaky", "changed", "unchanged")
 BAD = ("failed", "error", "timeout")
 
 
@@ -62,10 +62,16 @@ class Comparison:
     def regressions(self) -> int:
         return len(self.of("regressed"))
 
+    @property
+    def not_run(self) -> int:
+        """Cases of the base run that the new run was to run but did not (Ctrl-C, SIGTERM, --fail-fast)."""
+        return len(self.of("not run"))
+
     def gate(self) -> ExitCode:
-        """The exit code of a run gated on its baseline: 1 when a case regressed or a new case does not pass."""
+        """The exit code of a run gated on its baseline: 1 when a case regressed, a new case does not pass, or
+        a case of the baseline was not run because the run was cut short (it was not compared at all)."""
         bad_new = [c for c in self.of("new") if c.after in BAD]
-        return ExitCode.FAILED if self.regressions or bad_new else ExitCode.OK
+        return ExitCode.FAILED if self.regressions or bad_new or self.not_run else ExitCode.OK
 
 
 @dataclass(frozen=True)
@@ -200,12 +206,13 @@ def _kind(a: Verdict, b: Verdict, changes: list[Change]) -> str:
     return "changed" if changes or a.status != b.status else "unchanged"
 
 
-def _one(key: Key, base: list[CaseResult] | None, new: list[CaseResult] | None, rates: tuple[float, float]) -> CaseDiff:
+def _one(key: Key, base: list[CaseResult] | None, new: list[CaseResult] | None, rates: tuple[float, float],
+         unrun: set[tuple[str, str]] = frozenset()) -> CaseDiff:  # type: ignore[assignment]
     runs = new or base or []
     case_id, file, connector = runs[0].id, runs[0].file, key[2]
     if base is None or new is None:
         v = verdict(runs, rates[1] if new else rates[0])
-        kind = "new" if new else "removed"
+        kind = "new" if new else "not run" if (case_id, connector) in unrun else "removed"
         return CaseDiff(case_id, file, kind, "" if new else v.status, v.status if new else "", "" if new else v.runs(),
                         v.runs() if new else "", reason=v.reason, connector=connector)
     a, b = verdict(base, rates[0]), verdict(new, rates[1])
@@ -221,7 +228,13 @@ def compare(base: RunReport, new: RunReport, base_name: str = "", new_name: str 
     by_connector = bool(base.matrix) or bool(new.matrix)  # a matrix is compared connector by connector, never as runs
     old_cases, new_cases = _keys(_grouped(base, by_connector), _grouped(new, by_connector))
     keys: Iterable[Key] = list(new_cases) + [k for k in old_cases if k not in new_cases]
-    diffs = [_one(k, old_cases.get(k), new_cases.get(k), (_min_rate(base, old_cases.get(k)), _min_rate(new, new_cases.get(k))))
+    # planned in the new run but never run (Ctrl-C, SIGTERM, --fail-fast): its gate is there with no run — a
+    # report read back keeps its gates only when it shows them, and then every case a cut-short run lacks is
+    # taken for not run (never for removed, which would let a gate pass on what was not compared)
+    unrun = {(g.id, g.connector if by_connector else "") for g in new.gates if not g.runs and not g.skipped}
+    if (new.interrupted or new.stopped_early) and not new.gates:
+        unrun = {(k[1], k[2]) for k in old_cases if k not in new_cases}
+    diffs = [_one(k, old_cases.get(k), new_cases.get(k), (_min_rate(base, old_cases.get(k)), _min_rate(new, new_cases.get(k))), unrun)
              for k in keys]
     diffs.sort(key=lambda d: KINDS.index(d.kind))
     return Comparison(base_name or base.output_file, new_name or new.output_file, tuple(diffs))

@@ -16,9 +16,9 @@ from agenttest.reporting.console import RULE, THIN, cut, safe
 from agenttest.reporting.markdown import _code, _text
 from agenttest.util.files import prepare
 
-ICONS = {"regressed": "🔴", "fixed": "🟢", "still failing": "❌", "new": "🆕", "removed": "➖", "flaky": "🟡",
+ICONS = {"regressed": "🔴", "fixed": "🟢", "still failing": "❌", "new": "🆕", "not run": "⏸", "removed": "➖", "flaky": "🟡",
          "changed": "🔄", "unchanged": "⚪"}
-COLORS = {"regressed": "31", "fixed": "32", "still failing": "31", "flaky": "33", "new": "36", "removed": "2", "changed": "36"}
+COLORS = {"regressed": "31", "fixed": "32", "still failing": "31", "flaky": "33", "new": "36", "not run": "33", "removed": "2", "changed": "36"}
 FORMATS = (".md", ".html", ".json")
 
 
@@ -34,6 +34,8 @@ def _verdicts(d: CaseDiff) -> str:
         return after
     if d.kind == "removed":
         return f"{before} (no longer in the run)"
+    if d.kind == "not run":
+        return f"{before} → not run (the run was cut short before it)"
     return f"{before} → {after}" if before != after else after
 
 
@@ -58,11 +60,16 @@ def gate_lines(comparison: Comparison) -> list[str]:
     """What --baseline decided, after the comparison."""
     failing_new = [d for d in comparison.of("new") if d.after in ("failed", "error", "timeout")]
     known = len(comparison.of("still failing"))
-    verdict = "fails" if comparison.regressions or failing_new else "passes"
+    verdict = "fails" if comparison.gate() else "passes"
     parts = [f"{comparison.regressions} regressed", f"{len(failing_new)} new not passing"]
+    if comparison.not_run:
+        parts.append(f"{comparison.not_run} not run (the run was cut short: they were not compared)")
     if known:
         parts.append(f"{known} still failing as in the baseline (not counted)")
-    banner = ("  ❌ REGRESSED against the baseline" if verdict == "fails"
+    compared = [d for d in comparison.cases if d.after and d.after != "skipped"]
+    banner = ("  ❌ REGRESSED against the baseline" if comparison.regressions or failing_new
+              else "  ⚠ NOT COMPARED — the run was cut short before cases of the baseline" if comparison.not_run
+              else "  ⚠ NO TEST RAN — nothing was compared with the baseline" if not compared
               else "  ✅ NO REGRESSIONS against the baseline" + (" (the failures above were failing there too)" if known else ""))
     return ["", f"  Baseline gate {verdict}: {', '.join(parts)}", RULE, banner, RULE]  # the last word: it decides the exit code
 
