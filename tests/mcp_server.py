@@ -51,6 +51,13 @@ async def nap(seconds: float) -> str:
     return "awake"
 
 
+if os.environ.get("MCP_CRASH_TOOL"):  # a tool that ends the server, for the tests of a server that dies mid-run
+    @app.tool()
+    def crash() -> str:
+        """End this server's process at once."""
+        os._exit(9)
+
+
 class HttpServer:
     """Serve ``app`` over streamable HTTP and SSE on 127.0.0.1 in a thread (``url``, ``sse_url``)."""
 

@@ -19,6 +19,7 @@ from agenttest.app.folders import App
 from agenttest.assertions.static import name_matches
 from agenttest.agents.catalog import Catalog
 from agenttest.model import Context
+from agenttest.runtime.trace import Trace, current_trace
 from helpers import REPO, Answer, alive, cli, report
 from mcp_server import HttpServer
 
@@ -109,7 +110,7 @@ def test_stdio_server_tools_are_offered_called_traced_and_asserted(app, server, 
     assert not alive(started[0])  # and it is gone when the run is over
 
 
-def test_a_server_that_dies_mid_run_makes_calls_error_results(app, server, tmp_path):
+def test_a_server_that_dies_between_calls_is_started_again_at_most_three_times(app, server, tmp_path):
     pid_file = tmp_path / "pids"
     stdio(app, "mcps/calc.mcp.yao", pid_file)
     app.agent("bot", mcp={"servers": [{"server_id": "calc", "tools": ["add", "env"]}]})
@@ -121,7 +122,22 @@ def test_a_server_that_dies_mid_run_makes_calls_error_results(app, server, tmp_p
             agent = await catalog.ready("bot")
             assert sorted(agent.tools) == ["calc__add", "calc__env"] and agent.tools["calc__add"].server == "calc"
             assert await agent.tools["calc__add"].call(Context(), {"a": 40, "b": 2}) == "42"
-            os.kill(pids(pid_file)[0], signal.SIGKILL)
+            os.kill(pids(pid_file)[0], signal.SIGKILL)  # between calls: the next call starts it again
+            for _ in range(200):
+                if not alive(pids(pid_file)[0]):
+                    break
+                await asyncio.sleep(0.01)
+            trace = Trace()
+            current_trace.set(trace)
+            assert await agent.tools["calc__add"].call(Context(), {"a": 1, "b": 1}) == "2"
+            assert len(pids(pid_file)) == 2 and trace.notes[0].startswith("mcp server 'calc' had exited")
+            assert trace.notes[0].endswith("it was started again for this case (1 of at most 3 restarts)")
+            for n in range(3):  # killed again and again: three restarts a run, then its calls fail
+                os.kill(pids(pid_file)[-1], signal.SIGKILL)
+                while alive(pids(pid_file)[-1]):
+                    await asyncio.sleep(0.01)
+                if n < 2:
+                    assert await agent.tools["calc__add"].call(Context(), {"a": 1, "b": n}) == str(1 + n)
             with pytest.raises(Exception) as info:
                 await agent.tools["calc__add"].call(Context(), {"a": 1, "b": 1})
             return info.value
@@ -129,8 +145,34 @@ def test_a_server_that_dies_mid_run_makes_calls_error_results(app, server, tmp_p
             await catalog.aclose()
 
     error = asyncio.run(scenario())
-    assert type(error).__name__ == "CallError" and "mcp server 'calc'" in str(error)
-    assert not alive(pids(pid_file)[0])
+    assert type(error).__name__ == "CallError"
+    assert str(error).startswith("mcp server 'calc' exited and was started again 3 times already; it is not restarted any more")
+    assert len(pids(pid_file)) == 4 and not any(alive(pid) for pid in pids(pid_file))
+
+
+def test_a_tool_call_that_ends_its_server_costs_that_case_only(app, server, tmp_path):
+    """A tool that calls os._exit in a shared stdio server: the case that called it gets the error, and the
+    cases after it get a server started again, not 'Connection closed' for the rest of the run."""
+    pid_file = tmp_path / "pids"
+    stdio(app, "mcps/kit.mcp.yao", None, env={"MCP_PID_FILE": str(pid_file), "MCP_CRASH_TOOL": "1"})
+    app.agent("bot", mcp={"servers": ["kit"]})
+    server.responder = calls_then_echo({"crash": [{"name": "kit__crash", "arguments": {}}],
+                                        "add": [{"name": "kit__add", "arguments": {"a": 2, "b": 3}}]})
+    path = app.cases("cases.jsonl", [
+        {"id": "before", "input": "add", "assert": {"type": "contains", "value": "done: 5"}},
+        {"id": "crash", "input": "crash", "assert": {"type": "tool_result", "value": {"tool": "crash"}}},
+        {"id": "after-1", "input": "add", "assert": {"type": "contains", "value": "done: 5"}},
+        {"id": "after-2", "input": "add", "assert": {"type": "contains", "value": "done: 5"}},
+    ])
+    out = tmp_path / "r.json"
+    result = cli("-i", str(path), "-n", "bot", "-o", str(out))
+    data = report(out)
+    assert [r["status"] for r in data["results"]] == ["passed", "failed", "passed", "passed"], result.output
+    assert data["results"][1]["tool_calls"][0]["error"].startswith("mcp server 'kit'")
+    (note,) = data["results"][2]["warnings"]
+    assert note.startswith("mcp server 'kit' had exited") and note.endswith("(1 of at most 3 restarts)")
+    assert "warnings" not in data["results"][3]
+    assert len(pids(pid_file)) == 2 and not any(alive(pid) for pid in pids(pid_file))
 
 
 # ---- HTTP and SSE -------------------------------------------------------------------------------

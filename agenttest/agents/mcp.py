@@ -24,11 +24,13 @@ from agenttest.app.mcpfiles import ServerSpec, locate, read
 from agenttest.util.matching import tool_name
 from agenttest.model import Context
 from agenttest.util.secrets import Secrets
+from agenttest.runtime.trace import current_trace
 from agenttest.app.yaofiles import function
 
 START_TIMEOUT = 30.0  # seconds a server gets to start and list its tools (more if its "timeout" is longer)
 STOP_TIMEOUT = 10.0  # the SDK's own shutdown is bounded (stdin closed, SIGTERM, SIGKILL); this bounds ours
 STDERR_LINES = 10
+MAX_RESTARTS = 3  # a stdio server that dies is started again this many times a run (then its calls fail)
 SPAWN_POLLS = 400  # × 5 ms: how long a stdio server's process is looked for after its spawn began
 _spawning: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
@@ -82,6 +84,9 @@ class Connection:
         self._stderr: Any = None  # a stdio server's stderr, kept for error messages
         self._refused = ""  # the last HTTP error status an http/sse server answered (the SDK does not say)
         self._group: set[int] = set()  # a stdio server's process group (its pid), once spawned
+        self._started = False  # it listed its tools once: a server that dies later may be started again
+        self._restarts = 0
+        self._restarting: asyncio.Lock | None = None
 
     def _transport(self) -> Any:
         spec = self.spec
@@ -150,10 +155,50 @@ class Connection:
                 raise self._failed(f"no answer within {limit:g}s")
             if ready.cancelled() or ready.exception() is not None:
                 raise self._failed(_reason(ready.exception() or asyncio.CancelledError()))
+            self._started = True
             return ready.result()
         except BaseException:
             await self.stop(now=True)
             raise
+
+    def _dead(self) -> bool:
+        """A stdio server that started, was not stopped, and has ended since (a tool of it called ``os._exit``,
+        it crashed, it was killed): its client task is over."""
+        task = self._task
+        return (self.spec.transport == "stdio" and self._started and not self._stopping.is_set()
+                and (task is None or task.done() or self._client is None or bool(self._group) and not any(stdio.alive(pid) for pid in self._group)))
+
+    async def _revive(self) -> None:
+        """Start a dead stdio server again (at most MAX_RESTARTS times a run), so that one case that kills it
+        does not spoil every case after it; the case that gets the new server is told (a warning)."""
+        self._restarting = self._restarting or asyncio.Lock()
+        async with self._restarting:
+            if not self._dead():  # another case restarted it meanwhile
+                return
+            tail = self.stderr_tail()
+            if self._restarts >= MAX_RESTARTS:
+                reason = f"mcp server '{self.spec.id}' exited and was started again {MAX_RESTARTS} times already; it is not restarted any more"
+                raise CallError(reason + tail, cause=reason)
+            self._restarts += 1
+            self._stopping.set()  # the old client's task ends (its server is gone)
+            old = self._task
+            if old is not None and not old.done():
+                old.cancel()
+                await asyncio.wait({old}, timeout=STOP_TIMEOUT)
+            stdio.kill(self._group)
+            if self._stderr is not None:
+                self._stderr.close()
+            self._stopping = asyncio.Event()
+            self._started = False
+            try:
+                await self.start()
+            except AgentTestError as exc:
+                reason = f"mcp server '{self.spec.id}' exited and could not be started again: {exc.problems[0].message}"
+                raise CallError(reason, cause=reason) from None
+            trace = current_trace.get()
+            if trace is not None:
+                trace.notes.append(f"mcp server '{self.spec.id}' had exited (an earlier call ended it{'' if not tail else ': ' + tail.strip()}); "
+                                   f"it was started again for this case ({self._restarts} of at most {MAX_RESTARTS} restarts)")
 
     async def _spawn(self, ready: asyncio.Future[list[ToolInfo]]) -> None:
         """Start a stdio server and note its process group (the SDK makes the server a session leader but does
@@ -187,7 +232,10 @@ class Connection:
         return "".join(f"\n  stderr: {self.secrets.redact(line)}" for line in lines)
 
     async def call(self, tool: str, arguments: dict[str, Any], ctx: Context) -> Any:
-        """Call a tool; its error result or a failed call raises CallError (the model is told)."""
+        """Call a tool; its error result or a failed call raises CallError (the model is told). A stdio server
+        that died since the last call is started again first."""
+        if self._dead():
+            await self._revive()
         client = self._client
         if client is None:
             raise CallError(f"mcp server '{self.spec.id}' is not running{self.stderr_tail()}", cause=f"mcp server '{self.spec.id}' is not running")

@@ -28,6 +28,21 @@ def leads_group(pid: int) -> bool:
         return False
 
 
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie — ended, not yet reaped — does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            return True
+        return not os.path.isdir("/proc/self")  # no /proc entry where /proc exists: gone
+
+
 def kill(groups: set[int]) -> None:
     """SIGKILL every process left in these groups."""
     for pgid in groups:
