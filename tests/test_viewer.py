@@ -152,6 +152,31 @@ def test_without_javascript_the_report_is_still_readable(browser, demo):
         context.close()
 
 
+def test_bidi_overrides_and_control_characters_are_shown_as_their_code_not_obeyed(browser, page, tmp_path):
+    """A reply "FAKE PASSED \u202edeliaf" read as "... failed" in the viewer (U+202E reverses what follows);
+    ESC, BEL and NUL showed as boxes. Both views show the codes, as the console and Markdown do."""
+    from agenttest.model import CaseResult
+    from agenttest.reporting import write
+    from agenttest.verdicts.outcome import make_report
+
+    said = "FAKE PASSED \u202edeliaf \x1b[31mred\x07 ok"
+    results = [CaseResult("odd", "failed", input="odd", output=said, error=f"missing 'x' in {said}", connector="mock")]
+    report = make_report(results, 1795953600.0, 900.0, 1, agent_id="bot", connector="mock",
+                         environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
+    write(report, str(tmp_path / "r.html"))
+    page.goto((tmp_path / "r.html").as_uri() + "#odd")
+    text = page.inner_text("#case")
+    assert "FAKE PASSED \\u202edeliaf \\x1b[31mred\\x07 ok" in text and "\u202e" not in text and "\x1b" not in text
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        static = context.new_page()
+        static.goto((tmp_path / "r.html").as_uri())
+        text = static.inner_text("body")
+        assert "\\u202edeliaf" in text and "\u202e" not in text and "\x07" not in text
+    finally:
+        context.close()
+
+
 def test_the_diff_page_shows_a_regression_first(page, demo):
     page.goto(demo["diff_html"].as_uri())
     kinds = page.eval_on_selector_all("#entries tr", "rs => rs.map(r => r.dataset.kind)")

@@ -3,14 +3,20 @@ reasons and transcript opened), the gates, matrix, stability and cost tables and
 
 from __future__ import annotations
 
-from html import escape
+from html import escape as _escape
 
 from agenttest.history.codec import summary_dict
 from agenttest.reporting.rows import change_text, row_input
 from agenttest.model import AssertionResult, CaseResult, RunReport, ToolCall
 from agenttest.reporting import figures
 from agenttest.util.durations import format_duration
-from agenttest.util.text import as_text, shorten
+from agenttest.util.text import as_text, printable, shorten
+
+
+def escape(text: str, quote: bool = True) -> str:
+    """Text for the page: control characters and bidirectional overrides shown as their code (``\\u202e``),
+    never obeyed — a reply could otherwise show "deliaf" reversed over "failed" — then HTML-escaped."""
+    return _escape(printable(text, newlines=True), quote)
 
 FAILING = ("failed", "error", "timeout")
 ALL_DETAILS = 2000  # up to this many results every one has its details; beyond, only failures (the viewer has them all)

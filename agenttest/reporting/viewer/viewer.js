@@ -16,17 +16,23 @@
   const MARK = { passed: "✓", failed: "✗", error: "!", timeout: "⏱", skipped: "–" };
 
   // ---- building blocks ------------------------------------------------------------------------------
+  // control characters and bidirectional overrides in a model's text are shown as their code, never obeyed:
+  // U+202E would show "deliaf" reversed over "failed", ESC and NUL as boxes (the console and Markdown do the same)
+  const UNSEEN = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function shown(v) {
+    return String(v).replace(UNSEEN, c => { const n = c.charCodeAt(0); return n < 0x100 ? "\\x" + n.toString(16).padStart(2, "0") : "\\u" + n.toString(16).padStart(4, "0"); });
+  }
   function h(tag, props, ...kids) {
     const el = document.createElement(tag);
     for (const k in props || {}) {
       const v = props[k];
       if (v == null || v === false) continue;
       if (k === "class") el.className = v;
-      else if (k === "text") el.textContent = String(v);
+      else if (k === "text") el.textContent = shown(v);
       else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-      else el.setAttribute(k, v === true ? "" : String(v));
+      else el.setAttribute(k, v === true ? "" : k === "title" ? shown(v) : String(v));
     }
-    for (const c of kids.flat(Infinity)) if (c != null && c !== false && c !== "") el.append(c instanceof Node ? c : String(c));
+    for (const c of kids.flat(Infinity)) if (c != null && c !== false && c !== "") el.append(c instanceof Node ? c : shown(c));
     return el;
   }
   function put(parent, ...kids) { // append, leaving out the parts that are not there (null, false, "")
@@ -34,7 +40,7 @@
   }
   function s(tag, attrs, ...kids) {
     const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
-    for (const k in attrs || {}) if (k === "text") el.textContent = String(attrs[k]); else el.setAttribute(k, String(attrs[k]));
+    for (const k in attrs || {}) if (k === "text") el.textContent = shown(attrs[k]); else el.setAttribute(k, String(attrs[k]));
     for (const c of kids.flat(Infinity)) if (c) el.append(c);
     return el;
   }
