@@ -50,6 +50,11 @@ class Option(click.Option):
 # flags of ``yao agent test`` that agent-test does not have, and what to use instead
 YAO_ONLY = {"-r": "Yao's -r (a reporter agent) is not supported: write the report with -o report.html or -o report.md "
                   "(docs/migrating-from-yao.md)"}
+# options of other commands (or other tools) given to a run, and what a run takes instead
+ELSEWHERE = {"--diff": "To compare this run with an earlier report, use --baseline REPORT.json; to compare two reports, "
+                       "agent-test diff BASE.json NEW.json",
+             "--merge": "To join shard reports, use agent-test merge A.json B.json … -o all.json",
+             "--compare": "To compare this run with an earlier report, use --baseline REPORT.json"}
 
 
 class RunCommand(click.Command):
@@ -62,6 +67,8 @@ class RunCommand(click.Command):
         except click.NoSuchOption as exc:
             if exc.option_name in YAO_ONLY:
                 exc = click.NoSuchOption(exc.option_name, f"No such option: {exc.option_name}. {YAO_ONLY[exc.option_name]}", ctx=exc.ctx)
+            elif exc.option_name in ELSEWHERE:
+                exc = click.NoSuchOption(exc.option_name, f"No such option: {exc.option_name}. {ELSEWHERE[exc.option_name]}", ctx=exc.ctx)
             if "--json" in args:
                 _error_event(exc.format_message(), ExitCode.USAGE)
             raise exc from None

@@ -338,6 +338,8 @@ def test_bad_cassette_options_and_files_are_exit_2_before_anything_runs(own):
     (app.root / "afile").write_text("x")
     not_dir = cli("-i", cases, "-n", "bot", "--record", str(app.root / "afile"), cwd=app.root)
     assert not_dir.exit_code == 2 and "not a folder" in not_dir.output
+    a_file = cli("-i", cases, "-n", "bot", "--replay", str(app.root / "afile"), cwd=app.root)
+    assert a_file.exit_code == 2 and f"--replay {app.root / 'afile'}: a file, not a folder; give the folder that was given to --record" in a_file.output
     tapes = app.root / "cassettes"
     run(app, "--record", str(tapes))
     plain = tapes / "tests" / "cases" / "plain.jsonl"

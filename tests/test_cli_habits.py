@@ -174,7 +174,8 @@ def test_a_filtered_run_keeps_the_failures_of_cases_it_did_not_run(bot, tmp_path
 
 @pytest.mark.parametrize("flags, said", [
     (["--budget", "tokns=1"], "did you mean 'tokens'?"), (["--runs", "0"], "'--runs'"), (["--shard", "9/8"], "'--shard'"),
-    (["--foo"], "No such option"), (["-r", "reporter"], "write the report with -o report.html")])
+    (["--foo"], "No such option"), (["-r", "reporter"], "write the report with -o report.html"),
+    (["--diff", "base.json"], "use --baseline REPORT.json; to compare two reports, agent-test diff BASE.json NEW.json")])
 def test_usage_errors_reach_json_readers_as_an_error_event(bot, flags, said):
     path = bot.cases("assistants/bot/tests/c.jsonl", [{"id": "a", "input": "hi"}])
     result = run(bot, "-i", str(path), "--json", *flags)

@@ -283,6 +283,9 @@ class Cassettes:
         """The cassettes ``--record``/``--replay`` ask for (their folders checked before anything runs)."""
         if config.replay_roles is not None and not config.replay:
             raise AgentTestError("--replay-roles needs --replay DIR", hint="e.g. --replay cassettes/ --replay-roles simulator,validator")
+        if config.replay and os.path.isfile(config.replay):
+            raise AgentTestError(f"--replay {config.replay}: a file, not a folder", hint="give the folder that was given to --record: "
+                                 "each case's cassette is found in it by its case file and id")
         if config.replay and not os.path.isdir(config.replay):
             raise AgentTestError(f"--replay {config.replay}: no such folder", hint="record cassettes first with --record DIR")
         if config.record and os.path.exists(config.record) and not os.path.isdir(config.record):
