@@ -166,3 +166,11 @@ def test_a_non_ascii_name_after_a_dot_is_quoted_and_quoted_text_is_left_alone():
     assert _quoted_names("$.he\u0301llo") == "$['he\u0301llo']"
     # and a path that is wrong for another reason still says so, in the words the user wrote
     assert assertions.check({"type": "json_path", "path": "$.é[", "value": 1})[0][1].startswith("JSONPath '$.é[' does not parse")
+
+
+def test_an_equals_of_null_or_empty_text_says_so_in_its_message():
+    """A failing equals of null said "expected , got …": null and "" were shown as nothing."""
+    assert check({"type": "equals", "value": None}, "hello").message == "expected null, got hello"
+    assert check({"type": "equals", "value": ""}, "hello").message == 'expected "", got hello'
+    assert check({"type": "equals", "value": "yes"}, "").message == 'expected yes, got ""'
+    assert check({"type": "equals", "value": False}, "maybe").message == "expected false, got maybe"

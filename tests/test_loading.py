@@ -212,6 +212,20 @@ def test_checkpoints_that_wait_for_each_other_in_a_cycle_are_a_problem_at_the_af
     assert [cp.id for cp in diamond.checkpoints] == ["x", "y", "z"]
 
 
+def test_assertions_that_check_nothing_are_problems():
+    """contains "" and regex "" passed every case; tool_called [] failed with "expected tool  to be called"."""
+    found = problems(json.dumps({"id": "a", "input": "x", "assert": [
+        {"type": "contains", "value": ""}, {"type": "not_contains", "value": ["no", ""]}, {"type": "regex", "pattern": ""},
+        {"type": "tool_called", "name": []}, {"type": "tool_called", "value": {"name": ""}}]}))
+    assert [f.split(": ", 1)[1] for f in found] == [
+        "'contains' of an empty string checks nothing (every output contains \"\"); give the text to look for",
+        "'not_contains' of an empty string checks nothing (every output contains \"\"); give the text to look for",
+        "an empty 'regex' matches every output: it checks nothing; give the pattern to look for, e.g. \"EXP-\\\\d+\"",
+        "'tool_called' needs at least one tool name, not an empty list; e.g. \"name\": \"create_expense\"",
+        "a tool name cannot be empty"]
+    assert all(f.startswith("cases.jsonl:1:") for f in found)
+
+
 def test_bad_assertion_parameters():
     found = problems('{"id": "a", "input": "x", "assert": [{"type": "contains"}, {"type": "type", "value": "strng"}, {"type": "json_path"}, {"type": "contains", "value": "y", "pth": "$"}]}')
     assert any("'contains' needs a 'value'" in p for p in found)

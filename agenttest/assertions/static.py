@@ -57,7 +57,14 @@ def equals(params: dict[str, Any], obs: Observation) -> AssertionResult:
         passed = equal(output, expected)
     if passed:
         return _ok("equals", expected, output)
-    return _fail("equals", f"expected {shorten(expected, 120)}, got {shorten(output, 120)}", expected, output)
+    return _fail("equals", f"expected {_shown(expected)}, got {_shown(output)}", expected, output)
+
+
+def _shown(value: Any) -> str:
+    """A value in a message as JSON would write it where text would hide it: null, "" (not nothing)."""
+    if value is None or value == "" or isinstance(value, bool):
+        return json.dumps(value)
+    return shorten(value, 120)
 
 
 # ---- contains / not_contains ---------------------------------------------------------------------
@@ -72,6 +79,8 @@ def _check_strings(params: dict[str, Any]) -> list[CheckProblem]:
             return [("value", "'value' must be a string or a non-empty list of strings", None)]
     elif not isinstance(value, str):
         return [("value", f"'value' must be a string or a list of strings, got {type(value).__name__}", None)]
+    if "" in _needles(value):  # every text contains "": contains would always pass, not_contains always fail
+        return [("value", f"'{params['type']}' of an empty string checks nothing (every output contains \"\")", "give the text to look for")]
     return []
 
 
@@ -109,6 +118,8 @@ def _check_regex(params: dict[str, Any]) -> list[CheckProblem]:
         return [("value", "give 'value' or 'pattern', not both", None)]
     if not isinstance(pattern, str):
         return [(key if key in params else None, "'regex' needs a 'pattern' (or 'value') string", None)]
+    if not pattern:
+        return [(key, "an empty 'regex' matches every output: it checks nothing", "give the pattern to look for, e.g. \"EXP-\\\\d+\"")]
     try:
         patterns.compile_pattern(pattern)
     except patterns.error as exc:
@@ -282,7 +293,12 @@ def _check_tool_called(params: dict[str, Any]) -> list[CheckProblem]:
     if spec is None:
         return [(None, "'tool_called' needs 'name' (or 'value')", "a tool name, a list of names, or {\"name\", \"arguments\"}")]
     items = spec if isinstance(spec, list) else [spec]
+    field = "name" if "name" in params else "value"
+    if not items:
+        return [(field, "'tool_called' needs at least one tool name, not an empty list", "e.g. \"name\": \"create_expense\"")]
     for item in items:
+        if item == "" or isinstance(item, dict) and item.get("name") == "":
+            return [(field, "a tool name cannot be empty", None)]
         if isinstance(item, dict):
             if not isinstance(item.get("name"), str):
                 return [("name" if "name" in params else "value", "a tool_called object needs a 'name' string", None)]
