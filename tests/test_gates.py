@@ -401,3 +401,15 @@ def test_a_run_whose_every_case_is_skipped_is_not_the_green_banner(mocked):
     result = cli("-i", str(path), "-n", "echo", "--app", str(mocked.root))
     assert result.exit_code == 0  # the cases asked for it
     assert "ALL TESTS PASSED" not in result.stdout and "⚠ NO TEST RAN — 2 skipped" in result.stdout
+
+
+def test_a_rate_and_a_gate_that_round_alike_get_the_digits_that_tell_them_apart(bot, tmp_path):
+    """2 of 3 runs at --min-pass-rate 0.667 read "66.7% ≥ 66.7% … FAILED" and "pass rate 66.7% < 66.7%"."""
+    path = bot.cases("cases.jsonl", [case("close", "PPF")])
+    out = tmp_path / "r.xml"
+    result = cli("-i", str(path), "-n", "bot", "--runs", "3", "--min-pass-rate", "0.667", "-o", str(out))
+    assert result.exit_code == 1
+    line = next(x for x in result.output.splitlines() if x.lstrip().startswith("close") and "FAILED" in x)
+    assert "66.67%" in line and "≥ 66.70%" in line, line
+    failure = ET.parse(out).getroot().find("testsuite").find("testcase").find("failure")
+    assert failure.get("message") == "pass rate 66.67% < 66.70% (2 of 3 runs passed)"

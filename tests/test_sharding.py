@@ -105,6 +105,9 @@ def test_an_empty_shard_runs_nothing_and_passes(app, server):
     assert [o.exit_code for o in outs] == [0, 0, 0, 0], [o.output for o in outs]
     sizes = [report(app.root / f"s{k}.json")["summary"]["total"] for k in (1, 2, 3, 4)]
     assert sorted(sizes) == [0, 0, 0, 1] and len(server.requests) == 1
+    empty = next(o for k, o in zip((1, 2, 3, 4), outs) if report(app.root / f"s{k}.json")["summary"]["total"] == 0)
+    assert "⚠ NO TEST RAN — shard" in empty.output and "holds none of the selected cases" in empty.output
+    assert "ALL TESTS PASSED" not in empty.output
 
 
 def test_merging_overlapping_or_broken_reports_is_exit_2(suite, tmp_path):

@@ -413,6 +413,8 @@ class Console:
             return self.paint(f"⚠ PARTIAL MERGE — shard{'s' if len(lacking) > 1 else ''} {', '.join(map(str, lacking))} missing", "yellow")
         if report.results and all(r.status == "skipped" for r in report.results):  # skipped by the cases themselves: not a pass
             return self.paint(f"⚠ NO TEST RAN — {cases} skipped", "yellow")
+        if not report.results and report.options.get("shard"):  # more shards than cases: exit 0, but not a green run
+            return self.paint(f"⚠ NO TEST RAN — shard {report.options['shard']} holds none of the selected cases", "yellow")
         none = sum(1 for g in report.gates if g.vacuous)  # passed by a gate of 0: no run had to pass
         if none:
             what = "cases × connectors" if report.matrix else ("case" if none == 1 else "cases")

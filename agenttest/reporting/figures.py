@@ -39,6 +39,17 @@ def percent(rate: float) -> str:
     return f"{100 * rate:.0f}%" if abs(100 * rate - round(100 * rate)) < 1e-9 else f"{100 * rate:.1f}%"
 
 
+def percents(rate: float, least: float) -> tuple[str, str]:
+    """A pass rate and its gate, with as many digits as it takes for them to differ where they do: 2 of 3 at a
+    gate of 0.667 is 66.67% < 66.70%, not "66.7% ≥ 66.7% … FAILED"."""
+    shown = percent(rate), percent(least)
+    digits = 2
+    while shown[0] == shown[1] and abs(rate - least) > 1e-12 and digits < 8:
+        shown = f"{100 * rate:.{digits}f}%", f"{100 * least:.{digits}f}%"
+        digits += 1
+    return shown
+
+
 def ms(value: float) -> str:
     return format_duration(value / 1000)
 
@@ -62,8 +73,9 @@ def gate_table(report: RunReport) -> Table | None:
         ran = f"{g.runs}/{g.planned}" if g.runs != g.planned else str(g.runs)
         decided = g.runs and g.verdict != "incomplete"  # pass^k, pass@k and the class of runs cut short say nothing yet
         cls = classify(100 * g.pass_rate) if decided else "—"
-        row = [g.id, *([g.connector] if report.matrix else []), ran, str(g.passed), percent(g.pass_rate) if g.runs else "—",
-               f"≥ {percent(g.min_pass_rate)}", MARK[g.pass_hat_k] if decided else "—", MARK[g.pass_at_k] if decided else "—", cls,
+        rate, least = percents(g.pass_rate, g.min_pass_rate)
+        row = [g.id, *([g.connector] if report.matrix else []), ran, str(g.passed), rate if g.runs else "—",
+               f"≥ {least}", MARK[g.pass_hat_k] if decided else "—", MARK[g.pass_at_k] if decided else "—", cls,
                ms(g.median_ms) if g.runs else "—", f"{ms(g.mean_ms)} ± {ms(g.std_ms)}" if g.runs else "—", verdict_text(g)]
         rows.append(row)
         verdicts.append(g.verdict)

@@ -10,7 +10,7 @@ from agenttest.verdicts.costs import totals
 from agenttest.verdicts.gates import key_of, runs_saved
 from agenttest.model import CaseResult, Gate, RunReport
 from agenttest.util.text import BIDI, as_text
-from agenttest.reporting.figures import percent
+from agenttest.reporting.figures import percents
 from agenttest.reporting.formats import register
 
 
@@ -77,7 +77,7 @@ def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate
     if _single(runs, gate) and first is not None:
         _outcome(case, first)
     elif gate is not None and status in ("failed", "error"):
-        failure = ET.SubElement(case, "failure" if status == "failed" else "error", message=f"pass rate {percent(gate.pass_rate)} < {percent(gate.min_pass_rate)} "
+        failure = ET.SubElement(case, "failure" if status == "failed" else "error", message=f"pass rate {' < '.join(percents(gate.pass_rate, gate.min_pass_rate))} "
                                 f"({gate.passed} of {gate.runs} runs passed)", type="GateFailed")
         failure.text = _clean("\n".join(f"run {r.run}: {'; '.join(r.reasons) or r.status}" for r in runs if not r.ok))
     elif gate is not None and gate.verdict == "incomplete":
