@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from agenttest import plugins, reporting
 from agenttest.agents.caller import Caller
@@ -34,10 +34,13 @@ from agenttest.runtime.context import Identity, read_ctx
 from agenttest.runtime.trace import Trace, current_trace
 from agenttest.selection import lastfailed, shards
 from agenttest.selection.filters import select
-from agenttest.util import files
+from agenttest.util import collector, files
 from agenttest.util.secrets import MIN_LENGTH, Secrets
 from agenttest.verdicts.costs import spend_of
 from agenttest.verdicts.outcome import exit_code, iso
+
+if TYPE_CHECKING:  # the history is imported when a run is recorded (start-up)
+    from agenttest.history import store
 
 
 class Session:
@@ -51,7 +54,6 @@ class Session:
         self.events = EventStream(events, self.secrets) if events is not None else None
         self.cwd = os.getcwd()  # where relative paths point, whatever user code does to the working directory
         self._workers: Pool | None = None
-        self._document: bytes | None = None  # the JSON report as written, compressed: the history keeps it
 
     async def run(self) -> ExitCode:
         """The run; an error that ends it says no secret (a generator may have echoed the key into its cases)."""
@@ -97,18 +99,24 @@ class Session:
             with execution.Signals() as signals:
                 done = await execution.execute(plan, caller, watch, signals, self._workers)  # 4 run
                 report = self._report(plan, done, source, caller, header, warnings)  # 5 decide
+                comparison = baseline.compare(report) if baseline is not None else None
+                code = comparison.gate() if comparison is not None and not report.interrupted else exit_code(report)
+                recording = self._remember(report, ExitCode.INTERNAL if done.failure is not None else code, caller.catalog.app.root)  # 7 history
+                written: list[str] = []
                 try:
-                    written = [await self._write(report, path, spool) for path in outputs]  # 6 report
+                    for path in outputs:  # 6 report
+                        written.append(await self._write(report, path, spool))
                 finally:
                     if spool is not None:
                         spool.close()
+                    if recording is not None:  # the JSON report's text, as written, is kept
+                        recording.hand(next((self.here(w) for o, w in zip(outputs, written) if o.lower().endswith(".json")), None))
             lastfailed.save(caller.catalog.app.root, config.inputs, report.results, report.gates)
             watch.summary(report, written)
-            comparison = baseline.compare(report) if baseline is not None else None
             if comparison is not None:
                 watch.comparison(comparison)
-            code = comparison.gate() if comparison is not None and not report.interrupted else exit_code(report)
-            self._remember(report, ExitCode.INTERNAL if done.failure is not None else code, caller.catalog.app.root)  # 7 history
+            if recording is not None and (problem := await asyncio.to_thread(recording.wait)):
+                sys.stderr.write(f"warning: {problem}\n")
         if done.failure is not None:  # a bug of ours outside any case: exit 3, the report of what ran written
             raise InternalError.of(done.failure)
         watch.closing(report, code)
@@ -255,25 +263,21 @@ class Session:
     async def _write(self, report: RunReport, path: str, spool: reporting.Spool | None = None) -> str:
         """Write one report; if that fails after the run, it is kept in a temporary file (said on stderr)."""
         is_json = path.lower().endswith(".json")
-        copy = reporting.Copy() if is_json and self._document is None else None
-        rescued = await asyncio.to_thread(reporting.write, report, self.here(path), self.secrets, copy, spool if is_json else None)
-        if copy is not None:
-            self._document = copy.data
+        rescued = await asyncio.to_thread(reporting.write, report, self.here(path), self.secrets, spool if is_json else None)
         if rescued is None:
             return path
         sys.stderr.write(f"warning: could not write the report to {path}; it is saved in {rescued}\n")
         return rescued
 
-    def _remember(self, report: RunReport, code: int, root: str) -> None:
-        """Add the run to the history (FORMATS §16) unless --no-history; if that fails, a warning says so."""
+    def _remember(self, report: RunReport, code: int, root: str) -> store.Recording | None:
+        """Begin adding the run to the history (FORMATS §16) unless --no-history: on a thread of its own, while
+        the reports are written (``Recording``); if that fails, a warning says so."""
         if self.config.no_history:
-            return
+            return None
         from agenttest.history import store
 
-        problem = store.record_run(self.config.history or store.locate(None, root), report, code, self.config.inputs, self.secrets,
-                                   self._document)
-        if problem:
-            sys.stderr.write(f"warning: {problem}\n")
+        return store.Recording(self.config.history or store.locate(None, root), report, code, self.config.inputs, self.secrets,
+                               fork=collector.ours())
 
     def _warnings(self, note: str, loaded: Loaded, catalog: Catalog, resolved: list[str]) -> list[str]:
         """What the header says before the run: the selection's note, loading's, the catalog's, resolution's."""

@@ -174,3 +174,23 @@ def test_an_equals_of_null_or_empty_text_says_so_in_its_message():
     assert check({"type": "equals", "value": ""}, "hello").message == 'expected "", got hello'
     assert check({"type": "equals", "value": "yes"}, "").message == 'expected yes, got ""'
     assert check({"type": "equals", "value": False}, "maybe").message == "expected false, got maybe"
+
+
+def test_a_spec_shared_by_cases_gives_one_finished_verdict_while_it_holds_and_each_failure_its_own():
+    """The loader makes one spec of assertions written alike: a check that holds again is the same finished
+    verdict (what it checked, negate and message applied once), a failure is finished for its own output, and
+    expected values equal but written apart (1 and True) are never taken for one another."""
+    spec = AssertionSpec("contains", {"type": "contains", "value": "ok", "message": "said otherwise"})
+    first, second = (asyncio.run(evaluate_all([spec], Observation(out)))[0] for out in ("ok 1", "ok 2"))
+    assert first is second and first.passed and first.checked == "value=ok"
+    bad = [asyncio.run(evaluate_all([spec], Observation(out)))[0] for out in ("nope", "nah")]
+    assert [b.message for b in bad] == ["said otherwise"] * 2 and not bad[0].passed and bad[0].actual == "nope" and bad[1].actual == "nah"
+    assert asyncio.run(evaluate_all([spec], Observation("ok 3")))[0].passed
+    negated = AssertionSpec("contains", {"type": "contains", "value": "ok", "negate": True})
+    held, broke = (asyncio.run(evaluate_all([negated], Observation(out)))[0] for out in ("fine", "ok"))
+    assert held.passed and not broke.passed and "negated assertion held" in broke.message
+    again = asyncio.run(evaluate_all([negated], Observation("fine")))[0]
+    assert again == held and asyncio.run(evaluate_all([negated], Observation("fine")))[0] is again
+    one, true = AssertionSpec("equals", {"value": 1}), AssertionSpec("equals", {"value": True})
+    assert asyncio.run(evaluate_all([one], Observation("1")))[0].expected == 1
+    assert asyncio.run(evaluate_all([true], Observation("true")))[0].expected is True

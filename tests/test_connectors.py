@@ -291,6 +291,29 @@ def test_mock_tool_arguments_without_a_schema_turn_digits_into_numbers(tmp_path)
     assert typed_call(tmp_path, "order 7", [other])["order_id"] == 7
 
 
+def test_mock_counts_words_alike_on_every_path_and_numbers_its_calls_after_an_error(tmp_path):
+    """Usage is the words of the messages and of the reply, whether the reply is fixed, a default alone (no
+    rules), made from a template, or the content is a list of parts or a long text; a call ids its tool calls
+    by the calls that answered (an error rule's does not count)."""
+    long = "word " * 2000  # past the counted texts' size
+    parts = [{"type": "text", "text": "two words"}, {"type": "text", "text": "three more words"}]
+    messages = [{"role": "system", "content": "You are a pirate"}, {"role": "user", "content": long},
+                {"role": "user", "content": parts}, {"role": "user", "content": None}, {"role": "user", "content": "hello"}]
+    pirate = ask(mock(tmp_path), tmp_path, messages)
+    assert pirate.content == "Ahoy" and pirate.usage.prompt_tokens == 4 + 2000 + 5 + 0 + 1 and pirate.usage.completion_tokens == 1
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "mock.yml").write_text("default: 'fixed reply of five words'\n")
+    conn = create(ConnectorSpec("mock", "mock", {}))
+    fixed = ask(conn, only, messages)
+    assert fixed.content == "fixed reply of five words" and fixed.usage.total_tokens == 2010 + 5
+    conn = mock(tmp_path)
+    with pytest.raises(AgentError, match="simulated outage"):
+        ask(conn, tmp_path, [{"role": "user", "content": "broken"}])
+    (call,) = ask(conn, tmp_path, [{"role": "assistant", "content": "Create it for $250?"}, {"role": "user", "content": "Yes"}]).tool_calls
+    assert call.id == "call_mock_1_0"
+
+
 def test_mock_error_rule_and_bad_rules_file(tmp_path):
     conn = mock(tmp_path)
     with pytest.raises(AgentError, match="simulated outage"):

@@ -76,6 +76,30 @@ def test_the_history_keeps_the_json_report_as_written_and_encodes_one_when_none_
     assert first["summary"]["passed"] == second["summary"]["passed"] == 7
 
 
+def test_the_command_records_its_run_from_a_copy_of_itself(app, tmp_path):
+    """``agent-test`` (its own process) records the run in a forked copy while it writes the reports and the
+    summary: the JSON report's text as written is kept, a run without one has its report encoded there, and
+    a history that cannot be written is still a warning; the command waits for the recording."""
+    import subprocess
+    import sys
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "agenttest", *args], cwd=app, capture_output=True, text=True, timeout=120)
+
+    assert run("-i", "tests", "-q", "-o", "out.json").returncode == 0
+    assert run("-i", "tests", "-q", "-o", "out.md").returncode == 0
+    with History(str(app / ".agent-test" / "history.sqlite"), create=False) as history:
+        assert [(r.id, r.cases, r.passed) for r in history.runs()] == [(2, 7, 7), (1, 7, 7)]
+        blob = history.db.execute("SELECT report FROM runs WHERE id = 1").fetchone()[0]
+        assert zlib.decompress(blob).decode() == (app / "out.json").read_text(encoding="utf-8")
+        second = history.report(2)
+        assert second is not None and len(second["results"]) == 7 and [v.verdict for v in history.case("greets")] == ["passed"] * 2
+    (app / "taken").mkdir()
+    failed = run("-i", "tests", "-q", "--history", "taken")
+    assert failed.returncode == 0 and "warning: the run was not added to the history taken" in failed.stderr
+    assert "Traceback" not in failed.stderr
+
+
 def test_a_history_that_cannot_be_written_is_a_warning_not_a_failure(app):
     (app / "taken").mkdir()
     result = cli("-i", "tests", "-q", "--history", "taken", cwd=app)

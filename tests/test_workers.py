@@ -382,6 +382,59 @@ def test_a_result_crosses_without_its_cases_input_which_the_controller_puts_back
     assert pickle.loads(workers._pickled(("result", 1, result)))[2].input == history  # nothing left out otherwise
 
 
+def test_the_kept_pickler_follows_copyreg_nests_fails_and_threads_cleanly():
+    """A thread keeps one pickler for its messages: a reducer user code registers with copyreg later is used;
+    a message pickled inside another's pickling (a user's reducer that sends) gets a pickler of its own and
+    leaves the outer one whole; a message that cannot be pickled leaves the next one whole; threads never
+    share a buffer."""
+    import copyreg
+    import pickle
+    import threading
+
+    from agenttest.model import CaseResult
+    from agenttest.runner import workers
+
+    class Point:
+        def __init__(self, x: int):
+            self.x = x
+
+    assert pickle.loads(workers._pickled(("result", 1, CaseResult("a", "passed", output="one"))))[2].output == "one"
+    copyreg.pickle(Point, lambda p: (int, (p.x * 10,)))  # registered after the first message: used from now on
+    try:
+        assert pickle.loads(workers._pickled(("note", Point(4))))[1] == 40
+        inner: list[bytes] = []
+
+        class Sends:
+            def __reduce__(self):
+                inner.append(workers._pickled(("note", "inside"), without_input=None))
+                return (str, ("outer",))
+
+        history = [{"role": "user", "content": "hi"}]
+        outer = pickle.loads(workers._pickled(("result", 2, CaseResult("b", "passed", input=history, output=Sends())), without_input=history))
+        assert pickle.loads(inner[0]) == ("note", "inside") and outer[2].output == "outer" and outer[2].input is None
+        with pytest.raises(Exception):
+            workers._pickled(("note", lambda: None))  # a lambda cannot be pickled
+        assert pickle.loads(workers._pickled(("result", 3, CaseResult("c", "passed", input=history)), without_input=history))[2].input is None
+        assert pickle.loads(workers._pickled(("result", 3, CaseResult("c", "passed", input=history))))[2].input == history
+    finally:
+        del copyreg.dispatch_table[Point]
+
+    failures: list[str] = []
+
+    def many(tag: str) -> None:
+        for i in range(2000):
+            back = pickle.loads(workers._pickled(("result", i, CaseResult(f"{tag}{i}", "passed", output=tag * 50))))
+            if back[2].id != f"{tag}{i}" or back[2].output != tag * 50:
+                failures.append(f"{tag}{i}")
+
+    threads = [threading.Thread(target=many, args=(t,)) for t in "xyz"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
 def test_results_rebuilt_in_the_controller_share_their_labels_and_their_cases_ids():
     """Labels every result repeats (status, role, connector, model, assertion type) arrive as one object each,
     not a copy per result; a result's id is its case's own (interned when the case was made); equal usages

@@ -114,20 +114,22 @@ class Rules:
             raise InputError(problems)
 
     def pick(self, messages: list[dict[str, Any]]) -> tuple[Rule, dict[str, str]]:
+        if not self.rules:  # a mock.yml of a default only
+            return self.default, {}
         last = messages[-1] if messages else {}
         after_tool = last.get("role") == "tool"
-        makers = {  # each text made when a rule first asks for it
-            "user": lambda: _last_user(messages),
-            "system": lambda: "\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "system"),
-            "conversation": lambda: "\n".join(f"{m.get('role')}: {content_text(m.get('content'))}" for m in messages
-                                              if m.get("role") != "system"),
-            "result": lambda: content_text(last.get("content")) if after_tool else "",
-        }
         made: dict[str, str] = {}
 
-        def text(key: str) -> str:
+        def text(key: str) -> str:  # each text made when a rule first asks for it
             if key not in made:
-                made[key] = makers[key]()
+                if key == "user":
+                    made[key] = _last_user(messages)
+                elif key == "system":
+                    made[key] = "\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "system")
+                elif key == "conversation":
+                    made[key] = "\n".join(f"{m.get('role')}: {content_text(m.get('content'))}" for m in messages if m.get("role") != "system")
+                else:  # "result"
+                    made[key] = content_text(last.get("content")) if after_tool else ""
             return made[key]
 
         tool_name = _tool_name(messages) if after_tool else None
@@ -274,6 +276,17 @@ class MockConnector:
         rule, groups = self.rules_for(request.agent_dir).pick(messages)
         if rule.delay:
             await asyncio.sleep(rule.delay)
+        if not rule.error and not rule.tool_calls and type(rule.reply) is str and "{{" not in rule.reply:  # a fixed reply
+            self._calls += 1
+            text, calls = rule.reply, ()
+        else:
+            text, calls = self._made(rule, groups, messages, request)
+        words = sum(_words(m.get("content")) for m in messages)
+        produced = _words(text)
+        return Completion(text, calls, Usage(words, produced, words + produced), self.model)
+
+    def _made(self, rule: Rule, groups: dict[str, str], messages: list[dict[str, Any]], request: ChatRequest) -> tuple[str, tuple[ToolCall, ...]]:
+        """The reply and tool calls of a rule with templates, an error or calls."""
         scope = {**groups, "user": _last_user(messages), "tool_result": _tool_result(messages)}
         try:
             if rule.error:
@@ -284,10 +297,22 @@ class MockConnector:
             raise CallError(f"mock rule '{rule.name}': a template names a missing field: {exc}") from None
         text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
         self._calls += 1
-        calls = tuple(ToolCall(c["name"], args, f"call_mock_{self._calls}_{i}") for i, (c, args) in enumerate(zip(rule.tool_calls, arguments)))
-        words = sum(len(content_text(m.get("content")).split()) for m in messages)
-        produced = len(text.split())
-        return Completion(text, calls, Usage(words, produced, words + produced), self.model)
+        return text, tuple(ToolCall(c["name"], args, f"call_mock_{self._calls}_{i}") for i, (c, args) in enumerate(zip(rule.tool_calls, arguments)))
+
+
+_COUNTED: dict[str, int] = {}  # a text's words, for texts up to 4 KB (a suite's histories repeat their messages)
+
+
+def _words(content: Any) -> int:
+    """The words of a message's content: the mock's token count."""
+    if type(content) is str and len(content) <= 4096:
+        n = _COUNTED.get(content)
+        if n is None:
+            n = len(content.split())
+            if len(_COUNTED) < 65536:
+                _COUNTED[content] = n
+        return n
+    return len(content_text(content).split())
 
 
 def _tool_result(messages: list[dict[str, Any]]) -> Any:

@@ -10,13 +10,14 @@ import os
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from agenttest.errors import AgentTestError
 from agenttest.history.codec import report_dict
 from agenttest.model import CaseResult, Gate, RunReport
+from agenttest.util import forked
 from agenttest.util.secrets import Secrets
 from agenttest.util.text import shorten
 from agenttest.verdicts.gates import in_order, key_of, walk
@@ -182,38 +183,41 @@ class History:
         self.close()
 
     def record(self, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets | None = None,
-               document: bytes | None = None) -> int:
+               document: bytes | None | Callable[[], bytes | None] = None) -> int:
         """Add a run; returns its id. Secrets are redacted from everything stored. ``document``: the run's JSON
-        report as written (zlib-compressed, its secrets already redacted), kept instead of encoding it again."""
+        report as written (zlib-compressed, its secrets already redacted), kept instead of encoding it again —
+        or what gives it, asked once the verdicts are in (``Recording``: the report is being written meanwhile)."""
         hide = secrets or Secrets()
         report = hide.scrub(report)
-        blob = document or zlib.compress(hide.redact(json.dumps(report_dict(report), ensure_ascii=False, default=str)).encode(), 3)
         from agenttest.version import __version__
 
         # the verdicts go into the table as they are made (100,000 of them held at once were ~30 MB), counted on the
-        # way: the run's row is written first and its counts set once they are known, in one transaction
+        # way: the run's row is written first and its counts (and its report) set once they are known, in one transaction
         counts = dict.fromkeys(("cases", "passed", "failed", "flaky", "skipped"), 0)
 
         def rows(run_id: int) -> Iterator[tuple[Any, ...]]:
-            for v in case_verdicts(report, run_id):
+            for row in verdict_rows(report, run_id):
+                verdict, flaky = row[4], row[7]
                 counts["cases"] += 1
-                counts["passed" if v.verdict == "passed" else "skipped" if v.verdict == "skipped" else "failed"] += 1
-                counts["flaky"] += v.flaky
-                yield (run_id, v.file, v.case_id, v.connector, v.verdict, v.runs, v.passed, int(v.flaky), v.duration_ms, v.output, v.reason)
+                counts["passed" if verdict == "passed" else "skipped" if verdict == "skipped" else "failed"] += 1
+                counts["flaky"] += flaky
+                yield row
 
         row = (report.started_at, report.completed_at, round(report.duration_ms, 1), hide.redact(", ".join(inputs)), report.agent_id,
-               report.connector, int(exit_code), __version__, report.summary.usage.total_tokens, _cost(report), _cases_not_run(report), blob)
+               report.connector, int(exit_code), __version__, report.summary.usage.total_tokens, _cost(report), _cases_not_run(report))
         self.db.execute("BEGIN IMMEDIATE")
         try:
             run_id = self.db.execute(
                 "INSERT INTO runs (started_at, completed_at, duration_ms, inputs, agent, connector, cases, passed, failed, flaky,"
-                " skipped, pass_rate, exit_code, version, tokens, cost, not_run, report) VALUES (?,?,?,?,?,?,0,0,0,0,0,NULL,?,?,?,?,?,?)", row).lastrowid
+                " skipped, pass_rate, exit_code, version, tokens, cost, not_run, report) VALUES (?,?,?,?,?,?,0,0,0,0,0,NULL,?,?,?,?,?,X'')", row).lastrowid
             assert run_id is not None
             self.db.executemany("INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows(run_id))
+            given = document() if callable(document) else document
+            blob = given or zlib.compress(hide.redact(json.dumps(report_dict(report), ensure_ascii=False, default=str)).encode(), LEVEL)
             counted = counts["passed"] + counts["failed"]
-            self.db.execute("UPDATE runs SET cases = ?, passed = ?, failed = ?, flaky = ?, skipped = ?, pass_rate = ? WHERE id = ?",
+            self.db.execute("UPDATE runs SET cases = ?, passed = ?, failed = ?, flaky = ?, skipped = ?, pass_rate = ?, report = ? WHERE id = ?",
                             (counts["cases"], counts["passed"], counts["failed"], counts["flaky"], counts["skipped"],
-                             round(100.0 * counts["passed"] / counted, 1) if counted else None, run_id))
+                             round(100.0 * counts["passed"] / counted, 1) if counted else None, blob, run_id))
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -282,41 +286,50 @@ def _cost(report: RunReport) -> float | None:
     return round(sum(priced), 8) if priced else None
 
 
-def case_verdicts(report: RunReport, run_id: int = 0) -> Iterator[VerdictRow]:
-    """Each case's (× connector's) verdict over its runs, as the run ``run_id``'s row of the history: its gate's
-    when it has one, else its result's status. Made one at a time (100,000 held at once were ~30 MB)."""
+def verdict_rows(report: RunReport, run_id: int = 0) -> Iterator[tuple[Any, ...]]:
+    """Each case's (× connector's) verdict over its runs, as the run ``run_id``'s row of the ``verdicts`` table (its
+    columns, in order): its gate's when it has one, else its result's status. Made one at a time (100,000 held at
+    once were ~30 MB), as tuples (an object made for each was half of recording a run)."""
     results = report.results
     keys = lambda: ((g.file, g.id, g.connector) for g in report.gates)  # noqa: E731
     if report.gates and in_order(results, keys()):  # the report's order: no dict of 100,000 keys
         for g, (key, runs) in zip(report.gates, walk(results, keys())):
             if runs:
-                yield _verdict(key, runs, g, run_id, report.started_at)
+                yield _verdict(key, runs, g, run_id)
         return
     groups: dict[tuple[str, str, str], list[CaseResult]] = {}
     for r in results:
         groups.setdefault(key_of(r), []).append(r)
     gates: dict[tuple[str, str, str], Gate] = {(g.file, g.id, g.connector): g for g in report.gates}
     for key, runs in groups.items():
-        yield _verdict(key, runs, gates.get(key), run_id, report.started_at)
+        yield _verdict(key, runs, gates.get(key), run_id)
 
 
-def _verdict(key: tuple[str, str, str], runs: Sequence[CaseResult], gate: Gate | None, run_id: int, started_at: str) -> VerdictRow:
-    ran = [r for r in runs if r.status != "skipped"]
-    first_bad = next((r for r in ran if r.status != "passed"), None)
-    passed = len(ran) if first_bad is None else sum(1 for r in ran if r.status == "passed")
+def _verdict(key: tuple[str, str, str], runs: Sequence[CaseResult], gate: Gate | None, run_id: int) -> tuple[Any, ...]:
+    first = runs[0]
+    if len(runs) == 1:  # one run, most cases: no lists
+        ran = 0 if first.status == "skipped" else 1
+        passed = int(first.status == "passed")
+        first_bad = first if ran and not passed else None
+        took = first.duration_ms
+    else:
+        ran_runs = [r for r in runs if r.status != "skipped"]
+        ran = len(ran_runs)
+        first_bad = next((r for r in ran_runs if r.status != "passed"), None)
+        passed = ran if first_bad is None else sum(1 for r in ran_runs if r.status == "passed")
+        took = sum(r.duration_ms for r in runs) / len(runs)
     verdict: str
     if gate is not None:
         verdict = gate.verdict if gate.verdict in ("passed", "failed", "incomplete") else "skipped"
     else:
         verdict = first_bad.status if first_bad is not None else "passed" if ran else "skipped"
-    took = runs[0].duration_ms if len(runs) == 1 else sum(r.duration_ms for r in runs) / len(runs)
-    return VerdictRow(run_id=run_id, started_at=started_at, file=key[0], case_id=key[1], connector=key[2], verdict=verdict, runs=len(ran),
-                      passed=passed, flaky=0 < passed < len(ran), duration_ms=round(took, 1),
-                      output=shorten(runs[0].output, 300) if runs[0].output is not None else "",
-                      reason=first_bad.reasons[0] if first_bad is not None and first_bad.reasons else "")
+    return (run_id, key[0], key[1], key[2], verdict, ran, passed, int(0 < passed < ran), round(took, 1),
+            shorten(first.output, 300) if first.output is not None else "",
+            first_bad.reasons[0] if first_bad is not None and first_bad.reasons else "")
 
 
-def record_run(path: str, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets, document: bytes | None = None) -> str:
+def record_run(path: str, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets,
+               document: bytes | None | Callable[[], bytes | None] = None) -> str:
     """Record a run, best effort: the run's verdict never depends on its history. Returns a warning, or ""."""
     try:
         with History(path) as history:
@@ -325,3 +338,70 @@ def record_run(path: str, report: RunReport, exit_code: int, inputs: Sequence[st
         text = exc.format_message() if isinstance(exc, AgentTestError) else str(exc)
         return secrets.redact(f"the run was not added to the history {path}: {text}")
     return ""
+
+
+LEVEL = 3  # zlib's level for the history's copy of a report: a 14 MB report of 10,000 results compresses in 0.04 s, not
+# 0.11 s at the default 6, into 196 KB, not 172 KB
+WAIT = 600.0  # seconds a run waits for its recording (a lock held past BUSY_MS is said sooner, by the recording)
+
+
+def compressed(path: str) -> bytes:
+    """The report written at ``path``, as the history keeps it (read a megabyte at a time: a 100,000-case report
+    is never held whole)."""
+    packer, parts = zlib.compressobj(LEVEL), []
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            parts.append(packer.compress(chunk))
+    parts.append(packer.flush())
+    return b"".join(parts)
+
+
+class Recording:
+    """Adding a run to the history, begun once its report is made and finished while the reports are written
+    and the summary printed: in agent-test's own process (``fork``), in a forked copy of it, on the other core
+    (recording 10,000 verdicts is ~0.25 s); elsewhere (a library caller, the tests in-process) at ``wait``.
+    ``hand`` names the JSON report as written (its text is kept, not encoded again), or None; ``wait`` gives
+    ``record_run``'s warning, or "". The run's verdict never depends on its history."""
+
+    def __init__(self, path: str, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets, fork: bool = False):
+        self.path = path
+        self._secrets = secrets
+        self._written: str | None = None
+        self._record = lambda document: record_run(path, report, exit_code, inputs, secrets, document)  # noqa: E731
+        self._child: forked.Child | None = None
+        if fork and forked.available():
+            try:
+                self._child = forked.Child(self._in_child)
+            except OSError:  # no process to be had (EAGAIN, ENOMEM): recorded here, at ``wait``
+                self._child = None
+
+    def _in_child(self, receive: Callable[[], bytes]) -> str:
+        try:
+            return self._record(lambda: _document(receive().decode("utf-8", "surrogateescape") or None))
+        except Exception as exc:  # noqa: BLE001 — a bug of ours: said, never the run's end
+            return self._secrets.redact(f"the run was not added to the history {self.path}: internal error: {type(exc).__name__}: {exc}")
+
+    def hand(self, written: str | None) -> None:
+        """The path of the JSON report as written (None: there is none; the history encodes the report)."""
+        self._written = written
+        if self._child is not None:
+            self._child.send((written or "").encode("utf-8", "surrogateescape"))
+
+    def wait(self) -> str:
+        if self._child is None:
+            return self._record(lambda: _document(self._written))
+        try:
+            return self._child.result(WAIT)
+        except forked.Lost as exc:
+            return self._secrets.redact(f"the run was not added to the history {self.path}: its recording was lost: {exc}")
+
+
+def _document(written: str | None) -> bytes | None:
+    """The compressed text of the report written at ``written``; None (the history encodes the report) when there is
+    none or it cannot be read back."""
+    if not written:
+        return None
+    try:
+        return compressed(written)
+    except OSError:
+        return None

@@ -8,30 +8,11 @@ groups only."""
 
 from __future__ import annotations
 
-import ctypes
 import os
-from os import _exit
 import signal
-import sys
 import time
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _prctl(option: int, value: int) -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def die_with(parent: int) -> None:
-    """In a worker: be killed when the controller dies, whatever kills it (even SIGKILL)."""
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the controller died before the line above
-        _exit(70)
+from agenttest.util.forked import die_with  # noqa: F401 — a worker dies with the controller, as any copy of it does
 
 
 def _stat(pid: int | str) -> tuple[int, int] | None:

@@ -20,6 +20,7 @@ import pickle
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -165,36 +166,60 @@ _SHARED: dict[type, Callable[[Callable[[tuple[Any, ...]], Any]], Callable[[tuple
 _CLASSES = [cls for cls, build in _BUILT.items() if build is not None]
 _BUILDERS = [_SHARED[cls](_BUILT[cls]) if cls in _SHARED else _BUILT[cls] for cls in _CLASSES]  # type: ignore[arg-type,index]
 _REDUCERS = {cls: _dataclass_reducer(cls, tag) for tag, cls in enumerate(_CLASSES)}
-_TABLE = {**copyreg.dispatch_table, **_REDUCERS}
 _INPUT = [f.name for f in dataclasses.fields(CaseResult)].index("input")
 
 
-def _without(case_input: Any) -> Any:
-    """A CaseResult reducer that leaves out ``case_input`` (the same object) — a result's input is its case's:
-    sent without it, the controller puts back its own case's. Less to pickle on both ends, and 100,000 results
-    no longer hold 100,000 copies of their cases' histories."""
+def _result_reducer() -> Callable[[CaseResult], Any]:
+    """CaseResult's reducer: a result whose input is the thread's ``left`` (``_pickled``'s ``without_input``, the same
+    object) is sent without it — a
+    result's input is its case's: the controller puts back its own case's. Less to pickle on both ends, and 100,000
+    results no longer hold 100,000 copies of their cases' histories."""
     values = _REDUCERS[CaseResult]
 
     def reduce(obj: CaseResult) -> Any:
         made, (tag, fields) = values(obj)
-        return (made, (tag, fields[:_INPUT] + (None,) + fields[_INPUT + 1:])) if fields[_INPUT] is case_input else (made, (tag, fields))
+        left = getattr(_KEPT, "left", None)
+        if left is not None and fields[_INPUT] is left:
+            return made, (tag, fields[:_INPUT] + (None,) + fields[_INPUT + 1:])
+        return made, (tag, fields)
     return reduce
 
 
+_REDUCERS[CaseResult] = _result_reducer()
+_TABLE = {**copyreg.dispatch_table, **_REDUCERS}
+_KEPT = threading.local()  # a thread's pickler and its buffer, kept (a Pickler made per message was a third of pickling a result)
+
+
 def _pickled(message: tuple[Any, ...], without_input: Any = None) -> bytes:
-    out = io.BytesIO()
-    pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
-    # ours over whatever copyreg knows (re.Pattern, and what user code registers there): the table is made again
-    # only when copyreg's has changed, or for a result sent without its input
+    # ours over whatever copyreg knows (re.Pattern, and what user code registers there): the table, and the picklers
+    # that hold it, are made again only when copyreg's has changed
     global _TABLE
     if len(_TABLE) != len(_REDUCERS) + len(copyreg.dispatch_table) or any(_TABLE.get(k) is not v for k, v in copyreg.dispatch_table.items()):
         _TABLE = {**copyreg.dispatch_table, **_REDUCERS}
-    table = _TABLE
-    if without_input is not None:
-        table = {**table, CaseResult: _without(without_input)}
-    pickler.dispatch_table = table  # type: ignore[assignment]
-    pickler.dump(message)
-    return out.getvalue()
+    kept = getattr(_KEPT, "pickler", None)
+    nested = getattr(_KEPT, "busy", False)  # a dump within a dump (a user's reducer that sends): a pickler of its own
+    if kept is None or nested or kept[1].dispatch_table is not _TABLE:
+        out = io.BytesIO()
+        pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
+        pickler.dispatch_table = _TABLE  # type: ignore[assignment]
+        if not nested:
+            _KEPT.pickler = (out, pickler)
+    else:
+        out, pickler = kept
+        out.seek(0)
+        out.truncate()
+        pickler.clear_memo()
+    before = getattr(_KEPT, "left", None)
+    _KEPT.busy, _KEPT.left = True, without_input
+    try:
+        pickler.dump(message)
+        return out.getvalue()
+    except BaseException:
+        if not nested:
+            _KEPT.pickler = None  # in an unknown state: made again
+        raise
+    finally:
+        _KEPT.busy, _KEPT.left = nested, before
 
 
 class Channel:
@@ -214,7 +239,7 @@ class Channel:
         """Frames sent in one turn of the loop go out in one write; ``now`` writes every EAGER frames (a worker's
         results: the controller handles them while the worker runs the next cases, instead of the two taking
         turns); ``at_once`` writes this frame (and any before it) now: the other end is waiting for it. A result
-        in the message whose input is ``without_input`` is sent without it (``_without``)."""
+        in the message whose input is ``without_input`` is sent without it (``_result_reducer``)."""
         if self.writer.is_closing():
             return
         data = _pickled(message, without_input)

@@ -27,6 +27,11 @@ def claim() -> None:
     _ours = True
 
 
+def ours() -> bool:
+    """Whether the process is agenttest's own (``claim``): only there may a run fork copies of it at its end."""
+    return _ours
+
+
 def started_as_the_command(argv: list[str] | None = None) -> bool:
     """Whether this interpreter was started as the command — ``agent-test …`` (its script) or ``python -m
     agenttest …`` — told from the interpreter's own arguments, so agenttest's first imports can be claimed
