@@ -28,6 +28,20 @@ def test_streamed_json_equals_the_whole_document(results):
     assert streamed == json.dumps(report_dict(rep), ensure_ascii=False, indent=2) + "\n"
 
 
+def test_a_message_written_again_is_the_same_text_wherever_it_is_and_whatever_its_values():
+    """The JSON writer keeps the text of a message of text alone (a suite's histories repeat them): written
+    again, at another indentation (a tool's arguments), beside a message equal in Python but not in JSON (1,
+    True, 1.0 and "1"), or holding a list or non-ASCII text, the document is still ``json.dumps``'s."""
+    hello = {"role": "user", "content": "héllo \u202e"}
+    history = [{"role": "system", "content": "be brief"}, hello]
+    results = [CaseResult(f"c{i}", "passed", input=[*history, {"role": "user", "content": f"#{i}"}], output="ok", index=i) for i in range(3)]
+    results.append(CaseResult("odd", "passed", input=[{"n": 1}, {"n": True}, {"n": 1.0}, {"n": "1"}, {"n": ["1"]}, hello], index=3,
+                              tool_calls=(ToolCall("t", dict(hello), "c1", {"deeper": [dict(hello)]}),)))
+    rep = make_report(results, 0, 10)
+    for _ in range(2):  # the second time from what the first kept
+        assert "".join(render(rep, "r.json")) == json.dumps(report_dict(rep), ensure_ascii=False, indent=2) + "\n"
+
+
 def test_secrets_are_redacted_in_every_format(tmp_path):
     for ext in (".json", ".jsonl", ".md", ".html", ".xml"):
         text = "".join(render(sample(), "r" + ext, ["sk-SECRET-1234"]))

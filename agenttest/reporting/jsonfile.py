@@ -113,6 +113,12 @@ def _write(value: object, newline: str, parts: list[str]) -> None:
         _plain(value, newline, parts, 0, ())
 
 
+# a dict of text alone (a message of a case's history) as written at one indentation, by its keys and values: a suite's
+# cases repeat their histories' messages, and a result writes its case's history (a third of writing a mock case's result)
+_TEXTS: dict[tuple[Any, ...], str] = {}
+MEMO, MEMO_TEXT = 8192, 2048
+
+
 def _plain(value: Any, newline: str, parts: list[str], depth: int, path: tuple[int, ...]) -> None:
     """``_put(jsonable(value, depth, path), newline, parts)`` — what a model, a tool or a case gave — written as
     it is read: plain dicts with text keys, lists and tuples, text and numbers here; anything else (a set,
@@ -124,16 +130,30 @@ def _plain(value: Any, newline: str, parts: list[str], depth: int, path: tuple[i
         if not value:
             parts.append("{}")
             return
+        try:
+            key: Any = (newline, *value.items())
+            written = _TEXTS.get(key)
+        except TypeError:  # a value that cannot be a key (a list, a dict)
+            key, written = None, None
+        if written is not None:
+            parts.append(written)
+            return
         inner, within, depth = newline + "  ", (*path, id(value)), depth + 1
         sep = "{" + inner
+        start, text_only = len(parts), True
         for k, v in value.items():
             if type(v) is str:
                 parts.append(sep + _text(k) + ": " + _text(v if v.isascii() else safe_text(v)))
             else:
+                text_only = False
                 parts.append(sep + _text(k) + ": ")
                 _plain(v, inner, parts, depth, within)
             sep = "," + inner
         parts.append(newline + "}")
+        if key is not None and text_only and len(_TEXTS) < MEMO:
+            written = "".join(parts[start:])
+            if len(written) <= MEMO_TEXT:
+                _TEXTS[key] = written
     elif (kind is list or kind is tuple) and depth < MAX_DEPTH and id(value) not in path:
         if not value:
             parts.append("[]")
