@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from agenttest.model import AssertionResult, CaseResult, ToolCall
+from agenttest.model import AssertionResult, CaseResult, Spend, ToolCall, Turn, Usage
 from agenttest.reporting import check_path, render, write
 from agenttest.history.codec import report_dict
 from agenttest.verdicts.outcome import make_report
@@ -29,12 +29,16 @@ def test_streamed_json_equals_the_whole_document(results):
 
 
 def test_a_message_written_again_is_the_same_text_wherever_it_is_and_whatever_its_values():
-    """The JSON writer keeps the text of a message of text alone (a suite's histories repeat them): written
-    again, at another indentation (a tool's arguments), beside a message equal in Python but not in JSON (1,
+    """The JSON writer keeps the text of a message of text alone (a suite's histories repeat them) and of a
+    verdict, usage or spend object the results share: written again, at another indentation (a tool's arguments,
+    a turn's verdicts), beside a message equal in Python but not in JSON (1,
     True, 1.0 and "1"), or holding a list or non-ASCII text, the document is still ``json.dumps``'s."""
     hello = {"role": "user", "content": "héllo \u202e"}
     history = [{"role": "system", "content": "be brief"}, hello]
-    results = [CaseResult(f"c{i}", "passed", input=[*history, {"role": "user", "content": f"#{i}"}], output="ok", index=i) for i in range(3)]
+    verdict, usage = AssertionResult("contains", True, expected="ok", checked="value=ok"), Usage(3, 1, 4)  # one object each, as the controller shares them
+    results = [CaseResult(f"c{i}", "passed", input=[*history, {"role": "user", "content": f"#{i}"}], output="ok", index=i,
+                          assertions=(verdict,), usage=usage, spend=(Spend("agent", "mock", usage, 1),),
+                          turns=(Turn(1, "hi", "ok", assertions=(verdict,)),)) for i in range(3)]  # the verdict deeper too
     results.append(CaseResult("odd", "passed", input=[{"n": 1}, {"n": True}, {"n": 1.0}, {"n": "1"}, {"n": ["1"]}, hello], index=3,
                               tool_calls=(ToolCall("t", dict(hello), "c1", {"deeper": [dict(hello)]}),)))
     rep = make_report(results, 0, 10)

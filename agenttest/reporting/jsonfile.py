@@ -202,8 +202,30 @@ def _shaped(cls: type) -> Callable[[Any, str, list[str]], None]:
     lines.append("    append('{}' if sep is first else newline + '}')")
     exec(compile("\n".join(lines), f"<JSON writer of {cls.__name__}>", "exec"), names)  # noqa: S102 — our own shapes' keys
     write = names["write"]
+    if cls.__name__ in KEPT:
+        write = _kept(write)
     _WRITERS[cls] = write
     return write  # type: ignore[no-any-return]
+
+
+# the parts of a result that the controller rebuilds as one object per value (runner/workers._SHARED: a verdict, a
+# spend, a usage, a model call): each object's text is kept, by the object, for the indentation it was written at
+KEPT = {"AssertionResult", "Spend", "Usage", "ModelCall"}
+
+
+def _kept(write: Callable[[Any, str, list[str]], None], most: int = 4096) -> Callable[[Any, str, list[str]], None]:
+    memo: dict[int, tuple[Any, str, str]] = {}  # id → the object (so that its id is never another's), newline, text
+
+    def write_kept(obj: Any, newline: str, parts: list[str]) -> None:
+        got = memo.get(id(obj))
+        if got is not None and got[0] is obj and got[1] == newline:
+            parts.append(got[2])
+            return
+        start = len(parts)
+        write(obj, newline, parts)
+        if len(memo) < most:
+            memo[id(obj)] = (obj, newline, "".join(parts[start:]))
+    return write_kept
 
 
 def _indented(value: object, level: int = 2) -> str:
