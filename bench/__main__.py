@@ -16,7 +16,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass

@@ -7,7 +7,6 @@ cluster of its own each run, cancels out). The Ray rows need the ``ray`` extra a
 from __future__ import annotations
 
 import importlib.util
-import os
 from typing import Any
 
 from load import _command, _to_first_request

@@ -13,7 +13,6 @@ from agenttest.app.folders import App
 from agenttest.util.paths import inside
 from agenttest.util.durations import parse_duration
 from agenttest.errors import AgentTestError, Location, did_you_mean, typo_of
-from agenttest.util.matching import tool_name
 from agenttest.util.secrets import Secrets
 from agenttest.app.yaofiles import read_jsonc, substitute_env
 

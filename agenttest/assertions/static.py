@@ -8,9 +8,9 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from agenttest.util.text import as_text, find_json, shorten, written
+from agenttest.util.text import find_json, shorten, written
 from agenttest.util import patterns
-from agenttest.util.matching import equal, matches, name_matches, pattern_problems
+from agenttest.util.matching import equal, matches, name_matches
 from agenttest.model import AssertionResult, ToolCall
 from agenttest.assertions.registry import CheckProblem, Need, Observation, get, register
 

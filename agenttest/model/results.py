@@ -8,7 +8,6 @@ from functools import cached_property
 from typing import Any, Literal
 
 from agenttest.model.calls import EndpointLoad, ModelCall, Spend, ToolCall, Usage
-from agenttest.model.cases import Case
 from agenttest.model.kinds import Status
 
 

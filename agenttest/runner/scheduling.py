@@ -23,7 +23,7 @@ from agenttest.runtime import usercalls
 from agenttest.agents.caller import Caller
 from agenttest.util.durations import format_timeout
 from agenttest.verdicts.costs import spend_of
-from agenttest.errors import AgentTestError, CallError, HookError
+from agenttest.errors import CallError, HookError
 from agenttest.app.hooks import data_of
 from agenttest.model import AssertionResult, Budget, Case, CaseResult, Plan, ResolvedCase, Status
 from agenttest.history.codec import result_dict

@@ -5,7 +5,7 @@ or ``--budget``, and checked as the case runs."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +13,7 @@ from agenttest.util.durations import format_duration, parse_duration
 from agenttest.verdicts.costs import EXAMPLE as COST_EXAMPLE
 from agenttest.verdicts.costs import Pricing, money, spend_of, total
 from agenttest.errors import Problem, did_you_mean
-from agenttest.model import Budget, Case, ResolvedCase
+from agenttest.model import Budget, ResolvedCase
 from agenttest.runtime.trace import Trace
 
 LIMITS = ("tokens", "cost", "tool_calls", "turns", "duration", "model_calls")
