@@ -292,8 +292,35 @@ def test_compute_walks_the_reports_order_and_groups_any_other_order_alike():
 
 
 def test_pass_hat_k_of_an_80_percent_agent_is_33_percent():
-    """The worked example of docs/gates.md: independent runs at 80% pass all five 0.8^5 = 32.8% of the time."""
+    """The worked example of docs/gates.md: independent runs at 80% pass all five 0.8^5 = 32.8% of the time, and
+    the unbiased estimate from 4 passes in 5 runs is C(4,5)/C(5,5) = 0 for k = 5 but 4/5 for k = 1."""
+    from agenttest.model import CaseResult
+    from agenttest.verdicts import gates as gatemod
+
     assert round(0.8 ** 5, 3) == 0.328 and round(1 - 0.2 ** 5, 5) == 0.99968
+    runs = [CaseResult("a", s, run=i, file="f.jsonl", connector="c") for i, s in enumerate(["passed"] * 4 + ["failed"], 1)]
+    g = gatemod.gate(("f.jsonl", "a", "c"), runs, gatemod.Policy(5, 0.8), 0)
+    table = gatemod.pass_k([g])
+    assert table.pass_hat[0] == 0.8 and table.pass_hat[4] == 0.0 and table.pass_at[4] == 1.0
+
+
+def test_many_runs_give_every_k_in_the_json_and_a_readable_console(bot, tmp_path):
+    """40 runs of a case that passes 3 in 4: the JSON report has pass^k and pass@k for each k = 1 … 40, equal to
+    C(c,k)/C(n,k) and 1 - C(n-c,k)/C(n,k); the console shows k = 1–5, 10, 20 and 40, not forty columns, and says
+    where the rest are. (The suite's table was once made again for each k: cubic in the runs, minutes at 1,000.)"""
+    from math import comb
+
+    path = bot.cases("cases.jsonl", [case("mostly", "PPPF", min_pass_rate=0.5)])
+    out = tmp_path / "r.json"
+    result = cli("-i", str(path), "-n", "bot", "--runs", "40", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    table = json.loads(out.read_text())["summary"]["pass_k"]
+    assert table["k"] == list(range(1, 41)) and table["cases"] == [1] * 40
+    assert table["pass_hat"] == [round(comb(30, k) / comb(40, k), 6) for k in range(1, 41)]
+    assert table["pass_at"] == [round(1 - comb(10, k) / comb(40, k), 6) for k in range(1, 41)]
+    header = next(line for line in result.output.splitlines() if line.split()[:1] == ["k"])
+    assert header.split() == ["k", "1", "2", "3", "4", "5", "10", "20", "40"]
+    assert "1 case × 40 runs; some k shown, the JSON report has each" in result.output
 
 
 def test_last_failed_and_json_events_follow_the_gates_not_single_runs(bot, tmp_path):

@@ -88,8 +88,17 @@ def pass_k_table(report: RunReport) -> Table | None:
     table = pass_k(report.gates)
     if table is None:
         return None
-    return Table(["k", *map(str, table.k)], [["pass^k", *(f"{p:.3f}" for p in table.pass_hat)],
-                                             ["pass@k", *(f"{p:.3f}" for p in table.pass_at)]], ["", ""])
+    cols = shown_k(len(table.k))
+    return Table(["k", *(str(table.k[i]) for i in cols)], [["pass^k", *(f"{table.pass_hat[i]:.3f}" for i in cols)],
+                                                         ["pass@k", *(f"{table.pass_at[i]:.3f}" for i in cols)]], ["", ""])
+
+
+def shown_k(n: int) -> list[int]:
+    """The columns (indexes of k = 1 … n) a table shows: every k up to 12 runs; beyond, k = 1–5, 10, 20, 50, 100,
+    200, 500 below n, and n (a thousand columns would be 7,000 characters a line; the JSON report has every k)."""
+    if n <= 12:
+        return list(range(n))
+    return [k - 1 for k in (1, 2, 3, 4, 5, 10, 20, 50, 100, 200, 500) if k < n] + [n - 1]
 
 
 def pass_k_caption(report: RunReport) -> str:
@@ -97,7 +106,8 @@ def pass_k_caption(report: RunReport) -> str:
     table = pass_k(report.gates)
     if table is None:
         return ""
-    return f"{table.cases[0]} case{'s' if table.cases[0] != 1 else ''} × {table.k[-1]} runs"
+    some = "; some k shown, the JSON report has each" if len(shown_k(len(table.k))) < len(table.k) else ""
+    return f"{table.cases[0]} case{'s' if table.cases[0] != 1 else ''} × {table.k[-1]} runs{some}"
 
 
 def gate_summary(report: RunReport) -> str:

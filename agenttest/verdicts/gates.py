@@ -171,10 +171,11 @@ def pass_k(gates: Iterable[Gate]) -> PassK | None:
     if most < 2:
         return None
     hats, ats, counts = [], [], []
+    rates = [(g.pass_hat, g.pass_at) for g in ran]  # each a tuple of a gate's runs, made once (not once per k)
     for k in range(1, most + 1):
-        cases = [g for g in ran if g.runs >= k]
-        hats.append(statistics.fmean(g.pass_hat[k - 1] for g in cases))
-        ats.append(statistics.fmean(g.pass_at[k - 1] for g in cases))
+        cases = [r for g, r in zip(ran, rates) if g.runs >= k]
+        hats.append(statistics.fmean(hat[k - 1] for hat, _ in cases))
+        ats.append(statistics.fmean(at[k - 1] for _, at in cases))
         counts.append(len(cases))
     return PassK(tuple(range(1, most + 1)), tuple(hats), tuple(ats), tuple(counts))
 
