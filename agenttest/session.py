@@ -88,6 +88,8 @@ class Session:
             self._workers = None if previewing else executors.pool_for(config, caller)  # they start the MCP servers
             plan, warnings = await self._plan(cases, caller.catalog, agent_id, loaded)  # 3 resolve
             if config.dry_run or config.list_only:
+                if not config.outputs and source.report_folder() is not None:  # what the run would say of reports/
+                    files.check_report_folder(os.path.join(caller.catalog.app.root, files.REPORTS), self.cwd)
                 return await self._preview(loaded, cases, self._warnings(note, loaded, caller.catalog, warnings))
             header = header_of(plan, source.describe(len(plan.cases)), caller.catalog, selected)
             outputs = self._outputs(source, caller.catalog.app.root)

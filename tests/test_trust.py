@@ -4,10 +4,13 @@ without noise) and what a new user trips over (pipes, habits, real Yao files).""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from helpers import cli, report
+from helpers import REPO, cli, report
 
 SEARCH_TOOL = [{"name": "search", "description": "find books", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]
 SEARCH_RULES = """\
@@ -298,6 +301,74 @@ def test_init_writes_a_gitignore_and_default_reports_go_to_one_folder(tmp_path, 
     assert named.startswith("reports/output-") and (app / named).is_file()
     again = cli("-i", "tests", "--list", cwd=app)  # the reports folder holds no cases
     assert again.exit_code == 0 and "reports/" not in again.output
+
+
+def _without_root_powers(argv):
+    """argv run so that file permissions bind: as root, with the capabilities that pass them by dropped (setpriv)."""
+    if os.geteuid() != 0:
+        return argv
+    drop = "-dac_override,-dac_read_search,-fowner"
+    return ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", *argv]
+
+
+def test_a_report_folder_that_cannot_be_written_is_a_usage_error_before_anything_runs(tmp_path, monkeypatch):
+    """An app whose reports/ cannot be made (a file in the way) or written (read-only): one line, exit 2, no
+    traceback — for a run, --dry-run and --list alike — and nothing is made by a preview. (It was an internal
+    error, exit 3, with a traceback.)"""
+    monkeypatch.delenv("AGENTTEST_APP", raising=False)
+    assert cli("init", str(tmp_path / "shop")).exit_code == 0
+    app = tmp_path / "shop"
+    (app / "reports").write_text("not a folder")
+    for extra in ((), ("--dry-run",), ("--list",)):
+        said = cli("-i", "tests", *extra, cwd=app)
+        assert said.exit_code == 2, (extra, said.output)
+        assert f"cannot write the run's report in reports/: {app / 'reports'} is a file" in said.stderr and "Traceback" not in said.output
+        assert "-o FILE" in said.stderr
+    (app / "reports").unlink()
+    assert cli("-i", "tests", "--dry-run", cwd=app).exit_code == 0 and not (app / "reports").exists()
+    assert cli("-i", "tests", "-o", str(tmp_path / "elsewhere.json"), cwd=app).exit_code == 0  # the way out works
+    for folder in (f"{tmp_path}/", f"{tmp_path}/new/"):  # an -o that names a folder is said as such, not as a format
+        said = cli("-i", "tests", "-o", folder, cwd=app)
+        assert said.exit_code == 2 and f"-o {folder}: is a folder; give a file name" in said.stderr, said.output
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("AGENTTEST_APP", None)
+    for path in (app, *app.rglob("*")):
+        path.chmod(path.stat().st_mode & ~0o222)
+    try:
+        for extra in ((), ("--dry-run",)):
+            ran = subprocess.run(_without_root_powers([sys.executable, "-m", "agenttest", "-i", "tests", *extra]), cwd=app,
+                                 capture_output=True, text=True, env=env, timeout=120)
+            assert ran.returncode == 2, ran.stdout + ran.stderr
+            assert "cannot write the run's report in reports/: Permission denied" in ran.stderr and "Traceback" not in ran.stderr
+    finally:
+        for path in (app, *app.rglob("*")):
+            path.chmod(path.stat().st_mode | 0o200)
+
+
+def test_init_says_what_is_in_the_way_in_a_line(tmp_path):
+    """init into a file, an app that exists, or a read-only folder: exit 2 and a line, never a traceback; the
+    hint names another folder than the one that failed."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("AGENTTEST_APP", None)
+
+    def init(target):
+        argv = [sys.executable, "-m", "agenttest", "init", target]
+        return subprocess.run(_without_root_powers(argv), cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+
+    (tmp_path / "afile").write_text("x")
+    made = init("afile")
+    assert made.returncode == 2 and "init: afile is a file" in made.stderr and "Traceback" not in made.stderr
+    assert init("my-app").returncode == 0
+    again = init("my-app")
+    assert again.returncode == 2 and "my-app already exists and is not empty" in again.stderr and "init my-new-app" in again.stderr
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked").chmod(0o555)
+    try:
+        denied = init("locked/app")
+    finally:
+        (tmp_path / "locked").chmod(0o755)
+    assert denied.returncode == 2 and "Traceback" not in denied.stderr, denied.stderr
+    assert "init: cannot write locked/app: Permission denied" in denied.stderr and not (tmp_path / "locked" / "app").exists()
 
 
 def test_k_matches_the_case_files_name(offline_app):

@@ -17,10 +17,22 @@ DOTFILES = {"gitignore": ".gitignore"}  # shipped without the dot, which packagi
 def init(folder: str) -> list[str]:
     """Write the app into ``folder`` (created if missing; it must not hold files already). Returns the
     files written, relative to it."""
-    if os.path.exists(folder) and (not os.path.isdir(folder) or os.listdir(folder)):
-        raise AgentTestError(f"init: {folder} already exists and is not empty", hint="choose a new folder, e.g. agent-test init my-app")
+    other = "my-app" if os.path.basename(os.path.normpath(folder)) != "my-app" else "my-new-app"
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise AgentTestError(f"init: {folder} is a file", hint=f"choose a new folder, e.g. agent-test init {other}")
+    if os.path.isdir(folder) and os.listdir(folder):
+        raise AgentTestError(f"init: {folder} already exists and is not empty", hint=f"choose a new folder, e.g. agent-test init {other}")
     written: list[str] = []
-    _copy(resources.files("agenttest").joinpath("templates", "app"), folder, "", written)
+    try:
+        _copy(resources.files("agenttest").joinpath("templates", "app"), folder, "", written)
+    except OSError as exc:  # a read-only place, a full disk: said in a line; the files it wrote are taken back
+        for rel in written:
+            try:
+                os.unlink(os.path.join(folder, rel))
+            except OSError:
+                pass
+        raise AgentTestError(f"init: cannot write {exc.filename or folder}: {exc.strerror or exc}",
+                             hint="choose a folder you can write to, e.g. agent-test init ~/my-app") from None
     return written
 
 

@@ -23,6 +23,8 @@ def check_path(path: str) -> None:
     """Before anything runs: a usage error for an -o whose format is unknown or that cannot be written;
     a missing folder is created."""
     ext = os.path.splitext(path)[1].lower()
+    if not ext and (os.path.isdir(path) or path.endswith(("/", os.sep))):
+        prepare(path)  # says it is a folder
     if ext not in extensions():
         known = ", ".join(extensions())
         typo = did_you_mean(ext, extensions()) if ext else None

@@ -39,7 +39,7 @@ def _umask() -> int:
 
 def prepare(path: str, flag: str = "-o") -> None:
     """Before anything runs: the target's folder exists (created if missing) and can be written to."""
-    if os.path.isdir(path):
+    if os.path.isdir(path) or path.endswith(("/", os.sep)):
         raise AgentTestError(f"{flag} {path}: is a folder; give a file name", hint="e.g. -o reports/run.json")
     folder = os.path.dirname(os.path.abspath(path))
     try:
@@ -71,16 +71,42 @@ REPORTS = "reports"  # the folder of the app root where reports go when no -o is
 def default_report(folder: str, cwd: str | None = None) -> str:
     """``output-YYYYMMDDHHMMSS.json`` in ``folder`` (made if missing), reserved at once so that a second run in
     the same second gets ``output-YYYYMMDDHHMMSS-2.json`` instead of overwriting the first one's report."""
-    os.makedirs(folder or ".", exist_ok=True)
     stamp = datetime.now().strftime("%Y%m%d%H%M%S")
-    for n in range(1, 10_000):
-        path = os.path.join(folder or ".", f"output-{stamp}{'' if n == 1 else f'-{n}'}.json")
-        try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            return _relative(path, cwd)
-        except FileExistsError:
-            continue
+    try:
+        os.makedirs(folder or ".", exist_ok=True)
+        for n in range(1, 10_000):
+            path = os.path.join(folder or ".", f"output-{stamp}{'' if n == 1 else f'-{n}'}.json")
+            try:
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                return _relative(path, cwd)
+            except FileExistsError:
+                continue
+    except OSError as exc:  # a read-only app (or reports/ folder): said before anything runs, like an -o there
+        raise _unwritable(folder, exc, cwd) from None
     raise AgentTestError(f"cannot find a free report name in {folder}")
+
+
+def check_report_folder(folder: str, cwd: str | None = None) -> None:
+    """What ``default_report`` would say, without making the folder or a report (``--dry-run``, ``--list``):
+    a probe file is made and removed in the folder, or in the nearest folder above it that exists."""
+    near = folder or "."
+    while not os.path.exists(near) and os.path.dirname(near) != near:
+        near = os.path.dirname(near)
+    try:
+        if not os.path.isdir(near):
+            raise NotADirectoryError(f"{near} is a file")
+        fd, probe = tempfile.mkstemp(prefix=".agent-test-probe-", dir=near)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise _unwritable(folder, exc, cwd) from None
+
+
+def _unwritable(folder: str, exc: OSError, cwd: str | None) -> AgentTestError:
+    blocker = _file_in_the_way(folder) or (folder if os.path.isfile(folder) else None)
+    why = f"{blocker} is a file" if blocker else (exc.strerror or str(exc))
+    return AgentTestError(f"cannot write the run's report in {_relative(folder, cwd) or '.'}/: {why}",
+                          hint="pass -o FILE somewhere you can write, e.g. -o /tmp/run.json")
 
 
 def rescue(content: Iterable[str], name: str) -> str:
