@@ -289,6 +289,7 @@ class LocalWorker:
         self.units: dict[int, Unit] = {}  # each unit sent, by its index: its case's input is put back into its result
         self.acks: dict[int, asyncio.Future[None]] = {}  # cases told to stop (Ctrl-C): their After hooks ran
         self.late: dict[int, CaseResult] = {}  # cases told to stop that finished anyway (their After hook, in its grace)
+        self.crossed: dict[int, CaseResult | None] = {}  # cases that ended as their task was being stopped, before it said so
         self.lost: str | None = None
         self.stopping = False
         self.serving = False  # ready, and reading what the controller sends
@@ -332,6 +333,11 @@ class LocalWorker:
             since = self.began.get(index)
             raise WorkerLost(gone.reason, loop.time() - since if since is not None else 0.0) from None
         except asyncio.CancelledError:
+            if index in self.crossed:  # its end crossed the stop: the worker has nothing left to stop (no ack would come)
+                ended = self.crossed.pop(index)
+                if ended is not None:
+                    return ended
+                raise
             if self.lost is None:  # Ctrl-C: the worker stops the case and runs its After hook
                 ack = self.acks[unit.index] = asyncio.get_running_loop().create_future()
                 self.channel.send(("cancel", unit.index))
@@ -343,6 +349,7 @@ class LocalWorker:
         finally:
             self.pending.pop(index, None)
             self.units.pop(index, None)
+            self.crossed.pop(index, None)
             self._ended(index, None)
 
     async def _read(self) -> None:
@@ -418,6 +425,8 @@ class LocalWorker:
             fut.set_result(result)
         elif result is not None and index in self.acks:  # told to stop, it finished anyway (run takes it)
             self.late[index] = result
+        elif fut is not None and fut.done() and index not in self.acks:  # its task is stopping and has not yet told
+            self.crossed[index] = result  # the worker: it must not wait for an answer to a stop that will not come
         ack = self.acks.pop(index, None)
         if ack is not None and not ack.done():
             ack.set_result(None)
