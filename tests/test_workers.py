@@ -501,33 +501,3 @@ def test_results_rebuilt_in_the_controller_share_their_verdicts_spends_and_outpu
     c, d = (arrived(CaseResult(f"l{i}", "passed", output="".join([long, "!"]), index=i)) for i in (1, 2))
     assert c.output == d.output and c.output is not d.output  # a long text is each result's own: no memo of large outputs
 
-
-def test_a_stop_that_crosses_a_finishing_case_is_still_at_once(tmp_path):
-    """SIGTERM while thousands of quick cases stream through the worker: a case whose result was on its way as
-    its task was stopped used to be asked to stop by the controller, which then waited STOP_GRACE (6 s) for an
-    answer the worker never sends (the case had ended) — about one stop in three took 7 s. Each of five stops
-    here is honoured within 3 s, the report written."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("AGENTTEST_APP", None)
-    assert subprocess.run([sys.executable, "-m", "agenttest", "init", "shop"], cwd=tmp_path, env=env, capture_output=True).returncode == 0
-    app = tmp_path / "shop"
-    cases = app / "many.jsonl"
-    cases.write_text("".join(json.dumps({"id": f"c{i}", "input": "hello", "assert": [{"type": "regex", "value": "."}]}) + "\n"
-                             for i in range(3000)))
-    for attempt in range(5):
-        out = tmp_path / f"r{attempt}.json"
-        proc = subprocess.Popen([sys.executable, "-m", "agenttest", "-i", str(cases), "--runs", "10", "--json", "--no-history",
-                                 "-o", str(out)], cwd=app, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert proc.stdout is not None
-        seen = 0
-        while seen < 200 + 150 * attempt:  # stop at a different point each time
-            line = proc.stdout.readline()
-            assert line, proc.communicate()
-            seen += '"event": "result"' in line or '"event":"result"' in line
-        start = time.perf_counter()
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=30)
-        took = time.perf_counter() - start
-        assert proc.returncode == 143, stderr
-        assert took < 3, f"stop {attempt + 1} took {took:.1f} s"
-        assert report(out)["summary"]["interrupted"]
