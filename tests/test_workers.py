@@ -500,4 +500,3 @@ def test_results_rebuilt_in_the_controller_share_their_verdicts_spends_and_outpu
     long = "x" * 600
     c, d = (arrived(CaseResult(f"l{i}", "passed", output="".join([long, "!"]), index=i)) for i in (1, 2))
     assert c.output == d.output and c.output is not d.output  # a long text is each result's own: no memo of large outputs
-

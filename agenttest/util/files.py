@@ -44,9 +44,7 @@ def prepare(path: str, flag: str = "-o") -> None:
     folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".agent-test-probe-", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
+        _probe(folder)
     except OSError as exc:
         blocker = _file_in_the_way(folder)
         if blocker is not None:
@@ -93,17 +91,21 @@ def check_report_folder(folder: str, cwd: str | None = None) -> None:
     while not os.path.exists(near) and os.path.dirname(near) != near:
         near = os.path.dirname(near)
     try:
-        if not os.path.isdir(near):
-            raise NotADirectoryError(f"{near} is a file")
-        fd, probe = tempfile.mkstemp(prefix=".agent-test-probe-", dir=near)
-        os.close(fd)
-        os.unlink(probe)
+        _probe(near)
     except OSError as exc:
         raise _unwritable(folder, exc, cwd) from None
 
 
+def _probe(folder: str) -> None:
+    """Raise OSError unless a file can be made in ``folder`` (a file made and removed: permissions, read-only
+    mounts and root's capabilities all answer, which ``os.access`` does not)."""
+    fd, probe = tempfile.mkstemp(prefix=".agent-test-probe-", dir=folder)
+    os.close(fd)
+    os.unlink(probe)
+
+
 def _unwritable(folder: str, exc: OSError, cwd: str | None) -> AgentTestError:
-    blocker = _file_in_the_way(folder) or (folder if os.path.isfile(folder) else None)
+    blocker = _file_in_the_way(folder)
     why = f"{blocker} is a file" if blocker else (exc.strerror or str(exc))
     return AgentTestError(f"cannot write the run's report in {_relative(folder, cwd) or '.'}/: {why}",
                           hint="pass -o FILE somewhere you can write, e.g. -o /tmp/run.json")

@@ -170,14 +170,11 @@ def pass_k(gates: Iterable[Gate]) -> PassK | None:
     most = min((g.runs for g in ran), default=0)
     if most < 2:
         return None
-    hats, ats, counts = [], [], []
-    rates = [(g.pass_hat, g.pass_at) for g in ran]  # each a tuple of a gate's runs, made once (not once per k)
-    for k in range(1, most + 1):
-        cases = [r for g, r in zip(ran, rates) if g.runs >= k]
-        hats.append(statistics.fmean(hat[k - 1] for hat, _ in cases))
-        ats.append(statistics.fmean(at[k - 1] for _, at in cases))
-        counts.append(len(cases))
-    return PassK(tuple(range(1, most + 1)), tuple(hats), tuple(ats), tuple(counts))
+    hats = [g.pass_hat for g in ran]  # each gate's tuple made once, not once per k (that was cubic in the runs)
+    ats = [g.pass_at for g in ran]
+    ks = range(1, most + 1)
+    return PassK(tuple(ks), tuple(statistics.fmean(h[k - 1] for h in hats) for k in ks),
+                 tuple(statistics.fmean(a[k - 1] for a in ats) for k in ks), (len(ran),) * most)
 
 
 def shown(gates: Iterable[Gate], matrix: Iterable[str] = ()) -> bool:
