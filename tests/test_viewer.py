@@ -126,8 +126,9 @@ def test_a_link_opens_that_case_and_prev_next_walk_the_failures(page, demo):
     assert "expected" in page.inner_text(".assertions") and "refund" in page.inner_text(".ea")
     page.click("#next")
     assert page.evaluate("location.hash") == "#asks-number" and "asks-number" in page.inner_text("#case h1")
-    page.click("#back")
-    assert page.is_visible("#overview") and len(rows(page)) == 8
+    page.click("#back")  # the hash changes first; the overview is drawn by the hashchange handler after it
+    page.wait_for_selector("#overview", state="visible")
+    assert len(rows(page)) == 8
     page.goto(demo["b_html"].as_uri() + "#unknown-order")  # a tool that raised: its error where the call happened
     call = page.locator(".chat .call.err[data-tool=lookup_order]")
     assert "LookupError: no order 9999" in call.inner_text() and '"order_id": "9999"' in call.inner_text()
