@@ -20,7 +20,7 @@ from agenttest.util import collector
 with collector.importing():  # click and the run's configuration: ~12,000 objects, no garbage
     import click
 
-    from agenttest.config import RunConfig
+    from agenttest.config import MAX_RUNS, RunConfig
     from agenttest.errors import AgentTestError, ExitCode, InternalError
     from agenttest.util.durations import parse_duration, parse_size
     from agenttest.version import __version__
@@ -263,6 +263,8 @@ def main() -> None:
               help="Load (or generate) the cases and print them as JSON lines without running  [default: off]")
 @click.option("--strict", is_flag=True, cls=Option, section="Input and selection",
               help="Unknown keys in cases, --ctx and package.yao are errors, not ignored with a warning  [default: off]")
+@click.option("--max-cases", default=10_000, show_default=True, type=click.IntRange(1, None), metavar="N", cls=Option,
+              section="Input and selection", help="Most cases a file's scripted variants may make (counted before any is made).")
 @click.option("--app", "app", metavar="DIR", cls=Option, section="Input and selection",
               help="App root  [default: $AGENTTEST_APP, else the nearest folder with assistants/ above the input or the current folder]")
 @click.option("-c", "--connector", metavar="ID", multiple=True, callback=_connectors, cls=Option, section="Running",
@@ -288,7 +290,7 @@ def main() -> None:
               help="Where workers run: local processes, or Ray actors on RAY_ADDRESS / --ray-address (pip install 'agent-test[ray]').")
 @click.option("--ray-address", metavar="ADDRESS", cls=Option, section="Running",
               help="The Ray cluster of --executor ray, e.g. ray://head:10001  [default: $RAY_ADDRESS, else a local Ray]")
-@click.option("--runs", default=1, show_default=True, type=click.IntRange(1, 1000), metavar="N", cls=Option, section="Running",
+@click.option("--runs", default=1, show_default=True, type=click.IntRange(1, MAX_RUNS), metavar="N", cls=Option, section="Running",
               help="Run each case N times (a case's 'runs' wins) and gate it on its pass rate.")
 @click.option("--min-pass-rate", default=1.0, show_default=True, type=click.FloatRange(0, 1), callback=_rate, metavar="RATE", cls=Option, section="Running",
               help="A case passes when this share of its runs passed (a case's 'min_pass_rate' wins); 1.0 is pass^k.")

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 
+MAX_RUNS = 1000  # the most runs of a case: --runs, and a case's own "runs"
+
+
 def _reported(name: str | None = None, show: Any = None) -> Any:
     """Metadata of a field that the report's ``metadata.options`` lists (under ``name``, shown by ``show``)."""
     return {"option": name, "show": show}
@@ -42,6 +45,7 @@ class RunConfig:
     color: bool = False
     max_attachment: int = 20 * 1024 * 1024  # bytes
     strict: bool = False  # unknown keys are errors, not warnings
+    max_cases: int = field(default=10_000, metadata=_reported(show=lambda v: v if v != 10_000 else None))  # cases a file's variants may make
     seed: int = field(default=0, metadata=_reported(show=lambda v: v or None))  # --seed: faults with a rate
     matrix: tuple[str, ...] = field(default=(), metadata=_reported("connectors", lambda v: list(v) or None))  # -c a,b
     min_pass_rate: float = field(default=1.0, metadata=_reported(show=lambda v: v if v != 1.0 else None))

@@ -195,7 +195,7 @@ class Session:
             agent = None
         token = current_trace.set(self.generation)  # what a generator agent spends is counted apart
         try:
-            return await source.load(LoadEnv(self.config.simulator, agent, caller, KeyPolicy(strict=self.config.strict), self.config.timeout))
+            return await source.load(LoadEnv(self.config.simulator, agent, caller, KeyPolicy(strict=self.config.strict, max_cases=self.config.max_cases), self.config.timeout))
         finally:
             current_trace.reset(token)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import linecache
+import math
 import os
 import re
 import sys
@@ -33,12 +34,14 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 
 @dataclass(frozen=True)
 class KeyPolicy:
-    """What an unknown key in a case is (FORMATS §2): a typo of a known field is an error; any other key
-    is ignored with one warning per key and file, as Yao ignores it. ``strict`` (``--strict``) makes every
-    unknown key an error; ``lenient`` (generated cases) makes every unknown key a warning."""
+    """What loading holds a case file to. An unknown key in a case (FORMATS §2): a typo of a known field is an
+    error; any other key is ignored with one warning per key and file, as Yao ignores it. ``strict``
+    (``--strict``) makes every unknown key an error; ``lenient`` (generated cases) makes every unknown key a
+    warning. ``max_cases`` (``--max-cases``): the most cases a file's variants may make."""
 
     strict: bool = False
     lenient: bool = False
+    max_cases: int = 10_000
 
     def is_error(self, typo: str | None) -> bool:
         return self.strict or (typo is not None and not self.lenient)
@@ -704,6 +707,7 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
     forms: dict[str, str] = {}  # an id in Unicode's composed form (NFC) → the first id written so
     warned: set[tuple[str, str]] = set()
     specs: dict[Any, Any] = {}  # assertions written alike: one AssertionSpec for every case (make_case)
+    made = [0]  # cases made from variants so far in the file
     for doc in docs:
         raw = doc.raw
         if not isinstance(raw, dict):
@@ -749,8 +753,30 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
                                            f"only in how its Unicode is composed; both look like '{form}' in every report")
         if all(f.unknown for f in found):  # unknown keys aside, the case is whole: build it without them, so
             known = _without(raw, [f.path for f in found])  # that what it names is resolved in the same round
+            too_many = _too_many(known, doc, made, policy.max_cases)
+            if too_many is not None:
+                loaded.problems.append(too_many)
+                continue
             cases += products(make_case(known, doc, base_dir, default_simulator, specs))
     return cases
+
+
+def _too_many(raw: dict[str, Any], doc: Document, made: list[int], limit: int) -> Problem | None:
+    """The problem of a case whose variants would make more cases than ``limit`` (with those the file's earlier
+    cases made, ``made[0]``), counted before a single one is made: 12 turns of 10 variants are 10^12 cases."""
+    counts = [len(t.get("variants") or ()) or 1 for t in raw.get("turns") or () if isinstance(t, dict)]
+    if all(n == 1 for n in counts):
+        return None
+    count = math.prod(counts)
+    if made[0] + count <= limit:
+        made[0] += count
+        return None
+    total = made[0] + count  # the refused case's are not made, so not counted for the cases after it
+    factors = [n for n in counts if n > 1]
+    how = " × ".join(map(str, factors)) if len(factors) <= 6 else f"{factors[0]} × {factors[1]} × … over {len(factors)} turns"
+    others = f", {total:,} with the file's other variants" if total != count else ""
+    return Problem(f"the variants of '{raw['id']}' make {count:,} cases ({how}){others}; at most {limit:,} cases may be made from variants",
+                   doc.locate(), "give fewer variants, or raise the limit with --max-cases N")
 
 
 def products(case: Case) -> list[Case]:

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from agenttest import assertions, plugins
+from agenttest.config import MAX_RUNS
 
 Schema = dict[str, Any]
 _OPTIONS: Schema = {"type": "object", "properties": {"connector": {"type": "string"}, "metadata": {"type": "object"}}}
@@ -51,7 +52,7 @@ CASE_FIELDS: dict[str, Schema] = {
     "world": {"type": "object", "description": "The initial state of the case's tool world (ctx.world)."},
     "mocks": {"type": "array", "items": {"$ref": "#/$defs/mock"}, "description": "Answers that replace tool calls."},
     "faults": {"type": "array", "items": {"$ref": "#/$defs/fault"}, "description": "Faults injected into tool calls."},
-    "runs": {"type": "integer", "minimum": 1, "description": "Repetitions of this case (else --runs)."},
+    "runs": {"type": "integer", "minimum": 1, "maximum": MAX_RUNS, "description": "Repetitions of this case (else --runs)."},
     "min_pass_rate": {"type": "number", "minimum": 0, "maximum": 1,
                       "description": "The case's gate: the share of its runs that must pass (else --min-pass-rate, default 1)."},
     "budget": {"$ref": "#/$defs/budget"},
@@ -308,7 +309,7 @@ def _gate(raw: dict[str, Any]) -> bool:
     budget = raw.get("budget", {"turns": 1})
     if type(budget) is dict and "model_calls" in budget:
         return False
-    return (("runs" not in raw or _count(raw["runs"], 1))
+    return (("runs" not in raw or (_count(raw["runs"], 1) and raw["runs"] <= MAX_RUNS))
             and ("min_pass_rate" not in raw or _number(raw["min_pass_rate"], 0, 1))
             and type(budget) is dict and bool(budget) and budget.keys() <= BUDGET_FIELDS.keys()
             and all(_count(budget[k], 0) for k in ("tokens", "tool_calls", "turns") if k in budget)

@@ -8,7 +8,7 @@ import glob
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
@@ -186,7 +186,7 @@ class _Generator(_NotAFile):
         dropped = len(items) - count
         items = items[:count]
         text = json.dumps(items, ensure_ascii=False, indent=2)
-        policy = KeyPolicy(strict=env.policy.strict, lenient=not env.policy.strict)  # model output: keep what is known
+        policy = replace(env.policy, lenient=not env.policy.strict)  # model output: keep what is known
         loaded = parse(text, self.text, env.default_simulator, os.getcwd(), kind=".json", policy=policy)
         if dropped > 0:
             loaded.warnings.append(f"{self.text} returned {count + dropped} cases for count={count}; the last {dropped} were dropped")

@@ -181,7 +181,8 @@ def _translate(error: Any) -> list[Finding]:
     if kind == "minimum":
         return [Finding(path, f"{_field(path)} must be at least {error.validator_value}", None, False)]
     if kind == "maximum":
-        return [Finding(path, f"{_field(path)} must be at most {error.validator_value}", None, False)]
+        hint = "as --runs; for more, run again and join the reports with agent-test merge" if path == ("runs",) else None
+        return [Finding(path, f"{_field(path)} must be at most {error.validator_value}", hint, False)]
     return [Finding(path, error.message, None, False)]
 
 

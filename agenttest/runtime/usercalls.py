@@ -25,23 +25,51 @@ from agenttest.errors import CallError
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # agenttest/, whose frames are not the user's
 
 
-class Capture:
-    """What user code printed while one case ran."""
+MAX_CAPTURE = 1024 * 1024  # bytes of each stream a case keeps (UTF-8); the rest is counted, not kept
 
-    __slots__ = ("_out", "_err", "_lock")
+
+class Capture:
+    """What user code printed while one case ran: the first MAX_CAPTURE bytes of each stream, and how many
+    more there were (a tool that prints in a loop cannot fill the memory of the run or its report)."""
+
+    __slots__ = ("_out", "_err", "_lock", "_room", "_more")
 
     def __init__(self) -> None:  # every case has one; few print: nothing is made until they do
         self._out: list[str] = []
         self._err: list[str] = []
         self._lock = _LOCK
+        self._room = [MAX_CAPTURE, MAX_CAPTURE]  # bytes each stream may still keep
+        self._more = [0, 0]  # bytes each stream printed past its room
 
     def write(self, stream: str, text: str) -> None:
+        at = 0 if stream == "stdout" else 1
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         with self._lock:
-            (self._out if stream == "stdout" else self._err).append(text)
+            room = self._room[at]
+            if size > room:
+                kept = _first_bytes(text, room)
+                self._more[at] += size - len(kept.encode("utf-8", "surrogatepass"))
+                text, size = kept, room
+            self._room[at] = room - size
+            if text:
+                (self._out if at == 0 else self._err).append(text)
 
     def text(self) -> tuple[str, str]:
         with self._lock:
-            return "".join(self._out), "".join(self._err)
+            return _told(self._out, self._more[0]), _told(self._err, self._more[1])
+
+
+def _told(kept: list[str], more: int) -> str:
+    return "".join(kept) + (f"\n… {more:,} bytes more" if more else "")
+
+
+def _first_bytes(text: str, size: int) -> str:
+    """The longest start of ``text`` whose UTF-8 takes at most ``size`` bytes (never half a character)."""
+    if size <= 0:
+        return ""
+    if text.isascii():
+        return text[:size]
+    return text.encode("utf-8", "surrogatepass")[:size].decode("utf-8", "ignore")
 
 
 _LOCK = threading.Lock()  # captures are written from a case's threads: one lock for all (held for an append)
