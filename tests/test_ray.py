@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest
-
-from helpers import REPO, Answer, cli, report
+from helpers import REPO, Answer, cli, report, tool_app
 
 ray = pytest.importorskip("ray")
 
@@ -27,12 +29,20 @@ RULES = ('rules:\n  - tool: "*"\n    reply: "done"\n  - user: "^call segfault"\n
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A local Ray; its workers have the environment the connectors' $ENV names, as a cluster's would."""
+    """A local Ray on loopback, in a folder of its own; its workers have the environment the connectors' $ENV
+    names, as a cluster's would."""
+    from agenttest.runner import raycluster
+
     os.environ.setdefault("FAKE_OPENAI_KEY", "sk-test-SECRET-0123456789")
-    context = ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
-                       configure_logging=False)
-    yield context.address_info["gcs_address"]
-    ray.shutdown()
+    folder = tempfile.mkdtemp(prefix="agt-", dir="/tmp")
+    try:
+        with raycluster._loopback_node():
+            context = ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
+                               configure_logging=False, _temp_dir=os.path.join(folder, "r"))
+        yield context.address_info["gcs_address"]
+    finally:
+        ray.shutdown()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def suite(n: int) -> list[dict]:
@@ -80,3 +90,36 @@ def test_joining_a_cluster_by_address_ships_the_app_folder(cluster, offline_app,
                            "--ray-address", cluster, "--workers", "2"], capture_output=True, text=True, env=env, cwd=app.root, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert report(out)["summary"]["passed"] == 4 and "Traceback" not in proc.stderr
+
+
+LOOK_PY = """
+import json, os
+def look(ctx):
+    seen = []
+    for top, dirs, files in os.walk(os.getcwd()):
+        seen += [os.path.relpath(os.path.join(top, n), os.getcwd()) for n in dirs + files]
+    return json.dumps(sorted(seen))
+"""
+
+
+def test_joining_a_cluster_by_address_ships_the_app_but_no_key_report_memory_or_cassette(cluster, tmp_path):
+    root = tool_app(tmp_path / "app", ("look",), LOOK_PY).parent.parent
+    secret = "sk-dotenv-" + "Q" * 40
+    files = {".env": f"OPENAI_API_KEY={secret}\n", ".env.local": secret, "reports/old.json": secret, ".agent-test/lastfailed.json": "{}",
+             "cassettes/cases/a.jsonl": secret, "tapes/cases/a.jsonl": secret, "replays/cases/a.jsonl": "", "certs/server.pem": secret}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (root / "cases.jsonl").write_text(json.dumps({"id": "look", "input": "call look"}) + "\n")
+    out = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "agenttest", "-i", "cases.jsonl", "-n", "bot", "-o", str(out), "--executor", "ray",
+                           "--ray-address", cluster, "--record", "tapes", "--replay", "replays", "--replay-roles", "simulator"],
+                          capture_output=True, text=True, env=env, cwd=root, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result,) = report(out)["results"]
+    seen = json.loads(result["tool_calls"][0]["result"])
+    shipped = {Path(p).parts[0] for p in seen}
+    assert {"assistants", "connectors", "cases.jsonl", "replays"} <= shipped, seen  # the app, and the cassettes it replays
+    assert shipped.isdisjoint({".env", ".env.local", "reports", ".agent-test", "cassettes", "tapes"}), seen
+    assert not any(p.endswith(".pem") for p in seen), seen

@@ -1,6 +1,7 @@
 """``--executor ray``: the workers are Ray actors on the cluster ``--ray-address`` / ``RAY_ADDRESS``
-names (a local Ray started for the run when neither is given). The app folder goes to them as the
-actors' working directory (Ray's runtime environment); each actor resolves the same plan from the
+names, or a local Ray started for the run when neither is given (``raycluster.py``: on loopback, in a folder of
+its own). A cluster joined by its address gets the app folder as the actors' working directory (Ray's runtime
+environment), a local Ray reads it where it is; each actor resolves the same plan from the
 cases and configuration the controller sends, starts its own MCP servers, and answers one call per
 unit with its result. A ping every half second that goes unanswered for ``SILENCE`` seconds (15), or
 an actor that dies, is a lost worker (``controller.py`` decides what that means for its cases).
@@ -18,14 +19,15 @@ from agenttest.agents.caller import Caller
 from agenttest.config import RunConfig
 from agenttest.errors import AgentTestError
 from agenttest.model import Case, CaseResult, Plan
+from agenttest.runner import raycluster
 from agenttest.runner.controller import StartFailed, WorkerLost
 from agenttest.runner.scheduling import Unit
-from agenttest.runner.workers import SILENCE as LOCAL_SILENCE, absorb
+from agenttest.runner.workers import SILENCE as LOCAL_SILENCE
+from agenttest.runner.workers import absorb
 
 HEARTBEAT = 0.5
 # an actor call crosses Ray's scheduler (and maybe a network): a ping gets longer to come back than a local worker's beat
 SILENCE = float(os.environ.get("AGENTTEST_RAY_SILENCE") or max(15.0, LOCAL_SILENCE))
-EXCLUDES = [".git", ".venv", "venv", "node_modules", "__pycache__", ".agent-test", "output-*.json"]
 
 
 class Actors:
@@ -35,42 +37,25 @@ class Actors:
         self.config = config
         self.plan: Plan | None = None  # set by the pool once resolved
         self.caller = caller
-        self.started_ray = False
-        self.shipped = False  # the app folder is the actors' working directory
+        self.cluster: raycluster.Cluster | None = None
         self.actor_class: Any = None
         self._connecting = asyncio.Lock()
 
     def _connect(self) -> None:
-        """Join the cluster (a Ray this process already joined, e.g. a test's or a notebook's, is used as it is)."""
-        import logging
-
+        """Join the cluster, or start a local Ray (``raycluster.join``), once."""
         import ray
 
         if self.actor_class is not None:
             return
-        logging.getLogger("ray").setLevel(logging.ERROR)  # its notices are not the run's console
-        address = self.config.ray_address or os.environ.get("RAY_ADDRESS") or None
-        env = {"working_dir": self.caller.catalog.app.root, "excludes": EXCLUDES}  # the app folder, shipped to every actor
-        try:
-            if not ray.is_initialized():
-                if address is None:
-                    ray.init(runtime_env=env, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                             _node_ip_address="127.0.0.1")
-                else:
-                    ray.init(address=address, runtime_env=env, log_to_driver=False, configure_logging=False)
-                self.started_ray = True
-        except Exception as exc:  # noqa: BLE001 — whatever Ray raises, the run cannot start: a usage error
-            raise AgentTestError(f"--executor ray: cannot connect to Ray{f' at {address}' if address else ''}: {_first_line(exc)}",
-                                 hint="check RAY_ADDRESS / --ray-address, or unset both to start a local Ray") from None
-        # a Ray this process joined before (a test's, a notebook's) cannot ship folders: the app is where it is
-        self.shipped = self.started_ray
+        self.cluster = raycluster.join(self.config, self.caller.catalog.app.root)
         self.actor_class = ray.remote(num_cpus=1, max_restarts=0)(ActorWorker)
 
     async def __call__(self, slot: int) -> RayWorker:
         assert self.plan is not None
         async with self._connecting:  # off the loop: starting a local Ray takes seconds, and Ctrl-C must still work
             await asyncio.to_thread(self._connect)
-        root = "" if self.shipped else self.caller.catalog.app.root
+        assert self.cluster is not None
+        root = "" if self.cluster.shipped else self.caller.catalog.app.root
         cases = list(self.plan.cases)  # data only: each actor resolves its own hooks and connectors
         try:
             actor = self.actor_class.remote(self.config, cases, self.plan.agent, self.caller.identity, root, max(1, self.config.workers))
@@ -90,10 +75,8 @@ class Actors:
         return worker
 
     async def aclose(self) -> None:
-        if self.started_ray:
-            import ray
-
-            await asyncio.to_thread(ray.shutdown)
+        if self.cluster is not None:
+            await asyncio.to_thread(raycluster.leave, self.cluster)
 
 
 async def _ref(ref: Any) -> Any:

@@ -1,0 +1,112 @@
+"""``--executor ray`` with no address: the local Ray the run starts (and stops) for itself, seen from outside —
+``python -m agenttest`` as a subprocess, its process tree's sockets and files read from /proc. Needs the ``ray``
+extra; each test starts and ends its own Ray (no ``ray stop``: the run's Ray is the run's)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import proctree
+import pytest
+from helpers import REPO, alive, report, tool_app
+
+pytest.importorskip("ray")
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
+
+SECRET = "sk-dotenv-" + "Q" * 40
+TOOLS = ("look", "quit", "segfault")
+TOOLS_PY = """
+import ctypes, json, os, sys, time
+MARK = os.environ["MARK_DIR"]
+def look(ctx):
+    seen = []
+    for top, dirs, files in os.walk(os.getcwd()):
+        seen += [os.path.relpath(os.path.join(top, n), os.getcwd()) for n in dirs + files]
+    with open(os.path.join(MARK, "look.json"), "w") as f:
+        json.dump({"pid": os.getpid(), "cwd": os.getcwd(), "seen": seen}, f)
+    ends = time.time() + 60
+    while time.time() < ends and not os.path.exists(os.path.join(MARK, "go")):
+        time.sleep(0.1)
+    return "looked"
+def quit(ctx):
+    os._exit(0)
+def segfault(ctx):
+    ctypes.string_at(0)
+"""
+
+
+@pytest.fixture
+def app_dir(tmp_path: Path) -> Iterator[Path]:
+    root = tmp_path / "app"
+    tool_app(root, TOOLS, TOOLS_PY)
+    (root / ".env").write_text(f"OPENAI_API_KEY={SECRET}\n")
+    for folder, name in (("reports", "old.json"), (".agent-test", "lastfailed.json"), ("cassettes/cases", "a.jsonl")):
+        (root / folder).mkdir(parents=True)
+        (root / folder / name).write_text(json.dumps({"key": SECRET}))
+    (tmp_path / "marks").mkdir()
+    short = tempfile.mkdtemp(prefix="agt-", dir="/tmp")  # Ray's unix sockets go under TMPDIR: at most 107 bytes in all
+    (tmp_path / "tmp").symlink_to(short)
+    yield root
+    shutil.rmtree(short, ignore_errors=True)
+
+
+def start(app_dir: Path, cases: list[dict], *args: str) -> subprocess.Popen[str]:
+    (app_dir / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MARK_DIR": str(app_dir.parent / "marks"), "TMPDIR": os.path.realpath(app_dir.parent / "tmp")}
+    env.pop("RAY_ADDRESS", None)
+    command = [sys.executable, "-m", "agenttest", "-i", "cases.jsonl", "-n", "bot", "--executor", "ray", *args]
+    return subprocess.Popen(command, cwd=app_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(path: Path, proc: subprocess.Popen[str], seconds: float = 120) -> None:
+    ends = time.time() + seconds
+    while time.time() < ends and not path.exists() and proc.poll() is None:
+        time.sleep(0.1)
+    if not path.exists():
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"{path.name} never came: {out}\n{err}")
+
+
+def files_under(folder: Path) -> list[Path]:
+    return [Path(top) / n for top, _, names in os.walk(folder) for n in names]
+
+
+def test_a_local_ray_listens_on_loopback_only_copies_no_secret_and_leaves_nothing(app_dir, tmp_path):
+    proc = start(app_dir, [{"id": "look", "input": "call look"}], "-o", str(tmp_path / "r.json"))
+    try:
+        wait_for(tmp_path / "marks" / "look.json", proc)
+        sockets = proctree.listening(proc.pid)
+        processes = proctree.tree(proc.pid)
+        private = [(p, stat.S_IMODE(p.stat().st_mode)) for p in (tmp_path / "tmp").iterdir()]
+        copied = files_under(tmp_path / "tmp")
+    finally:
+        (tmp_path / "marks" / "go").touch()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out + err
+    assert report(tmp_path / "r.json")["summary"]["passed"] == 1
+
+    # Ray's GCS, raylet, agents, actors and the agent-test driver: all there, and all on loopback
+    assert len({pid for pid, *_ in sockets}) >= 3, sockets
+    assert [s for s in sockets if not proctree.loopback(s[2])] == [], sockets
+    # what Ray keeps for the run (its session, sockets, logs) is in a folder of the run's own, readable by its user only
+    assert private and all(mode & 0o077 == 0 for _, mode in private), private
+    # the actors read the app where it is: no copy of it, so no copy of .env, reports, cassettes or .agent-test
+    look = json.loads((tmp_path / "marks" / "look.json").read_text())
+    assert [p for p in copied if p.name in (".env", "old.json", "lastfailed.json", "a.jsonl")] == []
+    assert all(SECRET not in p.read_text(errors="replace") for p in copied if p.is_file() and p.stat().st_size < 10**6)
+    assert ".env" not in look["seen"] or Path(look["cwd"]).resolve() == app_dir.resolve(), look
+    # nothing outlives the run: not Ray's processes, not its folder
+    time.sleep(0.5)
+    assert [p for p in processes if alive(p)] == []
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert "Traceback" not in err and "(raylet)" not in out + err
