@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -110,3 +111,42 @@ def test_a_local_ray_listens_on_loopback_only_copies_no_secret_and_leaves_nothin
     assert [p for p in processes if alive(p)] == []
     assert list((tmp_path / "tmp").iterdir()) == []
     assert "Traceback" not in err and "(raylet)" not in out + err
+
+
+def test_a_ray_that_listens_beyond_loopback_is_stopped_and_the_run_is_exit_2(app_dir, tmp_path):
+    """As a Ray version that cannot be kept on loopback would: the run refuses it before any case, and leaves
+    neither its processes nor its folder behind."""
+    (app_dir / "cases.jsonl").write_text(json.dumps({"id": "a", "input": "hi"}) + "\n")
+    code = ("import contextlib, sys; from agenttest.runner import raycluster; raycluster._loopback_node = contextlib.nullcontext;"
+            "sys.argv = ['agent-test', '-i', 'cases.jsonl', '-n', 'bot', '--executor', 'ray']; from agenttest.cli import entry; entry()")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MARK_DIR": str(tmp_path / "marks"), "TMPDIR": os.path.realpath(tmp_path / "tmp")}
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=app_dir, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--executor ray: the local Ray listened beyond loopback (" in proc.stderr and "--ray-address" in proc.stderr
+    assert "Traceback" not in proc.stderr and "PASSED" not in proc.stdout
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_exposed_names_what_listens_beyond_loopback_in_a_process_tree():
+    from agenttest.runner.raycluster import exposed
+
+    inside, outside = socket.socket(), socket.socket(socket.AF_INET6)
+    try:
+        inside.bind(("127.0.0.1", 0))
+        inside.listen()
+        assert exposed(os.getpid()) == []
+        outside.bind(("::", 0))
+        outside.listen()
+        assert exposed(os.getpid()) == [f"[::]:{outside.getsockname()[1]}"]
+        child = subprocess.Popen([sys.executable, "-c", "import socket, time; s = socket.socket(); s.bind(('0.0.0.0', 0)); s.listen();"
+                                  "print(s.getsockname()[1], flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+        try:
+            port = int(child.stdout.readline())
+            assert f"0.0.0.0:{port}" in exposed(os.getpid())  # a child's socket counts
+        finally:
+            child.kill()
+            child.wait()
+    finally:
+        inside.close()
+        outside.close()

@@ -204,7 +204,7 @@ def _bound() -> dict[int, str]:
             ip, port = fields[1].split(":")
             address = _address(ip)
             if not address.is_loopback:
-                out[int(fields[9])] = f"{address}:{int(port, 16)}"
+                out[int(fields[9])] = f"{address}:{int(port, 16)}" if address.version == 4 else f"[{address}]:{int(port, 16)}"
     return out
 
 
