@@ -313,7 +313,17 @@ def main() -> None:
 @click.option("--replay-roles", metavar="ROLES", callback=_roles, cls=Option, section="Running",
               help="With --replay: replay only these roles (agent, simulator, validator, generator), e.g. simulator,validator; the others run live  [default: all]")
 @click.option("--baseline", metavar="REPORT", cls=Option, section="Output",
-              help="Compare with an earlier JSON report after the summary; exit 1 only when a case regressed or a new case does not pass  [default: off]")
+              help="Compare with an earlier JSON report after the summary; exit 1 only on a significant regression (see --fail-on-regression) "
+              "or when a new case does not pass  [default: off]")
+@click.option("--fail-on-regression", "fail_on", is_flag=False, flag_value="significant", default=None, type=click.Choice(["significant", "any"]),
+              metavar="[=any]", cls=Option, section="Output",
+              help="With --baseline: what fails the gate — a significant regression of the suite (the paired test at --alpha) or of a case "
+              "(Fisher's test after Holm); =any: any case that passed in the baseline and not now  [default: significant]")
+@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True), callback=_rate, metavar="P",
+              cls=Option, section="Output", help="Significance level of paired comparisons (--baseline, a model matrix); docs/statistics.md.")
+@click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True), callback=_rate,
+              metavar="LEVEL", cls=Option, section="Output",
+              help="Level of every interval: Wilson per case, the bootstrap over cases for the suite (docs/statistics.md).")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",
               help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: reports/output-<timestamp>.json in the app root, for a case file]")
 @click.option("--report-world", type=click.Choice(["full", "changes"]), default="full", show_default=True, cls=Option, section="Output",
@@ -334,7 +344,10 @@ def run_command(**flags: Any) -> None:
     inputs = (*flags["inputs"], *(f"message:{m}" for m in flags["messages"]))
     problem = ("Missing option '-i' / '--input' (or -m TEXT)." if not inputs else
                "--list prints the cases and writes no file: -o has nothing to write (--dry-run -o FILE writes the cases)"
-               if flags["list_only"] and flags["outputs"] else None)
+               if flags["list_only"] and flags["outputs"] else
+               "--fail-on-regression gates a run on its --baseline REPORT: give one (agent-test diff BASE NEW --fail-on-regression compares two reports)"
+               if flags["fail_on"] and not flags["baseline"] else None)
+    flags["fail_on"] = flags["fail_on"] or "significant"
     if problem:
         error = click.UsageError(problem, ctx=click.get_current_context())
         if flags["json"]:
@@ -360,9 +373,14 @@ def run_command(**flags: Any) -> None:
 @click.argument("new", metavar="NEW")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
               help="Also write the comparison, repeatable: .md (a pull-request comment), .html or .json  [default: the console only]")
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case regressed (passed in BASE, not in NEW) or NEW was cut short before a case of BASE  [default: exit 0]")
-def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on_regression: bool) -> None:
-    """Compare two JSON reports case by case: regressed, fixed, still failing, new, removed, flaky, changed."""
+@click.option("--fail-on-regression", "fail_on", is_flag=False, flag_value="significant", default=None, type=click.Choice(["significant", "any"]),
+              metavar="[=any]", help="Exit 1 on a significant regression (the paired test of the suite at --alpha, or a case's "
+              "Fisher test after Holm) or when NEW was cut short before a case of BASE; =any: when any case passed in BASE and not in NEW  [default: exit 0]")
+@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True), metavar="P",
+              help="Significance level of the paired comparison (docs/statistics.md).")
+def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on: str | None, alpha: float) -> None:
+    """Compare two JSON reports case by case: regressed, fixed, still failing, new, removed, flaky, changed — and
+    whether the difference is real: the paired test, the difference with its interval, what this size can detect."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
     def work() -> int:
@@ -374,13 +392,16 @@ def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on_regressi
         for output in outputs:
             diffs.check_path(output)
         before, after = read(base), read(new)
-        comparison = compare(before, after, base, new)
+        comparison = compare(before, after, base, new, alpha)
         for line in diffs.console_lines(comparison, color):
             click.echo(line)
         for output in outputs:
             write_atomic(output, diffs.render(comparison, output, before, after))
             click.echo(f"  Output: {output}")
-        return ExitCode.FAILED if fail_on_regression and (comparison.regressions or comparison.not_run) else ExitCode.OK
+        if fail_on is None:
+            return ExitCode.OK
+        click.echo(diffs.regression_line(comparison, fail_on))
+        return ExitCode.FAILED if comparison.regressed(fail_on) or comparison.not_run else ExitCode.OK
 
     finish(work)
 

@@ -101,8 +101,8 @@ class Session:
             with execution.Signals() as signals:
                 done = await execution.execute(plan, caller, watch, signals, self._workers)  # 4 run
                 report = self._report(plan, done, source, caller, header, warnings)  # 5 decide
-                comparison = baseline.compare(report) if baseline is not None else None
-                code = comparison.gate() if comparison is not None and not report.interrupted else exit_code(report)
+                comparison = baseline.compare(report, config.alpha) if baseline is not None else None
+                code = comparison.gate(config.fail_on) if comparison is not None and not report.interrupted else exit_code(report)
                 recording = self._remember(report, ExitCode.INTERNAL if done.failure is not None else code, caller.catalog.app.root)  # 7 history
                 written: list[str] = []
                 try:

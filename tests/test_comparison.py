@@ -97,11 +97,21 @@ def test_every_class_with_what_changed(reports, tmp_path):
     assert not any("[same]" in line for line in lines)
 
 
-def test_fail_on_regression_exits_1_only_when_a_case_regressed(reports, tmp_path):
+def test_fail_on_regression_any_exits_1_when_a_case_regressed(reports, tmp_path):
     base, new = reports
-    assert cli("diff", str(base), str(new), "--fail-on-regression").exit_code == 1
-    assert cli("diff", str(new), str(new), "--fail-on-regression").exit_code == 0
-    assert cli("diff", str(new), str(base), "--fail-on-regression").exit_code == 1  # "fixed" reversed is a regression
+    assert cli("diff", str(base), str(new), "--fail-on-regression=any").exit_code == 1
+    assert cli("diff", str(new), str(new), "--fail-on-regression=any").exit_code == 0
+    assert cli("diff", str(new), str(base), "--fail-on-regression=any").exit_code == 1  # "fixed" reversed is a regression
+
+
+def test_fail_on_regression_exits_0_on_a_regression_within_noise_and_says_so(reports):
+    base, new = reports
+    result_ = cli("diff", str(base), str(new), "--fail-on-regression")
+    assert result_.exit_code == 0, result_.output
+    lines = result_.output.splitlines()
+    assert lines[-1] == "  --fail-on-regression: passes — 1 regressed (within noise: p = 1; --fail-on-regression=any fails on any)"
+    assert any(line.startswith("  no difference detectable — with 7 cases, 1–2 runs each, differences under 60.1 points cannot be told "
+                               "from noise; observed -7.1 points (95% CI ") for line in lines), lines
 
 
 def test_markdown_for_a_pull_request_and_html(reports, tmp_path):
@@ -162,15 +172,32 @@ def test_baseline_prints_the_comparison_and_fails_only_on_regressions(app, serve
     same = cli("-i", str(path), "-n", "bot", "-o", str(tmp_path / "same.json"), "--baseline", str(base))
     assert same.exit_code == 0, same.output  # only the known failure: the gate passes
     assert "  Baseline gate passes: 0 regressed, 0 new not passing, 1 still failing as in the baseline (not counted)" in same.output
-    assert same.output.rstrip().splitlines()[-2] == "  ✅ NO REGRESSIONS against the baseline (the failures above were failing there too)"
+    assert same.output.rstrip().splitlines()[-2] == ("  ✅ NO SIGNIFICANT REGRESSION against the baseline (no difference detectable, "
+                                                    "3 cases × 1 run) (the failures above were failing there too)")
     server.responder = lambda req: Answer("no" if last_user(req) == "two" else "yes")
-    worse = cli("-i", str(path), "-n", "bot", "-o", str(tmp_path / "worse.json"), "--baseline", str(base))
+    worse = cli("-i", str(path), "-n", "bot", "-o", str(tmp_path / "worse.json"), "--baseline", str(base), "--fail-on-regression=any")
     assert worse.exit_code == 1
     out = worse.output
     assert out.index("Summary") < out.index(f"Compared with {base}") < out.index("REGRESSED [b] passed → failed")
     assert "  Baseline gate fails: 1 regressed, 0 new not passing, 1 still failing as in the baseline (not counted)" in out
     assert out.rstrip().splitlines()[-2] == "  ❌ REGRESSED against the baseline"
     assert report(tmp_path / "worse.json")["metadata"]["options"]["baseline"] == str(base)
+    assert report(tmp_path / "worse.json")["metadata"]["options"]["fail_on_regression"] == "any"
+    # by default one case of three going red is within noise: the gate says so and passes
+    noisy = cli("-i", str(path), "-n", "bot", "-o", str(tmp_path / "noisy.json"), "--baseline", str(base))
+    assert noisy.exit_code == 0, noisy.output
+    assert ("  Baseline gate passes: 1 regressed (within noise: p = 1; --fail-on-regression=any fails on any), 0 new not passing, "
+            "1 still failing as in the baseline (not counted)") in noisy.output
+    assert noisy.output.rstrip().splitlines()[-2] == ("  ✅ NO SIGNIFICANT REGRESSION against the baseline (no difference detectable, "
+                                                     "3 cases × 1 run) (the failures above were failing there too)")
+
+
+def test_fail_on_regression_without_a_baseline_is_a_usage_error(app, server, tmp_path):
+    app.agent("bot")
+    path = app.cases("cases.jsonl", CASES)
+    result_ = cli("-i", str(path), "-n", "bot", "--fail-on-regression")
+    assert result_.exit_code == 2 and "--fail-on-regression gates a run on its --baseline REPORT" in result_.output
+    assert not server.requests and "Traceback" not in result_.output
 
 
 def test_cases_a_cut_short_run_did_not_reach_are_not_run_not_removed_and_never_pass_a_gate(app, server, tmp_path):
@@ -189,6 +216,7 @@ def test_cases_a_cut_short_run_did_not_reach_are_not_run_not_removed_and_never_p
     assert cut.output.rstrip().splitlines()[-2] == "  ⚠ NOT COMPARED — the run was cut short before cases of the baseline"
     diffed = cli("diff", str(base), str(tmp_path / "cut.json"), "--fail-on-regression", "-o", str(tmp_path / "d.json"))
     assert diffed.exit_code == 1 and "REMOVED" not in diffed.output
+    assert diffed.output.splitlines()[-1] == "  --fail-on-regression: fails — 2 not run (the new run was cut short: they were not compared)"
     kinds = {c["id"]: c["kind"] for c in json.loads((tmp_path / "d.json").read_text())["cases"]}
     assert kinds == {"known": "still failing", "a": "not run", "b": "not run"}
     # a case taken out of the suite is still 'removed', and no gate fails on it
@@ -216,6 +244,52 @@ def test_ids_repeated_across_files_are_told_apart_by_file(tmp_path):
     base.write_text(json.dumps(document(twice("passed"))))
     new.write_text(json.dumps(document(twice("failed"))))
     out = tmp_path / "d.json"
-    assert cli("diff", str(base), str(new), "-o", str(out), "--fail-on-regression").exit_code == 1
+    assert cli("diff", str(base), str(new), "-o", str(out), "--fail-on-regression=any").exit_code == 1
     cases = json.loads(out.read_text())["cases"]
     assert [(c["file"], c["kind"]) for c in cases] == [("tests/more.jsonl", "regressed"), ("tests/cases.jsonl", "unchanged")]
+
+
+# -- is the difference real? (FORMATS §19) ---------------------------------------------------------------
+
+
+def suite_report(path, verdicts, runs=1):
+    """A report of len(verdicts) cases, each with ``runs`` runs; ``verdicts[i]`` is how many of case i's runs passed."""
+    results = [result(f"case{i:02d}", "passed" if r < passed else "failed", run=r + 1, assertions=[OK] if r < passed else [BAD])
+               for i, passed in enumerate(verdicts) for r in range(runs)]
+    path.write_text(json.dumps(document(results, runs=runs)))
+    return path
+
+
+def test_a_significant_drop_fails_the_diff_and_says_how_much(tmp_path):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    base = suite_report(tmp_path / "base.json", [1] * 60)
+    new = suite_report(tmp_path / "new.json", [0] * 12 + [1] * 48)
+    out, md = tmp_path / "d.json", tmp_path / "d.md"
+    result_ = cli("diff", str(base), str(new), "--fail-on-regression", "-o", str(out), "-o", str(md))
+    assert result_.exit_code == 1, result_.output
+    paired = json.loads(out.read_text())["paired"]
+    p = scipy_stats.binomtest(0, 12, 0.5).pvalue  # McNemar: 12 cases passed → failed, none the other way
+    assert paired["test"] == "mcnemar" and paired["p"] == pytest.approx(p, abs=1e-9) and paired["verdict"] == "worse"
+    assert (paired["worse"], paired["better"], paired["cases"], paired["difference"]) == (12, 0, 60, -0.2)
+    assert paired["interval"][1] < 0 and paired["regression"] is True and paired["confidence"] == 0.95
+    assert "  worse: -20.0 points (95% CI " in result_.output and "p < 0.001 — 60 cases × 1 run, McNemar's exact test" in result_.output
+    assert result_.output.splitlines()[-1] == "  --fail-on-regression: fails — worse (p < 0.001), -20.0 points"
+    assert "**worse: -20.0 points (95% CI" in md.read_text()
+    # the same drop judged by --alpha 0.0001: still worse (p = 0.00049)? No: not below 0.0001
+    strict = cli("diff", str(base), str(new), "--fail-on-regression", "--alpha", "0.0001")
+    assert strict.exit_code == 0 and "no difference detectable — with 60 cases × 1 run" in strict.output
+
+
+def test_several_runs_per_case_use_the_sign_flip_test_and_flag_the_case_that_collapsed(tmp_path):
+    base = suite_report(tmp_path / "base.json", [8] * 20 + [10], runs=10)
+    new = suite_report(tmp_path / "new.json", [7, 9] * 10 + [0], runs=10)
+    out = tmp_path / "d.json"
+    result_ = cli("diff", str(base), str(new), "--fail-on-regression", "-o", str(out))
+    assert result_.exit_code == 1, result_.output  # the suite did not move, one case did
+    paired = json.loads(out.read_text())["paired"]
+    assert paired["test"] == "sign-flip" and paired["verdict"] == "no difference" and paired["regression"] is True
+    (moved,) = paired["moved"]
+    assert moved["id"] == "case20" and moved["before"] == [10, 10] and moved["after"] == [0, 10] and moved["direction"] == "worse"
+    assert "    1 case moved beyond noise:" in result_.output
+    assert "      case20: 10/10 → 0/10 runs passed (worse; Fisher p = 1.1e-05, 0.00023 after Holm)" in result_.output
+    assert result_.output.splitlines()[-1] == "  --fail-on-regression: fails — 1 case worse beyond noise"

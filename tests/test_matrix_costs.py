@@ -227,7 +227,7 @@ def test_diff_of_two_matrix_runs_compares_each_case_on_each_connector_under_its_
     second = two.cases("one.jsonl", [case("greet", "model-a=P;model-b=F"), case("half", "model-a=P;model-b=PF", min_pass_rate=0.5)])
     assert cli("-i", str(second), "-n", "bot", "-c", "fake-a,fake-b", "--runs", "2", "-o", str(new)).exit_code == 1
     out = tmp_path / "d.json"
-    result = cli("diff", str(base), str(new), "-o", str(out), "--fail-on-regression")
+    result = cli("diff", str(base), str(new), "-o", str(out), "--fail-on-regression=any")
     assert result.exit_code == 1, result.output
     kinds = {(c["id"], c.get("connector")): c["kind"] for c in json.loads(out.read_text())["cases"]}
     assert kinds == {("greet", "fake-a"): "unchanged", ("greet", "fake-b"): "regressed",

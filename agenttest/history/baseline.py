@@ -13,5 +13,5 @@ class Baseline:
         self.path = path
         self.report = read(path)
 
-    def compare(self, report: RunReport) -> Comparison:
-        return compare(self.report, report, self.path, report.output_file)
+    def compare(self, report: RunReport, alpha: float = 0.05) -> Comparison:
+        return compare(self.report, report, self.path, report.output_file, alpha)

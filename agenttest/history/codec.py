@@ -21,8 +21,8 @@ from functools import cache
 from typing import Any, Literal
 
 from agenttest.errors import AgentTestError, Location
-from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Gate, ModelCall, PassK, RunReport, Spend, Stability,
-                             ToolCall, Turn, Usage, WorldChange, WorldRecord)
+from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Estimate, Gate, ModelCall, Paired, PassK, RunReport,
+                             Spend, Stability, ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from agenttest.util.positions import json_offset, line_col
 from agenttest.util.text import safe_text
 from agenttest.verdicts import costs, gates
@@ -585,3 +585,30 @@ def _gate_fields(d: dict[str, Any], path: list[Any]) -> dict[str, Any]:
 def _kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "true or false", type(None): "null"}.get(
         type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
+
+
+# -- evidence (FORMATS §19): derived from the results, written and never read back ------------------
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def estimate_dict(e: Estimate) -> dict[str, Any]:
+    return {"rate": _r(e.rate), "interval": [_r(e.low), _r(e.high)], "cases": e.cases, "runs": e.runs, "method": e.method}
+
+
+def paired_dict(p: Paired) -> dict[str, Any]:
+    """Two runs compared as a paired experiment: the verdict, the difference with its interval, the p-value, what
+    this size can detect, the cases that moved (docs/statistics.md)."""
+    return {
+        "base": p.base, "new": p.new, "verdict": p.verdict, "regression": p.regression, "test": p.test, "cases": p.cases,
+        "runs": [p.base_runs, p.new_runs], "fewest_runs": p.fewest_runs, "base_rate": _r(p.base_rate), "new_rate": _r(p.new_rate), "difference": _r(p.difference),
+        "interval": [_r(p.low), _r(p.high)], "confidence": _r(1 - p.alpha), "p": p.p, "alpha": p.alpha, "worse": p.worse,
+        "better": p.better, "min_detectable": _r(p.mdd), "noise": _r(p.noise),
+        "runs_needed": [{"difference": d, "runs": r} for d, r in p.runs_needed],
+        "moved": [{"id": m.id, **({"file": m.file} if m.file else {}), **({"connector": m.connector} if m.connector else {}),
+                   "before": list(m.before), "after": list(m.after), "direction": "worse" if m.worse else "better", "p": m.p,
+                   "adjusted": m.adjusted} for m in p.moved],
+        "tested": p.tested, "case_floor": _r(p.case_floor),
+    }

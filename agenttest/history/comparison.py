@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenttest.errors import ExitCode
+from agenttest.verdicts import paired as pairing
 from agenttest.verdicts.gates import key_of
-from agenttest.model import CaseResult, RunReport
+from agenttest.model import CaseResult, Paired, RunReport
 from agenttest.connectors.requestdiff import excerpts
 from agenttest.util.text import as_text
 
@@ -51,6 +52,7 @@ class Comparison:
     base: str
     new: str
     cases: tuple[CaseDiff, ...]
+    paired: Paired | None = None  # the cases both runs ran, compared as a paired experiment (FORMATS §19)
 
     def of(self, kind: str) -> list[CaseDiff]:
         return [c for c in self.cases if c.kind == kind]
@@ -67,11 +69,19 @@ class Comparison:
         """Cases of the base run that the new run was to run but did not (Ctrl-C, SIGTERM, --fail-fast)."""
         return len(self.of("not run"))
 
-    def gate(self) -> ExitCode:
-        """The exit code of a run gated on its baseline: 1 when a case regressed, a new case does not pass, or
-        a case of the baseline was not run because the run was cut short (it was not compared at all)."""
+    def regressed(self, mode: str = "significant") -> bool:
+        """Whether the new run regressed: by default a significant regression of the suite or of a case (the
+        paired test, Fisher's per case after Holm); ``any``: a case passed in the base run and not in the new."""
+        if mode == "any":
+            return bool(self.regressions)
+        return self.paired is not None and self.paired.regression
+
+    def gate(self, mode: str = "significant") -> ExitCode:
+        """The exit code of a run gated on its baseline: 1 when it regressed (``regressed``), a new case does not pass
+        (it has nothing to be compared with: its own verdict counts), or a case of the baseline was not run because
+        the run was cut short (it was not compared at all)."""
         bad_new = [c for c in self.of("new") if c.after in BAD]
-        return ExitCode.FAILED if self.regressions or bad_new or self.not_run else ExitCode.OK
+        return ExitCode.FAILED if self.regressed(mode) or bad_new or self.not_run else ExitCode.OK
 
 
 @dataclass(frozen=True)
@@ -207,7 +217,7 @@ def _kind(a: Verdict, b: Verdict, changes: list[Change]) -> str:
 
 
 def _one(key: Key, base: list[CaseResult] | None, new: list[CaseResult] | None, rates: tuple[float, float],
-         unrun: set[tuple[str, str]] = frozenset()) -> CaseDiff:  # type: ignore[assignment]
+         unrun: set[tuple[str, str]] = frozenset(), outcomes: list[pairing.Outcome] | None = None) -> CaseDiff:  # type: ignore[assignment]
     runs = new or base or []
     case_id, file, connector = runs[0].id, runs[0].file, key[2]
     if base is None or new is None:
@@ -216,6 +226,8 @@ def _one(key: Key, base: list[CaseResult] | None, new: list[CaseResult] | None, 
         return CaseDiff(case_id, file, kind, "" if new else v.status, v.status if new else "", "" if new else v.runs(),
                         v.runs() if new else "", reason=v.reason, connector=connector)
     a, b = verdict(base, rates[0]), verdict(new, rates[1])
+    if outcomes is not None and a.ran and b.ran:
+        outcomes.append(pairing.Outcome(case_id, file, connector, (a.passed, a.ran), (b.passed, b.ran)))
     changes = _assertions(base, new) + _checkpoints(base, new) + _behaviour(base, new)
     if a.reason != b.reason and a.status in BAD and b.status in BAD:  # failing either way, for another reason
         changes.append(Change("reason", a.reason or "—", b.reason or "—"))
@@ -223,8 +235,9 @@ def _one(key: Key, base: list[CaseResult] | None, new: list[CaseResult] | None, 
                     connector)
 
 
-def compare(base: RunReport, new: RunReport, base_name: str = "", new_name: str = "") -> Comparison:
-    """Every case of either report, classified; listed by kind (KINDS order), then in the new report's order."""
+def compare(base: RunReport, new: RunReport, base_name: str = "", new_name: str = "", alpha: float = 0.05) -> Comparison:
+    """Every case of either report, classified; listed by kind (KINDS order), then in the new report's order; the
+    cases both ran compared as a paired experiment at ``alpha``."""
     by_connector = bool(base.matrix) or bool(new.matrix)  # a matrix is compared connector by connector, never as runs
     old_cases, new_cases = _keys(_grouped(base, by_connector), _grouped(new, by_connector))
     keys: Iterable[Key] = list(new_cases) + [k for k in old_cases if k not in new_cases]
@@ -234,10 +247,12 @@ def compare(base: RunReport, new: RunReport, base_name: str = "", new_name: str 
     unrun = {(g.id, g.connector if by_connector else "") for g in new.gates if not g.runs and not g.skipped}
     if (new.interrupted or new.stopped_early) and not new.gates:
         unrun = {(k[1], k[2]) for k in old_cases if k not in new_cases}
-    diffs = [_one(k, old_cases.get(k), new_cases.get(k), (_min_rate(base, old_cases.get(k)), _min_rate(new, new_cases.get(k))), unrun)
-             for k in keys]
+    outcomes: list[pairing.Outcome] = []
+    diffs = [_one(k, old_cases.get(k), new_cases.get(k), (_min_rate(base, old_cases.get(k)), _min_rate(new, new_cases.get(k))), unrun,
+                  outcomes) for k in keys]
     diffs.sort(key=lambda d: KINDS.index(d.kind))
-    return Comparison(base_name or base.output_file, new_name or new.output_file, tuple(diffs))
+    names = base_name or base.output_file, new_name or new.output_file
+    return Comparison(*names, tuple(diffs), pairing.compare(outcomes, *names, alpha))
 
 
 def _min_rate(report: RunReport, runs: list[CaseResult] | None) -> float:

@@ -24,6 +24,7 @@ from agenttest.model.cases import (
                       SimulatorSpec,
                       astuple_shallow,
 )
+from agenttest.model.evidence import Calibration, Disagreement, Estimate, Evidence, Judged, Mover, Paired
 from agenttest.model.plan import Plan, ResolvedCase
 from agenttest.model.kinds import FaultKind, Message, Mode, Role, Status
 from agenttest.model.results import (
@@ -45,22 +46,29 @@ __all__ = [
     "AssertionResult",
     "AssertionSpec",
     "Budget",
+    "Calibration",
     "Case",
     "CaseResult",
     "Checkpoint",
     "CheckpointResult",
     "Completion",
     "Context",
+    "Disagreement",
     "EndpointLoad",
+    "Estimate",
+    "Evidence",
     "Fault",
     "FaultKind",
     "Gate",
+    "Judged",
     "Limits",
     "Locator",
     "Message",
     "Mock",
     "Mode",
     "ModelCall",
+    "Mover",
+    "Paired",
     "PassK",
     "Plan",
     "Reply",

@@ -9,9 +9,9 @@ from typing import Any
 
 from agenttest.errors import AgentTestError
 from agenttest.history.comparison import KINDS, CaseDiff, Comparison
-from agenttest.history.codec import result_dict
+from agenttest.history.codec import paired_dict, result_dict
 from agenttest.model import CaseResult, RunReport
-from agenttest.reporting import viewer
+from agenttest.reporting import evidence, viewer
 from agenttest.reporting.console import RULE, THIN, cut, safe
 from agenttest.reporting.markdown import _code, _text
 from agenttest.util.files import prepare
@@ -45,6 +45,10 @@ def console_lines(comparison: Comparison, color: bool = False) -> list[str]:
         return f"\x1b[{COLORS[kind]}m{text}\x1b[0m" if color and kind in COLORS else text
 
     lines = [THIN, f"  Compared with {safe(comparison.base)}", THIN, f"  {headline(comparison)}"]
+    if comparison.paired is not None:
+        said = evidence.lines(comparison.paired)
+        lines.append(f"  {paint(said[0], 'regressed' if comparison.paired.verdict == 'worse' else 'fixed' if comparison.paired.verdict == 'better' else '')}")
+        lines += [f"    {safe(line)}" for line in said[1:]]
     for d in comparison.cases:
         if d.kind == "unchanged":
             continue
@@ -56,22 +60,59 @@ def console_lines(comparison: Comparison, color: bool = False) -> list[str]:
     return lines
 
 
-def gate_lines(comparison: Comparison) -> list[str]:
-    """What --baseline decided, after the comparison."""
+def gate_lines(comparison: Comparison, mode: str = "significant") -> list[str]:
+    """What --baseline decided, after the comparison: by default on a significant regression only (``mode`` "any":
+    on any case that passed before and not now), and why."""
     failing_new = [d for d in comparison.of("new") if d.after in ("failed", "error", "timeout")]
     known = len(comparison.of("still failing"))
-    verdict = "fails" if comparison.gate() else "passes"
-    parts = [f"{comparison.regressions} regressed", f"{len(failing_new)} new not passing"]
+    regressed = comparison.regressed(mode)
+    verdict = "fails" if comparison.gate(mode) else "passes"
+    parts = [_regressions(comparison, mode), f"{len(failing_new)} new not passing"]
     if comparison.not_run:
         parts.append(f"{comparison.not_run} not run (the run was cut short: they were not compared)")
     if known:
         parts.append(f"{known} still failing as in the baseline (not counted)")
     compared = [d for d in comparison.cases if d.after and d.after != "skipped"]
-    banner = ("  ❌ REGRESSED against the baseline" if comparison.regressions or failing_new
+    why = _why(comparison, mode)
+    banner = (f"  ❌ REGRESSED against the baseline{why}" if regressed or failing_new
               else "  ⚠ NOT COMPARED — the run was cut short before cases of the baseline" if comparison.not_run
               else "  ⚠ NO TEST RAN — nothing was compared with the baseline" if not compared
-              else "  ✅ NO REGRESSIONS against the baseline" + (" (the failures above were failing there too)" if known else ""))
+              else f"  ✅ NO {'SIGNIFICANT ' if mode != 'any' else ''}REGRESSION against the baseline{why}"
+              + (" (the failures above were failing there too)" if known else ""))
     return ["", f"  Baseline gate {verdict}: {', '.join(parts)}", RULE, banner, RULE]  # the last word: it decides the exit code
+
+
+def regression_line(comparison: Comparison, mode: str) -> str:
+    """What ``diff --fail-on-regression`` decided, and on what."""
+    if comparison.regressed(mode):
+        why = _why(comparison, mode).removeprefix(" — ")
+        return f"  --fail-on-regression{'=any' if mode == 'any' else ''}: fails — {why or f'{comparison.regressions} regressed'}"
+    if comparison.not_run:
+        return f"  --fail-on-regression: fails — {comparison.not_run} not run (the new run was cut short: they were not compared)"
+    within = comparison.regressions and mode != "any" and comparison.paired is not None  # _regressions says why already
+    return f"  --fail-on-regression{'=any' if mode == 'any' else ''}: passes — {_regressions(comparison, mode)}{'' if within else _why(comparison, mode)}"
+
+
+def _regressions(comparison: Comparison, mode: str) -> str:
+    """``3 regressed (not significant: p = 0.25; --fail-on-regression=any fails on any)``."""
+    text = f"{comparison.regressions} regressed"
+    paired = comparison.paired
+    if mode == "any" or paired is None or not comparison.regressions or paired.regression:
+        return text
+    return text + f" (within noise: {evidence.p_text(paired.p, paired.alpha)}; --fail-on-regression=any fails on any)"
+
+
+def _why(comparison: Comparison, mode: str) -> str:
+    """The evidence behind the banner: `` — worse (p = 0.01)``, `` — 2 cases moved``, or nothing."""
+    paired = comparison.paired
+    if mode == "any" or paired is None:
+        return ""
+    if paired.verdict == "worse":
+        return f" — {evidence.verdict(paired)}, {evidence.points(paired.difference)}"
+    moved = [m for m in paired.moved if m.worse]
+    if moved:
+        return f" — {len(moved)} case{'s' if len(moved) > 1 else ''} worse beyond noise"
+    return f" ({evidence.verdict(paired)}, {evidence.size(paired)})"
 
 
 def to_dict(comparison: Comparison) -> dict[str, Any]:
@@ -79,6 +120,7 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
         "base": comparison.base,
         "new": comparison.new,
         "counts": comparison.counts(),
+        **({"paired": paired_dict(comparison.paired)} if comparison.paired is not None else {}),
         "cases": [{k: v for k, v in {
             "id": d.id, "connector": d.connector or None, "file": d.file or None, "kind": d.kind, "before": d.before or None, "after": d.after or None,
             "runs_before": d.runs_before or None, "runs_after": d.runs_after or None, "reason": d.reason or None,
@@ -90,6 +132,9 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
 def to_markdown(comparison: Comparison) -> str:
     lines = [f"## agent-test: {headline(comparison)}", "",
              f"Comparing {_code(os.path.basename(comparison.base) or comparison.base)} → {_code(os.path.basename(comparison.new) or comparison.new)}.", ""]
+    if comparison.paired is not None:
+        said = evidence.lines(comparison.paired)
+        lines += [f"**{_text(said[0], 600)}**", ""] + [f"- {_text(line.strip(), 300)}" for line in said[1:]] + [""]
     shown = [d for d in comparison.cases if d.kind != "unchanged"]
     if not shown:
         return "\n".join(lines + ["Every case has the same verdict, output and tool calls."]) + "\n"
@@ -119,8 +164,11 @@ def _static(comparison: Comparison) -> str:
                     f"<td>{escape(_verdicts(d))}</td><td><ul>{changes}</ul>{escape(d.reason) if not changes else ''}</td></tr>")
     table = ("<table><tr><th></th><th>Case</th><th>Verdict</th><th>What changed</th></tr>" + "".join(rows) + "</table>") if rows \
         else "<p>Every case has the same verdict, output and tool calls.</p>"
+    said = evidence.lines(comparison.paired) if comparison.paired is not None else []
+    paired = (f'<div id="paired"><p><b>{escape(said[0])}</b></p><ul>' + "".join(f"<li>{escape(x.strip())}</li>" for x in said[1:])
+              + "</ul></div>") if said else ""
     return (f"<h1>agent-test diff</h1><p>{escape(comparison.base)} → {escape(comparison.new)}</p>"
-            f"<p><b>{escape(headline(comparison))}</b></p>{table}")
+            f"<p><b>{escape(headline(comparison))}</b></p>{paired}{table}")
 
 
 def _runs(d: CaseDiff, report: RunReport | None) -> list[dict[str, Any]]:
@@ -135,6 +183,8 @@ def _runs(d: CaseDiff, report: RunReport | None) -> list[dict[str, Any]]:
 def to_html(comparison: Comparison, base: RunReport | None = None, new: RunReport | None = None) -> str:
     """The comparison in the viewer: regressions first, each changed case before and after in full."""
     data = to_dict(comparison)
+    if comparison.paired is not None:  # the words are made here, as every format makes them; the page shows them
+        data["paired_lines"] = evidence.lines(comparison.paired)
     for entry, d in zip(data["cases"], comparison.cases):
         if d.kind != "unchanged":
             entry.update(before_runs=_runs(d, base), after_runs=_runs(d, new))
@@ -158,4 +208,4 @@ def check_path(path: str) -> None:
     prepare(path)
 
 
-__all__ = ["KINDS", "check_path", "console_lines", "gate_lines", "headline", "render", "to_dict", "to_html", "to_markdown"]
+__all__ = ["KINDS", "check_path", "console_lines", "gate_lines", "headline", "regression_line", "render", "to_dict", "to_html", "to_markdown"]

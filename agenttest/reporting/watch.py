@@ -62,7 +62,7 @@ class Watch:
         """--baseline: the comparison after the summary, ending with its banner."""
         from agenttest.reporting import diffs
 
-        for line in diffs.console_lines(comparison, self.config.color) + diffs.gate_lines(comparison):
+        for line in diffs.console_lines(comparison, self.config.color) + diffs.gate_lines(comparison, self.config.fail_on):
             self.console.line(line)
 
     def closing(self, report: RunReport, code: int) -> None:

@@ -53,12 +53,13 @@ def percentile(values: Sequence[float], confidence: float) -> Interval:
     return quantile(ordered, tail), quantile(ordered, 1 - tail)
 
 
-def resample(counts: Sequence[int], times: int = RESAMPLES, seed: int = SEED) -> list[list[int]]:
+def resample(counts: Sequence[int], times: int | None = None, seed: int = SEED) -> list[list[int]]:
     """``times`` bootstrap resamples of n = Σ counts cases, each case drawn with replacement, given as how many
     of each kind of case were drawn (a multinomial draw, made of one binomial draw per kind): the same as drawing
     n cases one by one, at a cost that does not grow with n."""
     rng = random.Random(seed)
     uniform = rng.random
+    times = RESAMPLES if times is None else times
     n = sum(counts)
     out = []
     for _ in range(times):
@@ -105,7 +106,7 @@ def _binomial(n: int, p: float, u: float) -> int:
     return mode  # u was left over by rounding: the likeliest value
 
 
-def bootstrap(groups: Sequence[tuple[int, float, float]], confidence: float = 0.95, times: int = RESAMPLES,
+def bootstrap(groups: Sequence[tuple[int, float, float]], confidence: float = 0.95, times: int | None = None,
               seed: int = SEED) -> Interval | None:
     """The percentile bootstrap interval over cases of a ratio Σ numerator / Σ denominator, for cases given in
     kinds ``(cases, numerator, denominator)`` — a pass rate: (cases with these runs, passed runs, runs); a mean
@@ -120,6 +121,25 @@ def bootstrap(groups: Sequence[tuple[int, float, float]], confidence: float = 0.
     if len(values) == 1:
         return wilson(values.pop() * cases, cases, confidence)
     draws = resample([g[0] for g in kinds], times, seed)
+    return percentile([ratio(d, kinds) for d in draws], confidence)
+
+
+def bootstrap_mean(values: Sequence[tuple[int, float]], confidence: float = 0.95, times: int | None = None,
+                   seed: int = SEED) -> Interval | None:
+    """The percentile bootstrap interval over cases of a mean of per-case values that may be negative (a paired
+    difference), for cases given as ``(cases, value)``. When every case has the same value v, resampling has no
+    spread: the interval is v ± u for v = 0 (u = 1 − ((1 − c)/2)^(1/n), the Clopper–Pearson bound on the share of
+    the n cases that could have moved with none seen moving: 50 cases, ±7.1 points at 95%), else v alone."""
+    kinds = [(count, value, 1.0) for count, value in values if count > 0]
+    if not kinds:
+        return None
+    cases = sum(k[0] for k in kinds)
+    distinct = {k[1] for k in kinds}
+    if len(distinct) == 1:
+        v = distinct.pop()
+        u = 1 - ((1 - confidence) / 2) ** (1 / cases) if v == 0 else 0.0
+        return v - u, v + u
+    draws = resample([k[0] for k in kinds], times, seed)
     return percentile([ratio(d, kinds) for d in draws], confidence)
 
 

@@ -447,7 +447,11 @@
     const on = new Set(); // no chip pressed: every kind shown
     const list = h("div", { id: "entries" });
     const detail = h("div", { id: "entry" });
+    const said = d.diff.paired_lines || []; // the paired test in words, made by the report's writer (reporting/evidence.py)
+    const moved = new Set(((d.diff.paired || {}).moved || []).map(m => m.id + "\0" + (m.connector || "")));
     const overview = h("div", null, h("h1", { text: "agent-test diff" }), h("p", { class: "meta" }, d.diff.base + " → " + d.diff.new),
+      said.length ? h("div", { class: "evidence " + ((d.diff.paired || {}).verdict || "").replace(/ /g, "-"), id: "paired" },
+        h("b", { text: said[0] }), h("ul", null, said.slice(1).map(x => h("li", { text: x.trim() })))) : null,
       h("div", { class: "cards" }, Object.keys(counts).filter(k => counts[k]).map(k => card(k, counts[k], k === "regressed" || k === "still failing" ? "failed" : k === "fixed" ? "passed" : ""))),
       h("div", { class: "toolbar" }, kinds.map(k => h("button", { class: "chip", "data-chip": k, "aria-pressed": "false", onclick: e => { on.has(k) ? on.delete(k) : on.add(k); e.currentTarget.setAttribute("aria-pressed", on.has(k)); draw(); } }, k, h("span", { class: "n", text: counts[k] })))),
       list);
@@ -457,7 +461,8 @@
     function draw() {
       list.replaceChildren(entries.length ? h("table", { class: "cases" }, h("tbody", null, entries.filter(x => !on.size || on.has(x.kind)).map(x =>
         h("tr", { class: "case", "data-kind": x.kind, onclick: () => { location.hash = "#" + encodeURIComponent(label(x)); } },
-          h("td", null, badge(x.kind)), h("td", null, h("a", { href: "#" + encodeURIComponent(label(x)), text: label(x) })),
+          h("td", null, badge(x.kind), moved.has(x.id + "\0" + (x.connector || "")) ? h("span", { class: "badge moved", title: "moved beyond its runs' noise (Fisher, Holm)", text: "MOVED" }) : null),
+          h("td", null, h("a", { href: "#" + encodeURIComponent(label(x)), text: label(x) })),
           h("td", { text: verdicts(x) }),
           h("td", null, (x.changes || []).slice(0, 3).map(c => h("div", { class: "small" }, h("b", { text: c.what }), ": " + shorten(c.before, 80) + " → " + shorten(c.after, 80))),
             !(x.changes || []).length && x.reason ? h("div", { class: "reason small", text: x.reason }) : null)))))
