@@ -4,12 +4,12 @@ The public API: the data that flows (cases, results, reports), the errors, and t
 registry per plug-in kind (``plugins.ASSERTIONS``, ``CONNECTORS``, ``REPORTS``, ``SOURCES``, ``MODES``)
 and the decorators that add to them (``register_assertion``, ``register_connector``, ``register_report``)."""
 
-from agenttest.util import collector as _collector
+from agenttest.speed import collector as _collector
 
 if _collector.started_as_the_command():  # ``agent-test …``: what these imports make is frozen as they end
     _collector.claim()
-with _collector.importing():  # util/collector.py
-    from agenttest.util import classcache as _classcache
+with _collector.importing():  # speed/collector.py
+    from agenttest.speed import classcache as _classcache
 
     _classcache.install(__path__[0])  # before any of agenttest's dataclasses is made
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from agenttest.util import collector
+from agenttest.speed import collector
 
 with collector.importing():  # click and the run's configuration: ~12,000 objects, no garbage
     import click

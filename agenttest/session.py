@@ -34,7 +34,8 @@ from agenttest.runtime.context import Identity, read_ctx
 from agenttest.runtime.trace import Trace, current_trace
 from agenttest.selection import lastfailed, shards
 from agenttest.selection.filters import select
-from agenttest.util import collector, files
+from agenttest.speed import collector
+from agenttest.util import files
 from agenttest.util.secrets import MIN_LENGTH, Secrets
 from agenttest.verdicts.costs import spend_of
 from agenttest.verdicts.outcome import exit_code, iso

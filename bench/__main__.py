@@ -113,7 +113,7 @@ def _compiled(package: str) -> None:
     if spec is not None and spec.submodule_search_locations:
         for folder in spec.submodule_search_locations:
             compileall.compile_dir(folder, quiet=1)
-    # and the compiled dataclass methods agenttest keeps beside its bytecode (agenttest/util/classcache.py),
+    # and the compiled dataclass methods agenttest keeps beside its bytecode (agenttest/speed/classcache.py),
     # which a first run writes unless PYTHONDONTWRITEBYTECODE is set
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run([sys.executable, "-c", WARM], env=env, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -18,7 +18,7 @@ PACKAGE = REPO / "agenttest"
 # verdicts (decide) → reporting → history; app, agents, connectors and runtime are what the stages use.
 LAYERS: dict[str, int] = {
     "version": 0, "errors": 0, "schema": 0,
-    "util": 1, "stats": 1,
+    "util": 1, "speed": 1, "stats": 1,
     "model": 2, "config": 2, "plugins": 2,
     "runtime": 3, "selection": 3,
     "app": 4, "verdicts": 4,

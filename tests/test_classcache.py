@@ -1,4 +1,4 @@
-"""The kept code of agenttest's dataclasses (agenttest/util/classcache.py): a class made from it behaves as
+"""The kept code of agenttest's dataclasses (agenttest/speed/classcache.py): a class made from it behaves as
 ``dataclasses`` makes it; other packages' classes are left alone; the file is read and written as Python's
 own bytecode is."""
 
@@ -13,7 +13,7 @@ import types
 
 import pytest
 
-from agenttest.util import classcache
+from agenttest.speed import classcache
 
 pytestmark = pytest.mark.skipif(not classcache._installed, reason="only on the Python versions whose dataclasses it mirrors")
 
@@ -99,7 +99,7 @@ def test_the_same_text_is_compiled_once(modules):
 
 
 def test_code_agenttest_writes_itself_is_kept_under_its_file_name():
-    """``compiled``: what util/records writes for our classes (their fast __init__, builders) is compiled once
+    """``compiled``: what speed/records writes for our classes (their fast __init__, builders) is compiled once
     and kept with the rest; the same text under another file name is a code object of its own."""
     text = "def f(x):\n    return x + 1"
     before = classcache._added
@@ -168,7 +168,7 @@ def test_a_folder_it_cannot_write_is_not_an_error(tmp_path, monkeypatch):
 
 def test_a_fresh_interpreter_uses_the_kept_file(tmp_path):
     """A run writes the file at exit; the next one compiles nothing anew."""
-    probe = ("import agenttest.cli, agenttest.session; from agenttest.util import classcache as c; "
+    probe = ("import agenttest.cli, agenttest.session; from agenttest.speed import classcache as c; "
              "print(c._added, len(c._codes))")
     if not os.access(os.path.dirname(os.path.dirname(classcache._path or "")), os.W_OK):
         pytest.skip("agenttest is installed read-only here: nothing can be kept")

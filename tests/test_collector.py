@@ -1,4 +1,4 @@
-"""util/collector.py: no collection while modules import, the collector left as it was; freezing and the
+"""speed/collector.py: no collection while modules import, the collector left as it was; freezing and the
 run's thresholds only in a process the CLI has claimed (checked in a fresh interpreter, never this one)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from agenttest.util import collector
+from agenttest.speed import collector
 
 REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
 
@@ -72,7 +72,7 @@ def _fresh(code: str) -> dict:
 def test_a_claimed_process_freezes_what_its_imports_made_and_runs_at_the_run_thresholds():
     state = _fresh("""
 import gc, json
-from agenttest.util import collector
+from agenttest.speed import collector
 before = gc.get_freeze_count()
 collector.run_begins()  # not claimed: nothing changes
 unclaimed = [gc.get_freeze_count() - before, gc.get_threshold()]

@@ -1,4 +1,4 @@
-"""``util.records.replace``: what ``dataclasses.replace`` gives for the results a case run is made of, and the
+"""``speed.records.replace``: what ``dataclasses.replace`` gives for the results a case run is made of, and the
 classes it leaves to ``dataclasses.replace``; and the one-run gate, which takes its figures from that run."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import InitVar, dataclass, field
 import pytest
 
 from agenttest.model import AssertionResult, CaseResult, Gate, Spend, Usage
-from agenttest.util.records import builder, fast_init, replace
+from agenttest.speed.records import builder, fast_init, replace
 from agenttest.verdicts.gates import Policy, gate
 
 RESULT = CaseResult("a", "failed", "name", [{"role": "user", "content": "hi"}], output="no", error="why", warnings=("w0",),

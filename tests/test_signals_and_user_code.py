@@ -311,7 +311,7 @@ def test_in_process_runs_leave_the_garbage_collector_alone(app_dir, tmp_path):
 @pytest.mark.parametrize("workers", ["0", "1"])
 def test_the_cli_runs_its_cases_with_start_up_frozen_and_the_collector_on(app_dir, tmp_path, workers, server):
     """In the CLI's own process (and a worker forked from it) user code meets a collector that is on, runs
-    at the run's thresholds, and has start-up's objects — the SDK's included — frozen (util/collector.py)."""
+    at the run's thresholds, and has start-up's objects — the SDK's included — frozen (speed/collector.py)."""
     (app_dir / "connectors" / "fake.conn.yao").write_text(json.dumps({"type": "openai", "options": {
         "model": "fake-model", "host": server.host, "key": "$ENV.FAKE_OPENAI_KEY", "max_retries": 0}}))
     package = app_dir / "assistants" / "bot" / "package.yao"

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenttest.util.records import replace
+from agenttest.speed.records import replace
 from agenttest.app import prompts
 from agenttest.runtime import usercalls
 from agenttest.connectors import ChatRequest, Connector

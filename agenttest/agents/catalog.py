@@ -21,7 +21,7 @@ from agenttest.connectors.files import spec_for
 from agenttest.connectors.throttle import Traffic
 from agenttest.errors import AgentTestError, InputError
 from agenttest.agents.mcp import Servers
-from agenttest.util import collector
+from agenttest.speed import collector
 from agenttest.util.secrets import Secrets
 from agenttest.app.yaofiles import function, load_module
 
@@ -104,7 +104,7 @@ class Catalog:
         modules = [m for c in self._connectors.values() for m in wanted.get(c.spec.type, [])]
         if any(agent.spec.mcp for agent in self._agents.values()):
             modules += ["mcp", "mcp.client.stdio", "mcp.client.sse", "mcp.client.streamable_http"]
-        with collector.importing():  # ~55,000 objects, no garbage (util/collector.py)
+        with collector.importing():  # ~55,000 objects, no garbage (speed/collector.py)
             for name in dict.fromkeys(modules):
                 importlib.import_module(name)
             if "openai" in modules:  # the SDK's aiohttp transport imports aiohttp (~65 ms) when its first client is made

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agenttest.errors import did_you_mean
-from agenttest.util.records import fast_init as _fast_init, replace
+from agenttest.speed.records import fast_init as _fast_init, replace
 from agenttest.plugins import ASSERTIONS
 from agenttest.model import AssertionResult, AssertionSpec, Case, Message, ToolCall
 from agenttest.util.text import as_text

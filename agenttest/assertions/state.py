@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agenttest.util.records import replace
+from agenttest.speed.records import replace
 from agenttest.model import AssertionResult
 from agenttest.runtime.world import diff
 from agenttest.util.text import shorten

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agenttest import plugins
 from agenttest.errors import AgentTestError, did_you_mean
-from agenttest.util import collector
+from agenttest.speed import collector
 from agenttest.connectors.base import ChatRequest, Connector, ConnectorSpec, Factory, Retryable, factory, register, type_names
 
 __all__ = ["ChatRequest", "Connector", "ConnectorSpec", "Factory", "Retryable", "create", "register"]

@@ -10,7 +10,7 @@ from typing import Any, Literal, Protocol
 from agenttest.errors import CallError
 from agenttest.plugins import CONNECTORS
 from agenttest.model import Completion, Message
-from agenttest.util.records import fast_init as _fast_init
+from agenttest.speed.records import fast_init as _fast_init
 
 FailureKind = Literal["rate_limit", "server", "timeout", "connection", "unreachable"]
 

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agenttest.util.records import replace
+from agenttest.speed.records import replace
 from agenttest.runtime import attachments
 from agenttest.verdicts import budgets
 from agenttest.agents.caller import Caller

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenttest.util.records import replace
+from agenttest.speed.records import replace
 from agenttest.verdicts import budgets
 from agenttest.assertions import Observation, evaluate_all
 from agenttest.errors import CallError, CallLimit

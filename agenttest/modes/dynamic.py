@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from agenttest.util.records import replace
+from agenttest.speed.records import replace
 from agenttest.plugins import MODES
 from agenttest.assertions import Observation, evaluate
 from agenttest.errors import CallError

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from agenttest.util.records import replace
+from agenttest.speed.records import replace
 from agenttest.plugins import MODES
 from agenttest.assertions import evaluate_all
 from agenttest.errors import CallError

@@ -10,7 +10,7 @@ import operator
 import os
 from typing import Any
 
-from agenttest.util.records import replace
+from agenttest.speed.records import replace
 from agenttest.plugins import MODES
 from agenttest.util import patterns
 from agenttest.runtime import usercalls

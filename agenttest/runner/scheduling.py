@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agenttest.util.records import replace
+from agenttest.speed.records import replace
 from agenttest.util.values import fresh
 from agenttest import modes
 from agenttest.runtime import attachments

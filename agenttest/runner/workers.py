@@ -33,7 +33,7 @@ from agenttest.resolution import planning
 from agenttest.runner import processes, slots
 from agenttest.runner.controller import StartFailed, WorkerLost
 from agenttest.runtime import usercalls
-from agenttest.util import records
+from agenttest.speed import records
 from agenttest.runner.scheduling import AFTER_GRACE, Unit, internal_error, run_case, units
 
 HEARTBEAT = 0.5

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
-from agenttest.util.classcache import compiled
+from agenttest.speed.classcache import compiled
 
 T = TypeVar("T")
 

@@ -84,7 +84,7 @@ def _is_ours(globals: Any) -> bool:
 
 
 def compiled(txt: str, filename: str) -> CodeType:
-    """``compile(txt, filename, "exec")`` for code agenttest writes itself at import (``util/records``), kept as
+    """``compile(txt, filename, "exec")`` for code agenttest writes itself at import (``speed/records``), kept as
     the dataclasses' code is: compiled once, then read from ``__pycache__``."""
     global _added
     if not _installed:
