@@ -386,8 +386,8 @@ def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on: str | N
     def work() -> int:
         from agenttest.history.comparison import compare
         from agenttest.util.files import write_atomic
-        from agenttest.history.codec import read
-        from agenttest.reporting import diffs
+        from agenttest.reporting.codec import read
+        from agenttest.history import diffs
 
         for output in outputs:
             diffs.check_path(output)
@@ -421,7 +421,7 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...], partial: b
     def work() -> int:
         from agenttest import reporting
         from agenttest.history.merging import merge
-        from agenttest.history.codec import read
+        from agenttest.reporting.codec import read
         from agenttest.reporting.console import Console
         from agenttest.verdicts.outcome import exit_code
 
@@ -451,7 +451,7 @@ def history_command(history_file: str | None, app_dir: str | None, limit: int) -
 
     def work() -> int:
         from agenttest.history.store import History, locate
-        from agenttest.reporting.runs import run_lines
+        from agenttest.history.runs import run_lines
 
         path = locate(history_file, app_dir)
         with History(path, create=False) as history:
@@ -473,9 +473,9 @@ def view_command(report: str | None, port: int, open_browser: bool, history_file
     """Serve the run history (or one JSON report) in the viewer on 127.0.0.1 until Ctrl-C."""
 
     def work() -> int:
-        from agenttest.history.codec import read
+        from agenttest.reporting.codec import read
         from agenttest.history.store import History, locate
-        from agenttest.reporting.viewer import server
+        from agenttest.history import server
 
         if report is not None:
             pages, what = server.Pages(report=read(report)), report

@@ -116,8 +116,10 @@ class Session:
                         recording.hand(next((self.here(w) for o, w in zip(outputs, written) if o.lower().endswith(".json")), None))
             lastfailed.save(caller.catalog.app.root, config.inputs, report.results, report.gates)
             watch.summary(report, written)
-            if comparison is not None:
-                watch.comparison(comparison)
+            if comparison is not None:  # after the summary, ending with its banner
+                from agenttest.history import diffs
+
+                watch.lines(diffs.console_lines(comparison, config.color) + diffs.gate_lines(comparison, config.fail_on))
             if recording is not None and (problem := await asyncio.to_thread(recording.wait)):
                 sys.stderr.write(f"warning: {problem}\n")
         if done.failure is not None:  # a bug of ours outside any case: exit 3, the report of what ran written

@@ -50,7 +50,7 @@ def _row(b: Any, name: str, seconds: float | None, target: str, met: bool | None
 # each report format made from the same run's report, read back (in a process of agenttest's, not the harness's)
 TIME_FORMATS = """
 import json, sys, time
-from agenttest.history.codec import read
+from agenttest.reporting.codec import read
 from agenttest.reporting.formats import registered, renderer
 report = read(sys.argv[1])
 took = {}

@@ -24,9 +24,9 @@ LAYERS: dict[str, int] = {
     "app": 4, "verdicts": 4,
     "connectors": 5,
     "agents": 6,
-    "assertions": 7, "history": 7,
+    "assertions": 7,
     "modes": 8, "resolution": 8, "reporting": 8,
-    "inputs": 9, "runner": 9,
+    "inputs": 9, "runner": 9, "history": 9,
     "session": 10,
     "cli": 11, "__main__": 11, "__init__": 11,
 }

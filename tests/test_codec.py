@@ -1,4 +1,4 @@
-"""The report codec (history/codec.py): a report written and read back is the same report, every field of
+"""The report codec (reporting/codec.py): a report written and read back is the same report, every field of
 every result type included; any value can be written; a report file with wrong-typed values is exit 2 at
 the place of the bad value, never a traceback."""
 
@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from agenttest.history import codec
+from agenttest.reporting import codec
 from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Gate, ModelCall, RunReport, Spend, Stability,
                              ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from agenttest.errors import AgentTestError

@@ -18,7 +18,7 @@ from agenttest.errors import AgentTestError
 from agenttest.history import store
 from agenttest.history.store import History
 from agenttest.model import CaseResult, Gate, RunReport
-from agenttest.reporting.viewer import server
+from agenttest.history import server
 from agenttest.util.secrets import Secrets
 
 SECRET = "sk-test-0123456789abcdef"
@@ -119,7 +119,7 @@ def test_a_failing_run_is_recorded_with_its_verdicts_and_exit_code(tmp_path):
 
 def test_a_run_cut_short_is_listed_with_the_cases_it_did_not_run(tmp_path):
     """Ctrl-C after 9 of 200 cases: 9 passed, but the run is not listed as a green run of 9 cases."""
-    from agenttest.reporting.runs import run_lines
+    from agenttest.history.runs import run_lines
 
     ran = [CaseResult(f"c{i}", "passed", file="t.jsonl") for i in range(9)]
     with History(str(tmp_path / "h.sqlite")) as history:
@@ -322,7 +322,7 @@ def test_the_server_pages(app):
 
 def test_view_of_one_report_file(app, tmp_path):
     cli("-i", "tests", "-q", "-o", str(tmp_path / "r.json"), cwd=app)
-    from agenttest.history.codec import read
+    from agenttest.reporting.codec import read
 
     pages = server.Pages(report=read(str(tmp_path / "r.json")))
     assert '"kind":"report"' in pages.get("/", {})

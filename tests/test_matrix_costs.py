@@ -173,8 +173,8 @@ def test_generation_is_priced_as_the_generator_role(app, server, tmp_path):
     assert costs["total"] == pytest.approx(1500 / 1e6 + A_CALL)
     (spent,) = report(out)["summary"]["generation"]
     assert (spent["role"], spent["connector"], spent["calls"], spent["cost"]) == ("generator", "fake-gen", 1, pytest.approx(1500 / 1e6))
-    from agenttest.history.codec import report_dict
-    from agenttest.history.codec import read
+    from agenttest.reporting.codec import report_dict
+    from agenttest.reporting.codec import read
     assert report_dict(read(str(out))) == report(out)  # read back whole, generation included
 
 
@@ -233,8 +233,8 @@ def test_diff_of_two_matrix_runs_compares_each_case_on_each_connector_under_its_
     assert kinds == {("greet", "fake-a"): "unchanged", ("greet", "fake-b"): "regressed",
                      ("half", "fake-a"): "unchanged", ("half", "fake-b"): "flaky"}  # 1 of 2 passed: its gate of 0.5 holds
     assert "REGRESSED [greet on fake-b] passed (2/2 runs passed) → failed (0/2 runs passed)" in result.output
-    from agenttest.history.codec import report_dict
-    from agenttest.history.codec import read
+    from agenttest.reporting.codec import report_dict
+    from agenttest.reporting.codec import read
     assert report_dict(read(str(new))) == report(new)  # gates, matrix, costs and spend read back whole
 
 

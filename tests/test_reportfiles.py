@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from agenttest.history.codec import report_dict
-from agenttest.history.codec import read
+from agenttest.reporting.codec import report_dict
+from agenttest.reporting.codec import read
 from helpers import REPO, cli, report
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from agenttest.model import AssertionResult, CaseResult, Spend, ToolCall, Turn, Usage
 from agenttest.reporting import check_path, render, write
-from agenttest.history.codec import report_dict
+from agenttest.reporting.codec import report_dict
 from agenttest.verdicts.outcome import make_report
 
 

@@ -11,7 +11,7 @@ import pytest
 from browser import chromium, expect
 from viewer_demo import build
 
-from agenttest.reporting.viewer import server
+from agenttest.history import server
 
 
 @pytest.fixture(scope="module")
@@ -241,7 +241,7 @@ def test_the_runs_page_says_a_run_was_cut_short(page, tmp_path):
 
 @pytest.mark.parametrize("terminated, said", [(False, "Ctrl-C"), (True, "SIGTERM")])
 def test_an_interrupted_report_says_which_signal_stopped_it(page, tmp_path, terminated, said):
-    from agenttest.history.codec import read
+    from agenttest.reporting.codec import read
     from agenttest.model import CaseResult
     from agenttest.reporting import write
     from agenttest.verdicts.outcome import make_report

@@ -473,7 +473,7 @@ def test_results_rebuilt_in_the_controller_share_their_verdicts_spends_and_outpu
     import json
     import pickle
 
-    from agenttest.history.codec import result_dict
+    from agenttest.reporting.codec import result_dict
     from agenttest.model import AssertionResult, CaseResult, ModelCall, Spend, Usage
     from agenttest.runner import workers
 

@@ -73,7 +73,7 @@ def screenshots(demo: dict[str, Path], folder: Path) -> list[Path]:
     """The docs' pictures of the viewer (docs/reports.md), taken in headless Chromium."""
     from browser import chromium
 
-    from agenttest.reporting.viewer import server
+    from agenttest.history import server
 
     httpd, _ = server.start(server.Pages(history=str(demo["history"])))
     shots = [("viewer-report.png", demo["b_html"].as_uri(), None), ("viewer-chat.png", demo["a_html"].as_uri() + "#order-status", 1000),

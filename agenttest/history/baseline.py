@@ -4,7 +4,7 @@ compared with after its summary (the exit code then follows regressions, not eve
 from __future__ import annotations
 
 from agenttest.history.comparison import Comparison, compare
-from agenttest.history.codec import read
+from agenttest.reporting.codec import read
 from agenttest.model import RunReport
 
 

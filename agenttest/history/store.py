@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agenttest.errors import AgentTestError
-from agenttest.history.codec import report_dict
+from agenttest.reporting.codec import report_dict
 from agenttest.model import CaseResult, Gate, RunReport
 from agenttest.util import forked
 from agenttest.util.secrets import Secrets

@@ -8,7 +8,7 @@ from typing import Any, TextIO
 from agenttest.util.durations import format_duration, format_timeout
 from agenttest.verdicts.gates import failed, in_order, walk
 from agenttest.model import Case, CaseResult, RunHeader, RunReport, ToolCall
-from agenttest.history.codec import summary_dict
+from agenttest.reporting.codec import summary_dict
 from agenttest.reporting.rows import change_text, preview
 from agenttest.reporting import figures
 from agenttest.util.secrets import Secrets

@@ -8,7 +8,7 @@ import json
 from typing import Any, TextIO
 
 from agenttest.model import CaseResult, RunHeader, RunReport
-from agenttest.history.codec import result_dict, summary_dict
+from agenttest.reporting.codec import result_dict, summary_dict
 from agenttest.util.secrets import Secrets
 
 SCHEMA_VERSION = 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agenttest.history.codec import report_dict
+from agenttest.reporting.codec import report_dict
 from agenttest.model import RunReport
 from agenttest.reporting import viewer
 from agenttest.reporting.formats import register

@@ -13,7 +13,7 @@ from typing import Any
 from agenttest.model import CaseResult, RunReport
 from agenttest.util.files import WRITE_ERRORS
 from agenttest.reporting.formats import register
-from agenttest.history.codec import (MAX_DEPTH, SHAPES, jsonable, metadata_dict, nonfinite, result_dict, step_code, steps,
+from agenttest.reporting.codec import (MAX_DEPTH, SHAPES, jsonable, metadata_dict, nonfinite, result_dict, step_code, steps,
                                      summary_dict)
 from agenttest.util.text import safe_text
 

@@ -9,7 +9,7 @@ from agenttest.util.text import as_text, printable, shorten
 from agenttest.model import AssertionResult, CaseResult, RunReport, ToolCall
 from agenttest.reporting import figures
 from agenttest.reporting.formats import register
-from agenttest.history.codec import summary_dict
+from agenttest.reporting.codec import summary_dict
 from agenttest.reporting.rows import change_text, row_input
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "timeout": "⏱", "skipped": "⏭"}

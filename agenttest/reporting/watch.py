@@ -4,7 +4,7 @@ each start and result, warnings, the summary and the baseline comparison."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from agenttest.config import RunConfig
 from agenttest.model import CaseResult, Plan, ResolvedCase, RunHeader, RunReport
@@ -12,9 +12,6 @@ from agenttest.reporting.console import Console
 from agenttest.reporting.events import EventStream
 from agenttest.reporting.jsonfile import Spool
 from agenttest.util.secrets import Secrets
-
-if TYPE_CHECKING:  # --baseline only: a run without one never imports the comparison (start-up)
-    from agenttest.history.comparison import Comparison
 
 
 class Watch:
@@ -58,11 +55,9 @@ class Watch:
         cut = [self.console.title(i, run, runs, label) for (_, i, run, label), runs in self._running.items()] if report.interrupted else []
         self.console.summary(report, ", ".join(written) or None, cut)
 
-    def comparison(self, comparison: Comparison) -> None:
-        """--baseline: the comparison after the summary, ending with its banner."""
-        from agenttest.reporting import diffs
-
-        for line in diffs.console_lines(comparison, self.config.color) + diffs.gate_lines(comparison, self.config.fail_on):
+    def lines(self, lines: list[str]) -> None:
+        """More lines after the summary (--baseline: the comparison, ending with its banner)."""
+        for line in lines:
             self.console.line(line)
 
     def closing(self, report: RunReport, code: int) -> None:

@@ -26,7 +26,7 @@ from agenttest.verdicts.costs import spend_of
 from agenttest.errors import CallError, HookError
 from agenttest.app.hooks import data_of
 from agenttest.model import AssertionResult, Budget, Case, CaseResult, Plan, ResolvedCase, Status
-from agenttest.history.codec import result_dict
+from agenttest.reporting.codec import result_dict
 from agenttest.runtime.trace import Trace, current_trace
 from agenttest.runtime.world import ToolWorld
 

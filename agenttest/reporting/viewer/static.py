@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape as _escape
 
-from agenttest.history.codec import summary_dict
+from agenttest.reporting.codec import summary_dict
 from agenttest.reporting.rows import change_text, row_input
 from agenttest.model import AssertionResult, CaseResult, RunReport, ToolCall
 from agenttest.reporting import figures

@@ -9,7 +9,7 @@ from typing import Any
 
 from agenttest.errors import AgentTestError
 from agenttest.history.comparison import KINDS, CaseDiff, Comparison
-from agenttest.history.codec import paired_dict, result_dict
+from agenttest.reporting.codec import paired_dict, result_dict
 from agenttest.model import CaseResult, RunReport
 from agenttest.reporting import evidence, viewer
 from agenttest.reporting.console import RULE, THIN, cut, safe

@@ -12,10 +12,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from agenttest.errors import AgentTestError
 from agenttest.history.comparison import compare
-from agenttest.history.codec import report_of
+from agenttest.reporting.codec import report_of
 from agenttest.history.store import History
 from agenttest.model import RunReport
-from agenttest.reporting import diffs, html, viewer
+from agenttest.history import diffs
+from agenttest.reporting import html, viewer
 
 HOST = "127.0.0.1"  # never another interface: the history holds what the agent said
 
