@@ -296,7 +296,7 @@ def main() -> None:
               help="A case passes when this share of its runs passed (a case's 'min_pass_rate' wins); 1.0 is pass^k.")
 @click.option("--early-stop", is_flag=True, cls=Option, section="Running",
               help="Stop a case's runs once no remaining run can change its verdict  [default: off]")
-@click.option("--budget", metavar="LIMITS", callback=_parsed_by("verdicts.budgets"), cls=Option, section="Running",
+@click.option("--budget", metavar="LIMITS", callback=_parsed_by("accounting.budgets"), cls=Option, section="Running",
               help="Limits per case run, e.g. tokens=20000,cost=0.05,tool_calls=10,turns=8,duration=2m (a case's 'budget' wins)  [default: none]")
 @click.option("--seed", default=0, show_default=True, type=int, metavar="N", cls=Option, section="Running",
               help="Seed of the faults given with a rate: the same seed injects the same faults.")

@@ -37,7 +37,7 @@ from agenttest.selection.filters import select
 from agenttest.speed import collector
 from agenttest.util import files
 from agenttest.util.secrets import MIN_LENGTH, Secrets
-from agenttest.verdicts.costs import spend_of
+from agenttest.accounting.costs import spend_of
 from agenttest.verdicts.outcome import exit_code, iso
 
 if TYPE_CHECKING:  # the history is imported when a run is recorded (start-up)

@@ -21,7 +21,7 @@ LAYERS: dict[str, int] = {
     "util": 1, "speed": 1, "stats": 1,
     "model": 2, "config": 2, "plugins": 2,
     "runtime": 3, "selection": 3,
-    "app": 4, "verdicts": 4,
+    "app": 4, "verdicts": 4, "accounting": 4,
     "connectors": 5,
     "agents": 6,
     "assertions": 7,

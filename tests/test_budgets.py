@@ -220,7 +220,7 @@ def test_a_budget_assertion_needs_a_limit(bot):
 
 # ---- the module ------------------------------------------------------------------------------------
 
-from agenttest.verdicts import budgets  # noqa: E402
+from agenttest.accounting import budgets  # noqa: E402
 from agenttest.model import Budget  # noqa: E402
 
 

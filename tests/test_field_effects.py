@@ -14,7 +14,7 @@ import pytest
 from agenttest import assertions
 from agenttest.inputs import caseschema
 from agenttest.assertions import Observation
-from agenttest.verdicts.budgets import Spent
+from agenttest.accounting.budgets import Spent
 from agenttest.model import AssertionSpec, ToolCall
 from helpers import cli, report
 

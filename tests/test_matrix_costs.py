@@ -196,7 +196,7 @@ def test_bad_pricing_is_exit_2_at_the_connector_file(app, server, pricing, messa
 
 # ---- the module ------------------------------------------------------------------------------------
 
-from agenttest.verdicts.costs import Pricing, money, pricing_of, totals  # noqa: E402
+from agenttest.accounting.costs import Pricing, money, pricing_of, totals  # noqa: E402
 from agenttest.model import CaseResult, Spend, Usage  # noqa: E402
 
 
@@ -240,7 +240,7 @@ def test_diff_of_two_matrix_runs_compares_each_case_on_each_connector_under_its_
 
 def _reference_totals(results, generation=()):
     """totals as first written: every spend sorted by role then connector, summed one by one."""
-    from agenttest.verdicts.costs import _order, add
+    from agenttest.accounting.costs import _order, add
 
     by_role: dict = {}
     by_connector: dict = {}

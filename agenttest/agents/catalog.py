@@ -11,7 +11,7 @@ import asyncio
 import os
 from typing import Any
 
-from agenttest.verdicts import costs
+from agenttest.accounting import costs
 from agenttest.app import prompts
 from agenttest.agents.agent import Agent, load_spec
 from agenttest.app.folders import App

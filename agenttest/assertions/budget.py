@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agenttest.verdicts import budgets
+from agenttest.accounting import budgets
 from agenttest.model import AssertionResult
 from agenttest.assertions.registry import CheckProblem, Observation, register
 

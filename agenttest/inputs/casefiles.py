@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agenttest.verdicts import budgets
+from agenttest.accounting import budgets
 from agenttest.inputs.caseschema import plainly_valid
 from agenttest.util.durations import parse_duration
 from agenttest.errors import InputError, Location, Problem, closest

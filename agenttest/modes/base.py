@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from agenttest.speed.records import replace
 from agenttest.runtime import attachments
-from agenttest.verdicts import budgets
+from agenttest.accounting import budgets
 from agenttest.agents.caller import Caller
 from agenttest.model import Budget, Case, CaseResult, Context, Limits, Message, Reply, Status
 from agenttest.runtime.trace import Trace

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agenttest.speed.records import replace
-from agenttest.verdicts import budgets
+from agenttest.accounting import budgets
 from agenttest.assertions import Observation, evaluate_all
 from agenttest.errors import CallError, CallLimit
 from agenttest.model.messages import last_user_content

@@ -9,7 +9,7 @@ from agenttest.plugins import MODES
 from agenttest.assertions import Observation, evaluate_all
 from agenttest.errors import CallError, CallLimit
 from agenttest.model import AssertionResult, AssertionSpec, Case, CaseResult, Limits, Status
-from agenttest.verdicts import budgets
+from agenttest.accounting import budgets
 from agenttest.runtime.trace import Trace
 from agenttest.modes.base import CaseEnv, world_view
 

@@ -25,7 +25,8 @@ from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, Endp
                              Spend, Stability, ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from agenttest.util.positions import json_offset, line_col
 from agenttest.util.text import safe_text
-from agenttest.verdicts import costs, gates
+from agenttest.accounting import costs
+from agenttest.verdicts import gates
 
 HINT = "give a JSON report written by agent-test (-o report.json, or the default output-<timestamp>.json)"
 MAX_DEPTH = 200  # deeper values are cut: no report is lost to a value nested without end

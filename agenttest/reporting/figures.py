@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agenttest.util.durations import format_duration
-from agenttest.verdicts.costs import money, totals
+from agenttest.accounting.costs import money, totals
 from agenttest.verdicts.gates import classify, pass_k, runs_saved, shown
 from agenttest.model import Gate, RunReport
 

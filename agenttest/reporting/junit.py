@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from agenttest.verdicts.costs import totals
+from agenttest.accounting.costs import totals
 from agenttest.verdicts.gates import key_of, runs_saved
 from agenttest.model import CaseResult, Gate, RunReport
 from agenttest.util.text import BIDI, as_text

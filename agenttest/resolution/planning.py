@@ -11,7 +11,7 @@ from agenttest.config import RunConfig
 from agenttest.errors import AgentTestError, InputError, Problem
 from agenttest.model import Case, Plan, ResolvedCase
 from agenttest.resolution.resolve import Resolved, resolve, unknown_tools
-from agenttest.verdicts import budgets
+from agenttest.accounting import budgets
 
 Start = Callable[[Plan], Awaitable[list[Problem]]]  # start the workers for a plan; the problems they met
 

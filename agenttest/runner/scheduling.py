@@ -17,12 +17,12 @@ from agenttest.speed.records import replace
 from agenttest.util.values import fresh
 from agenttest import modes
 from agenttest.runtime import attachments
-from agenttest.verdicts import budgets
+from agenttest.accounting import budgets
 from agenttest.verdicts import gates
 from agenttest.runtime import usercalls
 from agenttest.agents.caller import Caller
 from agenttest.util.durations import format_timeout
-from agenttest.verdicts.costs import spend_of
+from agenttest.accounting.costs import spend_of
 from agenttest.errors import CallError, HookError
 from agenttest.app.hooks import data_of
 from agenttest.model import AssertionResult, Budget, Case, CaseResult, Plan, ResolvedCase, Status

@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from agenttest.verdicts.costs import add, total
+from agenttest.accounting.costs import add, total
 from agenttest.model import Case, CaseResult, Gate, PassK, Plan
 
 Key = tuple[str, str, str]  # (file, case id, connector)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenttest.util.durations import format_duration, parse_duration
-from agenttest.verdicts.costs import EXAMPLE as COST_EXAMPLE
-from agenttest.verdicts.costs import Pricing, money, spend_of, total
+from agenttest.accounting.costs import EXAMPLE as COST_EXAMPLE
+from agenttest.accounting.costs import Pricing, money, spend_of, total
 from agenttest.errors import Problem, did_you_mean
 from agenttest.model import Budget, ResolvedCase
 from agenttest.runtime.trace import Trace
