@@ -76,7 +76,7 @@ BUILTINS = (
     "agenttest.assertions.trajectory", "agenttest.assertions.budget",
     "agenttest.connectors.openai", "agenttest.connectors.mock",
     "agenttest.reporting.jsonfile", "agenttest.reporting.markdown", "agenttest.reporting.html", "agenttest.reporting.junit",
-    "agenttest.inputs.sources",
+    "agenttest.inputs.sources.messages", "agenttest.inputs.sources.generators",
     "agenttest.modes.standard", "agenttest.modes.dynamic", "agenttest.modes.scripted", "agenttest.modes.scripttest",
 )
 

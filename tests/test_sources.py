@@ -14,7 +14,8 @@ from agenttest.agents.caller import Caller
 from agenttest.agents.catalog import Catalog
 from agenttest.errors import AgentTestError
 from agenttest.runtime.context import Identity
-from agenttest.inputs.sources import CaseFile, GeneratorAgent, GeneratorScript, LoadEnv, Message, ScriptTests, classify, expand, meant_path
+from agenttest.inputs.sources import CaseFile, LoadEnv, Message, ScriptTests, classify, expand, meant_path
+from agenttest.inputs.sources.generators import GeneratorAgent, GeneratorScript
 
 GENERATOR_RULES = """
 rules:

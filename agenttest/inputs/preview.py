@@ -6,11 +6,10 @@ import asyncio
 import json
 import os
 from collections.abc import Iterable
-from typing import TextIO
+from typing import Any, TextIO
 
 from agenttest.errors import AgentTestError
 from agenttest.inputs.casefiles import SUFFIXES
-from agenttest.inputs.sources import normalized
 from agenttest.model import Case
 from agenttest.util import files
 from agenttest.util.secrets import Secrets
@@ -54,3 +53,28 @@ def _as(rows: list[dict], ext: str) -> str:
     import yaml
 
     return yaml.safe_dump(rows, allow_unicode=True, sort_keys=False)
+
+
+def normalized(case: Case) -> dict[str, Any]:
+    """A case as one JSON object that ``-i`` loads back: input as messages, assertions spelled out."""
+    out: dict[str, Any] = {}
+    for key, value in case.raw.items():
+        if key in ("assert", "assertions", "input", "checkpoints"):
+            continue
+        out[key] = value
+    if case.messages:
+        out["input"] = list(case.messages)
+    if case.assertions:
+        out["assertions"] = [dict(a.params, type=a.type) for a in case.assertions]
+    if case.checkpoints:
+        out["checkpoints"] = [
+            {k: v for k, v in {"id": c.id, "description": c.description or None, "assertion": dict(c.assertion.params, type=c.assertion.type),
+             "after": list(c.after) or None, "required": None if c.required else False}.items() if v is not None}
+            for c in case.checkpoints
+        ]
+    if case.turns:  # a case of a variants product: its own id, each turn with the input it was built with
+        out["id"] = case.id
+        out["turns"] = [{k: v for k, v in {"id": t.id or None, "input": list(t.messages),
+                                           "assertions": [dict(a.params, type=a.type) for a in t.assertions] or None}.items() if v is not None}
+                        for t in case.turns]
+    return out
