@@ -19,7 +19,7 @@ with _collector.importing():  # speed/collector.py
     from agenttest.connectors import ChatRequest, Connector, ConnectorSpec
     from agenttest.connectors import register as register_connector
     from agenttest.errors import AgentError, AgentTestError, CallError, ExitCode, InputError, Location, Problem
-    from agenttest.inputs.casefiles import Loaded
+    from agenttest.inputs.documents import Loaded
     from agenttest.model import (
         AssertionResult,
         AssertionSpec,

@@ -21,7 +21,8 @@ from agenttest.config import RunConfig
 from agenttest.connectors.cassettes import Cassettes
 from agenttest.connectors.throttle import Traffic
 from agenttest.errors import AgentTestError, ExitCode, InputError, InternalError, Interrupted
-from agenttest.inputs.casefiles import KeyPolicy, Loaded, load_file
+from agenttest.inputs.documents import KeyPolicy, Loaded
+from agenttest.inputs.reading import load_file
 from agenttest.inputs.sources import Inputs, LoadEnv, expand
 from agenttest.model import Case, Plan, RunHeader, RunReport
 from agenttest.reporting.events import EventStream

@@ -72,7 +72,7 @@ def test_loading_never_crashes_on_garbage():
     import random
 
     from agenttest.errors import InputError
-    from agenttest.inputs.casefiles import parse_text
+    from agenttest.inputs.reading import parse_text
 
     rng = random.Random(1234)
     atoms = [None, True, 0, -3, 2.5, "", "x", "contains", [], {}, {"type": "regex", "value": "("}, [{"role": "tool"}]]

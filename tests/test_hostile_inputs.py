@@ -280,11 +280,11 @@ def test_long_failure_reasons_are_cut_on_the_console_and_whole_in_the_report(off
 
 
 def test_the_depth_check_agrees_with_a_walk_of_every_value():
-    """casefiles.too_deep visits containers level by level (cheap for 100,000 cases); it says what a walk of
+    """documents.too_deep visits containers level by level (cheap for 100,000 cases); it says what a walk of
     every value with its depth says, for every limit, on random nestings."""
     import random
 
-    from agenttest.inputs.casefiles import too_deep
+    from agenttest.inputs.documents import too_deep
 
     def walk(value, limit):
         stack = [(value, 1)]

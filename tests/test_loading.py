@@ -8,7 +8,8 @@ import textwrap
 import pytest
 
 from agenttest.errors import InputError
-from agenttest.inputs.casefiles import KeyPolicy, load_file, parse, parse_text
+from agenttest.inputs.documents import KeyPolicy
+from agenttest.inputs.reading import load_file, parse, parse_text
 from helpers import cli
 
 

@@ -94,7 +94,7 @@ def test_entry_point_plugins(tmp_path):
 SOURCE_AND_MODE = '''
 import json
 from agenttest import CaseResult, plugins
-from agenttest.inputs.casefiles import parse
+from agenttest.inputs.reading import parse
 
 
 class Inline:

@@ -14,7 +14,7 @@ from agenttest.agents.caller import Caller
 from agenttest.agents.catalog import Catalog
 from agenttest.app.hooks import resolve as resolve_hook
 from agenttest.runtime.context import Identity
-from agenttest.inputs.casefiles import parse_text
+from agenttest.inputs.reading import parse_text
 from agenttest import plugins
 from agenttest.config import RunConfig
 from agenttest.model import Plan

@@ -160,7 +160,7 @@ def test_bad_parameters_are_load_errors(params, message):
 
 def test_a_typo_in_a_mode_is_a_located_error_with_a_hint(offline_app):
     from agenttest.errors import InputError
-    from agenttest.inputs.casefiles import parse_text
+    from agenttest.inputs.reading import parse_text
 
     line = '{"id": "a", "input": "x", "assert": [{"type": "tool_sequence", "value": ["a"], "mode": "strcit"}]}'
     with pytest.raises(InputError) as info:

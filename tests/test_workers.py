@@ -442,7 +442,7 @@ def test_results_rebuilt_in_the_controller_share_their_labels_and_their_cases_id
     import pickle
     import sys
 
-    from agenttest.inputs.casefiles import parse
+    from agenttest.inputs.reading import parse
     from agenttest.model import AssertionResult, CaseResult, ModelCall, Spend, Usage
     from agenttest.runner import workers
 

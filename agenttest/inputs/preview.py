@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from agenttest.errors import AgentTestError
-from agenttest.inputs.casefiles import SUFFIXES
+from agenttest.inputs.documents import SUFFIXES
 from agenttest.model import Case
 from agenttest.util import files
 from agenttest.util.secrets import Secrets

@@ -21,7 +21,7 @@ _TEXT_FORMS = {("decimal", "Decimal"), ("uuid", "UUID")}  # by name: their modul
 def fresh(value: Any) -> Any:
     """A copy of a case's data (dicts, lists and tuples, to any depth; the rest as it is) for user code to
     change at will: the loader holds a message or an assertion written alike in many cases as one object
-    (``inputs.casefiles._shared``), so what a hook edits must be its own."""
+    (``inputs.reading._shared``), so what a hook edits must be its own."""
     kind = type(value)
     if kind is dict:
         return {k: fresh(v) for k, v in value.items()}

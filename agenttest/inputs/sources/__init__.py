@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from agenttest.app.folders import App
 from agenttest.errors import AgentTestError, Problem
-from agenttest.inputs.casefiles import Loaded
+from agenttest.inputs.documents import Loaded
 from agenttest.inputs.sources.base import LoadEnv, Source, counted
 from agenttest.inputs.sources.files import CaseFile, looks_like_a_path
 from agenttest.inputs.sources.folders import case_files_of, meant_path

@@ -9,7 +9,7 @@ from typing import Protocol
 from agenttest.agents.agent import Agent
 from agenttest.agents.caller import Caller
 from agenttest.app.folders import App
-from agenttest.inputs.casefiles import KeyPolicy, Loaded
+from agenttest.inputs.documents import KeyPolicy, Loaded
 
 
 @dataclass(frozen=True)

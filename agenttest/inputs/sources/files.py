@@ -7,7 +7,8 @@ import os
 from dataclasses import dataclass
 
 from agenttest.app.folders import App
-from agenttest.inputs.casefiles import SUFFIXES, Loaded, load_file
+from agenttest.inputs.documents import SUFFIXES, Loaded
+from agenttest.inputs.reading import load_file
 from agenttest.inputs.sources.base import LoadEnv, counted
 
 

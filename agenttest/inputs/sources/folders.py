@@ -7,7 +7,7 @@ import glob
 import os
 
 from agenttest.errors import Problem, typo_of
-from agenttest.inputs.casefiles import SUFFIXES
+from agenttest.inputs.documents import SUFFIXES
 from agenttest.inputs.sources.files import CaseFile
 
 

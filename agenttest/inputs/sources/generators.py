@@ -13,7 +13,8 @@ from urllib.parse import parse_qsl
 
 from agenttest.agents.protocols import ProtocolError, ask_json
 from agenttest.errors import AgentTestError, CallError, Location, Problem
-from agenttest.inputs.casefiles import Loaded, case_list, parse
+from agenttest.inputs.documents import Loaded, case_list
+from agenttest.inputs.reading import parse
 from agenttest.inputs.sources.base import LoadEnv, NotAFile, Source
 from agenttest.plugins import SOURCES
 from agenttest.runtime import usercalls

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from agenttest.app.folders import App
 from agenttest.errors import AgentTestError, Location
-from agenttest.inputs.casefiles import Loaded, make_case
+from agenttest.inputs.building import make_case
+from agenttest.inputs.documents import Loaded
 from agenttest.inputs.sources.base import LoadEnv, NotAFile, Source, counted
 from agenttest.plugins import SOURCES
 

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from agenttest.app.folders import App
-from agenttest.inputs.casefiles import Loaded
+from agenttest.inputs.documents import Loaded
 from agenttest.inputs.sources.base import LoadEnv, NotAFile
 
 
