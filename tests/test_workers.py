@@ -303,25 +303,25 @@ def test_results_cross_the_channel_unchanged():
     import pickle
 
     from agenttest.model import AssertionResult, CaseResult, ModelCall, ToolCall, Turn, Usage
-    from agenttest.runner import workers
+    from agenttest.runner.local import wire
 
-    assert {c.__name__ for c in workers._REDUCERS} >= {"CaseResult", "AssertionResult", "ToolCall", "Usage", "Turn", "ModelCall"}
-    for cls in workers._REDUCERS:
+    assert {c.__name__ for c in wire.REDUCERS} >= {"CaseResult", "AssertionResult", "ToolCall", "Usage", "Turn", "ModelCall"}
+    for cls in wire.REDUCERS:
         assert all(f.init and not f.kw_only for f in dataclasses.fields(cls)) and not hasattr(cls, "__post_init__")
     call = ToolCall("t", {"a": [1, {"b": None}]}, "id1", {"ok": True}, None, 1.5)
     result = CaseResult("c", "failed", "name", [{"role": "user", "content": "hi"}], output={"x": (1, 2)}, error="boom",
                         assertions=(AssertionResult("contains", False, "no", "x", "y"),), tool_calls=(call,), usage=Usage(1, 2, 3, 1),
                         turns=(Turn(1, "hi", "yo", (call,), ("cp",), 2.0),), model_calls=(ModelCall("agent", "mock", "m", 0.1),),
                         tags=("a", "b"), run=2, index=7)
-    back = pickle.loads(workers._pickled(("result", 7, result)))
+    back = pickle.loads(wire.pickled(("result", 7, result)))
     assert back == ("result", 7, result) and type(back[2].turns[0]) is Turn
-    assert b"_made" in workers._pickled(("result", 7, result)) and b"CaseResult" not in workers._pickled(("result", 7, result))
+    assert b"_made" in wire.pickled(("result", 7, result)) and b"CaseResult" not in wire.pickled(("result", 7, result))
     for built in (back[2], back[2].usage, back[2].turns[0], back[2].tool_calls[0], back[2].assertions[0]):
         again = type(built)(*[getattr(built, f.name) for f in dataclasses.fields(built)])  # every slot set, as __init__ sets it
         assert built == again and built is not again and repr(built) == repr(again)
     import re
 
-    pattern = pickle.loads(workers._pickled(("result", 1, ToolCall("t", {}, "i", re.compile("a+b"), None, 0.0))))[2].result
+    pattern = pickle.loads(wire.pickled(("result", 1, ToolCall("t", {}, "i", re.compile("a+b"), None, 0.0))))[2].result
     assert pattern.pattern == "a+b"  # a type only copyreg knows how to pickle still crosses
 
 
@@ -332,7 +332,7 @@ def test_a_frame_the_other_end_waits_for_is_written_at_once_others_in_one_write_
     import pickle
     import socket
 
-    from agenttest.runner.workers import Channel
+    from agenttest.runner.local.wire import Channel
 
     async def go():
         ours, theirs = socket.socketpair()
@@ -370,16 +370,16 @@ def test_a_result_crosses_without_its_cases_input_which_the_controller_puts_back
     import pickle
 
     from agenttest.model import CaseResult
-    from agenttest.runner import workers
+    from agenttest.runner.local import wire
 
     history = [{"role": "user", "content": "hi " * 100}]
     result = CaseResult("c", "passed", "name", history, output="ok")
-    light = workers._pickled(("result", 1, result), without_input=history)
+    light = wire.pickled(("result", 1, result), without_input=history)
     other = CaseResult("c", "passed", "name", [dict(m) for m in history], output="ok")  # equal, not the same object
-    heavy = workers._pickled(("result", 1, other), without_input=history)
+    heavy = wire.pickled(("result", 1, other), without_input=history)
     assert pickle.loads(light)[2].input is None and len(light) < len(heavy) - 250
     assert pickle.loads(heavy)[2].input == history
-    assert pickle.loads(workers._pickled(("result", 1, result)))[2].input == history  # nothing left out otherwise
+    assert pickle.loads(wire.pickled(("result", 1, result)))[2].input == history  # nothing left out otherwise
 
 
 def test_the_kept_pickler_follows_copyreg_nests_fails_and_threads_cleanly():
@@ -392,30 +392,30 @@ def test_the_kept_pickler_follows_copyreg_nests_fails_and_threads_cleanly():
     import threading
 
     from agenttest.model import CaseResult
-    from agenttest.runner import workers
+    from agenttest.runner.local import wire
 
     class Point:
         def __init__(self, x: int):
             self.x = x
 
-    assert pickle.loads(workers._pickled(("result", 1, CaseResult("a", "passed", output="one"))))[2].output == "one"
+    assert pickle.loads(wire.pickled(("result", 1, CaseResult("a", "passed", output="one"))))[2].output == "one"
     copyreg.pickle(Point, lambda p: (int, (p.x * 10,)))  # registered after the first message: used from now on
     try:
-        assert pickle.loads(workers._pickled(("note", Point(4))))[1] == 40
+        assert pickle.loads(wire.pickled(("note", Point(4))))[1] == 40
         inner: list[bytes] = []
 
         class Sends:
             def __reduce__(self):
-                inner.append(workers._pickled(("note", "inside"), without_input=None))
+                inner.append(wire.pickled(("note", "inside"), without_input=None))
                 return (str, ("outer",))
 
         history = [{"role": "user", "content": "hi"}]
-        outer = pickle.loads(workers._pickled(("result", 2, CaseResult("b", "passed", input=history, output=Sends())), without_input=history))
+        outer = pickle.loads(wire.pickled(("result", 2, CaseResult("b", "passed", input=history, output=Sends())), without_input=history))
         assert pickle.loads(inner[0]) == ("note", "inside") and outer[2].output == "outer" and outer[2].input is None
         with pytest.raises(Exception):
-            workers._pickled(("note", lambda: None))  # a lambda cannot be pickled
-        assert pickle.loads(workers._pickled(("result", 3, CaseResult("c", "passed", input=history)), without_input=history))[2].input is None
-        assert pickle.loads(workers._pickled(("result", 3, CaseResult("c", "passed", input=history))))[2].input == history
+            wire.pickled(("note", lambda: None))  # a lambda cannot be pickled
+        assert pickle.loads(wire.pickled(("result", 3, CaseResult("c", "passed", input=history)), without_input=history))[2].input is None
+        assert pickle.loads(wire.pickled(("result", 3, CaseResult("c", "passed", input=history))))[2].input == history
     finally:
         del copyreg.dispatch_table[Point]
 
@@ -423,7 +423,7 @@ def test_the_kept_pickler_follows_copyreg_nests_fails_and_threads_cleanly():
 
     def many(tag: str) -> None:
         for i in range(2000):
-            back = pickle.loads(workers._pickled(("result", i, CaseResult(f"{tag}{i}", "passed", output=tag * 50))))
+            back = pickle.loads(wire.pickled(("result", i, CaseResult(f"{tag}{i}", "passed", output=tag * 50))))
             if back[2].id != f"{tag}{i}" or back[2].output != tag * 50:
                 failures.append(f"{tag}{i}")
 
@@ -444,7 +444,7 @@ def test_results_rebuilt_in_the_controller_share_their_labels_and_their_cases_id
 
     from agenttest.inputs.reading import parse
     from agenttest.model import AssertionResult, CaseResult, ModelCall, Spend, Usage
-    from agenttest.runner import workers
+    from agenttest.runner.local import wire
 
     case = parse('{"id": "case-7", "input": "hi", "assert": {"type": "contains", "value": "ok"}}\n', "t.jsonl").cases[0]
 
@@ -455,14 +455,14 @@ def test_results_rebuilt_in_the_controller_share_their_labels_and_their_cases_id
                           spend=(Spend("".join(["ag", "ent"]), "".join(["mo", "ck"]), Usage(20, 4, 24), 1),),
                           model_calls=(ModelCall("".join(["ag", "ent"]), "mock", "".join(["m", "1"])),))
 
-    a, b = (pickle.loads(workers._pickled(("result", i, result(i))))[2] for i in (1, 2))
+    a, b = (pickle.loads(wire.pickled(("result", i, result(i))))[2] for i in (1, 2))
     assert a == result(1) and b == result(2)
     assert a.status is b.status and a.connector is b.connector and a.assertions[0].type is b.assertions[0].type
     assert a.assertions[0].checked is b.assertions[0].checked and a.spend[0].role is b.model_calls[0].role
     assert a.model_calls[0].model is b.model_calls[0].model
     assert a.id is case.id is sys.intern("case-7")
     assert a.usage is b.usage is a.spend[0].usage
-    odd = pickle.loads(workers._pickled(("result", 1, CaseResult("c", "passed", usage=Usage([1], 0, 1)))))[2]  # type: ignore[arg-type]
+    odd = pickle.loads(wire.pickled(("result", 1, CaseResult("c", "passed", usage=Usage([1], 0, 1)))))[2]  # type: ignore[arg-type]
     assert odd.usage == Usage([1], 0, 1)  # type: ignore[arg-type]
 
 
@@ -475,7 +475,7 @@ def test_results_rebuilt_in_the_controller_share_their_verdicts_spends_and_outpu
 
     from agenttest.reporting.codec import result_dict
     from agenttest.model import AssertionResult, CaseResult, ModelCall, Spend, Usage
-    from agenttest.runner import workers
+    from agenttest.runner.local import wire
 
     def result(n: int, score: object = None, cost: object = 0.25, expected: object = "ok") -> CaseResult:
         return CaseResult(f"case-{n}", "passed", output="".join(["Expense ", "submitted"]), index=n,
@@ -484,7 +484,7 @@ def test_results_rebuilt_in_the_controller_share_their_verdicts_spends_and_outpu
                           model_calls=(ModelCall("agent", "mock", "m", 0.1),))
 
     def arrived(r: CaseResult) -> CaseResult:
-        return pickle.loads(workers._pickled(("result", r.index, r)))[2]  # type: ignore[no-any-return]
+        return pickle.loads(wire.pickled(("result", r.index, r)))[2]  # type: ignore[no-any-return]
 
     a, b = arrived(result(1)), arrived(result(2))
     assert a == result(1) and b == result(2) and a.id != b.id

@@ -178,7 +178,7 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
     if simulator is None and (checkpoints or raw.get("end") == "simulator") and default_simulator:
         simulator = SimulatorSpec(default_simulator)
     return Case(
-        id=_interned(raw["id"]),  # its results' ids are rebuilt as this very object (runner/workers._LABELS)
+        id=_interned(raw["id"]),  # its results' ids are rebuilt as this very object (runner/local/wire._LABELS)
         messages=normalize(raw.get("input")),
         raw=raw,
         location=location,

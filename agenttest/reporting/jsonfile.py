@@ -208,7 +208,7 @@ def _shaped(cls: type) -> Callable[[Any, str, list[str]], None]:
     return write  # type: ignore[no-any-return]
 
 
-# the parts of a result that the controller rebuilds as one object per value (runner/workers._SHARED: a verdict, a
+# the parts of a result that the controller rebuilds as one object per value (runner/local/wire._SHARED: a verdict, a
 # spend, a usage, a model call): each object's text is kept, by the object, for the indentation it was written at
 KEPT = {"AssertionResult", "Spend", "Usage", "ModelCall"}
 

@@ -4,7 +4,7 @@ one case on one), and what a lost worker means for the cases it held — past it
 else run once more, alone, on a fresh worker; a case that takes down two workers is ``error``
 "worker lost: …".
 
-A worker is anything with ``run(unit) → CaseResult`` that raises ``WorkerLost`` (``workers.py``: local
+A worker is anything with ``run(unit) → CaseResult`` that raises ``WorkerLost`` (``local/worker.py``: local
 processes; ``ray.py``: Ray actors); ``Pool.run`` is what the scheduler calls for each unit."""
 
 from __future__ import annotations

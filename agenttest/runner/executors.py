@@ -39,6 +39,6 @@ def pool_for(config: RunConfig, caller: Caller) -> Pool | None:
         return Pool(config.workers or 1, Actors(config, caller))
     if config.workers == 0:
         return None
-    from agenttest.runner.workers import Local
+    from agenttest.runner.local.worker import Local
 
     return Pool(config.workers, Local(caller))

@@ -22,8 +22,7 @@ from agenttest.model import Case, CaseResult, Plan
 from agenttest.runner import raycluster
 from agenttest.runner.controller import StartFailed, WorkerLost
 from agenttest.runner.scheduling import Unit
-from agenttest.runner.workers import SILENCE as LOCAL_SILENCE
-from agenttest.runner.workers import absorb
+from agenttest.runner.local.wire import SILENCE as LOCAL_SILENCE, absorb
 
 HEARTBEAT = 0.5
 # an actor call crosses Ray's scheduler (and maybe a network): a ping gets longer to come back than a local worker's beat
@@ -225,7 +224,7 @@ class ActorWorker:
 
     async def run(self, index: int) -> tuple[CaseResult, dict[str, Any], Any]:
         from agenttest.runner.scheduling import run_case
-        from agenttest.runner.workers import tapes_of
+        from agenttest.runner.local.wire import tapes_of
 
         assert self.caller is not None and self.plan is not None
         unit = self.units[index]

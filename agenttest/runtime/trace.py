@@ -65,7 +65,7 @@ def record_call(connector: str, completion: Completion, duration_ms: float) -> N
         role = current_role.get()
         trace.add_usage(role, completion.usage, connector)
         # to a tenth of a millisecond, as every report writes it: 100,000 calls of a mock or a cassette then repeat a
-        # handful of values, and arrive in the controller as one object each (runner/workers.py)
+        # handful of values, and arrive in the controller as one object each (runner/local/wire.py)
         trace.served.append(ModelCall(role, connector, completion.model, round(duration_ms, 1)))
 
 
