@@ -406,6 +406,33 @@ def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on: str | N
     finish(work)
 
 
+@main.command("import", short_help="Make cases from recorded conversations: OpenTelemetry GenAI traces or chat logs.", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("-o", "--output", required=True, metavar="CASES", help="The case file to write: .jsonl or .yaml (one case per conversation)")
+@click.option("--judge", metavar="AGENT", help="Also check that the new reply is equivalent to the recorded one, judged by this validator agent  [default: no judge]")
+@click.option("--redact", "redact", multiple=True, metavar="[NAME=]REGEX", help="Also replace what this pattern finds, as <NAME_1>…; repeatable")
+@click.option("--no-redact", "no_redact", multiple=True, metavar="RULE", help="Keep what a built-in rule would replace: key, card, email, phone or all; repeatable")
+@click.option("--sequence", default="strict", show_default=True, type=click.Choice(["strict", "ordered", "unordered", "subset", "superset"]),
+              help="The mode of the proposed tool_sequence check")
+@click.option("--allow-gaps", is_flag=True, help="Import traces whose spans name parents that are in no file  [default: a gap is an error]")
+def import_command(files: tuple[str, ...], output: str, judge: str | None, redact: tuple[str, ...], no_redact: tuple[str, ...],
+                   sequence: str, allow_gaps: bool) -> None:
+    """Make cases from recorded conversations: OpenTelemetry GenAI traces (OTLP/JSON, as the file exporters write
+    them) or JSON Lines chat logs of chat-completions requests and responses. One case per conversation: the
+    history as input, production's tool results as mocks, proposed checks; secrets and personal data replaced."""
+
+    def work() -> int:
+        from agenttest.inputs.traces.importing import Request, lines, run
+
+        summary = run(Request(files=files, output=output, judge=judge, redact=redact, no_redact=no_redact, sequence=sequence,
+                              allow_gaps=allow_gaps))
+        for line in lines(summary):
+            click.echo(line)
+        return ExitCode.OK
+
+    finish(work)
+
+
 @main.command("merge", short_help="Join the JSON reports of shards (--shard K/N) into one.", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("reports", nargs=-1, required=True, metavar="REPORT...")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
