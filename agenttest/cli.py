@@ -378,7 +378,12 @@ def run_command(**flags: Any) -> None:
               "Fisher test after Holm) or when NEW was cut short before a case of BASE; =any: when any case passed in BASE and not in NEW  [default: exit 0]")
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True), metavar="P",
               help="Significance level of the paired comparison (docs/statistics.md).")
-def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on: str | None, alpha: float) -> None:
+@click.option("--format", "form", type=click.Choice(["github"]), default=None,
+              help="github: -o .md files get the pull-request comment the GitHub Action posts (docs/ci.md)  [default: by extension]")
+@click.option("--viewer-url", metavar="URL", default="", help="With --format github: where the viewer's diff page is, for the cases' links")
+@click.option("--comment-key", metavar="KEY", default="", help="With --format github: the comment's hidden key (one comment per key and pull request)")
+def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on: str | None, alpha: float, form: str | None, viewer_url: str,
+                 comment_key: str) -> None:
     """Compare two JSON reports case by case: regressed, fixed, still failing, new, removed, flaky, changed — and
     whether the difference is real: the paired test, the difference with its interval, what this size can detect."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -391,12 +396,19 @@ def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on: str | N
 
         for output in outputs:
             diffs.check_path(output)
+        if form == "github" and not any(o.lower().endswith(".md") for o in outputs):
+            raise AgentTestError("--format github writes the pull-request comment to a .md file", hint="add -o comment.md")
         before, after = read(base), read(new)
         comparison = compare(before, after, base, new, alpha)
         for line in diffs.console_lines(comparison, color):
             click.echo(line)
         for output in outputs:
-            write_atomic(output, diffs.render(comparison, output, before, after))
+            if form == "github" and output.lower().endswith(".md"):
+                from agenttest.history.pullrequest import comment
+
+                write_atomic(output, comment(comparison, before, after, viewer_url, comment_key, fail_on or "significant"))
+            else:
+                write_atomic(output, diffs.render(comparison, output, before, after))
             click.echo(f"  Output: {output}")
         if fail_on is None:
             return ExitCode.OK

@@ -27,7 +27,7 @@ LAYERS: dict[str, int] = {
     "assertions": 7,
     "modes": 8, "resolution": 8, "reporting": 8,
     "inputs": 9, "runner": 9, "history": 9,
-    "session": 10,
+    "session": 10, "ci": 10,
     "cli": 11, "__main__": 11, "__init__": 11,
 }
 STAGES = ("inputs", "selection", "resolution", "runner", "modes", "assertions", "verdicts", "reporting", "history")

@@ -18,7 +18,7 @@ from helpers import REPO, cli, report
 from traced_app import responder
 
 from agenttest.errors import AgentTestError, Location
-from agenttest.inputs.casefiles import load_file
+from agenttest.inputs.reading import load_file
 from agenttest.inputs.traces import genai, otlp
 from agenttest.inputs.traces.calls import Call
 from agenttest.inputs.traces.cases import Options, Recorded, build, mocks
@@ -401,3 +401,34 @@ def test_the_example_imports_to_the_shipped_cases_which_run_offline_and_report(t
     assert result.exit_code == 0, result.output
     data = report(tmp_path / "r.json")
     assert [r["status"] for r in data["results"]] == ["passed", "passed"] and html.stat().st_size > 1000
+
+
+def _official(value):
+    """An AnyValue of opentelemetry-proto-json as Python, to compare with the hand reader's."""
+    if value.array_value is not None:
+        return [_official(v) for v in value.array_value.values]
+    if value.kvlist_value is not None:
+        return {kv.key: _official(kv.value) for kv in value.kvlist_value.values}
+    for name in ("string_value", "bool_value", "int_value", "double_value", "bytes_value"):
+        if getattr(value, name) is not None:
+            return getattr(value, name)
+    return None
+
+
+def test_the_hand_reader_agrees_with_the_official_otlp_json_classes(server, tmp_path):
+    """The same file read by opentelemetry-proto-json (the OTLP/JSON message classes the file exporter's encoder
+    is built on): every span's ids, name, times and attributes alike."""
+    from opentelemetry.proto_json.collector.trace.v1.trace_service import (
+        ExportTraceServiceRequest,
+    )
+
+    spans = record(server, "agents-sdk", tmp_path / "spans.jsonl")
+    ours = read_text(spans.read_text(), "spans.jsonl").spans
+    theirs = [s for line in spans.read_text().splitlines() if line.strip()
+              for resource in ExportTraceServiceRequest.from_json(line).resource_spans
+              for scope in resource.scope_spans for s in scope.spans]
+    assert len(ours) == len(theirs) > 5
+    for mine, official in zip(ours, theirs):
+        assert (mine.trace_id, mine.span_id, mine.parent_id) == (official.trace_id.hex(), official.span_id.hex(), official.parent_span_id.hex())
+        assert (mine.name, mine.start, mine.end) == (official.name, official.start_time_unix_nano, official.end_time_unix_nano)
+        assert mine.attributes == {kv.key: _official(kv.value) for kv in official.attributes}
