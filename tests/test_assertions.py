@@ -113,12 +113,16 @@ def test_expected_and_actual_are_recorded():
     assert (r.expected, r.actual) == (2, 3)
 
 
-def test_output_seen_by_assertions_prefers_hook_data_then_text_then_tool_result():
+def test_output_seen_by_assertions_is_hook_data_then_the_reply_and_a_tool_result_only_when_declared():
     from agenttest.model import Reply
 
+    called = (ToolCall("t", {}, "1", None, "it failed"), ToolCall("t", {}, "2", {"r": 1}))
     assert Reply("text", data={"d": 1}, has_data=True).output == {"d": 1}
     assert Reply("text").output == "text"
-    assert Reply("", tool_calls=(ToolCall("t", {}, "1", {"r": 1}),)).output == {"r": 1}
+    assert Reply("", tool_calls=called).output == ""  # never words the agent did not say (FORMATS §4, round 4)
+    assert Reply("", tool_calls=called, output_from="tool_result").output == {"r": 1}  # the first that succeeded
+    assert Reply("text", tool_calls=called, output_from="tool_result").output == {"r": 1}
+    assert Reply("text", tool_calls=called[:1], output_from="tool_result").output == "text"
 
 
 def test_registry_accepts_plugins_like_builtins():

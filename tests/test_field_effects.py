@@ -111,6 +111,9 @@ EFFECTS: dict[str, dict[str, Probe | str]] = {
                           and b["status"] == "failed" and b["_exit"] == 1) for m in MODES},  # on a failing case
     "budget": {m: ({"tool_calls": 0}, lambda a, b: a["status"] == "failed" and "budget exceeded: tool_calls 1 > 0" in a["error"]
                    and b["status"] == "passed") for m in MODES},
+    "output_from": {"standard": ("tool_result", lambda a, b: a.get("output_from") == "tool_result" and isinstance(a["output"], dict)
+                                 and "output_from" not in b and b["output"].startswith("seen:")),
+                    "dynamic": ("tool_result", lambda a, b: isinstance(a["turns"][0]["output"], dict) and b["turns"][0]["output"].startswith("seen:"))},
     "faults": {m: ([{"tool": "peek", "kind": "empty"}], lambda a, b: a["tool_calls"][0].get("fault") == "empty" and not b["tool_calls"][0].get("fault")) for m in MODES},
 }
 MARKED = {"before", "after"}  # their effect is the hook having run, seen in the marks file

@@ -17,7 +17,8 @@ from agenttest.app import prompts
 from agenttest.runtime import usercalls
 from agenttest.connectors import ChatRequest, Connector
 from agenttest.errors import AgentTestError, CallError, CallLimit, Location, did_you_mean, typo_of
-from agenttest.model import Completion, Context, Limits, Message, Reply, ToolCall, Usage
+from agenttest.model import Completion, Context, Limits, Message, OutputFrom, Reply, ToolCall, Usage
+from agenttest.model.kinds import OUTPUT_FROM
 from agenttest.model.parameters import CHAT_PARAMETERS, TRANSPORT, not_sent, request_options
 from agenttest.util.text import cleaned, safe_text
 from agenttest.util.values import fresh, sendable
@@ -25,7 +26,7 @@ from agenttest.runtime.trace import record_call, record_tool_call, tool_world
 from agenttest.runtime.node.yaohooks import index_hooks
 from agenttest.app.yaofiles import load_module, read_jsonc, typescript_port
 
-KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "mcp", "max_tool_rounds"}
+KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "mcp", "max_tool_rounds", "output_from"}
 YAO_KEYS = {"label", "type", "public", "placeholder", "prompts", "automated", "mentionable", "readonly",
             "built_in", "sort", "tags", "avatar", "locales", "uses", "kb", "db", "search", "workflow",
             "modes", "default_mode", "source", "prompt_presets", "disable_global_prompts", "created_at", "updated_at",
@@ -56,6 +57,7 @@ class AgentSpec:
     global_prompts: tuple[Message, ...] = ()  # the app's agent/prompts.yml, before the agent's own
     connector_at: Location | None = None  # where package.yao names its connector
     mcp: tuple[McpUse, ...] = ()
+    output_from: OutputFrom = "text"  # "tool_result": the agent's answer is its tool call (FORMATS §4)
 
     def info(self) -> dict[str, Any]:
         """What generators are told about the agent: ``{"id", "description", "tools"}``."""
@@ -100,7 +102,16 @@ def load_spec(agent_id: str, folder: str, warnings: list[str], strict: bool = Fa
         connector_at=_key_location(pkg_path, "connector"),
         max_tool_rounds=int(pkg.get("max_tool_rounds", DEFAULT_TOOL_ROUNDS)),
         mcp=_mcp_uses(pkg.get("mcp"), pkg_path),
+        output_from=_output_from(pkg.get("output_from", "text"), pkg_path),
     )
+
+
+def _output_from(value: Any, where: str) -> OutputFrom:
+    """package.yao's ``output_from``: what the agent's output is (its final reply, or its first tool result)."""
+    if value not in OUTPUT_FROM:
+        raise AgentTestError(f"'output_from' must be \"text\" or \"tool_result\", not {value!r:.80}", _key_location(where, "output_from") or Location(where),
+                             "\"tool_result\" when the agent's answer is its tool call: its first tool result is then the output")
+    return value  # type: ignore[no-any-return]
 
 
 def _mcp_uses(raw: Any, where: str) -> tuple[McpUse, ...]:
@@ -287,7 +298,7 @@ class Agent:
             new += [{"role": "tool", "tool_call_id": c.id, "content": _tool_content(c)} for c in ran]
             if any(c.name in limits.end_tools for c in ran):
                 break
-        reply = Reply(completion.content, tuple(new), tuple(calls), usage, model_calls=rounds)
+        reply = Reply(completion.content, tuple(new), tuple(calls), usage, model_calls=rounds, output_from=self.spec.output_from)
         if self.next_hook is not None:
             reply = await self._next(ctx, conversation, reply)
         return reply

@@ -210,6 +210,7 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
         budget=budgets.of_case(raw["budget"]) if raw.get("budget") else None,
         end=raw.get("end", "checkpoints"),
         end_tools=tuple(raw.get("end_tools") or ()),
+        output_from=raw.get("output_from"),
         turns=tuple(
             ScriptedTurn(normalize(t.get("input")), t.get("input"),
                          tuple(spec(p, ("turns", i, *path)) for path, p in assertion_list(t, "assert") + assertion_list(t, "assertions")),

@@ -56,6 +56,8 @@ CASE_FIELDS: dict[str, Schema] = {
     "min_pass_rate": {"type": "number", "minimum": 0, "maximum": 1,
                       "description": "The case's gate: the share of its runs that must pass (else --min-pass-rate, default 1)."},
     "budget": {"$ref": "#/$defs/budget"},
+    "output_from": {"enum": ["text", "tool_result"],
+                    "description": "What the assertions see: the agent's final reply (text, the default) or, for an agent whose answer is a tool call, its first tool result."},
 }
 BUDGET_FIELDS: dict[str, Schema] = {
     "tokens": {"type": "integer", "minimum": 0, "description": "the agent under test's tokens in one run"},
@@ -352,7 +354,7 @@ def plainly_valid(raw: Any) -> bool:
         return False
     if not _world(raw) or not _gate(raw):
         return False
-    if raw.keys() & {"end", "end_tools", "turns"}:
+    if raw.keys() & {"end", "end_tools", "turns", "output_from"}:
         return False  # rarer fields: jsonschema decides
     if "simulator" in raw:
         s = raw["simulator"]

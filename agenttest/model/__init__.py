@@ -26,7 +26,7 @@ from agenttest.model.cases import (
 )
 from agenttest.model.evidence import Calibration, Disagreement, Estimate, Evidence, Judged, Mover, Paired
 from agenttest.model.plan import Plan, ResolvedCase
-from agenttest.model.kinds import FaultKind, Message, Mode, Role, Status
+from agenttest.model.kinds import FaultKind, Message, Mode, OutputFrom, Role, Status
 from agenttest.model.results import (
                       AssertionResult,
                       CaseResult,
@@ -68,6 +68,7 @@ __all__ = [
     "Mode",
     "ModelCall",
     "Mover",
+    "OutputFrom",
     "Paired",
     "PassK",
     "Plan",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenttest.model.kinds import FaultKind, Message
+from agenttest.model.kinds import FaultKind, Message, OutputFrom
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,17 +125,25 @@ class Reply:
     data: Any = None  # the Next hook's data, when it returned some
     has_data: bool = False
     model_calls: int = 0
+    output_from: OutputFrom = "text"  # "tool_result": the agent's answer is its tool call (package.yao or the case says so)
+    truncated: bool = False  # the last model call stopped at its token limit (finish_reason "length")
+
+    @property
+    def tool_output(self) -> bool:
+        """Whether the output is a tool's result: declared so, no Next-hook data, and a tool call that succeeded."""
+        return self.output_from == "tool_result" and not self.has_data and any(c.error is None for c in self.tool_calls)
 
     @property
     def output(self) -> Any:
-        """What assertions see: Next-hook data, else the text, else the first tool result."""
+        """What assertions see: Next-hook data, else the agent's final reply text (FORMATS §4, round 4: an empty
+        reply is an empty output). Only an agent whose answer is a tool call (``output_from: "tool_result"``)
+        has its first successful tool result as the output."""
         if self.has_data:
             return self.data
-        if self.text:
-            return self.text
-        for call in self.tool_calls:
-            if call.error is None:
-                return call.result
+        if self.output_from == "tool_result":
+            for call in self.tool_calls:
+                if call.error is None:
+                    return call.result
         return self.text
 
 

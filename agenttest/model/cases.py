@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 from agenttest.errors import Location
-from agenttest.model.kinds import FaultKind, Message, Mode
+from agenttest.model.kinds import FaultKind, Message, Mode, OutputFrom
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +117,7 @@ class Case:
     end_tools: tuple[str, ...] = ()  # tools whose call ends a dynamic conversation (after their result)
     turns: tuple[ScriptedTurn, ...] = ()  # a scripted conversation's turns
     variants: tuple[str, ...] = ()  # the variant ids this case of a product was built with
+    output_from: OutputFrom | None = None  # what its assertions see (None: as its agent's package.yao says)
     locator: Locator | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -8,4 +8,6 @@ Status = Literal["passed", "failed", "error", "timeout", "skipped"]
 Mode = Literal["standard", "dynamic", "scripted", "script"]
 Role = Literal["agent", "simulator", "validator", "generator"]
 FaultKind = Literal["error", "timeout", "malformed", "empty"]
+OutputFrom = Literal["text", "tool_result"]  # what an agent's output is: its final reply, or its first tool result
+OUTPUT_FROM = ("text", "tool_result")
 Message = dict[str, Any]

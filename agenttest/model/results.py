@@ -116,6 +116,7 @@ class CaseResult:
     scripted: bool = False  # a scripted conversation (FORMATS §14): ``turns`` hold each turn's checks
     variants: tuple[str, ...] = ()  # the variant ids of a case of a product
     not_run_turns: int = 0  # a scripted conversation stopped early: its turns that did not run
+    output_from: str = ""  # "tool_result" when the output is a tool's result (the agent's answer is its tool call)
 
     @property
     def conversation(self) -> bool:

@@ -11,7 +11,7 @@ from agenttest.speed.records import replace
 from agenttest.runtime import attachments
 from agenttest.accounting import budgets
 from agenttest.agents.caller import Caller
-from agenttest.model import Budget, Case, CaseResult, Context, Limits, Message, Reply, Status
+from agenttest.model import Budget, Case, CaseResult, Context, Limits, Message, OutputFrom, Reply, Status
 from agenttest.runtime.trace import Trace
 from agenttest.runtime.world import snapshot
 
@@ -27,6 +27,7 @@ class CaseEnv:
     ctx: Context
     attachments: attachments.Policy = attachments.Policy()
     budget: Budget | None = None  # the case's limits (over --budget's)
+    output_from: OutputFrom | None = None  # the case's own ``output_from`` (None: the agent's)
 
     def spent(self, trace: Trace, turns: int) -> budgets.Spent:
         """What the agent under test has spent so far in this case run."""
@@ -34,7 +35,8 @@ class CaseEnv:
 
     async def reply(self, messages: list[Message], options: dict[str, Any] | None = None, limits: Limits = Limits()) -> Reply:
         """The agent under test's reply to a conversation (CallError on failure, CallLimit past the budget)."""
-        return await self.caller.call(self.agent, messages, self.ctx, self.connector, options, limits)
+        reply = await self.caller.call(self.agent, messages, self.ctx, self.connector, options, limits)
+        return reply if self.output_from is None or self.output_from == reply.output_from else replace(reply, output_from=self.output_from)
 
     def calls_left(self, trace: Trace) -> int | None:
         """The model calls ``budget.model_calls`` still allows the agent in this conversation (None: no limit)."""
@@ -58,6 +60,19 @@ class Mode(Protocol):
     async def run(self, case: Case, env: CaseEnv, trace: Trace) -> CaseResult: ...
 
     def partial(self, case: Case, trace: Trace, status: Status, error: str) -> CaseResult: ...
+
+
+def output_notes(reply: Reply) -> dict[str, Any]:
+    """What a result says of its output (FORMATS §4): ``output_from`` when a tool's result is the output, and a
+    warning when the agent's last reply was empty after calling tools (its output is then empty, never the
+    tools' results)."""
+    if reply.tool_output:
+        return {"output_from": "tool_result"}
+    if reply.has_data or reply.text or not reply.tool_calls:
+        return {}
+    names = ", ".join(dict.fromkeys(c.name for c in reply.tool_calls))
+    return {"warnings": (f"the agent's last reply was empty after calling {names}: its output is empty (if its answer is "
+                         f"the tool call, set \"output_from\": \"tool_result\" in package.yao or the case)",)}
 
 
 def world_view(trace: Trace) -> dict[str, Any]:

@@ -56,8 +56,8 @@ def cut_short(case: Case, trace: Trace, status: Status, error: str, result: Resu
 def reply_text(reply: Reply) -> Any:
     """What a turn shows and text checks see: the Next-hook data, else the reply's text — never the tool
     results, which only the tool assertions look at (a word inside a tool's JSON is not something the agent
-    said; an empty reply is shown as empty)."""
-    return reply.data if reply.has_data else reply.text
+    said; an empty reply is shown as empty), unless the agent's answer is its tool call (``output_from``)."""
+    return reply.output
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ async def final(case: Case, env: CaseEnv, conv: Conversation, trace: Trace,
     if not specs:
         return ()
     last = conv.last
-    output = (last.data if last.has_data else last.output) if last is not None else None
+    output = last.output if last is not None else None
     first_input = conv.turns[0].input if conv.turns else case.input
     obs = Observation(output, conv.tool_calls, first_input, case, env.caller, all_tool_calls=tuple(conv.tool_calls),
                       spending=env.spent(trace, len(conv.turns)), **world_view(trace))

@@ -15,7 +15,7 @@ from agenttest.errors import CallError
 from agenttest.model import AssertionResult, Case, CaseResult, CheckpointResult, Status
 from agenttest.runtime.trace import Trace
 from agenttest.modes import simulator
-from agenttest.modes.base import CaseEnv
+from agenttest.modes.base import CaseEnv, output_notes
 from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, cut_short, final, final_reason
 from agenttest.modes.simulator import SimulatorError
 from agenttest.modes.standard import verdict
@@ -151,7 +151,7 @@ def _result(case: Case, conv: Conversation, status: Status, error: str, assertio
         id=case.id, status=status, name=case.name, input=case.input,
         output=conv.turns[-1].output if conv.turns else None, error=error, assertions=assertions,
         tool_calls=tuple(conv.tool_calls), usage=conv.usage, turns=tuple(conv.turns),
-        checkpoints=_checkpoint_results(conv), dynamic=True, simulator=_simulator(case),
+        checkpoints=_checkpoint_results(conv), dynamic=True, simulator=_simulator(case), **(output_notes(conv.last) if conv.last is not None else {}),
     )
 
 

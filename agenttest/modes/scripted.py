@@ -12,7 +12,7 @@ from agenttest.assertions import evaluate_all
 from agenttest.errors import CallError
 from agenttest.model import AssertionResult, Case, CaseResult, Status
 from agenttest.runtime.trace import Trace
-from agenttest.modes.base import CaseEnv
+from agenttest.modes.base import CaseEnv, output_notes
 from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, cut_short, final, final_reason
 from agenttest.modes.standard import verdict
 
@@ -32,7 +32,7 @@ def _result(case: Case, conv: Conversation, status: Status, error: str, assertio
         id=case.id, status=status, name=case.name, input=case.input,
         output=conv.turns[-1].output if conv.turns else None, error=error, assertions=assertions,
         tool_calls=tuple(conv.tool_calls), usage=conv.usage, turns=tuple(conv.turns), scripted=True,
-        variants=case.variants, not_run_turns=len(case.turns) - len(conv.turns),
+        variants=case.variants, not_run_turns=len(case.turns) - len(conv.turns), **(output_notes(conv.last) if conv.last is not None else {}),
     )
 
 

@@ -11,7 +11,7 @@ from agenttest.errors import CallError, CallLimit
 from agenttest.model import AssertionResult, AssertionSpec, Case, CaseResult, Limits, Status
 from agenttest.accounting import budgets
 from agenttest.runtime.trace import Trace
-from agenttest.modes.base import CaseEnv, world_view
+from agenttest.modes.base import CaseEnv, output_notes, world_view
 
 
 def verdict(results: tuple[AssertionResult, ...]) -> Status:
@@ -45,7 +45,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     return CaseResult(
         id=case.id, name=case.name, status=status, input=case.input, output=reply.output,
         error=errored.message if errored else "", traceback=errored.traceback if errored else "",
-        assertions=results, tool_calls=reply.tool_calls, usage=reply.usage,
+        assertions=results, tool_calls=reply.tool_calls, usage=reply.usage, **output_notes(reply),
     )
 
 

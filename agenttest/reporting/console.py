@@ -198,7 +198,7 @@ class Console:
                 self._world(r, "  │  ")
             if r.status != "skipped" and r.output is not None:
                 shown = printable(as_text(r.output), newlines=True) if self.show_reply else self._cut(as_text(r.output), 300)
-                self.line(f"  │  output: {shown}")
+                self.line(f"  │  output{' (first tool result)' if r.output_from else ''}: {shown}")
             for log in r.logs:
                 self.line(f"  │  log: {safe(log)}")
             self._captured(r)

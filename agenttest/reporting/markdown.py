@@ -65,7 +65,7 @@ def _details(r: CaseResult, report: RunReport) -> list[str]:
             lines += _expected_actual(a)
     if r.warnings:
         lines += ["", *[f"- ⚠ {_text(w)}" for w in r.warnings]]
-    lines += ["", "**Input**", "", *_fence(r.input), "", "**Output**", "", *_fence(r.output), ""]
+    lines += ["", "**Input**", "", *_fence(r.input), "", "**Output**" + (" (the first tool result: the agent's answer is its tool call)" if r.output_from else ""), "", *_fence(r.output), ""]
     if r.tool_calls:
         lines.append("**Tool calls**")
         lines.append("")

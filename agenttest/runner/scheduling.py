@@ -126,7 +126,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
     world = trace.world = ToolWorld(case, ctx.world, config.seed, run)
     policy = attachments.app_policy(caller.catalog.app.root, config.max_attachment)
     budget = item.budget
-    env = modes.CaseEnv(caller, plan.agent, item.connector, ctx, policy, budget)
+    env = modes.CaseEnv(caller, plan.agent, item.connector, ctx, policy, budget, output_from=case.output_from)
     mode = modes.get(case)
     deadline = case.timeout or config.timeout
     loop = asyncio.get_running_loop()

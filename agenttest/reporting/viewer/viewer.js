@@ -342,8 +342,9 @@
     } else {
       for (const m of messages(r.input)) chat.append(bubble(m.role || "user", m.content));
       (r.tool_calls || []).forEach(c => chat.append(toolCall(c)));
-      if (r.output != null && r.output !== "") chat.append(bubble("assistant", text(r.output), "agent"));
-      else if (r.status !== "skipped") chat.append(h("div", { class: "meta", text: "(no output)" }));
+      if (r.output_from === "tool_result") chat.append(h("div", { class: "meta", "data-output-from": "tool_result", text: "output: the first tool result (the agent's answer is its tool call)" }), pre(r.output));
+      else if (r.output != null && r.output !== "") chat.append(bubble("assistant", text(r.output), "agent"));
+      else if (r.status !== "skipped") chat.append(h("div", { class: "meta", text: (r.tool_calls || []).length ? "(the agent's last reply was empty)" : "(no output)" }));
     }
     return chat;
   }
