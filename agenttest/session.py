@@ -102,21 +102,22 @@ class Session:
             caller.catalog.traffic.listen(watch.warning)
             with execution.Signals() as signals:
                 done = await execution.execute(plan, caller, watch, signals, self._workers)  # 4 run
-                report = self._report(plan, done, source, caller, header, warnings)  # 5 decide
-                comparison = baseline.compare(report, config.alpha) if baseline is not None else None
+                report = self._report(plan, done, source, caller, header, warnings)  # 5 decide, on ids as the plan has them
+                shown = self.secrets.scrub(report)  # what every output shows and keeps: secrets hidden, once
+                comparison = baseline.compare(shown, config.alpha) if baseline is not None else None
                 code = comparison.gate(config.fail_on) if comparison is not None and not report.interrupted else exit_code(report)
-                recording = self._remember(report, ExitCode.INTERNAL if done.failure is not None else code, caller.catalog.app.root)  # 7 history
+                recording = self._remember(shown, ExitCode.INTERNAL if done.failure is not None else code, caller.catalog.app.root)  # 7 history
                 written: list[str] = []
                 try:
                     for path in outputs:  # 6 report
-                        written.append(await self._write(report, path, spool))
+                        written.append(await self._write(shown, path, spool))
                 finally:
                     if spool is not None:
                         spool.close()
                     if recording is not None:  # the JSON report's text, as written, is kept
                         recording.hand(next((self.here(w) for o, w in zip(outputs, written) if o.lower().endswith(".json")), None))
-            lastfailed.save(caller.catalog.app.root, config.inputs, report.results, report.gates)
-            watch.summary(report, written)
+            lastfailed.save(caller.catalog.app.root, config.inputs, report.results, report.gates, self.secrets)
+            watch.summary(shown, written)
             if comparison is not None:  # after the summary, ending with its banner
                 from agenttest.history import diffs
 
@@ -125,7 +126,7 @@ class Session:
                 sys.stderr.write(f"warning: {problem}\n")
         if done.failure is not None:  # a bug of ours outside any case: exit 3, the report of what ran written
             raise InternalError.of(done.failure)
-        watch.closing(report, code)
+        watch.closing(shown, code)
         return code
 
     # -- the steps ------------------------------------------------------------------------------

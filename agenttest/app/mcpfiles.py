@@ -1,6 +1,6 @@
 """MCP server files as Yao writes them (FORMATS §12): ``<root>/mcps/<a>/<b>.mcp.yao`` (ID ``a.b``) and an
-agent's own ``mcps/<name>.mcp.yao``, read into ``ServerSpec``s with ``$ENV`` values substituted (they are
-secrets); and the name a server's tool has for the model, ``server__tool``."""
+agent's own ``mcps/<name>.mcp.yao``, read into ``ServerSpec``s with ``$ENV`` values substituted (the credentials
+among them are secrets); and the name a server's tool has for the model, ``server__tool``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from agenttest.util.paths import inside
 from agenttest.util.durations import parse_duration
 from agenttest.errors import AgentTestError, Location, did_you_mean, typo_of
 from agenttest.util.secrets import Secrets
+from agenttest.app.credentials import credentials
 from agenttest.app.yaofiles import read_jsonc, substitute_env
 
 SUFFIXES = (".mcp.yao", ".mcp.json", ".mcp.jsonc")
@@ -96,7 +97,7 @@ def read(path: str, server_id: str, app: App, agent_folder: str | None, secrets:
         raise AgentTestError(f"'transport' must be one of {', '.join(TRANSPORTS)}, not {transport!r}", where, hint)
     found: dict[str, str] = {}
     values = {k: substitute_env(data[k], f"{path}: '{k}'", found) for k in ("command", "arguments", "env", "url", "authorization_token") if k in data}
-    for name, value in found.items():
+    for value, name in credentials(data, values, found):  # the token, env values named for one, a URL's password
         secrets.add(value, name)
     spec = ServerSpec(server_id, path, transport, cwd=app.root, timeout=_timeout(data.get("timeout"), where))
     if transport == "stdio":

@@ -14,7 +14,7 @@ from typing import Any
 from agenttest.util.positions import entries, json_message, json_repeated, line_col, second_key
 from agenttest.errors import AgentTestError, InputError, Location, Problem, did_you_mean
 
-_ENV = re.compile(r"\$ENV\.([A-Za-z_][A-Za-z0-9_]*)")
+ENV_REFERENCE = re.compile(r"\$ENV\.([A-Za-z_][A-Za-z0-9_]*)")  # $ENV.NAME in a value
 
 
 def strip_comments(text: str) -> str:
@@ -83,7 +83,7 @@ def substitute_env(value: Any, where: str, found: dict[str, str] | None = None, 
                 found[name] = os.environ[name]
             return os.environ[name]
 
-        return _ENV.sub(repl, value)
+        return ENV_REFERENCE.sub(repl, value)
     if isinstance(value, dict):
         return {k: substitute_env(v, where, found, required) for k, v in value.items()}
     if isinstance(value, list):

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -111,13 +112,20 @@ def user_left(turn: int) -> Completion:
 MAX_NAME = 80  # characters of one file-name part: far below any file system's limit (255 bytes), with room for a hash
 
 
-def _safe(part: str) -> str:
-    """A path part that is a plain, short file name on every system; an altered or shortened one keeps a short
-    hash of the original, so that two ids never share a cassette."""
-    clean = re.sub(r"[^A-Za-z0-9._-]+", "_", part).strip("._") or "_"
+def _safe(part: str, hide: Callable[[str], str] = str) -> str:
+    """A path part that is a plain, short file name on every system, secrets hidden; an altered or shortened one
+    keeps a short hash of the original (as it is), so that two ids never share a cassette."""
+    clean = re.sub(r"[^A-Za-z0-9._-]+", "_", hide(part)).strip("._") or "_"
     if clean == part and len(part) <= MAX_NAME:
         return clean
-    return f"{clean[:MAX_NAME].rstrip('._-') or '_'}-{hashlib.sha256(part.encode()).hexdigest()[:8]}"
+    digest = hashlib.sha256(part.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{clean[:MAX_NAME].rstrip('._-') or '_'}-{digest}"
+
+
+def _digested(text: str, hide: Callable[[str], str]) -> str:
+    """``text`` (an id) as a cassette keeps it: a secret in it hidden, and then a short hash of it as it is."""
+    shown = hide(text)
+    return text if shown == text else f"{shown}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def cassette_name(case: Case, root: str, secrets: Secrets | None = None, cwd: str = "") -> str:
@@ -128,8 +136,8 @@ def cassette_name(case: Case, root: str, secrets: Secrets | None = None, cwd: st
     file = file if os.path.isfile(file) else case.file  # a path, or a source such as agents:… as written
     source = source_key(file, root)
     stem = os.path.splitext(source)[0] if os.path.isfile(file) else source
-    parts = [_safe(hide(p)) for p in stem.split("/") if p] or ["_"]
-    return "/".join([*parts, _safe(hide(case.id)) + ".jsonl"])
+    parts = [_safe(p, hide) for p in stem.split("/") if p] or ["_"]
+    return "/".join([*parts, _safe(case.id, hide) + ".jsonl"])
 
 
 @dataclass
@@ -343,7 +351,7 @@ class Cassettes:
         for value, placeholder in sorted((trace.volatile if trace is not None else {}).items(), key=lambda kv: -len(kv[0])):
             text = text.replace(value, placeholder)  # $SYS.DATETIME as written: the same request at any time
         normal, known_ids = stable_ids(json.loads(text))
-        connector = inner.spec.id if role == "agent" else ""  # the simulator and the judges keep their own
+        connector = _digested(inner.spec.id, self.secrets.redact) if role == "agent" else ""  # the simulator and the judges keep their own
         entry = Entry(role, turn, normal, {}, run, connector if self.named else "")
         entry.ids = known_ids
         call = tape.next_call(run)

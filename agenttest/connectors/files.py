@@ -8,6 +8,7 @@ import os
 from agenttest.app.folders import App
 from agenttest.errors import AgentTestError, Location, did_you_mean
 from agenttest.util.secrets import Secrets
+from agenttest.app.credentials import credentials
 from agenttest.app.yaofiles import read_jsonc, substitute_env
 from agenttest.connectors.base import ConnectorSpec
 
@@ -15,7 +16,7 @@ LIFTED = ("max_concurrency", "rpm", "pricing")  # top-level keys of a connector 
 
 
 def spec_for(app: App, connector_id: str, secrets: Secrets, offline: bool = False) -> ConnectorSpec:
-    """The spec behind a connector ID; every value substituted from ``$ENV`` joins ``secrets``. ``offline``
+    """The spec behind a connector ID; its credentials (``app.credentials``) join ``secrets``. ``offline``
     (every call replayed from cassettes): an unset ``$ENV`` variable is no error, as no call is made."""
     if connector_id.startswith("use::"):
         return spec_for(app, role_connector(app, connector_id[len("use::"):]), secrets, offline)
@@ -25,15 +26,15 @@ def spec_for(app: App, connector_id: str, secrets: Secrets, offline: bool = Fals
         if not isinstance(data, dict) or "type" not in data:
             raise AgentTestError("a connector file needs a 'type'", Location(path), "e.g. {\"type\": \"openai\", \"options\": {...}}")
         found: dict[str, str] = {}
-        data = substitute_env(data, f"connector {connector_id}", found, required=not offline)  # anywhere in the file: every value is a secret
-        for name, value in found.items():
+        raw, data = data, substitute_env(data, f"connector {connector_id}", found, required=not offline)
+        hidden = credentials(raw, data, found)  # keys, tokens, passwords, headers: not a model name from $ENV
+        for value, name in hidden:
             secrets.add(value, name)
         options = dict(data.get("options") or {})
         for key in LIFTED:  # may be given beside "options" as well as inside it
             if key in data and key not in options:
                 options[key] = data[key]
-        hidden = tuple(found.values()) + url_secrets(options, secrets)
-        return ConnectorSpec(connector_id, data["type"], options, path, hidden)
+        return ConnectorSpec(connector_id, data["type"], options, path, tuple(value for value, _ in hidden))
     if connector_id.startswith("openai.") and len(connector_id) > len("openai."):
         if "OPENAI_API_KEY" not in os.environ and not offline:
             raise AgentTestError(f"connector {connector_id}: environment variable OPENAI_API_KEY is not set", hint="export OPENAI_API_KEY=…")
@@ -51,30 +52,6 @@ def spec_for(app: App, connector_id: str, secrets: Secrets, offline: bool = Fals
     raise AgentTestError(f"unknown connector '{connector_id}'", hint=(hint + " " if hint else "")
                          + f"known connectors: {listing}" + (f" (run with one of them: -c {known[0]})" if known else "")
                          + f"; or openai.<model>; or create {create}:\n{example}")
-
-
-def url_secrets(options: dict[str, object], secrets: Secrets) -> tuple[str, ...]:
-    """A password in an endpoint's URL (``http://admin:$ENV.PASS@host``) is sent as ``Authorization: Basic
-    base64(user:password)``: an endpoint or proxy that echoes the header would show the password encoded,
-    which the raw value's redaction does not catch. The password and that encoding join ``secrets``."""
-    import base64
-    from urllib.parse import unquote, urlsplit
-
-    out: list[str] = []
-    for key in ("host", "base_url", "proxy"):
-        value = options.get(key)
-        try:
-            parts = urlsplit(value) if isinstance(value, str) and "@" in value else None
-        except ValueError:
-            parts = None
-        if parts is None or parts.password is None:
-            continue
-        user, password = unquote(parts.username or ""), unquote(parts.password)
-        encoded = base64.b64encode(f"{user}:{password}".encode()).decode()
-        for secret in (password, parts.password, encoded):
-            secrets.add(secret)
-            out.append(secret)
-    return tuple(dict.fromkeys(out))
 
 
 def role_connector(app: App, role: str) -> str:

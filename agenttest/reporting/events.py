@@ -22,6 +22,10 @@ class EventStream:
         self.secrets = secrets if secrets is not None else Secrets()
 
     def emit(self, event: str, **fields: Any) -> None:
+        """One event, its secrets hidden in its values (before JSON escapes them) and again in the line."""
+        self._write(event, self.secrets.scrub(fields))
+
+    def _write(self, event: str, fields: dict[str, Any]) -> None:
         line = json.dumps({"event": event, **fields}, ensure_ascii=False, default=str)
         self.out.write(self.secrets.redact(line) + "\n")
         self.out.flush()
@@ -34,7 +38,8 @@ class EventStream:
                   runs=header.runs, parallel=header.parallel, timeout=header.timeout, warnings=warnings)
 
     def result(self, result: CaseResult) -> None:
-        self.emit("result", **result_dict(result))
+        """A result as shown (``Watch`` hid its secrets)."""
+        self._write("result", result_dict(result))
 
     def warning(self, message: str) -> None:
         self.emit("warning", message=message)

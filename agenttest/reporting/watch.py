@@ -22,6 +22,7 @@ class Watch:
         self.console = Console(out, config.color, config.verbose, config.parallel, progress=sys.stderr.isatty(),
                                show_reply=show_reply, secrets=secrets, quiet=config.quiet, grouped=grouped, matrix=bool(plan.matrix))
         self.events = events
+        self.secrets = secrets
         # the cases whose runs differ from --runs (100,000 cases need not each have an entry)
         self._runs = {(item.case.file, item.case.id): item.runs for item in plan.items if item.runs != config.runs}
         self._running: dict[tuple[str, str, int, str], int] = {}  # started, no result yet (→ runs): named if the run is stopped
@@ -41,8 +42,12 @@ class Watch:
         self._running[(item.case.file, item.case.id, run, item.label)] = item.runs
 
     def finished(self, result: CaseResult) -> None:
+        """A result as it came (its identity as the plan has it), shown with its secrets hidden: this hidden copy
+        is the one the reports hold (``Secrets.scrub`` keeps it), so it is searched once."""
         self._running.pop((result.file, result.id, result.run, result.connector), None)
-        self.console.finished(result, self._runs.get((result.file, result.id), self.config.runs))
+        runs = self._runs.get((result.file, result.id), self.config.runs)
+        result = self.secrets.scrub(result)
+        self.console.finished(result, runs)
         if self.events is not None:
             self.events.result(result)
         if self.spool is not None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agenttest.model import CaseResult, Gate
 from agenttest.util.files import write_atomic
+from agenttest.util.secrets import Secrets
 
 FOLDER = ".agent-test"
 
@@ -44,27 +46,65 @@ def _read(root: str) -> tuple[dict[str, list[list[str]]], str | None]:
 
 
 def _pairs(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(x, list) and len(x) == 2 and all(isinstance(y, str) for y in x) for x in value)
+    return isinstance(value, list) and all(isinstance(x, list) and len(x) in (2, 3) and all(isinstance(y, str) for y in x) for x in value)
 
 
-def load(root: str, inputs: Sequence[str], warnings: list[str] | None = None) -> set[tuple[str, str]]:
-    """(file, id) of the cases that did not pass last time; none when there was no last time. A file that is
-    not as agent-test writes it adds a warning to ``warnings`` and counts as no last time."""
+def _digest(file: str, case_id: str) -> str:
+    return "sha256:" + hashlib.sha256(f"{file}\0{case_id}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _entry(file: str, case_id: str, secrets: Secrets | None) -> list[str]:
+    """How a case is remembered: ``[file, id]``; a case whose file or id holds a secret (a generator that echoed
+    the key) as ``[file, id]`` hidden, then the SHA-256 of the two as they are — what is matched."""
+    if not secrets:
+        return [file, case_id]
+    shown = [secrets.redact(file), secrets.redact(case_id)]
+    return shown if shown == [file, case_id] else [*shown, _digest(file, case_id)]
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """The cases that did not pass last time: ``(file, id) in remembered`` (on the ids as they are)."""
+
+    pairs: frozenset[tuple[str, str]] = frozenset()
+    digests: frozenset[str] = frozenset()
+
+    def __contains__(self, key: object) -> bool:
+        if key in self.pairs:
+            return True
+        return bool(self.digests) and isinstance(key, tuple) and _digest(*key) in self.digests
+
+    def __len__(self) -> int:
+        return len(self.pairs) + len(self.digests)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self.pairs)
+
+
+def _remembered(entries: list[list[str]]) -> Remembered:
+    return Remembered(frozenset((e[0], e[1]) for e in entries if len(e) == 2), frozenset(e[2] for e in entries if len(e) == 3))
+
+
+def load(root: str, inputs: Sequence[str], warnings: list[str] | None = None) -> Remembered:
+    """The cases that did not pass last time; none when there was no last time. A file that is not as
+    agent-test writes it adds a warning to ``warnings`` and counts as no last time."""
     data, problem = _read(root)
     if problem and warnings is not None:
         warnings.append(problem)
-    return {(f, i) for f, i in data.get(key(inputs), [])}
+    return _remembered(data.get(key(inputs), []))
 
 
-def save(root: str, inputs: Sequence[str], results: Iterable[CaseResult], gates: Iterable[Gate] = ()) -> None:
+def save(root: str, inputs: Sequence[str], results: Iterable[CaseResult], gates: Iterable[Gate] = (), secrets: Secrets | None = None) -> None:
     """Remember which cases did not pass — with gates, those whose gate failed (a flaky case within its
     gate passed). As pytest does, a run that selected only some cases (``-k``, ``--run``, ``--lf``, or
-    one cut short) updates only those: the failures of cases it did not run are kept. Best effort: a
-    read-only app folder only loses the memory."""
+    one cut short) updates only those: the failures of cases it did not run are kept. A case whose file or
+    id holds one of ``secrets`` is written with the secret hidden, and found again by its digest. Best
+    effort: a read-only app folder only loses the memory."""
     results, gates = tuple(results), tuple(gates)
     path = _path(root)
     data = _read(root)[0]
-    before = {(f, i) for f, i in data.get(key(inputs), [])}
+    entries = data.get(key(inputs), [])
+    before = _remembered(entries)
     # only the remembered failures are looked up among what ran: not a set of 100,000 cases that passed
     if gates:
         ran = {k for g in gates if g.runs and (k := (g.file, g.id)) in before}
@@ -72,7 +112,9 @@ def save(root: str, inputs: Sequence[str], results: Iterable[CaseResult], gates:
     else:
         ran = {k for r in results if r.status != "skipped" and (k := (r.file, r.id)) in before}
         failed = {(r.file, r.id) for r in results if not r.ok}
-    data[key(inputs)] = [list(x) for x in sorted((before - ran) | failed)]
+    gone = {k for k in ran if k in before.pairs} | {_digest(*k) for k in ran}
+    kept = [e for e in entries if (e[2] if len(e) == 3 else (e[0], e[1])) not in gone]
+    data[key(inputs)] = sorted(kept + [_entry(f, i, secrets) for f, i in failed])
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
