@@ -76,7 +76,8 @@ def test_every_gate_figure_and_the_exit_code(bot, server, tmp_path):
     text = result.stdout
     assert "Gates:     3/5 passed" in text
     lines = {line.split()[0]: line for line in text.splitlines() if line.startswith("    ") and line.split()}
-    assert lines["flaky"].split()[1:5] == ["4", "2", "50%", "≥"] and "FAILED" in lines["flaky"]
+    assert lines["flaky"].split()[1:6] == ["4", "2", "50%", "15%–85%", "≥"] and "FAILED" in lines["flaky"]  # Wilson, 2 of 4
+    assert g["flaky"]["interval"] == pytest.approx([0.150039, 0.849961], abs=1e-6) and g["steady"]["interval"][1] == 1.0
     assert "PASSED (flaky)" in lines["lenient"] and "≥ 75%" in lines["lenient"]
     assert lines["twice"].split()[1:3] == ["2", "1"] and "PASSED (flaky)" in lines["twice"]
     assert "❌ 2 failed — 2 of 5 tests did not pass" in text  # by gate: lenient and twice failed runs, not their gates
@@ -210,7 +211,7 @@ def test_markdown_and_html_show_the_gates(bot, tmp_path):
     for out in (md, page):
         assert cli("-i", str(path), "-n", "bot", "--runs", "4", "--early-stop", "-o", str(out)).exit_code == 1
     text = md.read_text()
-    assert "## Gates" in text and "| flaky | 2/4 | 1 | 50% | ≥ 100% | ✗ | ✓ |" in text
+    assert "## Gates" in text and "| flaky | 2/4 | 1 | 50% | 9%–91% | ≥ 100% | ✗ | ✓ |" in text
     assert "## Stability" in text and "early stop saved 2 of 8 runs" in text
     html = page.read_text()
     assert "<h2>Gates</h2>" in html and "<td>flaky</td>" in html and "early stop saved 2 of 8 runs" in html
@@ -415,7 +416,7 @@ def test_a_gate_whose_remaining_runs_could_change_it_is_incomplete_not_passed(mo
     assert verdicts == {"ok": "incomplete", "lenient": "passed", "bad": "failed"}
     assert "1/3 passed, 1 failed, 1 incomplete" in result.stdout and "INCOMPLETE (1 of 2 runs ran)" in result.stdout
     row = next(line for line in result.stdout.splitlines() if "INCOMPLETE (1 of 2" in line).split()
-    assert row[:5] == ["ok", "1/2", "1", "100%", "≥"] and row[6:9] == ["—", "—", "—"], row  # no pass^k, pass@k or class yet
+    assert row[:6] == ["ok", "1/2", "1", "100%", "21%–100%", "≥"] and row[7:10] == ["—", "—", "—"], row  # no pass^k, pass@k or class yet
     assert "(1 incomplete)" in result.stdout.splitlines()[-2]
     counts, suite = junit_counts(xml)
     assert counts == {"tests": 3, "failures": 1, "errors": 0, "skipped": 1}

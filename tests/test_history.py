@@ -128,11 +128,12 @@ def test_a_run_cut_short_is_listed_with_the_cases_it_did_not_run(tmp_path):
         history.record(_report(*ran), 0, ["t.jsonl"])
         whole, failfast, cut = history.runs()
     assert (cut.cases, cut.not_run, cut.pass_rate, cut.interrupted) == (9, 191, 100.0, True)
-    assert (cut.cases_text(), cut.pass_rate_text()) == ("9 of 200", "100.0% (interrupted)")
-    assert (failfast.cases_text(), failfast.pass_rate_text()) == ("1 of 5", "0.0% (stopped early)")
-    assert (whole.not_run, whole.cases_text(), whole.pass_rate_text(), whole.interrupted) == (0, "9", "100.0%", False)
+    assert (cut.cases_text(), cut.pass_rate_text()) == ("9 of 200", "100.0% (70–100%) (interrupted)")  # Wilson over 9 cases
+    assert (failfast.cases_text(), failfast.pass_rate_text()) == ("1 of 5", "0.0% (0–79%) (stopped early)")
+    assert (whole.not_run, whole.cases_text(), whole.pass_rate_text(), whole.interrupted) == (0, "9", "100.0% (70–100%)", False)
+    assert (whole.pass_rate_low, whole.pass_rate_high) == (70.1, 100.0)
     lines = run_lines([whole, failfast, cut])
-    assert "9 of 200" in lines[3] and "100.0% (interrupted)" in lines[3] and lines[3].split()[-1] == "130"
+    assert "9 of 200" in lines[3] and "100.0% (70–100%) (interrupted)" in lines[3] and lines[3].split()[-1] == "130"
     assert "1 of 5 (1 not passing)" in lines[2] and "(stopped early)" in lines[2]
     assert "of" not in lines[1].split() and "(interrupted)" not in lines[1]
 
@@ -250,7 +251,7 @@ def test_an_older_schema_is_migrated_and_its_runs_kept(tmp_path):
     db.commit()
     db.close()
     with History(str(path)) as history:
-        assert history.db.execute("PRAGMA user_version").fetchone()[0] == store.VERSION == 3
+        assert history.db.execute("PRAGMA user_version").fetchone()[0] == store.VERSION == 4
         (old,) = history.runs()
         assert (old.inputs, old.tokens, old.cost, old.not_run) == ("old", None, None, None)
         assert (old.cases_text(), old.pass_rate_text()) == ("1", "100.0%")  # a run recorded before not_run was
@@ -261,7 +262,7 @@ def test_an_older_schema_is_migrated_and_its_runs_kept(tmp_path):
 def test_a_newer_schema_or_a_foreign_file_is_a_clear_error(tmp_path):
     newer = tmp_path / "newer.sqlite"
     sqlite3.connect(newer).execute("PRAGMA user_version = 99").connection.close()
-    with pytest.raises(AgentTestError, match="written by a newer agent-test \\(schema 99, this one knows 3\\)"):
+    with pytest.raises(AgentTestError, match="written by a newer agent-test \\(schema 99, this one knows 4\\)"):
         History(str(newer))
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_text("not a database at all " * 100)

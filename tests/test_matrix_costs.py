@@ -100,7 +100,7 @@ def test_matrix_in_every_report_format(two, tmp_path):
     names = [c.get("name") for c in suite.findall("testcase")]
     assert names == ["greet [fake-a]", "greet [fake-b]"] and suite.get("failures") == "1"
     props = {p.get("name"): p.get("value") for p in suite.find("properties") or ()}
-    assert props == {"cost_usd": "0.00006"}
+    assert props == {"cost_usd": "0.00006", "pass_rate": "0.5", "pass_rate_interval": "0.0945-0.9055", "confidence": "0.95", "cases": "2"}
     costs = [{p.get("name"): p.get("value") for p in c.iter("property")}["cost_usd"] for c in suite.findall("testcase")]
     assert costs == ["0.00002", "0.00004"]
 

@@ -231,9 +231,10 @@ def test_the_runs_page_says_a_run_was_cut_short(page, tmp_path):
     try:
         page.goto(server.url_of(httpd))
         cells = page.eval_on_selector_all("#runs tbody tr", "rs => rs.map(r => [...r.cells].slice(6).map(c => c.innerText))")
-        assert cells == [["9 (0 not passing)", "100.0%", "0"], ["9 of 200 (0 not passing)", "100.0% (interrupted)", "130"]]
+        assert cells == [["9 (0 not passing)", "100.0% (70–100%)", "0"], ["9 of 200 (0 not passing)", "100.0% (70–100%) (interrupted)", "130"]]
         assert page.locator("#runs tbody tr[data-run='1'] td.failed").count() == 1  # marked as not green
-        assert page.locator("#trend circle title").nth(0).text_content() == "#1 2026-12-01T10:00:00Z: 100.0% (interrupted), 9 of 200 cases"
+        assert page.locator("#trend circle title").nth(0).text_content() == "#1 2026-12-01T10:00:00Z: 100.0% (70–100%) (interrupted), 9 of 200 cases"
+        assert page.locator("#trend polygon.band").count() == 1  # the interval over cases, as a band
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -276,7 +277,7 @@ def test_a_gated_run_is_one_row_per_case_with_its_runs_nested(page, tmp_path):
     page.goto(gated(tmp_path).as_uri())
     assert rows(page) == [["broken", "failed"], ["flaky", "flaky"], ["steady", "passed"]]  # 9 results, 3 cases
     flaky = page.locator("#cases tr[data-id=flaky] td")
-    assert flaky.nth(2).inner_text() == "✓✗✓" and flaky.nth(3).inner_text() == "66.7%" and flaky.nth(4).inner_text() == "≥ 50%"
+    assert flaky.nth(2).inner_text() == "✓✗✓" and flaky.nth(3).inner_text() == "66.7%\n21%–94%" and flaky.nth(4).inner_text() == "≥ 50%"
     cards = page.inner_text("#cards")
     assert "Cases\n3" in cards and "Failed\n1" in cards and "Flaky\n1" in cards and "Gates passed\n2/3" in cards and "Runs\n9" in cards
     page.click("[data-chip=flaky]")

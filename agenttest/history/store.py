@@ -20,6 +20,8 @@ from agenttest.model import CaseResult, Gate, RunReport
 from agenttest.util import forked
 from agenttest.util.secrets import Secrets
 from agenttest.util.text import shorten
+from agenttest.stats.intervals import wilson
+from agenttest.verdicts import evidence
 from agenttest.verdicts.gates import in_order, key_of, walk
 
 FOLDER, NAME = ".agent-test", "history.sqlite"
@@ -52,6 +54,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN not_run INTEGER;
     """,
+    """
+    ALTER TABLE runs ADD COLUMN pass_rate_low REAL;
+    ALTER TABLE runs ADD COLUMN pass_rate_high REAL;
+    """,
 )
 VERSION = len(MIGRATIONS)
 
@@ -77,6 +83,8 @@ class RunRow:
     tokens: int | None = None
     cost: float | None = None
     not_run: int | None = None  # cases selected that did not run (Ctrl-C, SIGTERM, --fail-fast); None: not recorded
+    pass_rate_low: float | None = None  # the pass rate's Wilson interval over the cases, in percent (at the run's --confidence)
+    pass_rate_high: float | None = None
 
     @property
     def interrupted(self) -> bool:
@@ -88,8 +96,11 @@ class RunRow:
         return f"{self.cases} of {self.cases + self.not_run}" if self.not_run else str(self.cases)
 
     def pass_rate_text(self) -> str:
-        """The pass rate of the cases that ran, said to be of those only when the run was cut short."""
+        """The pass rate of the cases that ran with its interval (``85.0% (71–93%)``), said to be of those only when the
+        run was cut short."""
         rate = f"{self.pass_rate}%" if self.pass_rate is not None else "—"
+        if self.pass_rate is not None and self.pass_rate_low is not None and self.pass_rate_high is not None:
+            rate += f" ({self.pass_rate_low:.0f}–{self.pass_rate_high:.0f}%)"
         if self.interrupted:
             return f"{rate} (interrupted)"
         return f"{rate} (stopped early)" if self.not_run else rate
@@ -215,9 +226,11 @@ class History:
             given = document() if callable(document) else document
             blob = given or zlib.compress(hide.redact(json.dumps(report_dict(report), ensure_ascii=False, default=str)).encode(), LEVEL)
             counted = counts["passed"] + counts["failed"]
-            self.db.execute("UPDATE runs SET cases = ?, passed = ?, failed = ?, flaky = ?, skipped = ?, pass_rate = ?, report = ? WHERE id = ?",
+            low, high = wilson(counts["passed"], counted, evidence.level(report)) or (None, None)
+            self.db.execute("UPDATE runs SET cases = ?, passed = ?, failed = ?, flaky = ?, skipped = ?, pass_rate = ?, pass_rate_low = ?,"
+                            " pass_rate_high = ?, report = ? WHERE id = ?",
                             (counts["cases"], counts["passed"], counts["failed"], counts["flaky"], counts["skipped"],
-                             round(100.0 * counts["passed"] / counted, 1) if counted else None, blob, run_id))
+                             round(100.0 * counts["passed"] / counted, 1) if counted else None, _percent(low), _percent(high), blob, run_id))
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -271,6 +284,10 @@ def _use_wal(db: sqlite3.Connection) -> None:
 
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _percent(rate: float | None) -> float | None:
+    return None if rate is None else round(100 * rate, 1)
 
 
 def _cases_not_run(report: RunReport) -> int:

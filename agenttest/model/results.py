@@ -8,6 +8,7 @@ from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from agenttest.model.calls import EndpointLoad, ModelCall, Spend, ToolCall, Usage
+from agenttest.model.evidence import Evidence
 from agenttest.model.kinds import Status
 
 
@@ -309,6 +310,7 @@ class RunReport:
     matrix: tuple[str, ...] = ()  # the connectors of a model matrix (-c a,b), in order
     generation: tuple[Spend, ...] = ()  # what generating the cases cost (-i agents:…)
     load: tuple[EndpointLoad, ...] = ()  # per connector: requests, 429s absorbed, retries, concurrency
+    evidence: Evidence | None = None  # intervals, matrix comparisons, judges (verdicts.evidence.of: made from the results when None)
 
     def count(self, status: str) -> int:
         return self.summary.counts.get(status, 0)

@@ -26,7 +26,7 @@ from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, Endp
 from agenttest.util.positions import json_offset, line_col
 from agenttest.util.text import safe_text
 from agenttest.accounting import costs
-from agenttest.verdicts import gates
+from agenttest.verdicts import evidence, gates
 
 HINT = "give a JSON report written by agent-test (-o report.json, or the default output-<timestamp>.json)"
 MAX_DEPTH = 200  # deeper values are cut: no report is lost to a value nested without end
@@ -278,9 +278,12 @@ def spend_dict(s: Spend) -> dict[str, Any]:
     return encode(s)
 
 
-def pass_k_dict(table: PassK) -> dict[str, Any]:
-    """The suite's pass^k and pass@k for k = 1 … N, item k-1 of each list (docs/gates.md)."""
-    return {"k": list(table.k), "pass_hat": _rates(table.pass_hat), "pass_at": _rates(table.pass_at), "cases": list(table.cases)}
+def pass_k_dict(table: PassK, hat: Sequence[tuple[float, float]] = (), at: Sequence[tuple[float, float]] = ()) -> dict[str, Any]:
+    """The suite's pass^k and pass@k for k = 1 … N, item k-1 of each list (docs/gates.md), with their intervals."""
+    out = {"k": list(table.k), "pass_hat": _rates(table.pass_hat), "pass_at": _rates(table.pass_at), "cases": list(table.cases)}
+    if hat and at:
+        out.update(pass_hat_interval=[[_r(lo), _r(hi)] for lo, hi in hat], pass_at_interval=[[_r(lo), _r(hi)] for lo, hi in at])
+    return out
 
 
 def _spent(usage: Usage, cost: float | None) -> dict[str, Any]:
@@ -321,23 +324,26 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
         out["simulator"] = report.simulator
     out["usage"] = s.usage.as_dict()
     out["pass_rate"] = s.pass_rate
+    out.update(evidence_dict(report))
     if report.stability:
         out["runs"] = report.options.get("runs", 1)
         out["stability"] = [{k: v for k, v in encode(st).items() if k != "connector" or report.matrix} for st in report.stability]
         out["stable_cases"] = sum(1 for st in report.stability if st.classification == "stable")
         total_runs = sum(st.runs for st in report.stability)
         out["overall_pass_rate"] = round(100.0 * sum(st.passed for st in report.stability) / total_runs, 1) if total_runs else 100.0
+    known = evidence.of(report)
     if gates.shown(report.gates, report.matrix):
         out["cases"] = len(report.gates)
         out["gates_passed"] = sum(1 for g in report.gates if g.verdict == "passed")
         out["gates_failed"] = len(gates.failed(report.gates))
-        out["gates"] = [gate_dict(g) for g in report.gates]
+        out["gates"] = [_with_interval(gate_dict(g), evidence.case_interval(g, known.confidence)) for g in report.gates]
         table = gates.pass_k(report.gates)
         if table is not None:
-            out["pass_k"] = pass_k_dict(table)
+            out["pass_k"] = pass_k_dict(table, known.pass_hat, known.pass_at)
         if report.matrix:
             by = {c: gates.pass_k([g for g in report.gates if g.connector == c]) for c in report.matrix}
-            out["pass_k_by_connector"] = {c: pass_k_dict(t) for c, t in by.items() if t is not None}
+            ks = {c: (hat, at) for c, hat, at in known.pass_k_by_connector}
+            out["pass_k_by_connector"] = {c: pass_k_dict(t, *ks.get(c, ((), ()))) for c, t in by.items() if t is not None}
     if report.matrix:
         out["matrix"] = list(report.matrix)
     saved = gates.runs_saved(report.gates)
@@ -613,3 +619,28 @@ def paired_dict(p: Paired) -> dict[str, Any]:
                    "adjusted": m.adjusted} for m in p.moved],
         "tested": p.tested, "case_floor": _r(p.case_floor),
     }
+
+
+def _with_interval(gate: dict[str, Any], interval: tuple[float, float] | None) -> dict[str, Any]:
+    """A gate's record with its Wilson interval after its pass rate."""
+    if interval is None:
+        return gate
+    out: dict[str, Any] = {}
+    for key, value in gate.items():
+        out[key] = value
+        if key == "pass_rate":
+            out["interval"] = [_r(interval[0]), _r(interval[1])]
+    return out
+
+
+def evidence_dict(report: RunReport) -> dict[str, Any]:
+    """The summary's evidence: the confidence, the pass rate's interval (and each connector's), the matrix compared."""
+    known = evidence.of(report)
+    out: dict[str, Any] = {"confidence": known.confidence}
+    if known.pass_rate is not None:
+        out["pass_rate_interval"] = estimate_dict(known.pass_rate)
+    if known.by_connector:
+        out["pass_rate_by_connector"] = {c: estimate_dict(e) for c, e in known.by_connector}
+    if known.matrix:
+        out["matrix_comparisons"] = [paired_dict(p) for p in known.matrix]
+    return out

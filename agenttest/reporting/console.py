@@ -11,6 +11,7 @@ from agenttest.model import Case, CaseResult, RunHeader, RunReport, ToolCall
 from agenttest.reporting.codec import summary_dict
 from agenttest.reporting.rows import change_text, preview
 from agenttest.reporting import figures
+from agenttest.reporting import evidence as words
 from agenttest.util.secrets import Secrets
 from agenttest.util.text import as_text, plural, printable, shorten
 
@@ -313,7 +314,7 @@ class Console:
                 ("Total", s["total"]), ("Passed", s["passed"]), ("Failed", s["failed"])]
         rows += [(k, v) for k, v in (("Errors", s["errors"]), ("Timeouts", s["timeouts"]), ("Skipped", s["skipped"])) if v]
         ran = s["total"] - report.not_run - s["skipped"]
-        rows.append(("Pass Rate", f"{s['pass_rate']:.1f}%" + (f" (of the {ran} that ran)" if report.interrupted else "")))
+        rows.append(("Pass Rate", words.pass_rate_text(report, s["pass_rate"]) + (f" (of the {ran} that ran)" if report.interrupted else "")))
         took = format_duration(report.duration_ms / 1000)
         finished = len(report.results)  # an interrupted run: the tests that ran, not those selected
         if self.parallel > 1 and finished:
@@ -369,6 +370,8 @@ class Console:
             self.line()
             self.line("  Matrix (the agent under test on each connector):")
             self._table(matrix)
+            for text in figures.evidence_lines(report):
+                self.line(f"    {safe(text)}")
         tagged = figures.tag_table(report)
         if tagged is not None:
             self.line()

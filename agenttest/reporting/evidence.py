@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 
-from agenttest.model import Calibration, Estimate, Mover, Paired
+from agenttest.model import Calibration, Estimate, Mover, Paired, RunReport
+from agenttest.verdicts import evidence
 from agenttest.util.text import plural
 
 TESTS = {"mcnemar": "McNemar's exact test", "sign-flip": "the exact paired sign-flip test"}
@@ -32,6 +33,16 @@ def estimate(e: Estimate, confidence: float) -> str:
     """``85.0% (95% CI 71%–93%; 40 cases, 120 runs)``: every rate with what it stands on."""
     stands = plural(e.cases, "case") + (f", {e.runs:,} runs" if e.runs != e.cases else "")
     return f"{100 * e.rate:.1f}% ({level(confidence)} CI {span(e.low, e.high)}; {stands})"
+
+
+def pass_rate_text(report: RunReport, rate: float) -> str:
+    """``85.0% (95% CI 71%–93%; 40 cases, 120 runs)``: the pass rate (percent) with its interval and what it stands on."""
+    known = evidence.of(report)
+    if known.pass_rate is None:
+        return f"{rate:.1f}%"
+    e = known.pass_rate
+    stands = plural(e.cases, "case") + (f", {e.runs:,} runs" if e.runs != e.cases else "")
+    return f"{rate:.1f}% ({level(known.confidence)} CI {span(e.low, e.high)}; {stands})"
 
 
 def runs_interval(passed: int, runs: int, interval: tuple[float, float] | None) -> str:

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 
 from agenttest.util.durations import format_duration
 from agenttest.accounting.costs import money, totals
+from agenttest.verdicts import evidence
 from agenttest.verdicts.gates import classify, pass_k, runs_saved, shown
 from agenttest.model import Gate, RunReport
+from agenttest.reporting import evidence as words
 
 MARK = {True: "✓", False: "✗"}
 
@@ -65,8 +67,9 @@ def gate_table(report: RunReport) -> Table | None:
     """One row per case (× connector): runs, pass rate against its gate, pass^k, pass@k, class, durations, verdict."""
     if not shown(report.gates, report.matrix):
         return None
-    headers = ["case", *(["connector"] if report.matrix else []), "runs", "passed", "pass rate", "gate", "pass^k", "pass@k",
-               "class", "median", "mean ± sd", "verdict"]
+    level = evidence.of(report).confidence
+    headers = ["case", *(["connector"] if report.matrix else []), "runs", "passed", "pass rate", f"{100 * level:g}% CI", "gate", "pass^k",
+               "pass@k", "class", "median", "mean ± sd", "verdict"]
     rows: list[list[str]] = []
     verdicts: list[str] = []
     for g in report.gates:
@@ -74,7 +77,9 @@ def gate_table(report: RunReport) -> Table | None:
         decided = g.runs and g.verdict != "incomplete"  # pass^k, pass@k and the class of runs cut short say nothing yet
         cls = classify(100 * g.pass_rate) if decided else "—"
         rate, least = percents(g.pass_rate, g.min_pass_rate)
+        interval = evidence.case_interval(g, level)
         row = [g.id, *([g.connector] if report.matrix else []), ran, str(g.passed), rate if g.runs else "—",
+               words.span(*interval) if interval is not None else "—",
                f"≥ {least}", MARK[g.pass_hat_k] if decided else "—", MARK[g.pass_at_k] if decided else "—", cls,
                ms(g.median_ms) if g.runs else "—", f"{ms(g.mean_ms)} ± {ms(g.std_ms)}" if g.runs else "—", verdict_text(g)]
         rows.append(row)
@@ -89,8 +94,18 @@ def pass_k_table(report: RunReport) -> Table | None:
     if table is None:
         return None
     cols = shown_k(len(table.k))
-    return Table(["k", *(str(table.k[i]) for i in cols)], [["pass^k", *(f"{table.pass_hat[i]:.3f}" for i in cols)],
-                                                         ["pass@k", *(f"{table.pass_at[i]:.3f}" for i in cols)]], ["", ""])
+    known = evidence.of(report)
+    rows = [["pass^k", *(f"{table.pass_hat[i]:.3f}" for i in cols)]]
+    if known.pass_hat:
+        rows.append([f"  {100 * known.confidence:g}% CI", *(_pair(known.pass_hat[i]) for i in cols)])
+    rows.append(["pass@k", *(f"{table.pass_at[i]:.3f}" for i in cols)])
+    if known.pass_at:
+        rows.append([f"  {100 * known.confidence:g}% CI", *(_pair(known.pass_at[i]) for i in cols)])
+    return Table(["k", *(str(table.k[i]) for i in cols)], rows, [""] * len(rows))
+
+
+def _pair(interval: tuple[float, float]) -> str:
+    return f"{interval[0]:.2f}–{interval[1]:.2f}"
 
 
 def shown_k(n: int) -> list[int]:
@@ -199,3 +214,15 @@ def tag_table(report: RunReport) -> Table | None:
         rows.append([tag, str(len(keys)), str(passed), str(len(keys) - passed), percent(passed / len(keys))])
         marks.append("passed" if passed == len(keys) else "failed")
     return Table(["tag", "cases", "passed", "not passed", "pass rate"], rows, marks)
+
+
+def evidence_lines(report: RunReport) -> list[str]:
+    """What a model matrix says beyond its table: each connector's pass rate with its interval, and each connector
+    compared with the first as a paired experiment."""
+    known = evidence.of(report)
+    lines = [f"{name}: {words.estimate(e, known.confidence)}" for name, e in known.by_connector]
+    for paired in known.matrix:
+        said = words.lines(paired)
+        lines.append(f"{paired.new} vs {paired.base}: {said[0]}")
+        lines += [f"  {line}" for line in said[1:]]
+    return lines

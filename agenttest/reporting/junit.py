@@ -7,6 +7,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from agenttest.accounting.costs import totals
+from agenttest.verdicts import evidence
 from agenttest.verdicts.gates import key_of, runs_saved
 from agenttest.model import CaseResult, Gate, RunReport
 from agenttest.util.text import BIDI, as_text
@@ -73,7 +74,7 @@ def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate
     if first is not None and first.file:
         case.set("file", first.file)  # as pytest's JUnit: ids are unique per file only
     full = gate is not None and (gate.planned > 1 or bool(report.matrix) or gate.min_pass_rate < 1)
-    _properties(case, gate, full, tags=first.tags if first else ())
+    _properties(case, gate, full, tags=first.tags if first else (), confidence=evidence.of(report).confidence)
     if _single(runs, gate) and first is not None:
         _outcome(case, first)
     elif gate is not None and status in ("failed", "error"):
@@ -92,7 +93,13 @@ def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate
 def _suite_properties(suite: ET.Element, report: RunReport) -> None:
     """The run's cost and the runs --early-stop saved, when there are any."""
     cost = totals(report.results, report.generation).cost
-    values = {"cost_usd": _usd(cost) if cost is not None else None, "runs_saved": runs_saved(report.gates) or None}
+    known = evidence.of(report)
+    rate = known.pass_rate
+    values = {"cost_usd": _usd(cost) if cost is not None else None, "runs_saved": runs_saved(report.gates) or None,
+              "pass_rate": round(rate.rate, 4) if rate is not None else None,
+              "pass_rate_interval": f"{rate.low:.4f}-{rate.high:.4f}" if rate is not None else None,
+              "confidence": known.confidence if rate is not None else None,
+              "cases": rate.cases if rate is not None else None}
     if any(v is not None for v in values.values()):
         props = ET.SubElement(suite, "properties")
         for key, value in values.items():
@@ -100,11 +107,13 @@ def _suite_properties(suite: ET.Element, report: RunReport) -> None:
                 ET.SubElement(props, "property", name=key, value=str(value))
 
 
-def _properties(case: ET.Element, gate: Gate | None, full: bool, tags: tuple[str, ...] = ()) -> None:
+def _properties(case: ET.Element, gate: Gate | None, full: bool, tags: tuple[str, ...] = (), confidence: float = evidence.CONFIDENCE) -> None:
     """The case's tags, the gate's figures (with several runs, a lower gate or a matrix) and its cost (when priced)."""
     values: dict[str, object] = {"tags": ",".join(tags)} if tags else {}
     if gate is not None and full:
+        interval = evidence.case_interval(gate, confidence)
         values |= {"runs": gate.runs, "planned": gate.planned, "passed": gate.passed, "pass_rate": round(gate.pass_rate, 4),
+                   **({"pass_rate_interval": f"{interval[0]:.4f}-{interval[1]:.4f}"} if interval is not None else {}),
                   "min_pass_rate": gate.min_pass_rate, "flaky": gate.flaky, "pass_hat_k": gate.pass_hat_k, "pass_at_k": gate.pass_at_k,
                   "connector": gate.connector, "saved": gate.saved}
     if gate is not None and gate.total_cost is not None:

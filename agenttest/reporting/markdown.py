@@ -8,6 +8,7 @@ from agenttest.util.durations import format_duration
 from agenttest.util.text import as_text, printable, shorten
 from agenttest.model import AssertionResult, CaseResult, RunReport, ToolCall
 from agenttest.reporting import figures
+from agenttest.reporting import evidence as words
 from agenttest.reporting.formats import register
 from agenttest.reporting.codec import summary_dict
 from agenttest.reporting.rows import change_text, row_input
@@ -117,6 +118,11 @@ def _warnings(report: RunReport) -> list[str]:
     return ["", "## Warnings", "", *lines] if lines else []
 
 
+def _interval(report: RunReport, s: dict) -> list[str]:
+    """The pass rate with its interval and what it stands on (docs/statistics.md)."""
+    return [f"Pass rate {_text(words.pass_rate_text(report, s['pass_rate']))}.", ""] if "pass_rate_interval" in s else []
+
+
 def _figures(report: RunReport) -> list[str]:
     lines: list[str] = []
     gates = figures.gate_table(report)
@@ -130,6 +136,9 @@ def _figures(report: RunReport) -> list[str]:
     if matrix is not None:
         lines += ["", "## Matrix", "", "The agent under test on each connector: verdict, pass rate, tokens, cost, median latency.", "",
                   *_table(matrix)]
+        said = figures.evidence_lines(report)
+        if said:
+            lines += ["", *[f"{'  ' if text.startswith('  ') else ''}- {_text(text.strip())}" for text in said]]
     costs = figures.cost_lines(report)
     if costs:
         lines += ["", "## Costs", "", *[f"- {_text(c)}" for c in costs]]
@@ -174,6 +183,7 @@ def to_markdown(report: RunReport) -> str:
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
         f"| {s['total']} | {s['passed']} | {s['failed']} | {s['errors']} | {s['timeouts']} | {s['skipped']} | {s['pass_rate']}% | {format_duration(report.duration_ms / 1000)} |",
         "",
+        *_interval(report, s),
         *_state(report, s),
         "## Cases",
         "",

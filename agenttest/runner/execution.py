@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agenttest.agents.caller import Caller
@@ -16,7 +16,7 @@ from agenttest.model import Plan, RunReport
 from agenttest.runner import scheduling
 from agenttest.runner.scheduling import RunState
 from agenttest.runtime import usercalls
-from agenttest.verdicts import gates
+from agenttest.verdicts import evidence, gates
 from agenttest.verdicts.outcome import make_report
 
 
@@ -85,10 +85,11 @@ def report_of(plan: Plan, done: Finished, **fields: Any) -> RunReport:
     """The report of what ran: the results in input order, their gates, and how the run ended."""
     state, interrupted = done.state, done.signalled is not None
     saved = sum(state.saved.values())
-    return make_report(
+    report = make_report(
         state.ordered(), state.started_at, (time.perf_counter() - state.started) * 1000, plan.config.runs,
         policies=state.tallies or gates.policies(plan), saved=state.saved, matrix=plan.matrix, interrupted=interrupted,
         terminated=done.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
         not_run=max(0, state.total - len(state.results) - saved) if (state.stopped_early or interrupted) else 0,
         **fields,
     )
+    return replace(report, evidence=evidence.compute(report, plan.config.confidence, plan.config.alpha))  # made once, read by every format

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import math
 import random
+from operator import mul
 from collections.abc import Sequence
 from statistics import NormalDist
 
 RESAMPLES = 2000  # bootstrap resamples: the percentile interval's ends move by well under a point past this
 SEED = 0  # every bootstrap starts from this seed: an interval depends on the outcomes alone
+CASE_BY_CASE = 10  # up to this many cases per kind of case, a resample is drawn case by case, not kind by kind
 
 Interval = tuple[float, float]
 
@@ -55,13 +57,22 @@ def percentile(values: Sequence[float], confidence: float) -> Interval:
 
 def resample(counts: Sequence[int], times: int | None = None, seed: int = SEED) -> list[list[int]]:
     """``times`` bootstrap resamples of n = Σ counts cases, each case drawn with replacement, given as how many
-    of each kind of case were drawn (a multinomial draw, made of one binomial draw per kind): the same as drawing
-    n cases one by one, at a cost that does not grow with n."""
+    of each kind of case were drawn: a multinomial draw, made of one binomial draw per kind — the same as drawing
+    n cases one by one, at a cost that does not grow with n — or, for a few cases of many kinds (40 runs a case),
+    the n cases drawn one by one, which then costs less."""
     rng = random.Random(seed)
     uniform = rng.random
     times = RESAMPLES if times is None else times
     n = sum(counts)
     out = []
+    if n <= CASE_BY_CASE * len(counts):  # few cases for their kinds: drawing them one by one costs less
+        kind_of = [j for j, count in enumerate(counts) for _ in range(count)]
+        for _ in range(times):
+            drawn = [0] * len(counts)
+            for _ in range(n):
+                drawn[kind_of[int(uniform() * n)]] += 1
+            out.append(drawn)
+        return out
     for _ in range(times):
         left, rest, drawn = n, n, []
         for count in counts[:-1]:
@@ -114,14 +125,26 @@ def bootstrap(groups: Sequence[tuple[int, float, float]], confidence: float = 0.
     has no spread to show: the interval is then the Wilson interval of that value over the cases (20 cases
     that all passed: 84%–100%, not 100%–100%)."""
     kinds = [g for g in groups if g[0] > 0]
+    if len({g[1] / g[2] for g in kinds}) < 2:
+        return from_draws([], kinds, confidence)
+    return from_draws(resample([g[0] for g in groups], times, seed), groups, confidence)
+
+
+def from_draws(draws: Sequence[Sequence[int]], groups: Sequence[tuple[int, float, float]], confidence: float) -> Interval | None:
+    """``bootstrap`` on resamples already drawn for these kinds of case (``resample`` of their counts): several
+    figures of the same cases (pass^k for every k) share one set of resamples."""
+    kinds = [g for g in groups if g[0] > 0]
     if not kinds:
         return None
-    cases = sum(g[0] for g in kinds)
     values = {g[1] / g[2] for g in kinds}
     if len(values) == 1:
+        cases = sum(g[0] for g in kinds)
         return wilson(values.pop() * cases, cases, confidence)
-    draws = resample([g[0] for g in kinds], times, seed)
-    return percentile([ratio(d, kinds) for d in draws], confidence)
+    numerators, denominators = [g[1] for g in groups], [g[2] for g in groups]
+    if all(d == 1 for d in denominators):  # a mean of per-case values: the denominator is the number of cases
+        cases = sum(g[0] for g in groups)
+        return percentile([sum(map(mul, d, numerators)) / cases for d in draws], confidence)
+    return percentile([sum(map(mul, d, numerators)) / sum(map(mul, d, denominators)) for d in draws], confidence)
 
 
 def bootstrap_mean(values: Sequence[tuple[int, float]], confidence: float = 0.95, times: int | None = None,
@@ -139,10 +162,11 @@ def bootstrap_mean(values: Sequence[tuple[int, float]], confidence: float = 0.95
         v = distinct.pop()
         u = 1 - ((1 - confidence) / 2) ** (1 / cases) if v == 0 else 0.0
         return v - u, v + u
-    draws = resample([k[0] for k in kinds], times, seed)
-    return percentile([ratio(d, kinds) for d in draws], confidence)
+    values_of = [k[1] for k in kinds]
+    return percentile([sum(map(mul, d, values_of)) / cases for d in resample([k[0] for k in kinds], times, seed)], confidence)
 
 
 def ratio(drawn: Sequence[int], kinds: Sequence[tuple[int, float, float]]) -> float:
-    """A resample's Σ numerator / Σ denominator, ``drawn[j]`` cases of kind j."""
+    """A resample's Σ numerator / Σ denominator, ``drawn[j]`` cases of kind j (what ``from_draws`` computes, kept
+    plain for the tests)."""
     return sum(x * k[1] for x, k in zip(drawn, kinds)) / sum(x * k[2] for x, k in zip(drawn, kinds))

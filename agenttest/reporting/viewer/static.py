@@ -9,6 +9,7 @@ from agenttest.reporting.codec import summary_dict
 from agenttest.reporting.rows import change_text, row_input
 from agenttest.model import AssertionResult, CaseResult, RunReport, ToolCall
 from agenttest.reporting import figures
+from agenttest.reporting import evidence as words
 from agenttest.util.durations import format_duration
 from agenttest.util.text import as_text, printable, shorten
 
@@ -111,8 +112,9 @@ def _figures(report: RunReport) -> str:
         parts.append(f"<h2>pass^k</h2><p class=\"meta\">{escape(figures.pass_k_caption(report))}; unbiased over runs.</p>{_table(passk)}")
     matrix = figures.matrix_table(report)
     if matrix is not None:
+        said = "".join(f"<li>{escape(line.strip())}</li>" for line in figures.evidence_lines(report))
         parts.append("<h2>Matrix</h2><p class=\"meta\">The agent under test on each connector: verdict, pass rate, tokens, cost, "
-                     f"median latency.</p>{_table(matrix)}")
+                     f"median latency.</p>{_table(matrix)}" + (f'<ul class="evidence">{said}</ul>' if said else ""))
     if report.stability:
         head = "<tr><th>ID</th>" + ("<th>Connector</th>" if report.matrix else "") + "<th>Runs</th><th>Pass rate</th><th>Avg</th>"
         head += "<th>Min</th><th>Max</th><th>Std dev</th><th>Class</th></tr>"
@@ -150,7 +152,7 @@ def report(report: RunReport) -> str:
         for label, value, cls in [
             ("Total", s["total"], ""), ("Passed", s["passed"], "passed"), ("Failed", s["failed"], "failed"),
             ("Errors", s["errors"], "error"), ("Timeouts", s["timeouts"], "timeout"), ("Skipped", s["skipped"], "skipped"),
-            ("Pass rate", f"{s['pass_rate']}%", ""), ("Duration", format_duration(report.duration_ms / 1000), ""),
+            ("Pass rate", escape(words.pass_rate_text(report, s["pass_rate"])), ""), ("Duration", format_duration(report.duration_ms / 1000), ""),
         ]
     )
     ordered = sorted(report.results, key=lambda r: r.status not in FAILING)  # stable: input order within each group

@@ -66,7 +66,12 @@
   function badge(kind, label) { return h("span", { class: "badge " + kind.replace(/ /g, "-"), text: (label || kind).toUpperCase() }); }
   function pre(v, cls) { return h("pre", { class: cls }, text(v)); }
   function section(title, ...kids) { return h("section", null, h("h3", { text: title }), kids); }
-  function card(label, value, cls) { return h("div", { class: "card" }, h("span", { class: "meta", text: label }), h("b", { class: value ? cls : "", text: value })); }
+  function card(label, value, cls, note) { return h("div", { class: "card" }, h("span", { class: "meta", text: label }), h("b", { class: value ? cls : "", text: value }), note ? h("span", { class: "interval", text: note }) : null); }
+  function span(iv) { return iv ? Math.round(iv[0] * 100) + "%–" + Math.round(iv[1] * 100) + "%" : ""; }
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+  function estimateNote(e, level) { // "95% CI 71%–93% · 40 cases, 120 runs": a rate is never shown without what it stands on
+    return e ? (Math.round(level * 1000) / 10) + "% CI " + span(e.interval) + " · " + plural(e.cases, "case") + (e.runs !== e.cases ? ", " + e.runs + " runs" : "") : "";
+  }
   function messages(input) {
     if (Array.isArray(input) && input.every(m => m && typeof m === "object" && "content" in m)) return input;
     if (input == null || input === "") return [];
@@ -193,7 +198,7 @@
         c.reason ? h("div", { class: "reason small", text: shorten(c.reason, 160) }) : null);
       const cells = matrix.length
         ? c.sides.map(x => h("td", null, badge(x.verdict), " ", strip(x.runs), h("div", { class: "small", text: shorten(text(x.runs[0].output), 160) })))
-        : [h("td", null, strip(c.sides[0].runs)), h("td", { text: c.rate == null ? "—" : pct(c.rate) }),
+        : [h("td", null, strip(c.sides[0].runs)), h("td", null, c.rate == null ? "—" : pct(c.rate), c.gate && c.gate.interval && c.ran > 1 ? h("div", { class: "interval", text: span(c.gate.interval) }) : null),
           h("td", { text: c.gate ? "≥ " + pct(c.gate.min_pass_rate) : "—" }), h("td", { text: c.cls || "—" }),
           h("td", { text: ms(c.duration) }), h("td", { class: "out", text: c.output })];
       return h("tr", { class: "case", "data-id": c.id, "data-verdict": c.verdict, onclick: e => { if (e.target.tagName !== "A") location.hash = "#" + encodeURIComponent(c.anchor); } },
@@ -248,7 +253,8 @@
       card("Errors", count("error"), "error"), card("Timeouts", count("timeout"), "timeout"), card("Flaky", count("flaky"), "flaky"),
       card("Skipped", count("skipped"), "skipped"), count("incomplete") ? card("Incomplete", count("incomplete"), "incomplete") : null,
       sum.gates ? card("Gates passed", sum.gates_passed + "/" + sum.cases, sum.gates_failed ? "failed" : sum.gates_passed < sum.cases ? "" : "passed") : null,
-      card("Pass rate", ran ? pct(good / ran) : "—", ""),
+      card("Pass rate", ran ? pct(good / ran) : "—", "", ran ? plural(good, "case") + " of " + ran : ""),
+      sum.pass_rate_interval ? card("Runs passed", pct(sum.pass_rate_interval.rate), "", estimateNote(sum.pass_rate_interval, sum.confidence)) : null,
       (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
       card("Duration", ms(sum.duration_ms), ""), tokens ? card("Tokens", tokens.toLocaleString("en"), "") : null,
       sum.costs && sum.costs.total != null ? card("Cost", money(sum.costs.total), "") : null)];
@@ -273,7 +279,7 @@
     const head = h("div", null, h("h1", null, badge(c.verdict), " ", c.id),
       c.name ? h("div", { text: c.name }) : null, c.description ? h("p", { class: "meta", text: c.description }) : null,
       h("div", { class: "meta" }, c.tags.map(t => h("span", { class: "tag", text: t })), c.file ? c.file + (c.line ? ":" + c.line : "") : "",
-        c.ran > 1 ? " · " + c.passed + "/" + c.ran + " runs passed" : "", c.gate ? " · gate ≥ " + pct(c.gate.min_pass_rate) + " " + c.gate.verdict : "",
+        c.ran > 1 ? " · " + c.passed + "/" + c.ran + " runs passed" + (c.gate && c.gate.interval ? " (" + plural(c.ran, "run") + ": " + span(c.gate.interval) + ")" : "") : "", c.gate ? " · gate ≥ " + pct(c.gate.min_pass_rate) + " " + c.gate.verdict : "",
         c.cls ? " · " + c.cls : ""));
     const sides = h("div", { class: "side", style: "grid-template-columns:repeat(" + c.sides.length + ",minmax(0,1fr))" }, c.sides.map(side => sideView(side, c.sides.length > 1)));
     return h("div", null, nav, head, sides);
@@ -504,8 +510,13 @@
     const pts = runs.filter(r => r.pass_rate != null).slice().reverse();
     if (pts.length < 2) return null;
     const w = 1100, hgt = 150, step = (w - 40) / (pts.length - 1);
-    const xy = pts.map((r, i) => [30 + i * step, 10 + (hgt - 20) * (1 - r.pass_rate / 100)]);
-    return h("div", { class: "chart", id: "trend" }, h("b", { text: "Pass rate over runs (oldest to newest)" }), s("svg", { viewBox: "0 0 " + w + " " + hgt, role: "img" },
+    const y = v => 10 + (hgt - 20) * (1 - v / 100);
+    const xy = pts.map((r, i) => [30 + i * step, y(r.pass_rate)]);
+    const banded = pts.filter(r => r.pass_rate_low != null && r.pass_rate_high != null).length === pts.length;  // the interval over cases
+    const band = banded ? s("polygon", { class: "band", fill: "#5b8def", "fill-opacity": 0.15, stroke: "none",
+      points: pts.map((r, i) => (30 + i * step) + "," + y(r.pass_rate_high)).concat(pts.map((r, i) => (30 + i * step) + "," + y(r.pass_rate_low)).reverse()).join(" ") }) : null;
+    return h("div", { class: "chart", id: "trend" }, h("b", { text: "Pass rate over runs (oldest to newest)" + (banded ? ", with its interval over cases" : "") }), s("svg", { viewBox: "0 0 " + w + " " + hgt, role: "img" },
+      band,
       [0, 50, 100].map(v => [s("line", { x1: 30, x2: w - 10, y1: 10 + (hgt - 20) * (1 - v / 100), y2: 10 + (hgt - 20) * (1 - v / 100), stroke: "#e5e8ee" }),
         s("text", { x: 0, y: 14 + (hgt - 20) * (1 - v / 100), text: v + "%" })]),
       s("polyline", { points: xy.map(p => p.join(",")).join(" "), fill: "none", stroke: "#5b8def", "stroke-width": 2 }),
@@ -544,6 +555,11 @@
           h("td", { class: "out", text: x.reason || x.output })))))));
   }
 
-  const views = { report: d => reportView(d.report, d.links), diff: diffView, runs: runsView, case: caseHistoryView };
+  function saidOf(said) { // evidence said in words by the report's writer (reporting/evidence.py): the matrix compared
+    const matrix = (said || {}).matrix || [];
+    return matrix.length ? section("Connectors compared", h("ul", { class: "evidence", id: "matrix-evidence" }, matrix.map(x => h("li", { class: x.startsWith("  ") ? "small" : "", text: x.trim() })))) : null;
+  }
+
+  const views = { report: d => { reportView(d.report, d.links); put(document.getElementById("overview"), saidOf(d.said)); }, diff: diffView, runs: runsView, case: caseHistoryView };
   try { views[DATA.kind](DATA); } catch (e) { document.documentElement.classList.remove("js"); app.textContent = ""; throw e; }
 })();
