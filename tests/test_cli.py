@@ -145,7 +145,7 @@ def test_runs_report_stability(bot, tmp_path):
     assert stab["flaky"]["min_ms"] <= stab["flaky"]["avg_ms"] <= stab["flaky"]["max_ms"] and stab["flaky"]["std_ms"] >= 0
     assert data["summary"]["overall_pass_rate"] == 75.0
     row = next(line.split() for line in result.stdout.splitlines() if line.strip().startswith("flaky "))
-    assert row[:5] == ["flaky", "4", "2", "50%", "≥"] and "unstable" in row and row[-1] == "FAILED"
+    assert row[:6] == ["flaky", "4", "2", "50%", "15%–85%", "≥"] and "unstable" in row and row[-1] == "FAILED"
     assert "Overall:   75.0% of runs passed; 1/2 cases stable" in result.stdout
 
 
