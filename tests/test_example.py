@@ -151,4 +151,5 @@ def test_airline_example_runs_offline_with_the_pass_hat_k_table(tmp_path):
     compensation = next(r for r in data["results"] if r["id"] == "compensation")
     assert compensation["turns"][-1]["ended"] == "end tool transfer_to_human_agents"
     assert {c["role"] for c in compensation["model_calls"]} == {"agent", "simulator"}
-    assert "pass^k  0.875  0.792  0.750  0.750" in result.stdout
+    assert "pass^k    0.875      0.792      0.750      0.750" in result.stdout
+    assert "  95% CI  0.62–1.00  0.38–1.00  0.25–1.00  0.25–1.00" in result.stdout  # the bootstrap over the four cases (docs/gates.md)
