@@ -7,7 +7,15 @@ every request, counts them and tracks the peak number in flight.
 Hostile and strict modes: ``strict = True`` answers 400 ``Unrecognized request argument supplied: …``
 for any top-level request key OpenAI does not know, as OpenAI does; ``limit(k)`` answers 429 with
 ``Retry-After`` to every request beyond ``k`` in flight; an Answer can send a raw body of any content
-type, a stream without ``finish_reason`` or ``[DONE]``, or a ``usage`` that is not numbers."""
+type, a stream without ``finish_reason`` or ``[DONE]``, or a ``usage`` that is not numbers.
+
+Dialect quirks of real servers (llama-cpp-python's, issue 51), each off until set: ``no_stream_usage`` (streams
+carry no usage, whatever ``stream_options`` asks), ``null_content_500`` (a 500 for ``content: null`` beside
+``tool_calls``), ``one_at_a_time`` (requests are served one after another, as one model serves them),
+``interrupt_streams`` (with ``one_at_a_time``: a request waiting for the model ends the stream in progress
+without a ``finish_reason``), ``finishes_abandoned`` (an answer being made is made to its end when its client
+has gone; one whose client left while it waited is skipped).
+``disconnected`` counts the requests whose client closed the connection before the answer was sent."""
 
 from __future__ import annotations
 
@@ -28,12 +36,13 @@ class Answer:
     error: str = ""
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
-    usage: tuple[int, int] = (10, 5)
+    usage: tuple[int, int] | None = (10, 5)  # None: no usage in the response
     cached: int = 0  # of the prompt tokens, served from the cache (usage.prompt_tokens_details.cached_tokens)
     raw: str | None = None  # a raw body, sent as is (for malformed responses)
     content_type: str = "application/json"  # of a raw body
     usage_raw: Any = None  # a ``usage`` object sent as is (e.g. with strings for numbers)
     finish: bool = True  # a stream ends with a finish_reason
+    finish_reason: str = ""  # which (default: stop, or tool_calls); "length" for a reply cut at max_tokens
     done: bool = True  # a stream ends with ``data: [DONE]``
     model: str | None = None  # the model the response says answered (default: the one asked for)
     hang_up: bool = False  # close the connection without answering (a reset mid-request)
@@ -80,6 +89,59 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
+        if owner.one_at_a_time:
+            with owner.lock:
+                owner.waiting += 1  # a stream in progress sees it (interrupt_streams)
+            with owner.serving:  # one model: one request at a time
+                with owner.lock:
+                    owner.waiting -= 1
+                self._post(owner, body)
+            return
+        self._post(owner, body)
+
+    def _interrupted(self) -> bool:
+        """Whether another request waits for the model while this stream is under way (``stream_gap`` seconds)."""
+        owner = self.server.owner
+        ends = time.monotonic() + owner.stream_gap
+        while time.monotonic() < ends:
+            if owner.waiting:
+                return True
+            time.sleep(0.01)
+        return False
+
+    def _gone(self) -> bool:
+        """Whether the client closed the connection (it reads as at its end)."""
+        import select
+
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return True
+
+    def _generate(self, owner: "OpenAIServer", delay: float) -> bool:
+        """Spend ``delay`` seconds "generating"; False when the client left meanwhile (then nothing is sent).
+        With ``finishes_abandoned``, a client that left is noticed only before and after, as llama-cpp-python
+        notices it (a non-streaming generation, once started, runs to its end)."""
+        if owner.finishes_abandoned:
+            gone = self._gone()
+            if not gone:
+                time.sleep(delay)
+            if gone or self._gone():
+                with owner.lock:
+                    owner.disconnected += 1
+                return False
+            return True
+        ends = time.monotonic() + delay
+        while time.monotonic() < ends:
+            if self._gone():
+                with owner.lock:
+                    owner.disconnected += 1
+                return False
+            time.sleep(min(0.02, max(0.0, ends - time.monotonic())))
+        return True
+
+    def _post(self, owner: "OpenAIServer", body: dict[str, Any]) -> None:
         with owner.lock:
             generation = owner.generation  # requests left over from an earlier test do not count
             owner.in_flight += 1
@@ -100,9 +162,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(429, {"error": {"message": "Rate limit reached: too many requests in flight", "type": "requests",
                                            "code": "rate_limit_exceeded"}}, owner.retry_headers)
                 return
+            if owner.null_content_500 and any(m.get("role") == "assistant" and m.get("tool_calls") and m.get("content", "") is None
+                                                 for m in body.get("messages", [])):
+                self._json(500, {"error": {"message": "1 validation error: messages.2.content: Input should be a valid string",
+                                           "type": "internal_server_error"}})
+                return
             answer = owner.responder(body)
-            if answer.delay:
-                time.sleep(answer.delay)
+            if answer.delay and not self._generate(owner, answer.delay):
+                return
             if answer.hang_up:
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -157,9 +224,13 @@ class _Handler(BaseHTTPRequestHandler):
             half = len(args) // 2
             event({"tool_calls": [{"index": n, "id": _call_id(answer, n), "type": "function", "function": {"name": call["name"], "arguments": args[:half]}}]})
             event({"tool_calls": [{"index": n, "function": {"arguments": args[half:]}}]})
+        if self.server.owner.interrupt_streams and self._interrupted():
+            self._chunk("data: [DONE]\n\n")  # as llama-cpp-python ends a stream when another request waits
+            self.wfile.write(b"0\r\n\r\n")
+            return
         if answer.finish:
-            event({}, "tool_calls" if answer.tool_calls else "stop")
-        if (body.get("stream_options") or {}).get("include_usage"):
+            event({}, answer.finish_reason or ("tool_calls" if answer.tool_calls else "stop"))
+        if (body.get("stream_options") or {}).get("include_usage") and not self.server.owner.no_stream_usage and answer.usage is not None:
             event({}, usage=_usage(answer), choices=False)
         if answer.done:
             self._chunk("data: [DONE]\n\n")
@@ -199,8 +270,8 @@ def _completion(body: dict[str, Any], answer: Answer) -> dict[str, Any]:
         ]
     return {
         "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": answer.model or body.get("model", "fake-model"),
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if answer.tool_calls else "stop"}],
-        "usage": _usage(answer),
+        "choices": [{"index": 0, "message": message, "finish_reason": answer.finish_reason or ("tool_calls" if answer.tool_calls else "stop")}],
+        **({"usage": _usage(answer)} if answer.usage is not None or answer.usage_raw is not None else {}),
     }
 
 
@@ -225,6 +296,12 @@ class OpenAIServer:
         self.strict = False
         self.max_in_flight: int | None = None
         self.retry_headers: dict[str, str] = {}
+        self.no_stream_usage = self.null_content_500 = self.one_at_a_time = self.interrupt_streams = False
+        self.finishes_abandoned = False
+        self.stream_gap = 0.3  # with interrupt_streams: how long a stream waits before it finishes (a request arriving meanwhile cuts it)
+        self.serving = threading.Lock()
+        self.waiting = 0  # requests waiting for the model (one_at_a_time)
+        self.disconnected = 0
         self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.owner = self
         self.scheme = "http"
@@ -264,6 +341,10 @@ class OpenAIServer:
             self.strict = False
             self.max_in_flight = None
             self.retry_headers = {}
+            self.no_stream_usage = self.null_content_500 = self.one_at_a_time = self.interrupt_streams = False
+            self.finishes_abandoned = False
+            self.stream_gap = 0.3
+            self.disconnected = 0
 
     def limit(self, k: int, retry_after: str = "1", header: str = "retry-after") -> None:
         """Answer 429 (with ``header: retry_after``) to every request beyond ``k`` in flight."""

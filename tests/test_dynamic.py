@@ -29,7 +29,7 @@ class World:
             payload = json.loads(req["messages"][1]["content"])
             self.sim_payloads.append(payload)
             if self.simulator_raw is not None:
-                return Answer(self.simulator_raw)
+                return self.simulator_raw if isinstance(self.simulator_raw, Answer) else Answer(self.simulator_raw)
             line = self.lines[min(payload["turn_number"] - 1, len(self.lines) - 1)]
             return Answer(json.dumps(line if isinstance(line, dict) else {"message": line, "goal_achieved": False, "reasoning": "scripted"}))
         if system == "JUDGE":
@@ -178,8 +178,30 @@ def test_simulator_malformed_json_is_an_error_at_its_turn(world_app, server):
     result, data = run(world_app, server, World([], simulator_raw='{"goal_achieved": "maybe"}'), [dynamic(input="I need to file an expense")])
     r = data["results"][0]
     assert r["status"] == "error"
-    assert r["error"].startswith("simulator error at turn 2: simulator sim: 'goal_achieved' must be true or false, got 'maybe' (after one correction)")
-    assert r["total_turns"] == 1 and r["checkpoints"][0]["reached"]
+    assert r["error"] == ("simulator error at turn 2: simulator sim: unusable reply after one correction: 'goal_achieved' must be true "
+                          "or false, got 'maybe'; reply: '{\"goal_achieved\": \"maybe\"}'")
+    assert r["total_turns"] == 1 and r["checkpoints"][0]["reached"] and r["error_by"] == "simulator"
+    assert "Errors:    1 (1 simulator; the agent's: 0)" in result.stdout
+
+
+@pytest.mark.parametrize("raw, why", [
+    ('{"message": "I need to file an expense for my din', "the reply holds no valid JSON (it looks cut off or broken)"),
+    ('```json\n{"message": "I need to file', "the reply holds no valid JSON (it looks cut off or broken)"),
+    ('{&#34;message&#34;: &#34;I need to file an expense&#34;, &#34;goal_achieved&#34;: false}', "the reply's JSON is HTML-escaped"),
+    ("", "the reply is empty"),
+    (Answer("I need to file an expense for my dinner and", finish_reason="length"), "the reply was cut at its token limit"),
+])
+def test_a_simulators_unusable_reply_never_reaches_the_agent(world_app, server, raw, why):
+    """Issue 51 item 3: 16 of 20 real simulator replies were cut mid-JSON or HTML-escaped, and were sent to the agent
+    as the user's words; now they get one correction, then the case is the simulator's error."""
+    world = World([], simulator_raw=raw)
+    result, data = run(world_app, server, world, [dynamic()])
+    r = data["results"][0]
+    assert r["status"] == "error" and r["error_by"] == "simulator", r
+    assert r["error"].startswith("simulator error at turn 1: simulator sim: unusable reply after one correction: " + why)
+    assert len(world.sim_payloads) == 2  # the reply and its correction
+    agent_calls = [b for b in server.bodies() if b["messages"][0].get("content") not in ("SIM", "JUDGE")]
+    assert agent_calls == [] and r["turns"] == []
 
 
 def test_a_simulator_replying_in_plain_text_is_taken_as_the_users_message(world_app, server):

@@ -63,19 +63,39 @@ def test_malformed_reply_is_corrected_once(judged, server, tmp_path):
     assert result.exit_code == 0, result.output
     correction = server.bodies()[-1]["messages"]
     assert correction[-2] == {"role": "assistant", "content": "I think it is fine!"}
-    assert "could not be used: the reply holds no JSON" in correction[-1]["content"]
+    assert "could not be used: the reply holds no valid JSON" in correction[-1]["content"]
 
 
 @pytest.mark.parametrize("replies, why", [
-    (["no json", "still no json"], "the reply holds no JSON (after one correction)"),
+    (["no json", "still no json"], "unusable reply after one correction: the reply holds no valid JSON; reply: 'still no json'"),
     (['{"reason": "x"}', '{"reason": "y"}'], "the JSON has no 'passed' field"),
     (['{"passed": "yes"}', '{"passed": "yes"}'], "'passed' must be true or false"),
+    (['{"passed": true, "score": "high"}'] * 2, "'score' must be a number, got 'high'"),
+    (['{"passed": false} then {"passed": true}'] * 2, "the reply holds 2 different JSON documents: which one is meant is unclear"),
+    (['{&#34;passed&#34;: true, &#34;reason&#34;: &#34;ok&#34;}'] * 2, "the reply's JSON is HTML-escaped"),
+    (["", "  "], "the reply is empty; reply: (empty)"),
+    ([Answer('{"passed": true, "reason": "it is', finish_reason="length")] * 2, "the reply was cut at its token limit"),
 ])
-def test_unusable_replies_fail_the_assertion_saying_why(judged, server, tmp_path, replies, why):
+def test_unusable_replies_make_the_case_an_error_naming_the_judge(judged, server, tmp_path, replies, why):
+    """A judge's fault is not the agent's failure (issue 51 item 3): one correction, then the case is an error."""
     server.responder = route(replies)
     result, r = run_agent_case(judged, tmp_path, JUDGE)
-    assert r["status"] == "failed" and why in r["assertions"][0]["message"]
+    assert r["status"] == "error" and r["error_by"] == "validator", r
+    assert r["error"].startswith("validator judge: unusable reply after one correction: ") and why in r["error"]
     assert "Traceback" not in result.output
+    assert "Errors:    1 (1 judge; the agent's: 0)" in result.output
+
+
+def test_an_html_escaped_verdict_is_corrected_and_then_counts(judged, server, tmp_path):
+    server.responder = route(['{&#34;passed&#34;: true, &#34;reason&#34;: &#34;ok&#34;}', '{"passed": true, "reason": "ok"}'])
+    result, r = run_agent_case(judged, tmp_path, JUDGE)
+    assert r["status"] == "passed", r
+    assert "HTML-escaped" in server.bodies()[-1]["messages"][-1]["content"]
+
+
+def test_the_same_verdict_twice_is_not_ambiguous(judged, server, tmp_path):
+    server.responder = route(['{"passed": true} so: {"passed": true}'])
+    assert run_agent_case(judged, tmp_path, JUDGE)[1]["status"] == "passed"
 
 
 def test_validator_that_cannot_be_called_makes_the_case_an_error(judged, server, tmp_path):
@@ -214,7 +234,7 @@ def test_invalid_generated_cases_are_exit_2_with_locations(generating, server):
 def test_generator_reply_without_cases(generating, server):
     server.responder = gen_route("I cannot do that")
     result = cli("-i", "agents:gen", "-n", "bot", cwd=generating.root)
-    assert result.exit_code == 2 and "the reply holds no JSON (after one correction)" in result.stderr
+    assert result.exit_code == 2 and "unusable reply after one correction: the reply holds no valid JSON; reply: 'I cannot do that'" in result.stderr
     assert len(server.requests) == 2
 
 

@@ -13,7 +13,7 @@ from agenttest.util.durations import format_duration, parse_duration
 from agenttest.accounting.costs import EXAMPLE as COST_EXAMPLE
 from agenttest.accounting.costs import Pricing, money, spend_of, total
 from agenttest.errors import Problem, did_you_mean
-from agenttest.model import Budget, ResolvedCase
+from agenttest.model import Budget, ResolvedCase, UsageSource
 from agenttest.runtime.trace import Trace
 
 LIMITS = ("tokens", "cost", "tool_calls", "turns", "duration", "model_calls")
@@ -30,12 +30,15 @@ class Spent:
     turns: int = 0
     duration: float = 0.0  # seconds
     model_calls: int = 0  # the agent under test's
+    usage: UsageSource = "endpoint"  # who counted the tokens (and so the cost): estimated or unknown, reports say
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tokens": self.tokens, "tool_calls": self.tool_calls, "turns": self.turns,
                                "duration": round(self.duration, 3), "model_calls": self.model_calls}
         if self.cost is not None:
             out["cost"] = round(self.cost, 8)
+        if self.usage != "endpoint":
+            out["usage"] = self.usage
         return out
 
 
@@ -91,16 +94,18 @@ def spent(trace: Trace, prices: Mapping[str, Pricing | None], turns: int, durati
     cost = None if any(s.cost is None for s in agent) else (total(agent) or 0.0)
     elapsed = time.perf_counter() - trace.started if duration is None else duration
     calls = sum(n for (role, _), n in trace.calls.items() if role == "agent")
-    return Spent(trace.agent_usage.total_tokens, cost, len(trace.tool_calls), turns, elapsed, calls)
+    usage = trace.agent_usage
+    return Spent(usage.total_tokens, cost, len(trace.tool_calls), turns, elapsed, calls, usage.source)
 
 
 def overruns(budget: Budget, now: Spent) -> list[str]:
     """Each exceeded limit as ``tokens 25,130 > 20,000`` (a cost that could not be priced is not one)."""
     out = []
+    estimated = " (estimated: the endpoint sent no usage)" if now.usage == "estimated" else ""
     if budget.tokens is not None and now.tokens > budget.tokens:
-        out.append(f"tokens {now.tokens:,} > {budget.tokens:,}")
+        out.append(f"tokens {now.tokens:,} > {budget.tokens:,}{estimated}")
     if budget.cost is not None and now.cost is not None and now.cost > budget.cost:
-        out.append(f"cost {money(now.cost)} > {money(budget.cost)}")
+        out.append(f"cost {money(now.cost)} > {money(budget.cost)}{estimated}")
     if budget.tool_calls is not None and now.tool_calls > budget.tool_calls:
         out.append(f"tool_calls {now.tool_calls:,} > {budget.tool_calls:,}")
     if budget.turns is not None and now.turns > budget.turns:
@@ -115,8 +120,15 @@ def overruns(budget: Budget, now: Spent) -> list[str]:
 UNPRICED = "a cost limit needs the connector's 'pricing' (USD per million tokens) in its .conn.yao"
 
 
+UNKNOWN = ("the agent's token usage is unknown: its endpoint sent no usage and no tokenizer is installed to estimate it "
+           "(pip install 'agent-test[tokens]'); a token or cost limit cannot pass on tokens nobody counted")
+
+
 def unmeasured(budget: Budget, now: Spent) -> str | None:
-    """Why a limit cannot be checked: a cost limit on calls through a connector with no pricing."""
+    """Why a limit cannot be checked: a token or cost limit on usage nobody counted, a cost limit on calls
+    through a connector with no pricing."""
+    if now.usage == "unknown" and (budget.tokens is not None or budget.cost is not None):
+        return f"budget: {UNKNOWN}"
     return f"budget: {UNPRICED}" if budget.cost is not None and now.cost is None else None
 
 

@@ -112,6 +112,7 @@ def totals(results: Iterable[CaseResult], generation: Iterable[Spend] = ()) -> T
     for s in generation:
         groups.setdefault((s.role, s.connector), []).append(s)
     tokens: dict[tuple[int, str], list[int]] = {}  # (0: by role, 1: by connector; its name) → the four token counts
+    counted: dict[tuple[int, str], Usage] = {}  # → who counted them (an empty Usage of that source)
     costs: dict[tuple[int, str], float | None] = {}
     unpriced, cost = 0, None
     for key in sorted(groups, key=_order):
@@ -128,12 +129,27 @@ def totals(results: Iterable[CaseResult], generation: Iterable[Spend] = ()) -> T
                 sums[2] += u.total_tokens
                 sums[3] += u.cached_tokens
                 costs[place] = add(costs[place], s.cost)
+                if u.source != "endpoint":
+                    counted[place] = counted.get(place, _NONE) + Usage(source=u.source)
             cost = add(cost, s.cost)
             if s.cost is None:
                 unpriced += u.total_tokens
-    by_role = {name: (Usage(*tokens[(0, name)]), costs[(0, name)]) for kind, name in tokens if kind == 0}
-    by_connector = {name: (Usage(*tokens[(1, name)]), costs[(1, name)]) for kind, name in tokens if kind == 1}
+    by_role = {name: (_usage(tokens[(0, name)], counted.get((0, name), _NONE)), costs[(0, name)]) for kind, name in tokens if kind == 0}
+    by_connector = {name: (_usage(tokens[(1, name)], counted.get((1, name), _NONE)), costs[(1, name)]) for kind, name in tokens if kind == 1}
     return Totals(cost, by_role, by_connector, unpriced)
+
+
+_NONE = Usage()
+
+
+def _usage(sums: list[int], counted: Usage) -> Usage:
+    """The four sums as a Usage, counted as ``counted`` says."""
+    return Usage(sums[0], sums[1], sums[2], sums[3], counted.source)
+
+
+def counted(usage: Usage) -> str:
+    """What a figure of these tokens (or their cost) adds: `` (estimated)``, `` (unknown usage)``, or nothing."""
+    return "" if usage.source == "endpoint" else " (estimated)" if usage.source == "estimated" else " (usage unknown for some calls)"
 
 
 def money(usd: float | None) -> str:

@@ -298,7 +298,8 @@ class Agent:
             new += [{"role": "tool", "tool_call_id": c.id, "content": _tool_content(c)} for c in ran]
             if any(c.name in limits.end_tools for c in ran):
                 break
-        reply = Reply(completion.content, tuple(new), tuple(calls), usage, model_calls=rounds, output_from=self.spec.output_from)
+        reply = Reply(completion.content, tuple(new), tuple(calls), usage, model_calls=rounds, output_from=self.spec.output_from,
+                      truncated=completion.finish_reason == "length")
         if self.next_hook is not None:
             reply = await self._next(ctx, conversation, reply)
         return reply

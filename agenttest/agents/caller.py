@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from agenttest.agents.catalog import Catalog
+from agenttest.agents.protocols import Said
 from agenttest.errors import AgentTestError, CallError
 from agenttest.runtime.context import Identity
 from agenttest.model import Case, Context, Limits, Message, Reply, Role
@@ -73,7 +74,7 @@ class Caller:
             reply = await self.call(agent_id, messages, ctx, connector)
         finally:
             current_role.reset(token)
-        return as_text(reply.output)
+        return Said(as_text(reply.output), reply.truncated)
 
     def script(self, ref: str) -> Any:
         return self.catalog.script(ref)

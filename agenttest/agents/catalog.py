@@ -116,6 +116,11 @@ class Catalog:
                 from agenttest.connectors.openai import prepared_context
 
                 prepared_context()  # the preparing thread ends before a fork
+            if any(c.spec.type == "openai" and c.spec.options.get("stream") for c in self._connectors.values()):
+                from agenttest.connectors import tokens
+
+                tokens.encoder()  # streams often carry no usage: a worker must not spend seconds loading the tokenizer
+                # (its import holds the GIL; a worker silent that long is taken as lost)
 
     def forked(self) -> None:
         """In a forked worker: make the connectors again, since their network clients belong to the controller's

@@ -32,6 +32,9 @@ def verdict(value: Any) -> dict[str, Any]:
         raise ValueError("the JSON has no 'passed' field")
     if not isinstance(value["passed"], bool):
         raise ValueError(f"'passed' must be true or false, got {value['passed']!r}")
+    score = value.get("score")
+    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or score != score):
+        raise ValueError(f"'score' must be a number, got {score!r:.40}")
     return value
 
 
@@ -42,8 +45,8 @@ async def ask_validator(
     payload = {"output": output, "input": input, "criteria": criteria, **metadata}
     try:
         value = await ask_json(judge, validator, payload, "validator", verdict, connector, {"criteria": criteria, **metadata})
-    except ProtocolError as exc:
-        return AssertionResult("agent", False, f"validator {validator} reply unusable: {exc}", criteria)
+    except ProtocolError as exc:  # the judge's fault, not the agent's: the case is an error naming the judge
+        return AssertionResult("agent", False, f"validator {validator}: {exc}", criteria, error=True)
     except CallError as exc:
         return AssertionResult("agent", False, f"validator {validator} could not be called: {exc}", criteria, error=True)
     reason = str(value.get("reason", ""))

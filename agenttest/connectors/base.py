@@ -12,7 +12,7 @@ from agenttest.plugins import CONNECTORS
 from agenttest.model import Completion, Message
 from agenttest.speed.records import fast_init as _fast_init
 
-FailureKind = Literal["rate_limit", "server", "timeout", "connection", "unreachable"]
+FailureKind = Literal["rate_limit", "server", "timeout", "connection", "unreachable", "cut"]  # cut: a stream ended without a finish_reason
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,8 @@ def response_of(completion: Completion) -> dict[str, Any]:
         out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in completion.tool_calls]
     if completion.model:
         out["model"] = completion.model
+    if completion.finish_reason and completion.finish_reason not in ("stop", "tool_calls"):
+        out["finish_reason"] = completion.finish_reason  # "length": a cut reply replays as cut
     out["usage"] = completion.usage.as_dict()
     return out
 
@@ -97,9 +99,11 @@ def completion_of(response: dict[str, Any]) -> Completion:
         raise CallError(str(response["error"]))
     calls = tuple(ToolCall(str(c.get("name", "")), c.get("arguments", {}), str(c.get("id", ""))) for c in response.get("tool_calls") or ())
     usage = response.get("usage") or {}
+    source = usage.get("source") if usage.get("source") in ("estimated", "unknown") else "endpoint"
     return Completion(str(response.get("content") or ""), calls,
-                      Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), int(usage.get("total_tokens", 0))),
-                      str(response.get("model", "")))
+                      Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), int(usage.get("total_tokens", 0)),
+                            source=source),
+                      str(response.get("model", "")), str(response.get("finish_reason") or ""))
 
 
 def user_left(turn: int) -> Completion:

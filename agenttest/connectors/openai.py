@@ -17,17 +17,21 @@ from urllib.parse import urlparse
 from agenttest.errors import AgentTestError, CallError
 from agenttest.model import Completion, ToolCall, Usage
 from agenttest.model.parameters import CHAT_PARAMETERS, not_sent, request_options
+from agenttest.runtime.trace import note
+from agenttest.speed.records import replace
 from agenttest.util.secrets import redact
 from agenttest.util.text import shorten
+from agenttest.connectors import dialects, tokens
 from agenttest.connectors.base import ChatRequest, ConnectorSpec, Retryable, register
 from agenttest.connectors.httpfailures import connection_failure, disguised, retry_after, tls_failure
 
 # read by agent-test, never sent
 _OWN = {"model", "host", "base_url", "proxy", "key", "api_key", "stream", "max_retries", "rate_limit_retries", "timeout",
-        "organization", "headers", "max_concurrency", "rpm"}
+        "organization", "headers", "max_concurrency", "rpm", "tool_content", "stream_tools"}
 # Yao's descriptions of the model (and costs, §8): never sent
 _DESCRIPTIVE = {"capabilities", "thinking", "pricing", "protocols", "label", "description"}
 _RETRIED = {408, 409, 429}  # and every 5xx
+NO_USAGE = Usage(source="unknown")  # a response without usage (told apart by identity)
 MAX_ERROR_TEXT = 1000  # characters of a server's error text kept (redacted first, then cut)
 MAX_ARGUMENT_DEPTH = 64  # tool-call arguments nested deeper are refused, not parsed on
 # On httpx (the fallback transport), one SDK client (one connection pool) per SHARD calls in flight:
@@ -207,6 +211,8 @@ class OpenAIConnector:
         self.base_url = normalize_base_url(str(base)) if base else None
         self.key = str(opts.get("key") or opts.get("api_key") or "not-needed")
         self.stream = bool(opts.get("stream", False))
+        self.stream_tools = bool(opts.get("stream_tools", True))  # false: a request that offers tools is never streamed
+        self.tool_content, self.tool_content_given = dialects.tool_content_of(opts, spec.id, spec.path)
         self.request_timeout = float(opts.get("timeout", 600))
         self.headers = opts.get("headers") or None
         self.organization = opts.get("organization") or None
@@ -254,7 +260,7 @@ class OpenAIConnector:
         params.pop("stream", None)
         extra = {**_dict(self.defaults.get("extra_body")), **_dict(params.pop("extra_body", None))}
         body: dict[str, Any] = {"model": self.model, **params, **extra}
-        body["messages"] = list(request.messages)
+        body["messages"] = dialects.shaped(request.messages, self.tool_content)
         if request.tools and self.send_tools:
             body["tools"] = [{"type": "function", "function": t} for t in request.tools]
         else:  # without tools, OpenAI rejects these
@@ -266,10 +272,14 @@ class OpenAIConnector:
             body["stream_options"] = {"include_usage": True}
         return body
 
+    def streams(self, request: ChatRequest) -> bool:
+        """Whether this request is sent as a stream."""
+        return bool(request.options.get("stream", self.stream)) and (self.stream_tools or not request.tools)
+
     async def complete(self, request: ChatRequest) -> Completion:
         import openai
 
-        stream = bool(request.options.get("stream", self.stream))
+        stream = self.streams(request)
         # client.post is the SDK's own request path (auth, errors, status codes) without create()'s
         # per-call TypedDict transform (~1 ms of CPU a call: the body here is already plain JSON); and
         # cast_to=object gives the parsed JSON as dicts, not a pydantic ChatCompletion built only to be
@@ -281,11 +291,17 @@ class OpenAIConnector:
             if stream:
                 chunks = await client.post("/chat/completions", cast_to=object, body=self._body(request, True), options=options,  # type: ignore[arg-type]
                                            stream=True, stream_cls=openai.AsyncStream[object])
-                return await self._streamed(chunks)
-            response = await client.post("/chat/completions", cast_to=object, body=self._body(request, False), options=options)  # type: ignore[arg-type]
-            return self._completion(response)
+                completion = await self._streamed(chunks)
+            else:
+                response = await client.post("/chat/completions", cast_to=object, body=self._body(request, False), options=options)  # type: ignore[arg-type]
+                completion = self._completion(response)
+            if completion.usage is NO_USAGE:  # the endpoint did not count: estimated, or said to be unknown
+                completion = replace(completion, usage=tokens.estimate(request.messages, request.tools, completion.content, completion.tool_calls))
+            return completion
         except openai.APIStatusError as exc:
-            raise self._status_failure(exc) from None
+            failure = self._status_failure(exc)
+            if not self._null_refused(exc, request):
+                raise failure from None
         except openai.APITimeoutError as exc:
             if not disguised(exc):
                 raise Retryable(f"model request to {self.where} timed out", "timeout", self.where) from None
@@ -302,6 +318,27 @@ class OpenAIConnector:
             raise CallError(self._text(f"unexpected response from {self.where}: {type(exc).__name__}: {exc}")) from None
         finally:
             self._in_flight -= 1
+        return await self._with_empty_content(request, failure)
+
+    def _null_refused(self, exc: Any, request: ChatRequest) -> bool:
+        """Whether a failure may be the server refusing ``content: null`` beside tool calls (llama-cpp-python's
+        500), worth one more attempt with ``""`` — unless the connector said how it wants the content."""
+        status = int(exc.status_code)
+        return (not self.tool_content_given and self.tool_content is dialects.NULL and (status in (400, 422) or status >= 500)
+                and status != 503 and dialects.has_null_tool_content(request.messages))
+
+    async def _with_empty_content(self, request: ChatRequest, failure: CallError) -> Completion:
+        """The request again with ``content: ""`` beside tool calls; if that is taken, so is every later one
+        (said once per case that meets it); if not, the first failure stands."""
+        self.tool_content = dialects.EMPTY
+        try:
+            completion = await self.complete(request)
+        except CallError:
+            if not self.tool_content_given:
+                self.tool_content = dialects.NULL
+            raise failure from None
+        note(dialects.FELL_BACK.format(where=self.where, status=getattr(failure, "status", "") or "an error", name=self.spec.id))
+        return completion
 
     def _connection_failure(self, exc: BaseException) -> CallError:
         tls = tls_failure(exc)
@@ -314,6 +351,10 @@ class OpenAIConnector:
     def _status_failure(self, exc: Any) -> CallError:
         status = int(exc.status_code)
         text = self._text(f"model error {status} from {self.where}: {_message(exc)}")
+        if dialects.deterministic(status, text):  # the request did not validate: every attempt gets this answer
+            failure = CallError(text + " (not retried: the server says the request is invalid)")
+            failure.status = status  # type: ignore[attr-defined]
+            return failure
         if status in _RETRIED or status >= 500:
             headers = getattr(getattr(exc, "response", None), "headers", None)
             return Retryable(text, "rate_limit" if status == 429 else "server", self.where, retry_after(headers), status)
@@ -335,7 +376,8 @@ class OpenAIConnector:
             for i, c in enumerate(message.get("tool_calls") or ())
             if isinstance(c, dict) and c.get("function") is not None
         )
-        return Completion(message.get("content") or "", calls, self._usage(response.get("usage")), response.get("model") or "")
+        return Completion(message.get("content") or "", calls, self._usage(response.get("usage")), response.get("model") or "",
+                          str(choices[0].get("finish_reason") or ""))
 
     def _json_text(self, text: str) -> Any:
         if text.lstrip()[:1] in ("{", "["):
@@ -353,13 +395,13 @@ class OpenAIConnector:
                                        f"({_what_text(body)}); set \"stream\": false on the connector if it does not stream"))
         content: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
-        usage, model, finished = Usage(), "", False
+        usage, model, finished = NO_USAGE, "", ""
         async for chunk in stream:  # each a dict (AsyncStream[object]): no pydantic model per chunk
             model = chunk.get("model") or model
             if chunk.get("usage"):
                 usage = self._usage(chunk["usage"])
             for choice in chunk.get("choices") or ():
-                finished = finished or bool(choice.get("finish_reason"))
+                finished = str(choice.get("finish_reason") or "") or finished
                 delta = choice.get("delta")
                 if delta is None:
                     continue
@@ -373,13 +415,13 @@ class OpenAIConnector:
                     if function is not None:
                         slot["name"] += function.get("name") or ""
                         slot["arguments"] += function.get("arguments") or ""
-        if not finished:
+        if not finished:  # cut: retried once (the throttle says, if it happens again, what may cut it)
             got = sum(len(c) for c in content)
-            raise CallError(f"the stream from {self.where} ended without a finish_reason (cut off after {got} characters)")
+            raise Retryable(f"the stream from {self.where} ended without a finish_reason (cut off after {got} characters)", "cut", self.where)
         tool_calls = tuple(
             ToolCall(c["name"], self._arguments(c["arguments"]), c["id"] or f"call_{i}") for i, c in sorted(calls.items())
         )
-        return Completion("".join(content), tool_calls, usage, model)
+        return Completion("".join(content), tool_calls, usage, model, finished)
 
     def _arguments(self, text: Any) -> Any:
         if not text:
@@ -398,10 +440,9 @@ class OpenAIConnector:
         return value
 
     def _usage(self, u: Any) -> Usage:
-        if u is None:
-            return Usage()
-        if not isinstance(u, dict):  # as the SDK's model read it: no counts to take
-            return Usage()
+        """The endpoint's counts; NO_USAGE when it sent none (they are then estimated, or unknown)."""
+        if not isinstance(u, dict):  # none, or not an object: no counts to take
+            return NO_USAGE
         counts = []
         for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
             value = u.get(name)

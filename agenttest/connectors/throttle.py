@@ -34,6 +34,7 @@ class Limits:
     rpm: float | None = None  # requests per minute, spaced evenly
     max_retries: int = 3  # for 5xx, timeouts and connection failures
     rate_limit_retries: int = 10  # for 429s (they are also slowed by the adaptive limit)
+    bounded: bool = False  # the connector sets max_concurrency: the endpoint serves that many at once, no more
 
 
 def limits_for(spec: ConnectorSpec, parallel: int | None) -> Limits:
@@ -53,7 +54,7 @@ def limits_for(spec: ConnectorSpec, parallel: int | None) -> Limits:
 
     most = number("max_concurrency", None, 1)
     return Limits(min(parallel, most) if most else parallel, number("rpm", None, 0.001, float),
-                  number("max_retries", 3, 0), number("rate_limit_retries", 10, 0))
+                  number("max_retries", 3, 0), number("rate_limit_retries", 10, 0), bounded=bool(most))
 
 
 class Throttle:
@@ -225,11 +226,17 @@ class Throttled:
 
     async def complete(self, request: ChatRequest) -> Completion:
         throttle, limits = self.throttle, self.throttle.limits
-        limited = failures = 0
+        limited = failures = cuts = 0
+        drains = limits.bounded and not _streams(self.inner, request)
         while True:
             epoch = await throttle.acquire()
+            held = [False]  # set when a cancelled call goes on in the background, holding its slot
             try:
-                completion = await self.inner.complete(request)
+                completion = await (self._drained(request, held) if drains else self.inner.complete(request))
+            except asyncio.CancelledError:
+                if not held[0]:
+                    throttle.release()
+                raise
             except Retryable as exc:
                 failure = exc
                 if exc.kind == "rate_limit":
@@ -254,17 +261,57 @@ class Throttled:
                 continue
             if down:
                 raise CallError(f"endpoint unreachable: {throttle.down}") from None
+            if failure.kind == "cut":  # a stream cut short: once more, then what may have cut it
+                cuts += 1
+                if cuts > 1:
+                    raise CallError(f"{failure}, again when retried{self._cut_hint()}") from None
+                throttle.stats["retries"] += 1
+                continue
             failures += 1
             if failures > limits.max_retries:
                 raise CallError(self._final(failure, failures - 1)) from None
             throttle.stats["retries"] += 1
             await asyncio.sleep(min(failure.retry_after if failure.retry_after is not None else backoff(failures), MAX_WAIT))
 
+    async def _drained(self, request: ChatRequest, held: list[bool]) -> Completion:
+        """The call in a task of its own. Cancelled (the case's deadline, Ctrl-C), it goes on to its end in the
+        background and keeps its slot until then: an endpoint that serves ``max_concurrency`` requests at a time
+        (llama-cpp-python: one) goes on generating a non-streaming answer nobody waits for, and the next call would
+        wait behind it at the server, its own deadline running — it waits in the throttle's queue instead, where
+        its deadline stands still (a streamed call is closed at once instead: the server stops at its next token)."""
+        task = asyncio.ensure_future(self.inner.complete(request))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():
+                held[0] = True
+                task.add_done_callback(self._drain_done)
+            raise
+
+    def _drain_done(self, task: asyncio.Future[Completion]) -> None:
+        if not task.cancelled():
+            task.exception()  # retrieved: nobody waits for this answer
+        self.throttle.release()
+
+    def _cut_hint(self) -> str:
+        """Why streams may be cut: a server that serves one request at a time ends the stream in progress when
+        another arrives (llama-cpp-python does) — unless this connector already sends one at a time."""
+        if self.throttle.limits.ceiling <= 1:
+            return ""
+        return (f"; a server that serves one request at a time (llama-cpp-python) ends a stream when another request arrives: "
+                f"lower --parallel (it is {self.parallel}) or set \"max_concurrency\": 1 on connector {self.spec.id}")
+
     def _final(self, failure: Retryable, retries: int) -> str:
         text = str(failure) + (f" (after {retries} {'retry' if retries == 1 else 'retries'})" if retries else "")
         if failure.status == 503:
             text += f"; the endpoint is overloaded: try a lower --parallel (it is {self.parallel}) or set max_concurrency on the connector"
         return text
+
+
+def _streams(connector: Any, request: ChatRequest) -> bool:
+    """Whether the connector sends this request as a stream (one that cannot tell is taken as not)."""
+    streams = getattr(connector, "streams", None)
+    return bool(streams(request)) if callable(streams) else False
 
 
 class Traffic:

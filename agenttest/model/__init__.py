@@ -26,7 +26,7 @@ from agenttest.model.cases import (
 )
 from agenttest.model.evidence import Calibration, Disagreement, Estimate, Evidence, Judged, Mover, Paired
 from agenttest.model.plan import Plan, ResolvedCase
-from agenttest.model.kinds import FaultKind, Message, Mode, OutputFrom, Role, Status
+from agenttest.model.kinds import FaultKind, Message, Mode, OutputFrom, Role, Status, UsageSource
 from agenttest.model.results import (
                       AssertionResult,
                       CaseResult,
@@ -86,6 +86,7 @@ __all__ = [
     "ToolCall",
     "Turn",
     "Usage",
+    "UsageSource",
     "WorldChange",
     "WorldRecord",
     "astuple_shallow",

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenttest.model.kinds import FaultKind, Message, OutputFrom
+from agenttest.model.kinds import FaultKind, Message, OutputFrom, UsageSource
+
+
+_WORSE = {"endpoint": 0, "estimated": 1, "unknown": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,19 +17,26 @@ class Usage:
     completion_tokens: int = 0
     total_tokens: int = 0
     cached_tokens: int = 0  # of the prompt tokens, those the endpoint served from its cache (priced apart)
+    # who counted: the endpoint; agent-test with a tokenizer (the endpoint sent no usage); nobody (some
+    # call's usage is not known: its tokens are not in the counts, and no token or cost budget can pass on them)
+    source: UsageSource = "endpoint"
 
     def __add__(self, other: Usage) -> Usage:
+        source = self.source if self.source == other.source or _WORSE[self.source] > _WORSE[other.source] else other.source
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
             self.cached_tokens + other.cached_tokens,
+            source,
         )
 
-    def as_dict(self) -> dict[str, int]:
-        out = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "total_tokens": self.total_tokens}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "total_tokens": self.total_tokens}
         if self.cached_tokens:
             out["cached_tokens"] = self.cached_tokens
+        if self.source != "endpoint":
+            out["source"] = self.source
         return out
 
 
@@ -85,6 +95,7 @@ class Completion:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = Usage()
     model: str = ""
+    finish_reason: str = ""  # as the endpoint said: "stop", "tool_calls", "length" (cut at its token limit), …
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,4 +10,5 @@ Role = Literal["agent", "simulator", "validator", "generator"]
 FaultKind = Literal["error", "timeout", "malformed", "empty"]
 OutputFrom = Literal["text", "tool_result"]  # what an agent's output is: its final reply, or its first tool result
 OUTPUT_FROM = ("text", "tool_result")
+UsageSource = Literal["endpoint", "estimated", "unknown"]  # who counted a model call's tokens
 Message = dict[str, Any]

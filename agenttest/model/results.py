@@ -39,6 +39,8 @@ class Turn:
     assertions: tuple[AssertionResult, ...] = ()  # a scripted turn's own checks
     id: str = ""  # a scripted turn's id, as written
     ended: str = ""  # why the conversation ended after this turn: "goal achieved", "end tool NAME", …
+    error: str = ""  # the turn that failed (the agent's error, a checkpoint that could not be evaluated): why
+    truncated: bool = False  # the agent's reply was cut at its token limit (finish_reason "length")
 
     @property
     def label(self) -> str:
@@ -118,6 +120,8 @@ class CaseResult:
     variants: tuple[str, ...] = ()  # the variant ids of a case of a product
     not_run_turns: int = 0  # a scripted conversation stopped early: its turns that did not run
     output_from: str = ""  # "tool_result" when the output is a tool's result (the agent's answer is its tool call)
+    error_by: str = ""  # an error that is a worker agent's fault, not the agent's: "validator" or "simulator"
+    truncated: bool = False  # the agent's (last) reply was cut at its token limit (finish_reason "length")
 
     @property
     def conversation(self) -> bool:
@@ -231,8 +235,10 @@ class Gate:
 
     @property
     def flaky(self) -> bool:
-        """Some runs passed and some did not."""
-        return 0 < self.passed < self.runs
+        """Passed its gate while some of its runs did not pass — the one meaning of "flaky" in every report, the
+        viewer, JUnit and ``diff`` (as JUnit's flaky tests: they pass in the end). A case whose gate failed is
+        failed, never flaky, however many of its runs passed."""
+        return self.passed < self.runs and self.verdict == "passed"
 
 
 @dataclass(frozen=True)

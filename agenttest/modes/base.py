@@ -62,17 +62,27 @@ class Mode(Protocol):
     def partial(self, case: Case, trace: Trace, status: Status, error: str) -> CaseResult: ...
 
 
+TRUNCATED = "the agent's reply was cut at its token limit (finish_reason: length) and judged as it was (--strict fails it)"
+
+
 def output_notes(reply: Reply) -> dict[str, Any]:
-    """What a result says of its output (FORMATS §4): ``output_from`` when a tool's result is the output, and a
+    """What a result says of its output (FORMATS §4): ``output_from`` when a tool's result is the output; a
     warning when the agent's last reply was empty after calling tools (its output is then empty, never the
-    tools' results)."""
+    tools' results); ``truncated`` and a warning when the reply was cut at its token limit."""
+    out: dict[str, Any] = {}
+    warnings: list[str] = []
     if reply.tool_output:
-        return {"output_from": "tool_result"}
-    if reply.has_data or reply.text or not reply.tool_calls:
-        return {}
-    names = ", ".join(dict.fromkeys(c.name for c in reply.tool_calls))
-    return {"warnings": (f"the agent's last reply was empty after calling {names}: its output is empty (if its answer is "
-                         f"the tool call, set \"output_from\": \"tool_result\" in package.yao or the case)",)}
+        out["output_from"] = "tool_result"
+    elif not reply.has_data and not reply.text and reply.tool_calls:
+        names = ", ".join(dict.fromkeys(c.name for c in reply.tool_calls))
+        warnings.append(f"the agent's last reply was empty after calling {names}: its output is empty (if its answer is "
+                        f"the tool call, set \"output_from\": \"tool_result\" in package.yao or the case)")
+    if reply.truncated:
+        out["truncated"] = True
+        warnings.append(TRUNCATED)
+    if warnings:
+        out["warnings"] = tuple(warnings)
+    return out
 
 
 def world_view(trace: Trace) -> dict[str, Any]:

@@ -74,7 +74,8 @@ class Exchange:
     def record(self, conv: Conversation, **extra: Any) -> Turn:
         """The turn as the reports keep it, added to the conversation."""
         done = Turn(self.turn, self.user, reply_text(self.reply), self.reply.tool_calls,
-                    duration_ms=(time.perf_counter() - self.started) * 1000, attachments=self.attachments, **extra)
+                    duration_ms=(time.perf_counter() - self.started) * 1000, attachments=self.attachments,
+                    truncated=self.reply.truncated, **extra)
         conv.turns.append(done)
         return done
 
@@ -89,8 +90,11 @@ async def agent_turn(case: Case, env: CaseEnv, conv: Conversation, trace: Trace,
     except CallLimit:
         assert env.budget is not None and env.budget.model_calls is not None
         raise BudgetStop(f"{budgets.PREFIX}model_calls > {env.budget.model_calls} (at turn {turn})") from None
-    except CallError as exc:
-        raise CallError(f"agent error at turn {turn}: {exc}") from None
+    except CallError as exc:  # the turn that failed is kept, with the calls it made
+        error = f"agent error at turn {turn}: {exc}"
+        conv.turns.append(Turn(turn, user_text, None, tuple(trace.tool_calls[len(conv.tool_calls):]), attachments=tuple(attached),
+                               duration_ms=(time.perf_counter() - start) * 1000, error=error))
+        raise CallError(error) from None
     conv.history += list(reply.messages)
     conv.usage += reply.usage
     conv.tool_calls += reply.tool_calls

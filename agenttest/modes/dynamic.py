@@ -18,11 +18,15 @@ from agenttest.modes import simulator
 from agenttest.modes.base import CaseEnv, output_notes
 from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, cut_short, final, final_reason
 from agenttest.modes.simulator import SimulatorError
-from agenttest.modes.standard import verdict
+from agenttest.modes.standard import error_by, verdict
 
 
 class CheckpointError(Exception):
-    """A checkpoint could not be evaluated (its validator unreachable, its script raising)."""
+    """A checkpoint could not be evaluated (its validator unreachable or unusable, its script raising)."""
+
+    def __init__(self, message: str, by: str = ""):
+        super().__init__(message)
+        self.by = by  # "validator": the judge's fault
 
 
 async def _checkpoints(conv: Conversation, turn: int, obs: Observation) -> list[str]:
@@ -40,7 +44,7 @@ async def _checkpoints(conv: Conversation, turn: int, obs: Observation) -> list[
             if cp.id not in verdicts:
                 verdicts[cp.id] = await evaluate(cp.assertion, obs)
                 if verdicts[cp.id].error:
-                    raise CheckpointError(f"checkpoint {cp.id} failed: {verdicts[cp.id].message}")
+                    raise CheckpointError(f"checkpoint {cp.id} failed: {verdicts[cp.id].message}", error_by((verdicts[cp.id],)))
             if verdicts[cp.id].passed:
                 conv.reached[cp.id] = (turn, verdicts[cp.id])
                 new.append(cp.id)
@@ -54,7 +58,11 @@ async def _checkpoints(conv: Conversation, turn: int, obs: Observation) -> list[
 async def _turn(case: Case, env: CaseEnv, conv: Conversation, trace: Trace, turn: int, reasoning: str) -> str:
     """One exchange, checked against the pending checkpoints; the end tool it called, if any."""
     ex = await agent_turn(case, env, conv, trace, turn)
-    new = await _checkpoints(conv, turn, ex.obs)
+    try:
+        new = await _checkpoints(conv, turn, ex.obs)
+    except CheckpointError as exc:  # the turn ran: it is kept, with why it could not be judged
+        ex.record(conv, simulator_reasoning=reasoning, error=str(exc))
+        raise
     ended = next((c.name for c in ex.reply.tool_calls if c.name in case.end_tools), "")
     ex.record(conv, checkpoints=tuple(new), simulator_reasoning=reasoning, ended=f"end tool {ended}" if ended else "")
     check_budget(env, trace, turn)
@@ -169,11 +177,16 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
         reason = await _loop(case, env, conv, trace)
     except BudgetStop as stop:
         return _result(case, conv, "failed", str(stop))
-    except (SimulatorError, CallError, CheckpointError) as exc:
+    except SimulatorError as exc:  # the simulator's fault, not the agent's
+        return replace(partial(case, trace, "error", str(exc)), error_by="simulator")
+    except CheckpointError as exc:
+        return replace(partial(case, trace, "error", str(exc)), error_by=exc.by)
+    except CallError as exc:
         return partial(case, trace, "error", str(exc))
     assertions = await final(case, env, conv, trace)
     status: Status = "failed" if reason else verdict(assertions)
-    return _result(case, conv, status, reason or final_reason(assertions), assertions)
+    result = _result(case, conv, status, reason or final_reason(assertions), assertions)
+    return replace(result, error_by=error_by(assertions)) if status == "error" and error_by(assertions) else result
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:

@@ -14,7 +14,7 @@ from agenttest.model import AssertionResult, Case, CaseResult, Status
 from agenttest.runtime.trace import Trace
 from agenttest.modes.base import CaseEnv, output_notes
 from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, cut_short, final, final_reason
-from agenttest.modes.standard import verdict
+from agenttest.modes.standard import error_by, verdict
 
 
 async def _turns(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> None:
@@ -53,7 +53,8 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
         reason = f"{failed.label}: {first.message}"
     else:
         reason = final_reason(assertions)
-    return _result(case, conv, status, reason, assertions)
+    result = _result(case, conv, status, reason, assertions)
+    return replace(result, error_by=error_by(checks)) if status == "error" and error_by(checks) else result
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:

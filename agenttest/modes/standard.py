@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from functools import partial as partial_of
 
 from agenttest.plugins import MODES
@@ -12,6 +13,13 @@ from agenttest.model import AssertionResult, AssertionSpec, Case, CaseResult, Li
 from agenttest.accounting import budgets
 from agenttest.runtime.trace import Trace
 from agenttest.modes.base import CaseEnv, output_notes, world_view
+
+
+def error_by(results: Iterable[AssertionResult]) -> str:
+    """Whose fault an error is: ``validator`` when the first assertion that could not be evaluated is a judge's
+    (its reply unusable, or it could not be called) — not the agent's."""
+    first = next((r for r in results if r.error), None)
+    return "validator" if first is not None and first.type == "agent" else ""
 
 
 def verdict(results: tuple[AssertionResult, ...]) -> Status:
@@ -45,7 +53,8 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     return CaseResult(
         id=case.id, name=case.name, status=status, input=case.input, output=reply.output,
         error=errored.message if errored else "", traceback=errored.traceback if errored else "",
-        assertions=results, tool_calls=reply.tool_calls, usage=reply.usage, **output_notes(reply),
+        assertions=results, tool_calls=reply.tool_calls, usage=reply.usage, error_by=error_by(results) if status == "error" else "",
+        **output_notes(reply),
     )
 
 

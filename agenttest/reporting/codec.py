@@ -140,7 +140,8 @@ def _rates(values: tuple[float, ...]) -> list[float]:
 
 
 SHAPES: dict[type, tuple[Key, ...]] = {
-    Usage: (Key("prompt_tokens"), Key("completion_tokens"), Key("total_tokens"), Key("cached_tokens", when=_set)),
+    Usage: (Key("prompt_tokens"), Key("completion_tokens"), Key("total_tokens"), Key("cached_tokens", when=_set),
+            Key("source", when=lambda u, v: v != "endpoint")),
     AssertionResult: (Key("type"), Key("passed"), Key("message", when=_set), Key("expected", when=_given),
                       Key("actual", when=_given), Key("score", when=_finite), Key("details", when=_set), Key("error", when=_set),
                       Key("checked", when=_set), Key("traceback", when=_set)),
@@ -150,7 +151,7 @@ SHAPES: dict[type, tuple[Key, ...]] = {
     Turn: (Key("turn"), Key("input"), Key("output"), Key("tool_calls"), Key("checkpoints"), Key("duration_ms", put=_ms),
            Key("simulator_reasoning", when=_set), Key("attachments", when=_set), Key("id", when=_set), Key("assertions", when=_set),
            Key("passed", when=lambda t, v: bool(t.assertions), put=lambda t: all(a.passed for a in t.assertions), derived=True),
-           Key("ended", when=_set)),
+           Key("ended", when=_set), Key("error", when=_set), Key("truncated", when=_set)),
     CheckpointResult: (Key("id"), Key("reached"), Key("reached_at_turn"), Key("required"),
                        Key("passed", put=lambda c: c.passed, derived=True), Key("description", when=_set), Key("message", when=_set),
                        Key("tool", when=_set), Key("verdict", when=_given)),
@@ -160,7 +161,7 @@ SHAPES: dict[type, tuple[Key, ...]] = {
     ModelCall: (Key("role"), Key("connector"), Key("model", when=_set), Key("duration_ms", put=_ms)),
     CaseResult: (
         Key("id"), Key("name", when=_set), Key("description", when=_set), Key("tags", when=_set), Key("status"), Key("input"),
-        Key("output"), Key("output_from", when=_set), Key("duration_ms", put=_ms), Key("skip_reason", when=lambda r, v: r.status == "skipped" and bool(v)),
+        Key("output"), Key("output_from", when=_set), Key("truncated", when=_set), Key("error_by", when=_set), Key("duration_ms", put=_ms), Key("skip_reason", when=lambda r, v: r.status == "skipped" and bool(v)),
         Key("error", when=_not_passed, put=lambda r: r.reasons[0], derived=True),  # read back by _result_fields
         Key("assertion_errors", when=_not_passed, put=lambda r: r.assertion_errors, derived=True),
         Key("run"), Key("assertions"), Key("tool_calls"), Key("usage"), Key("simulator", when=_given), Key("turns", when=_conversation), Key("checkpoints", when=_dynamic),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterator
 from typing import Any, TextIO
 
@@ -275,7 +276,9 @@ class Console:
             label = f"Turn {t.turn}" + (f" ({safe(t.id)})" if t.id else "")
             called = f" [tools: {safe(', '.join(c.name for c in t.tool_calls))}]" if t.tool_calls and not as_text(t.output) else ""
             width = 300 if self.verbose else 40  # -v shows what was said, not a glimpse of it
-            self.line(f"  {branch} {label}: \"{self._cut(as_text(t.input), width)}\"{attached} → \"{self._cut(as_text(t.output), width)}\"{called}")
+            said = self.paint(f"error: {self._cut(t.error, width * 2)}", "red") if t.error else f"\"{self._cut(as_text(t.output), width)}\"{called}"
+            cut = self.paint(" (cut at its token limit)", "yellow") if t.truncated else ""
+            self.line(f"  {branch} {label}: \"{self._cut(as_text(t.input), width)}\"{attached} → {said}{cut}")
             leaves = [f"{self.paint('✓', 'green')} checkpoint: {safe(cp_id)}{safe(self._tool_of(r, cp_id))}" for cp_id in t.checkpoints]
             leaves += [f"{self.paint('✓', 'green')} {safe(a.type)}" if a.passed else f"{self.paint('✗', 'red')} {safe(a.type)}: {reason(a.message)}"
                        for a in t.assertions]
@@ -312,7 +315,7 @@ class Console:
         self.section("Summary")
         rows = [("Agent", report.agent_id), ("Connector", report.connector), ("Simulator", report.simulator),
                 ("Total", s["total"]), ("Passed", s["passed"]), ("Failed", s["failed"])]
-        rows += [(k, v) for k, v in (("Errors", s["errors"]), ("Timeouts", s["timeouts"]), ("Skipped", s["skipped"])) if v]
+        rows += [(k, v) for k, v in (("Errors", _errors(report, s["errors"])), ("Timeouts", s["timeouts"]), ("Skipped", s["skipped"])) if v]
         ran = s["total"] - report.not_run - s["skipped"]
         rows.append(("Pass Rate", words.pass_rate_text(report, s["pass_rate"]) + (f" (of the {ran} that ran)" if report.interrupted else "")))
         took = format_duration(report.duration_ms / 1000)
@@ -322,7 +325,10 @@ class Console:
         rows.append(("Duration", took))
         if s["usage"]["total_tokens"]:
             u = s["usage"]
-            rows.append(("Tokens", f"{u['total_tokens']:,} ({u['prompt_tokens']:,} prompt + {u['completion_tokens']:,} completion)"))
+            rows.append(("Tokens", f"{u['total_tokens']:,} ({u['prompt_tokens']:,} prompt + {u['completion_tokens']:,} completion)"
+                         + {"estimated": ", estimated: the endpoint sent no usage", "unknown": ", and some calls' usage unknown: the endpoint sent none"}.get(u.get("source", ""), "")))
+        elif s["usage"].get("source") == "unknown":
+            rows.append(("Tokens", "unknown (the endpoint sent no usage; pip install 'agent-test[tokens]' to estimate it)"))
         if "load" in s and (s["load"]["rate_limited"] or s["load"]["retries"]):
             rows.append(("Load", load_line(s["load"])))
         for label, value in rows:
@@ -473,3 +479,12 @@ def _worst(report: RunReport, rank: dict[str, int]) -> Iterator[tuple[tuple[str,
         key = (r.file, r.id, r.connector)
         worst[key] = max(worst.get(key, 0), rank[r.status])
     yield from worst.items()
+
+
+def _errors(report: RunReport, errors: int) -> Any:
+    """The errors, with those that were a judge's or a simulator's fault (not the agent's) counted apart."""
+    by = Counter(r.error_by for r in report.results if r.status == "error" and r.error_by)
+    if not by:
+        return errors
+    apart = ", ".join(f"{n} {'judge' if who == 'validator' else who}" for who, n in sorted(by.items(), key=lambda item: item[0] != "validator"))
+    return f"{errors} ({apart}; the agent's: {errors - sum(by.values())})"

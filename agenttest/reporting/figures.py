@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agenttest.util.durations import format_duration
-from agenttest.accounting.costs import money, totals
+from agenttest.accounting.costs import counted, money, totals
 from agenttest.verdicts import evidence
 from agenttest.verdicts.gates import classify, pass_k, runs_saved, shown
-from agenttest.model import Gate, RunReport
+from agenttest.model import Gate, RunReport, Usage
 from agenttest.reporting import evidence as words
 
 MARK = {True: "✓", False: "✗"}
@@ -180,9 +180,10 @@ def cost_lines(report: RunReport) -> list[str]:
     t = totals(report.results, report.generation)
     if t.cost is None:  # no connector has pricing: the token counts are shown elsewhere
         return []
-    by_role = ", ".join(f"{role} {money(cost)} ({usage.total_tokens:,} tokens)" for role, (usage, cost) in t.by_role.items())
-    by_conn = ", ".join(f"{conn} {money(cost)} ({usage.total_tokens:,} tokens)" for conn, (usage, cost) in t.by_connector.items())
-    lines = [f"{money(t.cost)} in total — by role: {by_role}", f"by connector: {by_conn}"]
+    by_role = ", ".join(f"{role} {money(cost)} ({usage.total_tokens:,} tokens{counted(usage)})" for role, (usage, cost) in t.by_role.items())
+    by_conn = ", ".join(f"{conn} {money(cost)} ({usage.total_tokens:,} tokens{counted(usage)})" for conn, (usage, cost) in t.by_connector.items())
+    every = sum((usage for usage, _ in t.by_role.values()), Usage())
+    lines = [f"{money(t.cost)} in total{counted(every)} — by role: {by_role}", f"by connector: {by_conn}"]
     if t.unpriced_tokens:
         lines.append(f"{t.unpriced_tokens:,} tokens went through connectors with no pricing (not in the cost)")
     return lines

@@ -142,9 +142,13 @@ def _outcome(case: ET.Element, r: CaseResult) -> None:
 
 def _transcript(r: CaseResult, numbered: bool) -> str:
     head = f"run {r.run}: {r.status}\n" if numbered else ""
-    text = f"{head}input: {as_text(r.input)}\noutput: {as_text(r.output)}"
+    cut = " (cut at its token limit)" if r.truncated else ""
+    text = f"{head}input: {as_text(r.input)}\noutput{cut}: {as_text(r.output)}"
     for t in r.turns:
-        text += f"\nturn {t.turn}: {as_text(t.input)} -> {as_text(t.output)}" + (f" [{', '.join(t.checkpoints)}]" if t.checkpoints else "")
+        said = f"error: {t.error}" if t.error else as_text(t.output) + (" (cut at its token limit)" if t.truncated else "")
+        text += f"\nturn {t.turn}: {as_text(t.input)} -> {said}" + (f" [{', '.join(t.checkpoints)}]" if t.checkpoints else "")
+    for w in r.warnings:
+        text += f"\nwarning: {w}"
     return text
 
 

@@ -156,7 +156,8 @@ def _turns(r: CaseResult) -> list[str]:
         return []
     lines = []
     for t in r.turns:
-        lines.append(f"- Turn {t.turn}{f' ({_text(t.id)})' if t.id else ''}: “{_cell(t.input, 200)}” → “{_cell(t.output, 200)}”"
+        said = f"error: {_text(t.error, 300)}" if t.error else f"“{_cell(t.output, 200)}”" + (" (cut at its token limit)" if t.truncated else "")
+        lines.append(f"- Turn {t.turn}{f' ({_text(t.id)})' if t.id else ''}: “{_cell(t.input, 200)}” → {said}"
                      + (f" ✓ {', '.join(_code(c) for c in t.checkpoints)}" if t.checkpoints else "") + (f" — ended: {_text(t.ended)}" if t.ended else ""))
         lines += [f"  - {'✓' if a.passed else '✗'} {_code(a.type)}" + ("" if a.passed else f": {_text(a.message, 300)}") for a in t.assertions]
     if r.not_run_turns:

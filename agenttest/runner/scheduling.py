@@ -179,6 +179,8 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
                             dynamic=case.dynamic, file=case.file, line=case.location.line or 0, connector=item.label,
                             description=case.description, tags=case.tags)
     extra: dict[str, Any] = {}  # one replace for what only some cases have (a replace costs ~30 µs)
+    if result.truncated or any(t.truncated for t in result.turns):  # a reply cut at its token limit: said, and --strict fails it
+        extra.update(truncated_marks(result, config.strict))
     if trace.miss:  # --replay had no recording for a call: whatever the mode made of it, the case is that error
         extra.update(status="error", error=trace.miss)
     if trace.notes:
@@ -193,6 +195,16 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
     return result  # as it is: identity is matched on it; what shows it hides the secrets (reporting.watch)
 
 
+def truncated_marks(result: CaseResult, strict: bool) -> dict[str, Any]:
+    """A result one of whose replies was cut at its token limit: marked; under --strict a pass is a failure."""
+    out: dict[str, Any] = {"truncated": True}
+    if strict and result.status == "passed":
+        cut = next((t.label for t in result.turns if t.truncated), "")
+        out.update(status="failed", error=f"--strict: the agent's reply{' at ' + cut if cut else ''} was cut at its token limit "
+                                          "(finish_reason: length)")
+    return out
+
+
 def over_budget(result: CaseResult, budget: Budget, trace: Trace, caller: Caller) -> CaseResult:
     """A passed or failed run that spent more than its budget fails with the overrun as a failed ``budget``
     assertion (a dynamic case already stopped at the turn that exceeded it)."""
@@ -200,6 +212,10 @@ def over_budget(result: CaseResult, budget: Budget, trace: Trace, caller: Caller
         return result
     spent = budgets.spent(trace, caller.catalog.prices, len(result.turns) or 1, result.duration_ms / 1000)
     exceeded = budgets.overruns(budget, spent)
+    unknown = budgets.unmeasured(budget, spent) if not exceeded else None
+    if unknown:  # a limit on what nobody counted: neither a pass nor a failure of the agent
+        checked = AssertionResult("budget", False, unknown, budget.limits(), spent.as_dict(), error=True)
+        return replace(result, status="error", error=unknown, assertions=(*result.assertions, checked))
     if not exceeded:
         return result
     verdict = AssertionResult("budget", False, budgets.message(exceeded), budget.limits(), spent.as_dict())

@@ -91,6 +91,13 @@ def deadline_paused() -> Iterator[None]:
             timeout.reschedule(trace._ends + (loop.time() - trace._paused_since))
 
 
+def note(text: str) -> None:
+    """Say ``text`` under the current case as a warning (once per case)."""
+    trace = current_trace.get()
+    if trace is not None and text not in trace.notes:
+        trace.notes.append(text)
+
+
 def record_tool_call(call: ToolCall) -> None:
     trace = current_trace.get()
     if trace is not None and current_role.get() == "agent":

@@ -35,6 +35,33 @@ def find_json(text: Any) -> tuple[bool, Any]:
     return False, None
 
 
+def json_documents(text: str) -> list[Any]:
+    """Every JSON document ``text`` holds, as ``find_json`` would look for them — the whole text, else each
+    fenced block, else each outermost object or array in prose that parses — equal ones once. More than one
+    means it is unclear which is meant."""
+    stripped = text.strip()
+    if not stripped:
+        return []
+    value = _loads(stripped)
+    if value is not _MISSING:
+        return [value]
+    found = [v for v in (_loads(block.strip()) for block in _FENCE.findall(text)) if v is not _MISSING]
+    if not found:
+        taken: list[tuple[int, int]] = []
+        for start, end in _spans(text):  # outermost first: a span inside one taken is part of it
+            if any(s <= start and end <= e for s, e in taken):
+                continue
+            value = _loads(text[start:end])
+            if value is not _MISSING:
+                taken.append((start, end))
+                found.append(value)
+    distinct: list[Any] = []
+    for value in found:
+        if value not in distinct:
+            distinct.append(value)
+    return distinct
+
+
 def _spans(text: str, depth_limit: int = 3) -> list[tuple[int, int]]:
     """Balanced ``{…}``/``[…]`` spans in prose, outermost first, then (down to ``depth_limit`` levels) the
     ones nested in them, each level in order: parsing them all reads each character at most

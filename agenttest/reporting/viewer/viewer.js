@@ -64,6 +64,7 @@
   function pct(x) { return (Math.round(x * 1000) / 10) + "%"; }
   function money(v) { return v == null ? "—" : "$" + (v < 0.01 ? v.toFixed(5) : v.toFixed(4)); }
   function badge(kind, label) { return h("span", { class: "badge " + kind.replace(/ /g, "-"), text: (label || kind).toUpperCase() }); }
+  function usageMark(u) { return !u || !u.source ? "" : u.source === "estimated" ? " (estimated)" : " (usage unknown)"; }
   function pre(v, cls) { return h("pre", { class: cls }, text(v)); }
   function section(title, ...kids) { return h("section", null, h("h3", { text: title }), kids); }
   function card(label, value, cls, note) { return h("div", { class: "card" }, h("span", { class: "meta", text: label }), h("b", { class: value ? cls : "", text: value }), note ? h("span", { class: "interval", text: note }) : null); }
@@ -121,7 +122,7 @@
         for (const r of side.runs) { if (r.status !== "skipped") { ran++; if (r.status === "passed") passed++; } duration += r.duration_ms || 0; n++; }
       }
       c.verdict = worstOf(c.sides.map(x => x.verdict));
-      c.flaky = passed > 0 && passed < ran;
+      c.flaky = c.verdict === "flaky"; // one meaning everywhere: passed its gate, not every run (a failed gate is failed)
       c.passed = passed; c.ran = ran; c.rate = ran ? passed / ran : null; c.duration = n ? duration / n : 0;
       const g = c.sides.length === 1 ? c.sides[0].gate : null;
       c.gate = g; c.cls = g ? g.classification : null;
@@ -246,6 +247,7 @@
     if (vacuous) banners.push(vacuous + (vacuous === 1 ? " case passed its gate" : " cases passed their gates") + " with no passing run (min_pass_rate 0).");
     if (sum.not_run) banners.push("Not run: " + sum.not_run + ((sum.gates || []).some(g => g.planned > 1) || sum.matrix ? " runs" : ""));  // --runs, a matrix: runs, not cases
     const tokens = (sum.usage || {}).total_tokens || 0;
+    const counted = usageMark(sum.usage);
     const ran = cases.filter(c => c.verdict !== "skipped").length;
     const good = cases.filter(c => c.verdict === "passed" || c.verdict === "flaky").length;
     return [h("h1", { text: "Agent Test Report" }), metaLine, banners.map(b => h("div", { class: "banner", text: b })), h("div", { class: "cards", id: "cards" },
@@ -256,8 +258,8 @@
       card("Pass rate", ran ? pct(good / ran) : "—", "", ran ? plural(good, "case") + " of " + ran : ""),
       sum.pass_rate_interval ? card("Runs passed", pct(sum.pass_rate_interval.rate), "", estimateNote(sum.pass_rate_interval, sum.confidence)) : null,
       (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
-      card("Duration", ms(sum.duration_ms), ""), tokens ? card("Tokens", tokens.toLocaleString("en"), "") : null,
-      sum.costs && sum.costs.total != null ? card("Cost", money(sum.costs.total), "") : null)];
+      card("Duration", ms(sum.duration_ms), ""), tokens || counted ? card("Tokens", (tokens ? tokens.toLocaleString("en") : "unknown") + counted, "") : null,
+      sum.costs && sum.costs.total != null ? card("Cost", money(sum.costs.total) + counted, "") : null)];
   }
 
   function warningsOf(report) {
@@ -303,8 +305,10 @@
     const usage = r.usage || {};
     return h("div", { class: "run" },
       reasons.length ? h("div", { class: "reasons" }, reasons.map(x => h("div", { text: x }))) : null,
-      h("div", { class: "meta small" }, r.status, " · ", ms(r.duration_ms), usage.total_tokens ? " · " + usage.total_tokens + " tokens" : "",
-        r.cost != null ? " · " + money(r.cost) : "", r.connector ? " · " + r.connector : "",
+      h("div", { class: "meta small" }, r.status, " · ", ms(r.duration_ms), usage.total_tokens ? " · " + usage.total_tokens + " tokens" + usageMark(usage) : usage.source === "unknown" ? " · tokens unknown" : "",
+        r.cost != null ? " · " + money(r.cost) + usageMark(usage) : "", r.connector ? " · " + r.connector : "",
+        r.truncated ? h("span", { class: "reason", "data-truncated": "true", text: " · reply cut at its token limit" }) : "",
+        r.error_by ? h("span", { class: "reason", text: " · the " + (r.error_by === "validator" ? "judge" : r.error_by) + "'s error, not the agent's" }) : "",
         (r.model_calls || []).length ? " · models: " + [...new Set(r.model_calls.map(m => m.role + " " + (m.model || m.connector)))].join(", ") : ""),
       section("Conversation", conversation(r)),
       (r.assertions || []).length ? section("Assertions", assertions(r.assertions)) : null,
@@ -339,7 +343,7 @@
           t.simulator_reasoning ? h("div", { class: "reasoning", text: "simulator: " + t.simulator_reasoning }) : null,
           bubble("user", text(t.input) + ((t.attachments || []).length ? "\n+ " + t.attachments.join(", ") : "")),
           (t.tool_calls || []).map(toolCall),
-          bubble("assistant", text(t.output), "agent"),
+          t.error ? h("div", { class: "reason", text: t.error }) : bubble("assistant", text(t.output), "agent" + (t.truncated ? " (cut at its token limit)" : "")),
           (t.checkpoints || []).length ? h("div", null, t.checkpoints.map(id => h("span", { class: "cp", "data-checkpoint": id, text: "✓ " + id }))) : null));
       }
       const missing = (r.checkpoints || []).filter(c => !c.reached);
