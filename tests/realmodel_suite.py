@@ -34,7 +34,7 @@ def build_suite(root: Path, host: str, cases: int = 10) -> Path:
     """An app under ``root`` (agents suite.bot, suite.judge, suite.sim on one connector, suite.llama: one server, one
     request at a time — two connectors to one server would each have their own max_concurrency) and a case file
     of ``cases`` cases; returns the case file's folder. Answers are streamed (the server sends no usage in streams:
-    it is estimated), tool loops not (``stream_tools: false``)."""
+    it is estimated), requests that offer tools — every one of the agent's — not (``stream_tools: false``)."""
     options = {"model": "smollm2", "host": host, "tool_choice": "auto", "temperature": 0.7, "max_tokens": 48, "timeout": 600,
                "max_concurrency": 1, "stream": True, "stream_tools": False}
     write(root / "connectors" / "suite" / "llama.conn.yao", json.dumps({"type": "openai", "options": options}))
@@ -77,9 +77,10 @@ def check_suite(result: Any, data: dict[str, Any]) -> dict[str, int]:
                 counts["simulator"] += 1
                 assert "simulator suite.sim" in error
         assert r["status"] != "timeout", error
-        if not r["tool_calls"] and r["usage"]["total_tokens"]:  # streamed answers only: the server counted none
-            assert r["usage"].get("source") in ("estimated", "unknown"), r["usage"]
-        counts["estimated"] += r["usage"].get("source") == "estimated"
+        for spent in r.get("spend", ()):  # the judge and the simulator offer no tools: streamed, the server counted none
+            if spent["role"] in ("validator", "simulator") and spent["usage"]["total_tokens"]:
+                assert spent["usage"].get("source") in ("estimated", "unknown"), spent
+                counts["estimated"] += spent["usage"].get("source") == "estimated"
     if counts["judge"] or counts["simulator"]:
         assert "judge" in result.output or "simulator" in result.output
     return counts

@@ -196,7 +196,8 @@ def test_an_agent_error_stops_the_conversation(conv_app, server):
     _, data = run(conv_app, server, Play(), [case])
     r = data["results"][0]
     assert r["status"] == "error" and r["error"].startswith("agent error at turn 2:")
-    assert r["total_turns"] == 1 and r["turns_not_run"] == 2
+    assert r["total_turns"] == 2 and r["turns_not_run"] == 1  # the failing turn ran: it is kept, with its error (issue 51)
+    assert r["turns"][1]["input"] == "boom" and r["turns"][1]["error"] == r["error"] and r["turns"][1]["output"] is None
 
 
 def test_variants_make_a_cartesian_product_of_cases(conv_app, server):

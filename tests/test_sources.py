@@ -124,7 +124,7 @@ def test_generator_agent_source(env):
     assert source.needs_agent and source.describe(2) == "agents:gen (2 test cases)"
     loaded = load(source, catalog)
     assert [c.id for c in loaded.cases] == ["g1", "g2"] and not loaded.problems
-    with pytest.raises(AgentTestError, match="the reply holds no JSON"):
+    with pytest.raises(AgentTestError, match="the reply holds no valid JSON"):
         load(GeneratorAgent("gen", {"count": "5"}), catalog)
     with pytest.raises(AgentTestError, match="count must be a whole number"):
         load(GeneratorAgent("gen", {"count": "zero"}), catalog)
