@@ -356,14 +356,16 @@ def run_command(**flags: Any) -> None:
 
     def work() -> int:
         config = RunConfig.from_flags(flags, color=color and not flags["json"], inputs=inputs)
+        from agenttest.runtime import fdcapture
         from agenttest.session import Session
         from agenttest.util.pipes import PipeSafe
 
-        out, err = PipeSafe(sys.stdout), PipeSafe(sys.stderr)  # type: ignore[arg-type]  # `| head`: the run goes on
-        collector.run_begins()
-        if config.json:  # stdout carries the events; the console goes to stderr
-            return asyncio.run(Session(config, err, events=out).run())  # type: ignore[arg-type]
-        return asyncio.run(Session(config, out).run())  # type: ignore[arg-type]
+        with fdcapture.own_output():  # what user code writes below Python never reaches the console or the events
+            out, err = PipeSafe(sys.stdout), PipeSafe(sys.stderr)  # type: ignore[arg-type]  # `| head`: the run goes on
+            collector.run_begins()
+            if config.json:  # stdout carries the events; the console goes to stderr
+                return asyncio.run(Session(config, err, events=out).run())  # type: ignore[arg-type]
+            return asyncio.run(Session(config, out).run())  # type: ignore[arg-type]
 
     finish(work, events=flags["json"])
 

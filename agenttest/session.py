@@ -31,6 +31,7 @@ from agenttest.reporting.watch import Watch
 from agenttest.resolution import planning
 from agenttest.runner import execution, executors
 from agenttest.runner.controller import Pool
+from agenttest.runtime import fdcapture
 from agenttest.runtime.context import Identity, read_ctx
 from agenttest.runtime.trace import Trace, current_trace
 from agenttest.selection import lastfailed, shards
@@ -59,6 +60,7 @@ class Session:
 
     async def run(self) -> ExitCode:
         """The run; an error that ends it says no secret (a generator may have echoed the key into its cases)."""
+        fdcapture.redact_with(self.secrets.redact)  # what user code writes outside any case is shown without keys
         try:
             return await self._run()
         except AgentTestError as exc:
@@ -254,7 +256,8 @@ class Session:
             agent_id=header.agent, agent_path=catalog.agent(plan.agent).spec.path, connector=header.connector,
             simulator=header.simulator, input_source=", ".join(source.files) or ", ".join(self.config.inputs),
             output_file=(self._outputs(source, catalog.app.root) or [""])[0], environment=caller.identity.environment(), options=self.config.options(),
-            warnings=tuple(dict.fromkeys([*warnings, *done.state.warnings, *self._short_secrets(), *catalog.traffic.warnings()])),
+            warnings=tuple(dict.fromkeys([*warnings, *done.state.warnings, *self._short_secrets(), *catalog.traffic.warnings(),
+                                          *filter(None, [fdcapture.warning()])])),
             load=catalog.traffic.load(),
         )
 

@@ -106,6 +106,7 @@ class RayWorker:
         self.actor = actor
         self.cassettes = catalog.cassettes
         self.secrets = catalog.secrets
+        self.traffic = catalog.traffic
         self.warnings: list[str] = []
         self.lost: str | None = None
         self.pending = 0
@@ -154,9 +155,11 @@ class RayWorker:
         ref = self.actor.run.remote(unit.index)
         self.pending += 1
         try:
-            result, tapes, secrets = await ref
+            result, tapes, secrets, note = await ref
             absorb(self.cassettes, tapes)
             self.secrets.learn(secrets)
+            if note:
+                self.traffic.notify(note)
         except asyncio.CancelledError:
             ray.cancel(ref)  # the actor's case is cancelled: its After hook runs there
             raise
@@ -191,6 +194,7 @@ class ActorWorker:
         self.caller: Caller | None = None
         self.plan: Plan | None = None
         self.units: dict[int, Unit] = {}
+        self.said = False
 
     async def ready(self) -> tuple[str, Any]:
         """Resolve the plan here (hooks are functions of this process), start the MCP servers."""
@@ -201,9 +205,10 @@ class ActorWorker:
         from agenttest.resolution import planning
         from agenttest.runner import slots
         from agenttest.runner.scheduling import units
-        from agenttest.runtime import usercalls
+        from agenttest.runtime import fdcapture, usercalls
         from agenttest.util.secrets import Secrets
 
+        fdcapture.start()  # for the actor's life: what user code writes below Python goes to its case too
         usercalls.capturing().__enter__()  # for the actor's life: what user code prints goes to its case
         config, secrets = self.config, Secrets()
         traffic = Traffic(config.parallel)
@@ -216,20 +221,24 @@ class ActorWorker:
             self.plan, _ = await planning.build(self.cases, catalog, self.agent, config)
         except AgentTestError as exc:
             return "problems", exc.problems
+        fdcapture.redact_with(secrets.redact)
         self.units = {u.index: u for u in units(self.plan)}
         return "ready", catalog.warnings
 
     async def ping(self) -> bool:
         return True
 
-    async def run(self, index: int) -> tuple[CaseResult, dict[str, Any], Any]:
+    async def run(self, index: int) -> tuple[CaseResult, dict[str, Any], Any, str | None]:
         from agenttest.runner.scheduling import run_case
         from agenttest.runner.local.wire import tapes_of
+        from agenttest.runtime import fdcapture
 
         assert self.caller is not None and self.plan is not None
         unit = self.units[index]
         result = await run_case(unit.item, unit.run, unit.index, self.plan, self.caller)
-        return result, tapes_of(unit.item.case, self.caller), self.caller.catalog.secrets.state()
+        note = None if self.said else fdcapture.warning()  # output outside any case: said once, by the controller
+        self.said = self.said or note is not None
+        return result, tapes_of(unit.item.case, self.caller), self.caller.catalog.secrets.state(), note
 
     async def stop(self) -> None:
         if self.caller is not None:

@@ -19,7 +19,7 @@ from agenttest import modes
 from agenttest.runtime import attachments
 from agenttest.accounting import budgets
 from agenttest.verdicts import gates
-from agenttest.runtime import usercalls
+from agenttest.runtime import fdcapture, usercalls
 from agenttest.agents.caller import Caller
 from agenttest.util.durations import format_timeout
 from agenttest.accounting.costs import spend_of
@@ -121,6 +121,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
     trace, capture = Trace(case=case, run=run), usercalls.Capture()
     current_trace.set(trace)
     usercalls.current_capture.set(capture)
+    fdcapture.begin(capture)  # what is written below Python while it runs alone is its own
     start = time.perf_counter()
     ctx = caller.context(case, run, connector=item.scheduled or "")
     world = trace.world = ToolWorld(case, ctx.world, config.seed, run)
@@ -185,6 +186,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
         extra.update(status="error", error=trace.miss)
     if trace.notes:
         extra["warnings"] = (*result.warnings, *trace.notes)
+    fdcapture.end(capture, capture.ran)
     stdout, stderr = capture.text()
     if stdout or stderr:
         extra.update(stdout=stdout, stderr=stderr)

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, TextIO
 
 from agenttest.errors import CallError
+from agenttest.runtime import fdcapture
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # agenttest/, whose frames are not the user's
 
@@ -32,7 +33,7 @@ class Capture:
     """What user code printed while one case ran: the first MAX_CAPTURE bytes of each stream, and how many
     more there were (a tool that prints in a loop cannot fill the memory of the run or its report)."""
 
-    __slots__ = ("_out", "_err", "_lock", "_room", "_more")
+    __slots__ = ("_out", "_err", "_lock", "_room", "_more", "ran")
 
     def __init__(self) -> None:  # every case has one; few print: nothing is made until they do
         self._out: list[str] = []
@@ -40,6 +41,7 @@ class Capture:
         self._lock = _LOCK
         self._room = [MAX_CAPTURE, MAX_CAPTURE]  # bytes each stream may still keep
         self._more = [0, 0]  # bytes each stream printed past its room
+        self.ran = False  # user code ran for the case: it may have written below Python too (fdcapture)
 
     def write(self, stream: str, text: str) -> None:
         at = 0 if stream == "stdout" else 1
@@ -147,7 +149,10 @@ def capturing(home: str | None = None) -> Iterator[None]:
     if isinstance(old_out, _Router):  # already routed (a worker forked during the run)
         yield
         return
-    sys.stdout, sys.stderr = _Router(old_out, "stdout"), _Router(old_err, "stderr")  # type: ignore[assignment]
+    # outside any case, what user code prints joins what it writes below Python (fds 1 and 2, captured):
+    # sys.stdout may be agent-test's own console by now
+    real_out, real_err = fdcapture.below() if fdcapture.active() is not None else (old_out, old_err)
+    sys.stdout, sys.stderr = _Router(real_out, "stdout"), _Router(real_err, "stderr")  # type: ignore[assignment]
     _home.append(home or os.getcwd())
     try:
         yield
@@ -202,6 +207,7 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
     then its value is returned all the same (the caller knows it was stopped); ``unfinished`` is called if it
     has not finished by then, and the cancellation goes on."""
     kwargs = kwargs or {}
+    touched()
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
@@ -252,6 +258,14 @@ async def call(fn: Callable[..., Any], *args: Any, what: str, timeout: float | N
         future.cancel()
         raise Deadline(f"{what} did not return within {timeout:g}s")
     return future.result()
+
+
+def touched() -> None:
+    """User code runs for the current case (a call here, an MCP server's tool): what it wrote below Python is
+    read before the case ends."""
+    capture = current_capture.get()
+    if capture is not None:
+        capture.ran = True
 
 
 async def _awaited(awaitable: Any) -> Any:

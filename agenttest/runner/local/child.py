@@ -20,7 +20,7 @@ from agenttest.resolution import planning
 from agenttest.runner import processes, slots
 from agenttest.runner.local.wire import EAGER, HEARTBEAT, STOP_GRACE, Channel, tapes_of
 from agenttest.runner.scheduling import Unit, internal_error, run_case, units
-from agenttest.runtime import usercalls
+from agenttest.runtime import fdcapture, usercalls
 
 
 async def prepare(plan: Plan, caller: Caller) -> list[Problem]:
@@ -46,11 +46,13 @@ def child(sock: socket.socket, parent: int, inherited: list[int], plan: Plan, ca
             pass
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        fdcapture.forked(caller.catalog.secrets.redact)  # fds 1 and 2 its own pipes: a tool's os.write is its case's
         asyncio.events._set_running_loop(None)  # the controller's loop, frozen in this copy, is never touched
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         with usercalls.capturing():  # what user code prints goes to its case, as in the controller
             loop.run_until_complete(serve(sock, plan, caller, limit))
+        fdcapture.stop()  # the last lines written outside any case are shown
         code = 0
     finally:
         _exit(code)  # bound at import: a global hook's os._exit guard (usercalls.no_exit) is never this
@@ -141,8 +143,12 @@ async def _close(channel: Channel, caller: Caller) -> None:
 
 
 async def _beat(channel: Channel) -> None:
+    said = False
     while True:
         channel.send(("beat",))
+        if not said and (warning := fdcapture.warning()):  # for the controller's console and report
+            channel.send(("note", warning))
+            said = True
         await asyncio.sleep(HEARTBEAT)
 
 
