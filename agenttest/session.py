@@ -30,7 +30,7 @@ from agenttest.reporting.header import header_of
 from agenttest.reporting.watch import Watch
 from agenttest.resolution import planning
 from agenttest.runner import execution, executors
-from agenttest.runner.controller import Pool
+from agenttest.runner.controller import Pool, crashes
 from agenttest.runtime import fdcapture
 from agenttest.runtime.context import Identity, read_ctx
 from agenttest.runtime.trace import Trace, current_trace
@@ -257,7 +257,7 @@ class Session:
             simulator=header.simulator, input_source=", ".join(source.files) or ", ".join(self.config.inputs),
             output_file=(self._outputs(source, catalog.app.root) or [""])[0], environment=caller.identity.environment(), options=self.config.options(),
             warnings=tuple(dict.fromkeys([*warnings, *done.state.warnings, *self._short_secrets(), *catalog.traffic.warnings(),
-                                          *filter(None, [fdcapture.warning()])])),
+                                          *filter(None, [fdcapture.warning()]), *crashes(done.state.ordered())])),
             load=catalog.traffic.load(),
         )
 

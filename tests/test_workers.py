@@ -177,6 +177,8 @@ def test_a_worker_killed_mid_case_has_its_case_run_again_on_a_fresh_worker(app_d
     assert proc.returncode == 0, stdout + stderr
     got = results(out)
     assert got["victim"]["status"] == "passed" and "second time lucky" in got["victim"]["output"]
+    assert got["victim"]["warnings"] == ["its worker was lost while it ran (signal SIGKILL): this is its run again, on a fresh worker"]
+    assert "warnings" not in got["other"]  # held ahead, it had not started: nothing happened to it
     pids = [int(p) for p in mark(app_dir, "once").split()]
     assert len(pids) == 2 and pids[0] != pids[1]  # the second run was in a new worker
 

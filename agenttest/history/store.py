@@ -17,6 +17,7 @@ from typing import Any
 from agenttest.errors import AgentTestError
 from agenttest.reporting.codec import report_dict
 from agenttest.model import CaseResult, Gate, RunReport
+from agenttest.model.results import LOST_ONCE
 from agenttest.util import forked
 from agenttest.util.secrets import Secrets
 from agenttest.util.text import shorten
@@ -342,7 +343,12 @@ def _verdict(key: tuple[str, str, str], runs: Sequence[CaseResult], gate: Gate |
         verdict = first_bad.status if first_bad is not None else "passed" if ran else "skipped"
     return (run_id, key[0], key[1], key[2], verdict, ran, passed, int(0 < passed < ran), round(took, 1),
             shorten(first.output, 300) if first.output is not None else "",
-            first_bad.reasons[0] if first_bad is not None and first_bad.reasons else "")
+            first_bad.reasons[0] if first_bad is not None and first_bad.reasons else _crash(runs))
+
+
+def _crash(runs: Sequence[CaseResult]) -> str:
+    """For a case whose runs all passed: a run that passed only when run again after its worker was lost."""
+    return next((w for r in runs if r.warnings for w in r.warnings if w.startswith(LOST_ONCE)), "")
 
 
 def record_run(path: str, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets,

@@ -377,3 +377,8 @@ class Summary:
         run that finished nothing did not pass 100%)."""
         ran = self.total - self.not_run - self.skipped
         return round(100.0 * self.passed / ran, 1) if ran else (100.0 if self.skipped and not self.not_run else 0.0)
+
+
+# a result run again on a fresh worker after its first worker was lost while it ran carries this warning
+# (the crash is never hidden, whatever the second run gave)
+LOST_ONCE = "its worker was lost while it ran"

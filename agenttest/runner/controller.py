@@ -10,13 +10,15 @@ processes; ``ray.py``: Ray actors); ``Pool.run`` is what the scheduler calls for
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from agenttest.errors import Problem
 from agenttest.model import CaseResult, Plan, Status
+from agenttest.model.results import LOST_ONCE
 from agenttest.runner.scheduling import Unit
 from agenttest.util.durations import format_timeout
+from agenttest.speed.records import replace
 
 
 class WorkerLost(Exception):
@@ -68,6 +70,7 @@ class Pool:
         self.placed: dict[tuple[str, str], int] = {}  # a case → its slot
         self.warnings: list[str] = []
         self.timeout = 300.0
+        self.strict = False
         self._locks = [asyncio.Lock() for _ in range(self.size)]
         self._extra: set[Worker] = set()  # the workers of cases run again alone
         self.lookahead = 0  # units beyond --parallel a worker holds, to start the moment one of its units ends
@@ -83,6 +86,7 @@ class Pool:
         cases. Not with --early-stop or --fail-fast (a unit held ahead would run where it could be saved)."""
         self.launch.plan = plan
         self.timeout = plan.config.timeout
+        self.strict = plan.config.strict
         config = plan.config
         self.lookahead = getattr(self.launch, "lookahead", 0) if self.size == 1 and not config.early_stop and not config.fail_fast else 0
         if self.lookahead:
@@ -136,6 +140,7 @@ class Pool:
                     call, once = once, None
                     call()
         deadline = unit.item.case.timeout or self.timeout
+        crash: str | None = None  # why its first worker was lost while it ran
         for attempt in (1, 2):
             places = self._places
             if places is not None:
@@ -150,7 +155,8 @@ class Pool:
                 if attempt == 2:
                     self._extra.add(worker)
                 try:
-                    return await (worker.run(unit, begun) if begun is not None else worker.run(unit))  # type: ignore[call-arg]
+                    result = await (worker.run(unit, begun) if begun is not None else worker.run(unit))  # type: ignore[call-arg]
+                    return result if crash is None else survived(result, crash, self.strict)
                 except WorkerLost as gone:
                     if self.lookahead and self._places is None:
                         self._places = asyncio.Semaphore(self._parallel)
@@ -159,6 +165,8 @@ class Pool:
                         return lost(unit, "timeout", f"timeout after {format_timeout(deadline)} (worker lost: {gone.reason})", ran)
                     if attempt == 2:
                         return lost(unit, "error", f"worker lost: {gone.reason} (the case took down 2 workers)", ran)
+                    if gone.ran != 0:  # it was running (not only held ahead): its crash stays on its result
+                        crash = gone.reason
                 finally:
                     if attempt == 2:
                         self._extra.discard(worker)
@@ -176,6 +184,26 @@ class Pool:
             await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
         finally:
             await self.launch.aclose()
+
+
+def survived(result: CaseResult, crash: str, strict: bool) -> CaseResult:
+    """The result of a unit run again after its worker was lost while it ran: the run again stands, with the
+    crash said on it — and with --strict, a pass after a crash is an error."""
+    note = f"{LOST_ONCE} ({crash}): this is its run again, on a fresh worker"
+    if strict and result.status == "passed":
+        error = f"worker lost: {crash} (it passed when run again on a fresh worker; --strict fails a case whose worker was lost)"
+        return replace(result, status="error", error=error, warnings=(*result.warnings, note))
+    return replace(result, warnings=(*result.warnings, note))
+
+
+def crashes(results: Iterable[CaseResult]) -> list[str]:
+    """The run's warnings for the results run again after a crash (said once more in the summary)."""
+    hit = [r for r in results if r.warnings and any(w.startswith(LOST_ONCE) for w in r.warnings)]
+    if not hit:
+        return []
+    named = ", ".join(f"'{r.id}'" + (f" run {r.run}" if r.run > 1 else "") for r in hit[:10]) + (f" and {len(hit) - 10} more" if len(hit) > 10 else "")
+    reasons = sorted({w[len(LOST_ONCE):].split(":")[0].strip(" ()") for r in hit for w in r.warnings if w.startswith(LOST_ONCE)})
+    return [f"{len(hit)} case run(s) took down their worker ({', '.join(reasons)}) and were run again on a fresh worker: {named}"]
 
 
 def lost(unit: Unit, status: Status, error: str, ran: float = 0.0) -> CaseResult:
