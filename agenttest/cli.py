@@ -203,7 +203,7 @@ def finish(work: Callable[[], int], events: bool = False) -> None:
     except AgentTestError as exc:
         click.echo(f"Error: {exc.format_message()}", err=True)
         if events:
-            _error_event(exc.format_message(), exc.exit_code)
+            _error_event(exc.format_message(), exc.exit_code, exc.problems)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
@@ -232,10 +232,10 @@ def _never_fail_on_text() -> None:
                 pass
 
 
-def _error_event(message: str, code: int) -> None:
+def _error_event(message: str, code: int, problems: list[Any] | None = None) -> None:
     from agenttest.reporting.events import EventStream
 
-    EventStream(sys.stdout).error(message, code)
+    EventStream(sys.stdout).error(message, code, problems)
 
 
 @click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -479,6 +479,46 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...], partial: b
         console.total = len(merged.results)
         console.summary(merged, ", ".join(written) or None)
         return exit_code(merged)
+
+    finish(work)
+
+
+@main.command("snapshot", short_help="Write a world (a B scenario's, or JSONL rows) as a base_snapshot SQLite file.",
+              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.argument("source", metavar="SCENARIO.yaml|ROWS.jsonl")
+@click.option("-o", "--output", required=True, metavar="FILE", help="The snapshot file to write (e.g. base.sqlite).")
+def snapshot_command(source: str, output: str) -> None:
+    """Write the world of a B scenario (seeded as a run seeds it: base_snapshot, from_file, the inline entities)
+    or of a JSONL file of {"collection": "pack.collection", "data": {...}} lines, for a scenario's base_snapshot
+    (docs/formats-b.md)."""
+
+    def work() -> int:
+        from agenttest.inputs.formats.b.snapshots import snapshot
+
+        count, digest = snapshot(source, output)
+        click.echo(f"Wrote {output}: {count} entit{'y' if count == 1 else 'ies'} (content sha256 {digest[:16]}…)")
+        return ExitCode.OK
+
+    finish(work)
+
+
+@main.command("lint", short_help="Flag fragile patterns in B scenario files (W001–W004).",
+              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per finding on stdout.")
+def lint_command(files: tuple[str, ...], as_json: bool) -> None:
+    """Check B scenario files (docs/formats-b.md#lint): load problems exit 2; findings (code, place, hint) exit 1;
+    a clean file exits 0. --strict on a run runs the same checks first."""
+
+    def work() -> int:
+        from agenttest.inputs.formats.b.lint import lint_files
+
+        findings = lint_files(list(files))
+        for finding in findings:
+            click.echo(finding.json() if as_json else str(finding))
+        if not as_json:
+            click.echo(f"{len(findings)} finding{'' if len(findings) == 1 else 's'} in {len(files)} file{'' if len(files) == 1 else 's'}")
+        return ExitCode.FAILED if findings else ExitCode.OK
 
     finish(work)
 

@@ -42,14 +42,22 @@ class Problem:
     message: str
     location: Location | None = None
     hint: str | None = None
+    code: str | None = None  # a seed format's error code (B's envelope: code, message, hint, location)
 
     def __str__(self) -> str:
-        text = f"{self.location}: {self.message}" if self.location else self.message
+        said = f"{self.code}: {self.message}" if self.code else self.message
+        text = f"{self.location}: {said}" if self.location else said
         return f"{text}; {self.hint}" if self.hint else text
 
     def at(self, location: Location | None) -> Problem:
         """The same problem, placed at ``location`` when it has no place of its own."""
-        return self if self.location is not None or location is None else Problem(self.message, location, self.hint)
+        return self if self.location is not None or location is None else Problem(self.message, location, self.hint, self.code)
+
+    def as_dict(self) -> dict[str, object]:
+        """The envelope ``--json`` writes: code, message, hint and location (file, line, column)."""
+        where = self.location
+        return {"code": self.code, "message": self.message, "hint": self.hint, "file": where.file if where else None,
+                "line": where.line if where else None, "column": where.column if where else None}
 
 
 class AgentTestError(Exception):
@@ -78,7 +86,7 @@ def _hidden(problem: Problem, hide: Callable[[str], str]) -> Problem:
     where = problem.location
     if where is not None:
         where = Location(hide(where.file), where.line, where.column)
-    return Problem(hide(problem.message), where, hide(problem.hint) if problem.hint else problem.hint)
+    return Problem(hide(problem.message), where, hide(problem.hint) if problem.hint else problem.hint, problem.code)
 
 
 class InputError(AgentTestError):

@@ -73,11 +73,12 @@ MODES: Registry[Any] = Registry("mode")  # name → a mode (run, partial; option
 # Every built-in plug-in, listed once; each module registers what it holds when imported.
 BUILTINS = (
     "agenttest.assertions.static", "agenttest.assertions.judge", "agenttest.assertions.script", "agenttest.assertions.state",
-    "agenttest.assertions.trajectory", "agenttest.assertions.budget",
+    "agenttest.assertions.trajectory", "agenttest.assertions.budget", "agenttest.assertions.cel",
     "agenttest.connectors.openai", "agenttest.connectors.mock",
     "agenttest.reporting.jsonfile", "agenttest.reporting.markdown", "agenttest.reporting.html", "agenttest.reporting.junit",
     "agenttest.inputs.sources.messages", "agenttest.inputs.sources.generators",
     "agenttest.modes.standard", "agenttest.modes.dynamic", "agenttest.modes.scripted", "agenttest.modes.scripttest",
+    "agenttest.modes.scenario", "agenttest.inputs.formats.b.source",
 )
 
 # Built-ins imported only when asked for by name (kind, name, module); each is in BUILTINS too.

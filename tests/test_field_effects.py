@@ -215,11 +215,17 @@ PARAMS: dict[tuple[str, str], tuple[dict, dict]] = {
     ("script", "use"): ({"use": "scripts:checks.has", "value": "hello"}, {"use": "scripts:checks.other", "value": "hello"}),
     ("script", "value"): ({"script": "scripts.checks.has", "value": "hello"}, {"script": "scripts.checks.has", "value": "nope"}),
     ("script", "options"): ({"script": "scripts.checks.has", "options": {"metadata": "hello"}}, {"script": "scripts.checks.has", "options": {"metadata": "zzz"}}),
+    ("cel", "expr"): ({"expr": "journal.count(\"lookup\") == 2"}, {"expr": "diff.n.changed && journal.count(\"save\") == 2"}),
+    ("collateral", "allow_changes"): ({"allow_changes": ["n"]}, {"allow_changes": ["m"]}),
 }
-COMMON = {  # type/message/negate apply to every type: probed once, on contains
+COMMON = {  # type/message/negate/id/severity/weight apply to every type: probed once, on contains
     "message": ({"value": "nope", "message": "custom text"}, {"value": "nope"}),
     "negate": ({"value": "nope", "negate": True}, {"value": "nope"}),
+    "id": ({"value": "nope", "id": "greets"}, {"value": "nope"}),  # named in every report
+    "severity": ({"value": "nope", "severity": "minor"}, {"value": "nope"}),  # a minor failure never fails its case
+    "weight": ({"value": "nope", "weight": 2}, {"value": "nope"}),  # the case's weighted score
 }
+COMMON_NAMES = ("type", *COMMON)
 
 
 def evaluate(kind: str, params: dict) -> Any:
@@ -228,7 +234,7 @@ def evaluate(kind: str, params: dict) -> Any:
 
 
 def test_every_parameter_of_every_type_has_a_probe():
-    declared = {(t.name, p) for t in assertions.types() for p in t.params if p not in ("type", "message", "negate")}
+    declared = {(t.name, p) for t in assertions.types() for p in t.params if p not in COMMON_NAMES}
     missing = sorted(declared - set(PARAMS))
     assert not missing, f"give these assertion parameters a probe: {missing}"
 
@@ -244,4 +250,4 @@ def test_an_assertion_parameter_changes_the_result(kind, param):
 def test_the_common_parameters_change_the_result(param):
     first, second = COMMON[param]
     a, b = evaluate("contains", first), evaluate("contains", second)
-    assert (a.passed, a.message) != (b.passed, b.message), (a, b)
+    assert (a.passed, a.message, a.label, a.severity, a.weight) != (b.passed, b.message, b.label, b.severity, b.weight), (a, b)

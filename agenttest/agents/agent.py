@@ -273,16 +273,21 @@ class Agent:
         except AgentTestError as exc:
             raise CallError(str(exc)) from None
         opts = request_options({**self.spec.options, **(options or {})})
+        world = tool_world()
+        schemas = self.schemas + world.tools() if world is not None else self.schemas  # a scenario's packs offer tools too
+        max_rounds = max(self.spec.max_tool_rounds, limits.tool_rounds or 0)
         new: list[Message] = []
         calls: list[ToolCall] = []
         usage, rounds = Usage(), 0
         while True:
             if limits.model_calls is not None and rounds >= limits.model_calls:
                 raise CallLimit("the budget allows no more model calls")
+            if world is not None:
+                world.model_turn()  # a scenario's virtual clock (and its budget of virtual time)
             rounds += 1
             started = time.perf_counter()
             try:
-                completion = _entered(await model.complete(ChatRequest(conversation + new, self.schemas, opts, self.spec.path)))
+                completion = _entered(await model.complete(ChatRequest(conversation + new, schemas, opts, self.spec.path)))
             except AgentTestError as exc:
                 raise CallError(str(exc)) from None
             usage += completion.usage
@@ -290,8 +295,8 @@ class Agent:
             if not completion.tool_calls:
                 new.append({"role": "assistant", "content": completion.content})
                 break
-            if rounds > self.spec.max_tool_rounds:
-                raise CallError(f"tool loop exceeded {self.spec.max_tool_rounds} rounds (last tools: {', '.join(c.name for c in completion.tool_calls)})")
+            if rounds > max_rounds:
+                raise CallError(f"tool loop exceeded {max_rounds} rounds (last tools: {', '.join(c.name for c in completion.tool_calls)})")
             new.append(_assistant_message(completion.content, completion.tool_calls))
             ran = await asyncio.gather(*(self._run_tool(ctx, c) for c in completion.tool_calls))
             calls += ran
@@ -316,9 +321,10 @@ class Agent:
         Every call, whatever the tool's source, passes here: the case's tool world may answer it instead
         of the tool — an injected fault, else a matching mock."""
         start = time.perf_counter()
-        tool = self.tools.get(call.name)
         result, error, outcome, raised = None, None, None, None
         world = tool_world()
+        vt = world.enter(call.name) if world is not None else ""  # a scenario's clock and step budget (BudgetExceeded)
+        tool = self.tools.get(call.name) or (world.tool(call.name) if world is not None else None)
         if tool is None:
             error = f"agent {self.spec.id} has no tool '{call.name}'"
         elif not isinstance(call.arguments, dict):
@@ -335,7 +341,7 @@ class Agent:
         server = tool.server if tool is not None else None
         done = ToolCall(call.name, call.arguments, call.id, result, error, (time.perf_counter() - start) * 1000, server,
                         mocked=outcome is not None and outcome.mocked, fault=outcome.fault if outcome is not None else None,
-                        location=raised.location if raised else "", traceback=(raised.traceback or "") if raised else "")
+                        location=raised.location if raised else "", traceback=(raised.traceback or "") if raised else "", vt=vt)
         record_tool_call(done)
         return done
 

@@ -26,7 +26,11 @@ COMMON_FIELDS: dict[str, Schema] = {
     "type": {"type": "string", "description": "the assertion type (equals when omitted)"},
     "message": {"type": "string", "description": "replaces the failure text"},
     "negate": {"type": "boolean", "description": "pass when the assertion does not hold"},
+    "id": {"type": "string", "description": "the assertion's own name, shown with its result"},
+    "severity": {"enum": ["minor", "major"], "description": "minor: a failure is reported but never fails the case (default major)"},
+    "weight": {"type": "number", "minimum": 0, "description": "its share of the case's weighted score (default 1)"},
 }
+SHOWN_APART = ("type", "message", "negate", "options", "id", "severity", "weight")  # not what it checks
 
 
 class Judge(Protocol):
@@ -159,7 +163,7 @@ def check(params: dict[str, Any]) -> list[CheckProblem]:
         if key not in spec.params:
             hint = did_you_mean(key, spec.fields) or f"'{kind}' takes: {', '.join(sorted(spec.fields))}"
             problems.append((key, f"'{key}' is not a field of a '{kind}' assertion", hint))
-        elif spec.params[key] and key not in COMMON_FIELDS:
+        elif spec.params[key] and (key not in COMMON_FIELDS or key in ("id", "severity", "weight")):
             message = _schema_problem(spec.params[key], value)
             if message:
                 problems.append((key, f"'{key}' {message}", None))
@@ -246,6 +250,10 @@ def _same(x: Any, y: Any) -> bool:
 
 
 def _finished(spec: AssertionSpec, result: AssertionResult) -> AssertionResult:
+    params = spec.params
+    if "severity" in params or "weight" in params or "id" in params:
+        result = replace(result, severity=params.get("severity") if params.get("severity") == "minor" else "",
+                         weight=weight(params), label=params.get("id") or "")
     if not result.checked:
         what = checked(spec)
         if what:
@@ -257,6 +265,22 @@ def _finished(spec: AssertionSpec, result: AssertionResult) -> AssertionResult:
     if not result.passed and spec.params.get("message"):
         result = replace(result, message=spec.params["message"])
     return result
+
+
+def weight(params: dict[str, Any]) -> float | None:
+    """An assertion's weight in its case's score: as written, else 1 when the case weighs any (None here)."""
+    value = params.get("weight")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def score(results: Sequence[AssertionResult]) -> float | None:
+    """The weighted score of a case's assertions (0–1): the weights of those that held over all weights (an
+    assertion without one weighs 1); None when no assertion carries a weight."""
+    if not any(r.weight is not None for r in results):
+        return None
+    weights = [1.0 if r.weight is None else r.weight for r in results]
+    total = sum(weights)
+    return round(sum(w for w, r in zip(weights, results) if r.passed) / total, 6) if total else None
 
 
 async def evaluate_all(specs: Sequence[AssertionSpec], obs: Observation) -> tuple[AssertionResult, ...]:
@@ -276,7 +300,7 @@ def _evaluate_sync(spec: AssertionSpec, obs: Observation) -> AssertionResult:
 
 def checked(spec: AssertionSpec) -> str:
     """What an assertion checks, its parameters as ``key=value`` (``path=$.a value="x"``), for ``-v`` and reports."""
-    shown = {k: v for k, v in spec.params.items() if k not in ("type", "message", "negate", "options")}
+    shown = {k: v for k, v in spec.params.items() if k not in SHOWN_APART}
     text = " ".join(f"{k}={v if isinstance(v, str) and k in ('path', 'tool', 'mode', 'call', 'match') else as_text(v)}"
                     for k, v in shown.items())
     return f"not: {text}" if spec.params.get("negate") is True else text  # a negated check reads as one
@@ -284,7 +308,7 @@ def checked(spec: AssertionSpec) -> str:
 
 def describe(spec: AssertionSpec) -> str:
     """A one-line description of an assertion, for messages."""
-    shown = {k: v for k, v in spec.params.items() if k not in ("type", "message", "negate")}
+    shown = {k: v for k, v in spec.params.items() if k not in SHOWN_APART}
     return f"{spec.type} {as_text(shown)}" if shown else spec.type
 
 

@@ -77,7 +77,7 @@ TURN_FIELDS: dict[str, Schema] = {
         "properties": {"id": {"type": "string", "minLength": 1}, "input": {"$ref": "#/$defs/input"}}},
         "description": "Inputs that each replace this turn's: the case runs once per combination."},
 }
-FAULT_KINDS = ["error", "timeout", "malformed", "empty"]
+FAULT_KINDS = ["error", "timeout", "malformed", "empty", "rate_limit", "server_error", "permission_denied"]
 MOCK_FIELDS: dict[str, Schema] = {
     "tool": {"type": "string", "minLength": 1, "description": "the tool's name"},
     "match": {"type": "object", "description": "a subset of the arguments; strings starting regex: are patterns"},

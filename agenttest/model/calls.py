@@ -66,6 +66,7 @@ class ToolCall:
     fault: FaultKind | None = None  # the fault injected instead of running the tool
     location: str = ""  # where the tool raised, in the user's code: ``tools.py:12``
     traceback: str = ""  # the user's frames of that exception
+    vt: str = ""  # a scenario's virtual time when the call started (ISO)
 
     def as_dict(self) -> dict[str, Any]:
         """The call as hooks, script tests and reports see it."""
@@ -84,6 +85,8 @@ class ToolCall:
             out["location"] = self.location
         if self.traceback:
             out["traceback"] = self.traceback
+        if self.vt:
+            out["vt"] = self.vt
         return out
 
 
@@ -165,6 +168,7 @@ class Limits:
 
     model_calls: int | None = None
     end_tools: frozenset[str] = frozenset()
+    tool_rounds: int | None = None  # rounds of tool calls allowed beyond the agent's own max_tool_rounds (a scenario's max_steps)
 
 
 @dataclass(frozen=True)

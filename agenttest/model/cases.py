@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from agenttest.errors import Location
 from agenttest.model.kinds import FaultKind, Message, Mode, OutputFrom
+from agenttest.model.scenario import Scenario
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,7 @@ class Fault:
     at: tuple[int, ...] = ()
     rate: float | None = None
     message: str | None = None
+    seed: int | None = None  # draws from this seed alone (a scenario's meta.seed), not --seed, the case and the run
 
 
 class Locator(Protocol):
@@ -118,6 +120,7 @@ class Case:
     turns: tuple[ScriptedTurn, ...] = ()  # a scripted conversation's turns
     variants: tuple[str, ...] = ()  # the variant ids this case of a product was built with
     output_from: OutputFrom | None = None  # what its assertions see (None: as its agent's package.yao says)
+    scenario: Scenario | None = None  # a scenario's world: tools, turns, clock, budgets (FORMATS §18, seed format B)
     locator: Locator | None = field(default=None, repr=False, compare=False)
 
     @property

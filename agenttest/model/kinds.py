@@ -7,7 +7,7 @@ from typing import Any, Literal
 Status = Literal["passed", "failed", "error", "timeout", "skipped"]
 Mode = Literal["standard", "dynamic", "scripted", "script"]
 Role = Literal["agent", "simulator", "validator", "generator"]
-FaultKind = Literal["error", "timeout", "malformed", "empty"]
+FaultKind = Literal["error", "timeout", "malformed", "empty", "rate_limit", "server_error", "permission_denied"]
 OutputFrom = Literal["text", "tool_result"]  # what an agent's output is: its final reply, or its first tool result
 OUTPUT_FROM = ("text", "tool_result")
 UsageSource = Literal["endpoint", "estimated", "unknown"]  # who counted a model call's tokens

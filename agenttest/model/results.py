@@ -10,6 +10,7 @@ from typing import Any, Literal
 from agenttest.model.calls import EndpointLoad, ModelCall, Spend, ToolCall, Usage
 from agenttest.model.evidence import Evidence
 from agenttest.model.kinds import Status
+from agenttest.model.scenario import ScenarioRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +25,19 @@ class AssertionResult:
     error: bool = False  # the assertion could not be evaluated at all (e.g. the judge was unreachable)
     traceback: str = ""  # when evaluating it raised
     checked: str = ""  # what it checked, as written: ``path=$.orders.A1.status value="shipped"``
+    severity: str = ""  # "minor": its failure never fails the case
+    weight: float | None = None  # its share of the case's weighted score
+    label: str = ""  # the assertion's own id, as written
+
+
+def minor(result: AssertionResult) -> bool:
+    """A ``severity: minor`` assertion that failed: said in every report, never the case's failure."""
+    return not result.passed and result.severity == "minor" and not result.error
+
+
+def blocks(result: AssertionResult) -> bool:
+    """An assertion that did not hold and fails its case (a minor one does not)."""
+    return not result.passed and not minor(result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +136,8 @@ class CaseResult:
     output_from: str = ""  # "tool_result" when the output is a tool's result (the agent's answer is its tool call)
     error_by: str = ""  # an error that is a worker agent's fault, not the agent's: "validator" or "simulator"
     truncated: bool = False  # the agent's (last) reply was cut at its token limit (finish_reason "length")
+    score: float | None = None  # the weighted score of its assertions (0–1), when any carries a weight
+    scenario: ScenarioRecord | None = None  # a scenario's run (FORMATS §18)
 
     @property
     def conversation(self) -> bool:
@@ -146,8 +162,13 @@ class CaseResult:
     @property
     def assertion_errors(self) -> list[str]:
         """The message of every assertion that did not hold (a scripted turn's named by its turn)."""
-        turns = [f"{t.label}: {a.message}" for t in self.turns for a in t.assertions if not a.passed]
-        return turns + [a.message for a in self.assertions if not a.passed]
+        turns = [f"{t.label}: {a.message}" for t in self.turns for a in t.assertions if blocks(a)]
+        return turns + [a.message for a in self.assertions if blocks(a)]
+
+    @property
+    def minor_failures(self) -> list[str]:
+        """The message of every ``severity: minor`` assertion that did not hold (they never fail the case)."""
+        return [a.message for t in self.turns for a in t.assertions if minor(a)] + [a.message for a in self.assertions if minor(a)]
 
 
 @dataclass(frozen=True)

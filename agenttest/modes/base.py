@@ -86,8 +86,9 @@ def output_notes(reply: Reply) -> dict[str, Any]:
 
 
 def world_view(trace: Trace) -> dict[str, Any]:
-    """The case's tool world as assertions see it (Observation fields): now, and as the agent found it."""
+    """The case's tool world as assertions see it (Observation fields): now, and as the agent found it (with a
+    scenario's world events since: what changed by itself is not the agent's doing)."""
     world = trace.world
     if world is None:
         return {}
-    return {"world": snapshot(world.state), "initial_world": world.initial}
+    return {"world": snapshot(world.state), "initial_world": world.before}

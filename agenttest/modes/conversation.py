@@ -14,6 +14,7 @@ from agenttest.assertions import Observation, evaluate_all
 from agenttest.errors import CallError, CallLimit
 from agenttest.model.messages import last_user_content
 from agenttest.model import AssertionResult, AssertionSpec, Case, CaseResult, Limits, Message, Reply, Status, ToolCall, Turn, Usage
+from agenttest.model.results import blocks
 from agenttest.runtime.trace import Trace
 from agenttest.modes.base import CaseEnv, world_view
 from agenttest.modes.standard import expectations
@@ -130,7 +131,7 @@ async def final(case: Case, env: CaseEnv, conv: Conversation, trace: Trace,
 
 def final_reason(assertions: tuple[AssertionResult, ...]) -> str:
     """Why the final assertions did not pass ("" when they did)."""
-    failed = next((a for a in assertions if not a.passed), None)
+    failed = next((a for a in assertions if blocks(a)), None)
     if failed is None:
         return ""
     return ("final assertion could not be evaluated: " if failed.error else "final assertion failed: ") + failed.message

@@ -11,6 +11,7 @@ from agenttest.plugins import MODES
 from agenttest.assertions import evaluate_all
 from agenttest.errors import CallError
 from agenttest.model import AssertionResult, Case, CaseResult, Status
+from agenttest.model.results import blocks
 from agenttest.runtime.trace import Trace
 from agenttest.modes.base import CaseEnv, output_notes
 from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, cut_short, final, final_reason
@@ -47,9 +48,9 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     assertions = await final(case, env, conv, trace)
     checks = [a for t in conv.turns for a in t.assertions] + list(assertions)
     status = verdict(tuple(checks))
-    failed = next((t for t in conv.turns if not all(a.passed for a in t.assertions)), None)
+    failed = next((t for t in conv.turns if any(blocks(a) for a in t.assertions)), None)
     if failed is not None:
-        first = next(a for a in failed.assertions if not a.passed)
+        first = next(a for a in failed.assertions if blocks(a))
         reason = f"{failed.label}: {first.message}"
     else:
         reason = final_reason(assertions)

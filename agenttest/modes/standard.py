@@ -8,9 +8,11 @@ from functools import partial as partial_of
 
 from agenttest.plugins import MODES
 from agenttest.assertions import Observation, evaluate_all
+from agenttest.assertions.registry import score
 from agenttest.errors import CallError, CallLimit
 from agenttest.model import AssertionResult, AssertionSpec, Case, CaseResult, Limits, Status
 from agenttest.accounting import budgets
+from agenttest.model.results import blocks
 from agenttest.runtime.trace import Trace
 from agenttest.modes.base import CaseEnv, output_notes, world_view
 
@@ -23,7 +25,8 @@ def error_by(results: Iterable[AssertionResult]) -> str:
 
 
 def verdict(results: tuple[AssertionResult, ...]) -> Status:
-    if all(r.passed for r in results):
+    """Passed when every assertion held but those of ``severity: minor``; error when one could not be evaluated."""
+    if not any(blocks(r) for r in results):
         return "passed"
     return "error" if any(r.error for r in results) else "failed"
 
@@ -53,7 +56,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     return CaseResult(
         id=case.id, name=case.name, status=status, input=case.input, output=reply.output,
         error=errored.message if errored else "", traceback=errored.traceback if errored else "",
-        assertions=results, tool_calls=reply.tool_calls, usage=reply.usage, error_by=error_by(results) if status == "error" else "",
+        assertions=results, tool_calls=reply.tool_calls, usage=reply.usage, score=score(results), error_by=error_by(results) if status == "error" else "",
         **output_notes(reply),
     )
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from agenttest.errors import AgentTestError, Location
 from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Estimate, Gate, ModelCall, Paired, PassK, RunReport,
                              Spend, Stability, ToolCall, Turn, Usage, WorldChange, WorldRecord)
+from agenttest.model.scenario import ScenarioRecord
 from agenttest.util.positions import json_offset, line_col
 from agenttest.util.text import safe_text
 from agenttest.accounting import costs
@@ -144,10 +145,11 @@ SHAPES: dict[type, tuple[Key, ...]] = {
             Key("source", when=lambda u, v: v != "endpoint")),
     AssertionResult: (Key("type"), Key("passed"), Key("message", when=_set), Key("expected", when=_given),
                       Key("actual", when=_given), Key("score", when=_finite), Key("details", when=_set), Key("error", when=_set),
-                      Key("checked", when=_set), Key("traceback", when=_set)),
+                      Key("checked", when=_set), Key("traceback", when=_set), Key("id", attr="label", when=_set),
+                      Key("severity", when=_set), Key("weight", when=_given)),
     ToolCall: (Key("name"), Key("arguments"), Key("result"), Key("duration_ms", put=_ms), Key("id", when=_set),
                Key("error", when=_given), Key("server", when=_given), Key("mocked", when=_set), Key("fault", when=_given),
-               Key("location", when=_set), Key("traceback", when=_set)),
+               Key("location", when=_set), Key("traceback", when=_set), Key("vt", when=_set)),
     Turn: (Key("turn"), Key("input"), Key("output"), Key("tool_calls"), Key("checkpoints"), Key("duration_ms", put=_ms),
            Key("simulator_reasoning", when=_set), Key("attachments", when=_set), Key("id", when=_set), Key("assertions", when=_set),
            Key("passed", when=lambda t, v: bool(t.assertions), put=lambda t: all(a.passed for a in t.assertions), derived=True),
@@ -172,7 +174,11 @@ SHAPES: dict[type, tuple[Key, ...]] = {
         Key("cost", when=lambda r, v: bool(r.spend) and costs.total(r.spend) is not None, put=lambda r: _usd(costs.total(r.spend) or 0),
             derived=True),
         Key("stdout", when=_set), Key("stderr", when=_set), Key("traceback", when=_set), Key("model_calls", when=_set),
+        Key("score", when=_finite), Key("minor_failures", when=lambda r, v: bool(r.minor_failures), put=lambda r: r.minor_failures, derived=True),
+        Key("scenario", when=_given),
     ),
+    ScenarioRecord: (Key("identity"), Key("code", when=_set), Key("started"), Key("ended"), Key("steps"), Key("turns"),
+                     Key("events"), Key("pending", when=_set)),
     Gate: (
         Key("id"), Key("connector"), Key("file", when=_set), Key("verdict", put=lambda g: g.verdict, derived=True), Key("runs"),
         Key("planned"), Key("passed"), Key("pass_rate", put=lambda g: round(g.pass_rate, 4), derived=True), Key("min_pass_rate"),

@@ -10,6 +10,7 @@ from agenttest.util.durations import format_duration, format_timeout
 from agenttest.verdicts.gates import failed, in_order, walk
 from agenttest.model import Case, CaseResult, RunHeader, RunReport, ToolCall
 from agenttest.reporting.codec import summary_dict
+from agenttest.model.results import minor
 from agenttest.reporting.rows import change_text, preview
 from agenttest.reporting import figures
 from agenttest.reporting import evidence as words
@@ -182,7 +183,8 @@ class Console:
         else:
             head = "" if self._pending_line else f"► {self.title(result.id, result.run, runs, result.connector)} {self._cut(preview(result.input) or result.name, PREVIEW)} "
             self._pending_line = False
-            self.line(f"{head}{status} ({took})")
+            scored = f" score {result.score:.2f}" if result.score is not None else ""
+            self.line(f"{head}{status} ({took}){scored}")
             self._details(result)
         if self._bar is not None:
             self._bar.update(1)
@@ -197,6 +199,7 @@ class Console:
             for c in r.tool_calls:
                 self._tool_call(c, "  │  ", 80)
             if self.verbose:
+                self._scenario(r, "  │  ")
                 self._world(r, "  │  ")
             if r.status != "skipped" and r.output is not None:
                 shown = printable(as_text(r.output), newlines=True) if self.show_reply else self._cut(as_text(r.output), 300)
@@ -211,10 +214,12 @@ class Console:
     def _verdicts(self, r: CaseResult, indent: str) -> None:
         """Each assertion's verdict and what it checked (``✓ state path=$.a value=1``)."""
         for a in r.assertions:
-            mark = self.paint("✓", "green") if a.passed else self.paint("✗", "red")
+            mark = self.paint("✓", "green") if a.passed else self.paint("✗ (minor)", "yellow") if minor(a) else self.paint("✗", "red")
             score = f" (score {a.score:g})" if a.score is not None else ""
+            weight = f" (weight {a.weight:g})" if a.weight is not None else ""
             what = f" {self._cut(a.checked, 120)}" if a.checked else ""
-            self.line(f"{indent}{mark} {safe(a.type)}{what}{score}" + ("" if a.passed else f": {safe(a.message)}"))
+            label = f"{safe(a.label)}: " if a.label else ""
+            self.line(f"{indent}{mark} {label}{safe(a.type)}{what}{score}{weight}" + ("" if a.passed else f": {safe(a.message)}"))
 
     def _reasons(self, r: CaseResult) -> None:
         for why in r.reasons:
@@ -224,6 +229,10 @@ class Console:
             shown = lines if self.verbose else lines[-3:]  # the user's frame, its line, the exception (-v: all)
             for text in shown:
                 self.line(f"     {self.paint(printable(text), 'dim')}")
+        if not self.verbose:  # a minor failure never fails its case, and is said all the same
+            for a in r.assertions:
+                if minor(a):
+                    self.line(f"  └─ {self.paint('minor: ' + (f'{a.label}: ' if a.label else '') + reason(a.message), 'yellow')}")
         for w in r.warnings:
             self.line(f"  └─ {self.paint('warning: ' + safe(w), 'yellow')}")
         if not self.verbose and not self.quiet and not r.ok:  # a tool that raised may be why: where (-v: the traceback)
@@ -241,7 +250,8 @@ class Console:
     def _tool_call(self, c: ToolCall, indent: str, width: int) -> None:
         """A tool call, what it gave (an error with where the tool raised), and with -v its traceback."""
         result = f"error: {safe(c.error)}" + (f" ({safe(c.location)})" if c.location else "") if c.error else self._cut(as_text(c.result), 100)
-        self.line(f"{indent}tool {safe(c.name)}({self._cut(as_text(c.arguments), width)}) → {result}{self._marks(c)}")
+        at = f"[{safe(c.vt)}] " if c.vt else ""  # a scenario's virtual time
+        self.line(f"{indent}{at}tool {safe(c.name)}({self._cut(as_text(c.arguments), width)}) → {result}{self._marks(c)}")
         if self.verbose:
             for text in c.traceback.rstrip().splitlines():
                 self.line(f"{indent}   {self.paint(printable(text), 'dim')}")
@@ -256,6 +266,18 @@ class Console:
     def _tool_of(r: CaseResult, cp_id: str) -> str:
         cp = next((c for c in r.checkpoints if c.id == cp_id), None)
         return f" (tool: {cp.tool})" if cp is not None and cp.tool else ""
+
+    def _scenario(self, r: CaseResult, indent: str) -> None:
+        """A scenario's clock, the turns delivered and the world events, each at its virtual time (-v)."""
+        run = r.scenario
+        if run is None:
+            return
+        self.line(f"{indent}scenario {run.identity[:12]}: virtual clock {run.started} → {run.ended}, {plural(run.steps, 'step')}"
+                  + (f", {run.code}" if run.code else ""))
+        for turn in run.turns:
+            self.line(f"{indent}  [{safe(turn.get('vt'))}] turn {turn.get('turn')} delivered: {self._cut(turn.get('user'), 100)}")
+        for event in run.events:
+            self.line(f"{indent}  [{safe(event.get('vt'))}] world event {safe(event.get('op'))} {self._cut(as_text(event.get('data')), 80)}")
 
     def _world(self, r: CaseResult, indent: str) -> None:
         if r.world is None:

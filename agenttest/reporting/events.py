@@ -5,8 +5,10 @@ agent-test — ``start``, one ``result`` per result as it finishes, ``warning``,
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, TextIO
 
+from agenttest.errors import Problem
 from agenttest.model import CaseResult, RunHeader, RunReport
 from agenttest.reporting.codec import result_dict, summary_dict
 from agenttest.util.secrets import Secrets
@@ -52,6 +54,10 @@ class EventStream:
         self.emit("summary", **summary_dict(report), failed_ids=list(dict.fromkeys(failed)), exit_code=int(exit_code),
                   output_file=report.output_file or None, warnings=list(report.warnings))
 
-    def error(self, message: str, exit_code: int) -> None:
-        """The run could not start or ended on an error of agent-test itself (exit 2 or 3)."""
-        self.emit("error", message=message, exit_code=int(exit_code))
+    def error(self, message: str, exit_code: int, problems: Sequence[Problem] | None = None) -> None:
+        """The run could not start or ended on an error of agent-test itself (exit 2 or 3); ``problems`` each as
+        its envelope (code, message, hint, file, line, column) when they carry codes (a seed format's file)."""
+        extra: dict[str, Any] = {}
+        if problems and any(p.code for p in problems):
+            extra["problems"] = [p.as_dict() for p in problems]
+        self.emit("error", message=message, exit_code=int(exit_code), **extra)

@@ -149,6 +149,9 @@ def _transcript(r: CaseResult, numbered: bool) -> str:
         text += f"\nturn {t.turn}: {as_text(t.input)} -> {said}" + (f" [{', '.join(t.checkpoints)}]" if t.checkpoints else "")
     for w in r.warnings:
         text += f"\nwarning: {w}"
+    text += "".join(f"\nminor: {m}" for m in r.minor_failures)  # never a failure, said all the same
+    if r.score is not None:
+        text += f"\nscore: {r.score:g}"
     return text
 
 

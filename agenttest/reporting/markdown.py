@@ -211,6 +211,10 @@ def to_markdown(report: RunReport) -> str:
         lines += ["", "## Failures", ""]
         for r in failures:
             lines += _details(r, report)
+    minors = [r for r in report.results if r.minor_failures]
+    if minors:  # severity: minor — said, never a failure
+        lines += ["", "## Minor failures (they never fail a case)", ""]
+        lines += [f"- {_title(r, report)}: minor: {_text(m, 300)}" for r in minors for m in r.minor_failures]
     printed = [r for r in report.results if r.status in ("passed", "skipped") and _captured(r)]
     if printed:  # the failures show theirs above
         lines += ["", "## Captured output", ""]

@@ -67,8 +67,9 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
                 if ref and ref not in out.hooks:
                     out.hooks[ref] = out.attempt(case.locate((key,)), hooks.resolve, agent.spec.path, ref, "hook")
         if agent is not None and case.mode != "script" and not getattr(agent.spec, "mcp", ()):  # MCP tools are known only once their servers run
-            out.problems += unknown_tools(case, agent.tools)
-            _named_tools(named, list(agent.tools), catalog.strict, out)
+            tools = [*agent.tools, *(t.name for t in case.scenario.tools)] if case.scenario is not None else list(agent.tools)
+            out.problems += unknown_tools(case, tools)  # a scenario's packs bring tools of their own
+            _named_tools(named, tools, catalog.strict, out)
         out.warnings += _missing_attachments(case)
     _unknown_options(cases, catalog.strict, out)
     if agent is not None:

@@ -124,7 +124,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
     fdcapture.begin(capture)  # what is written below Python while it runs alone is its own
     start = time.perf_counter()
     ctx = caller.context(case, run, connector=item.scheduled or "")
-    world = trace.world = ToolWorld(case, ctx.world, config.seed, run)
+    world = trace.world = ToolWorld(case, ctx.world, config.seed, run, trace.tool_calls)
     policy = attachments.app_policy(caller.catalog.app.root, config.max_attachment)
     budget = item.budget
     env = modes.CaseEnv(caller, plan.agent, item.connector, ctx, policy, budget, output_from=case.output_from)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenttest.util.matching import equal, matches, name_matches
-from agenttest.model import Case, Fault, FaultKind, WorldChange, WorldRecord
+from agenttest.model import Case, Fault, FaultKind, ToolCall, WorldChange, WorldRecord
 
 MALFORMED = '{"status": "ok", "data": {"id": '  # a result cut short, as a broken connection leaves it
 
@@ -48,9 +48,10 @@ def snapshot(value: Any) -> Any:
 
 
 class ToolWorld:
-    """One run of one case: the live world (``ctx.world``), mock uses left, and the calls made so far."""
+    """One run of one case: the live world (``ctx.world``), mock uses left, and the calls made so far; for a
+    scenario (``case.scenario``), its run: the tools the world offers, the clock, turns, events and budgets."""
 
-    def __init__(self, case: Case, state: dict[str, Any], seed: int = 0, run: int = 1):
+    def __init__(self, case: Case, state: dict[str, Any], seed: int = 0, run: int = 1, calls: list[ToolCall] | None = None):
         self.case = case
         self.state = state
         self.seed = seed
@@ -58,17 +59,49 @@ class ToolWorld:
         self.initial = snapshot(state)
         self.left = [m.times for m in case.mocks]
         self.called: list[str] = []
+        self.scenario: Any = None
+        if case.scenario is not None:
+            from agenttest.runtime.scenario import ScenarioRun
+
+            self.scenario = ScenarioRun(case.scenario, state, lambda: self.initial, calls if calls is not None else [])
 
     def begin(self) -> None:
         """The agent starts now (after the Before hook, which may have seeded the world)."""
         self.initial = snapshot(self.state)
+
+    @property
+    def before(self) -> Any:
+        """What the agent's changes are measured from: the world as it found it, plus the world events so far."""
+        return self.scenario.before() if self.scenario is not None else self.initial
+
+    def enter(self, name: str) -> str:
+        """A tool call starts: a scenario's budgets and clock (its virtual time, ISO; BudgetExceeded past a budget)."""
+        return self.scenario.enter() if self.scenario is not None else ""
+
+    def model_turn(self) -> None:
+        """A model call of the agent starts (a scenario's clock and budget of virtual time)."""
+        if self.scenario is not None:
+            self.scenario.model_turn()
+
+    def tools(self) -> tuple[dict[str, Any], ...]:
+        """The function schemas of the tools the world offers the agent beside its own (a scenario's packs)."""
+        return self.scenario.offered() if self.scenario is not None else ()
+
+    def tool(self, name: str) -> Any:
+        """The world's tool the model called, or None."""
+        return self.scenario.tool(name) if self.scenario is not None else None
+
+    def finish(self) -> None:
+        """The agent is done: the world events due by now happen."""
+        if self.scenario is not None:
+            self.scenario.happen()
 
     def intercept(self, name: str, arguments: dict[str, Any]) -> Outcome | None:
         """Count a call and say what answers it instead of the tool — a fault, else a mock — or None."""
         self.called.append(name)
         for index, fault in enumerate(self.case.faults):
             if self._fires(index, fault, name):
-                return _injected(fault, name)
+                return _injected(fault, self.scenario.canonical(name) if self.scenario is not None else name)
         for index, mock in enumerate(self.case.mocks):
             if self.left[index] == 0 or not name_matches(mock.tool, name):
                 continue
@@ -85,6 +118,8 @@ class ToolWorld:
         number = len(self.called) if fault.tool == "*" else sum(1 for c in self.called if name_matches(fault.tool, c))
         if fault.at:
             return number in fault.at
+        if fault.rate is not None and fault.seed is not None:  # a keyed PRNG: the "faults" domain of the seed alone
+            return draw(fault.seed, "faults", 0, index, number) < fault.rate
         if fault.rate is not None:
             return draw(self.seed, self.case.id, self.run, index, number) < fault.rate
         return True
@@ -93,13 +128,22 @@ class ToolWorld:
         """The world for the report: kept when the case has one, a hook seeded one, or its tools changed it;
         without ``snapshots`` (--report-world changes) only its changes."""
         final = snapshot(self.state)
-        changes = diff(self.initial, final)
+        changes = diff(self.before, final)
         if self.case.world is None and not changes and not final:
             return None
         return WorldRecord(self.initial, final, changes) if snapshots else WorldRecord(changes=changes)
 
 
+FAULT_ERRORS = {  # what the model is told by the kinds that fail a call (seed format B's; FORMATS §18)
+    "rate_limit": "RATE_LIMITED: {tool}: too many requests (429); retry later",
+    "server_error": "INTERNAL: {tool}: internal server error (500)",
+    "permission_denied": "PERMISSION_DENIED: {tool}: the caller may not do this (403)",
+}
+
+
 def _injected(fault: Fault, tool: str) -> Outcome:
+    if fault.kind in FAULT_ERRORS:
+        return Outcome(error=fault.message or FAULT_ERRORS[fault.kind].format(tool=tool), fault=fault.kind)
     if fault.kind == "error":
         return Outcome(error=fault.message or f"{tool} failed: internal server error", fault="error")
     if fault.kind == "timeout":

@@ -17,6 +17,7 @@ from agenttest.inputs.sources.files import CaseFile, looks_like_a_path
 from agenttest.inputs.sources.folders import case_files_of, meant_path
 from agenttest.inputs.sources.messages import Message
 from agenttest.inputs.sources.scripttests import ScriptTests
+from agenttest.inputs.sources.shapes import by_shape
 from agenttest.plugins import SOURCES
 
 __all__ = ["CaseFile", "Inputs", "LoadEnv", "Message", "ScriptTests", "Source", "classify", "expand", "looks_like_a_path", "meant_path"]
@@ -51,10 +52,10 @@ def expand(texts: list[str]) -> tuple[list[Source], list[Problem]]:
         elif not isinstance(source, CaseFile):
             sources.append(source)
         elif (found := case_files_of(text)) is not None:
-            sources += found[0]
+            sources += [by_shape(f.path) for f in found[0]]
             problems += found[1]
         else:
-            sources.append(source)
+            sources.append(by_shape(text))
     unique = {(type(s).__name__, s.text): s for s in reversed(sources)}  # the same file named twice runs once
     return [s for s in sources if unique.get((type(s).__name__, s.text)) is s], problems
 

@@ -9,6 +9,7 @@ import os
 from agenttest.errors import Problem, typo_of
 from agenttest.inputs.documents import SUFFIXES
 from agenttest.inputs.sources.files import CaseFile
+from agenttest.inputs.sources.shapes import claimed
 
 
 def case_files_of(text: str) -> tuple[list[CaseFile], list[Problem]] | None:
@@ -51,7 +52,7 @@ def _is_case_file(path: str) -> bool:
     """A case file a folder or glob may hold: not a report (``output-*``), not an agent's mock.yml or prompts."""
     name = os.path.basename(path)
     return (os.path.isfile(path) and name.lower().endswith(SUFFIXES) and not name.startswith(("output-", "."))
-            and name not in NOT_CASE_FILES)
+            and name not in NOT_CASE_FILES and not claimed(path))
 
 
 def _case_files(folder: str) -> list[str]:

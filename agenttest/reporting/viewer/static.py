@@ -37,7 +37,8 @@ def _transcript(r: CaseResult) -> str:
         parts.append("<ul>" + "".join(f'<li class="reason">{escape(x)}</li>' for x in r.reasons) + "</ul>")
     if r.assertions:
         items = "".join(
-            f'<li class="{"passed" if a.passed else "failed"}">{"✓" if a.passed else "✗"} <code>{escape(a.type)}</code> '
+            f'<li class="{"passed" if a.passed else "failed"}">{"✓" if a.passed else "✗ minor" if a.severity == "minor" else "✗"} '
+            f'{escape(a.label + ": ") if a.label else ""}<code>{escape(a.type)}</code> '
             f"{escape(a.message or a.checked or as_text(a.expected))}{_expected_actual(a)}</li>"
             for a in r.assertions
         )

@@ -360,7 +360,8 @@
   }
   function assertions(list) {
     return h("table", { class: "assertions" }, list.map(a => h("tr", { class: "assertion" },
-      h("td", { class: a.passed ? "passed" : "failed", text: a.passed ? "✓" : "✗" }), h("td", null, h("code", { text: a.type })),
+      h("td", { class: a.passed ? "passed" : "failed", text: a.passed ? "✓" : a.severity === "minor" ? "✗ minor" : "✗" }),
+      h("td", null, a.id ? a.id + ": " : "", h("code", { text: a.type }), a.weight != null ? h("span", { class: "meta", text: " weight " + a.weight }) : null),
       h("td", null, a.message || (a.passed ? "" : "failed"), a.score != null ? h("span", { class: "meta", text: " score " + a.score }) : null,
         !a.passed && (a.expected != null || a.actual != null)
           ? h("div", { class: "ea" }, h("div", null, h("div", { class: "meta small", text: "expected" }), pre(a.expected)), h("div", null, h("div", { class: "meta small", text: "actual" }), pre(a.actual)))
