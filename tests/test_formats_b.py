@@ -571,3 +571,29 @@ def test_strict_runs_lint_before_a_run(bapp, server):
     result, _, path = run_b(bapp, LINTED, "--strict")
     assert result.exit_code == 2 and f"{path}:19:11: W001:" in result.output and "(lint, --strict)" in result.output
     assert not server.bodies()
+
+
+# ---- meta and task, the fields not covered above -----------------------------------------------------------------
+
+
+def test_task_messages_and_the_start_time_and_revision(bapp, server):
+    text = BASE.replace('  prompt: "do it"\n', '  messages:\n    - {role: system, content: "be brief"}\n    - {role: user, content: "do it"}\n')
+    text = text.replace('start_time: "2025-01-01T09:00:00Z"', "start_time: 2025-06-01T12:00:00+02:00\n  revision: r7")
+    server.responder = scripted(REFUND, "done")
+    _, data, _ = run_b(bapp, text)
+    r = only(data)
+    assert r["status"] == "passed" and r["scenario"]["started"] == "2025-06-01T10:00:00Z"
+    assert r["tool_calls"][0]["vt"] == "2025-06-01T10:00:05Z"  # one model call (5 s) before the first tool call
+    sent = server.bodies()[0]["messages"]
+    assert [m["role"] for m in sent][-2:] == ["system", "user"] and sent[-1]["content"] == "do it"
+
+
+def test_bad_meta_and_task(bapp):
+    for old, new, said in (('start_time: "2025-01-01T09:00:00Z"', 'start_time: "noon"', "E005: meta.start_time 'noon' is not an ISO 8601 time"),
+                           ("seed: 7", "seed: 7\n  revision: [1]", "E004: meta.revision must be a whole number or a string"),
+                           ('  prompt: "do it"\n', "  messages: [{role: robot, content: hi}]\n", "E005: unknown role 'robot'"),
+                           ('  prompt: "do it"\n', "  messages: [{role: user}]\n", "E003: a message needs 'content'"),
+                           ('  prompt: "do it"\n', "", "E006: task needs exactly one of prompt or messages"),
+                           ("tools: [shop, email, calendar]", "tools: [shop, ./missing.yaml]", "E012: pack file ./missing.yaml does not exist")):
+        result, _, _ = run_b(bapp, BASE.replace(old, new), "--dry-run", prefix="b:")
+        assert result.exit_code == 2 and said in result.output, (new, result.output)
