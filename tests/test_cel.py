@@ -122,3 +122,14 @@ def test_a_bad_cel_expression_in_a_case_file_is_a_load_problem(app, server):
     assert result.exit_code == 2
     assert f"{path}:1:" in result.output and "CEL syntax error" in result.output and "(at 1:" in result.output
     assert "'severity'" in result.output and "tiny" in result.output
+
+
+def test_using_cel_leaves_the_process_recursion_limit_alone():
+    """celpy.Environment() raises the recursion limit to 2500; it would change how deep a case file may nest before
+    the JSON parser gives up (test_loading's limits), so the limit is put back."""
+    import sys
+
+    before = sys.getrecursionlimit()
+    cel._env = None
+    assert cel.check("journal.count(\"x\") >= 0") == []
+    assert sys.getrecursionlimit() == before

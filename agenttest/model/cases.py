@@ -132,6 +132,8 @@ class Case:
     def mode(self) -> Mode:
         if self.script is not None:
             return "script"
+        if self.scenario is not None:
+            return "scenario"
         if self.turns:
             return "scripted"
         return "dynamic" if self.checkpoints or self.simulator is not None else "standard"

@@ -10,7 +10,7 @@ from agenttest.agents.catalog import Catalog
 from agenttest.config import RunConfig
 from agenttest.errors import AgentTestError, InputError, Problem
 from agenttest.model import Case, Plan, ResolvedCase
-from agenttest.resolution.resolve import Resolved, resolve, unknown_tools
+from agenttest.resolution.resolve import Resolved, resolve, tools_of, unknown_tools
 from agenttest.accounting import budgets
 
 Start = Callable[[Plan], Awaitable[list[Problem]]]  # start the workers for a plan; the problems they met
@@ -73,4 +73,4 @@ async def mcp_tools(cases: list[Case], catalog: Catalog, agent_id: str) -> list[
         return list(exc.problems)
     if not agent.spec.mcp:
         return []
-    return [p for c in cases if c.mode != "script" for p in unknown_tools(c, agent.tools)]
+    return [p for c in cases if c.mode != "script" for p in unknown_tools(c, tools_of(c, agent.tools))]

@@ -67,8 +67,8 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
                 if ref and ref not in out.hooks:
                     out.hooks[ref] = out.attempt(case.locate((key,)), hooks.resolve, agent.spec.path, ref, "hook")
         if agent is not None and case.mode != "script" and not getattr(agent.spec, "mcp", ()):  # MCP tools are known only once their servers run
-            tools = [*agent.tools, *(t.name for t in case.scenario.tools)] if case.scenario is not None else list(agent.tools)
-            out.problems += unknown_tools(case, tools)  # a scenario's packs bring tools of their own
+            tools = tools_of(case, agent.tools)
+            out.problems += unknown_tools(case, tools)
             _named_tools(named, tools, catalog.strict, out)
         out.warnings += _missing_attachments(case)
     _unknown_options(cases, catalog.strict, out)
@@ -109,6 +109,11 @@ def _named_tools(named: list[tuple[str, str, Location | None]], tools: list[str]
             out.unknown_tools.add(name)
             out.warnings.append(f"{where}: {kind}: the agent has no tool '{name}' (its tools: {', '.join(tools) or 'none'}): "
                                 "the assertion checks for a call to a tool it was never given")
+
+
+def tools_of(case: Case, agent_tools: Iterable[str]) -> list[str]:
+    """The tools a case's agent may call: its own, and a scenario's pack tools (FORMATS §18)."""
+    return [*agent_tools, *(t.name for t in case.scenario.tools)] if case.scenario is not None else list(agent_tools)
 
 
 def unknown_tools(case: Case, tools: Iterable[str]) -> list[Problem]:

@@ -68,9 +68,13 @@ def _environment() -> Any:
     global _env
     with _lock:  # building the parser takes ~0.4 s, once per process
         if _env is None:
+            import sys
+
             import celpy
 
-            _env = celpy.Environment()
+            limit = sys.getrecursionlimit()
+            _env = celpy.Environment()  # it raises the process's recursion limit to 2500: put back (it changes how
+            sys.setrecursionlimit(limit)  # deep a case file may nest before the JSON parser gives up, and where)
     return _env
 
 
