@@ -597,3 +597,10 @@ def test_bad_meta_and_task(bapp):
                            ("tools: [shop, email, calendar]", "tools: [shop, ./missing.yaml]", "E012: pack file ./missing.yaml does not exist")):
         result, _, _ = run_b(bapp, BASE.replace(old, new), "--dry-run", prefix="b:")
         assert result.exit_code == 2 and said in result.output, (new, result.output)
+
+
+def test_the_snapshot_benchmark_runs_at_smoke_size():
+    from bench.snapshots import main
+
+    figures = main(["--smoke"])
+    assert figures["entities"] == 300 and figures["seed_s"] > 0 and figures["restore_s"] > 0
