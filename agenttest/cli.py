@@ -356,11 +356,13 @@ def run_command(**flags: Any) -> None:
 
     def work() -> int:
         config = RunConfig.from_flags(flags, color=color and not flags["json"], inputs=inputs)
+        from agenttest.runner import containment
         from agenttest.runtime import fdcapture
         from agenttest.session import Session
         from agenttest.util.pipes import PipeSafe
 
-        with fdcapture.own_output():  # what user code writes below Python never reaches the console or the events
+        # no process the run starts outlives it; what user code writes below Python never reaches the console or the events
+        with containment.contained(owner=_OWNS_PROCESS), fdcapture.own_output():
             out, err = PipeSafe(sys.stdout), PipeSafe(sys.stderr)  # type: ignore[arg-type]  # `| head`: the run goes on
             collector.run_begins()
             if config.json:  # stdout carries the events; the console goes to stderr
@@ -600,9 +602,14 @@ def init_command(folder: str) -> None:
     finish(work)
 
 
+_OWNS_PROCESS = False
+
+
 def entry() -> None:
     """The ``agent-test`` script: ``main``, then leave at once — the report is written and flushed, the
     files are closed; only the interpreter's teardown of a run's objects (0.1–0.2 s) is skipped."""
+    global _OWNS_PROCESS
+    _OWNS_PROCESS = True  # the command is this process: a run may give it a cgroup and a watchdog
     collector.claim()
     try:
         main(prog_name="agent-test")

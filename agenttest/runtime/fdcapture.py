@@ -225,8 +225,8 @@ def own_output(redact: Callable[[str], str] | None = None) -> Iterator[None]:
     for name, fd, saved in (("stdout", 1, capture.saved[0]), ("stderr", 2, capture.saved[1])):
         stream = getattr(sys, name)
         if _writes_to(stream, fd):
-            mine = open(saved, "w", encoding=stream.encoding, errors=stream.errors, closefd=False,  # noqa: SIM115 — closed below
-                        buffering=1 if stream.line_buffering else -1)
+            mine: TextIO = open(saved, "w", encoding=stream.encoding, errors=stream.errors, closefd=False,  # noqa: SIM115
+                                buffering=1 if stream.line_buffering else -1)
             swapped.append((name, stream, mine))
             setattr(sys, name, mine)
     try:

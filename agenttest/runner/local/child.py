@@ -17,7 +17,7 @@ from agenttest.agents.caller import Caller
 from agenttest.errors import Problem
 from agenttest.model import CaseResult, Plan
 from agenttest.resolution import planning
-from agenttest.runner import processes, slots
+from agenttest.runner import containment, processes, slots
 from agenttest.runner.local.wire import EAGER, HEARTBEAT, STOP_GRACE, Channel, tapes_of
 from agenttest.runner.scheduling import Unit, internal_error, run_case, units
 from agenttest.runtime import fdcapture, usercalls
@@ -46,6 +46,7 @@ def child(sock: socket.socket, parent: int, inherited: list[int], plan: Plan, ca
             pass
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        containment.in_worker()  # what its tools leave behind (a double fork, setsid) stays under it, and dies with it
         fdcapture.forked(caller.catalog.secrets.redact)  # fds 1 and 2 its own pipes: a tool's os.write is its case's
         asyncio.events._set_running_loop(None)  # the controller's loop, frozen in this copy, is never touched
         loop = asyncio.new_event_loop()
