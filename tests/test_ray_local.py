@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -165,3 +166,20 @@ def test_under_ray_what_a_tool_writes_below_python_is_its_cases_not_the_json_str
     assert [line for line in (out + err).splitlines() if "\x1b" in line] == []
     for result in report(tmp_path / "r.json")["results"]:
         assert '"id": "forged"' in result["stdout"] and "fd one" in result["stdout"], result
+
+
+def test_under_ray_an_exit_is_not_a_segfault_and_a_segfault_is_an_error_not_a_timeout(app_dir, tmp_path):
+    """Ray says the same of every death ("… due to SIGSEGV or another unexpected error"): the reason is the
+    actor's own last words, and the deadline is the case's run, not the seconds a fresh actor takes to start."""
+    cases = [{"id": "quits", "input": "call quit", "timeout": "8s"}, {"id": "crash", "input": "call segfault", "timeout": "8s"},
+             {"id": "fine", "input": "hi"}]
+    proc = start(app_dir, cases, "-o", str(tmp_path / "r.json"), "--json")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, out + err
+    got = {r["id"]: r for r in report(tmp_path / "r.json")["results"]}
+    assert got["quits"]["status"] == "error" and got["quits"]["error"] == "worker lost: exit code 0 (the case took down 2 workers)", got["quits"]
+    assert got["crash"]["status"] == "error" and got["crash"]["error"] == "worker lost: signal SIGSEGV (the case took down 2 workers)", got["crash"]
+    assert got["fine"]["status"] == "passed"
+    # Ray's own lines (its raylet's, its C++ logs) are not the run's console
+    assert [json.loads(line)["event"] for line in out.splitlines()][-1] == "summary"
+    assert "(raylet)" not in out + err and not re.search(r"^\[\d{4}-\d\d-\d\d", err, re.M), err

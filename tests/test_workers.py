@@ -502,3 +502,19 @@ def test_results_rebuilt_in_the_controller_share_their_verdicts_spends_and_outpu
     long = "x" * 600
     c, d = (arrived(CaseResult(f"l{i}", "passed", output="".join([long, "!"]), index=i)) for i in (1, 2))
     assert c.output == d.output and c.output is not d.output  # a long text is each result's own: no memo of large outputs
+
+
+@pytest.mark.parametrize("name, value", [("AGENTTEST_WORKER_SILENCE", "abc"), ("AGENTTEST_WORKER_SILENCE", "nan"),
+                                         ("AGENTTEST_WORKER_SILENCE", "-1"), ("AGENTTEST_RAY_SILENCE", "0"), ("AGENTTEST_RAY_SILENCE", "inf")])
+def test_a_bad_silence_in_the_environment_is_exit_2_with_one_line(app_dir, tmp_path, name, value):
+    code, stdout, stderr = agent_test(app_dir, [{"id": "a", "input": "hi"}], "-o", str(tmp_path / "r.json"), env={name: value})
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert f"Error: {name}={value!r}: give the seconds a worker may stay silent" in stderr, stderr
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_good_silence_in_the_environment_is_taken(app_dir, tmp_path):
+    code, stdout, stderr = agent_test(app_dir, [{"id": "hog", "input": "call hog", "timeout": "1s"}], "-o", str(tmp_path / "r.json"),
+                                      env={"AGENTTEST_WORKER_SILENCE": "2.5"})
+    assert code == 1, stderr
+    assert "(worker lost: no answer for 2.5 s)" in results(tmp_path / "r.json")["hog"]["error"]

@@ -19,14 +19,14 @@ from agenttest.agents.caller import Caller
 from agenttest.config import RunConfig
 from agenttest.errors import AgentTestError
 from agenttest.model import Case, CaseResult, Plan
-from agenttest.runner import raycluster
+from agenttest.runner import raycluster, raydeaths
 from agenttest.runner.controller import StartFailed, WorkerLost
 from agenttest.runner.scheduling import Unit
-from agenttest.runner.local.wire import SILENCE as LOCAL_SILENCE, absorb
+from agenttest.runner.local.wire import SILENCE as LOCAL_SILENCE, absorb, seconds
 
 HEARTBEAT = 0.5
 # an actor call crosses Ray's scheduler (and maybe a network): a ping gets longer to come back than a local worker's beat
-SILENCE = float(os.environ.get("AGENTTEST_RAY_SILENCE") or max(15.0, LOCAL_SILENCE))
+SILENCE = seconds("AGENTTEST_RAY_SILENCE", max(15.0, LOCAL_SILENCE))
 
 
 class Actors:
@@ -56,11 +56,13 @@ class Actors:
         assert self.cluster is not None
         root = "" if self.cluster.shipped else self.caller.catalog.app.root
         cases = list(self.plan.cases)  # data only: each actor resolves its own hooks and connectors
+        token = os.urandom(8).hex()  # the actor's last words are found by it (raydeaths)
         try:
-            actor = self.actor_class.remote(self.config, cases, self.plan.agent, self.caller.identity, root, max(1, self.config.workers))
+            actor = self.actor_class.remote(self.config, cases, self.plan.agent, self.caller.identity, root, max(1, self.config.workers),
+                                            token, self.cluster.folder)
         except Exception as exc:  # noqa: BLE001 — Ray refused the actor
             raise StartFailed([], f"Ray did not create the actor: {_first_line(exc)}") from None
-        worker = RayWorker(actor, self.caller.catalog)
+        worker = RayWorker(actor, self.caller.catalog, token, self.cluster.folder)
         try:
             kind, value = await asyncio.wait_for(_ref(actor.ready.remote()), max(60.0, SILENCE))
         except Exception as exc:  # noqa: BLE001 — Ray's own errors: the actor could not start
@@ -87,23 +89,13 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _death(exc: BaseException) -> str:
-    """What Ray says about a dead actor, as a lost worker's reason."""
-    text = str(exc)
-    for sig in ("SIGSEGV", "SIGKILL", "SIGABRT", "SIGBUS", "SIGTERM"):
-        if sig in text:
-            return f"signal {sig}"
-    marker = "exit code "
-    if marker in text:
-        return marker + text.split(marker, 1)[1].split()[0].rstrip(".,")
-    return f"the Ray actor died ({_first_line(exc)})"
-
-
 class RayWorker:
     """The controller's handle on one actor."""
 
-    def __init__(self, actor: Any, catalog: Any):
+    def __init__(self, actor: Any, catalog: Any, token: str = "", folder: str | None = None):
         self.actor = actor
+        self.token = token
+        self.folder = folder
         self.cassettes = catalog.cassettes
         self.secrets = catalog.secrets
         self.traffic = catalog.traffic
@@ -111,6 +103,7 @@ class RayWorker:
         self.lost: str | None = None
         self.pending = 0
         self._watch: asyncio.Task[None] | None = None
+        self._why: asyncio.Future[str] | None = None
         self._refs: set[Any] = set()
 
     @property
@@ -132,9 +125,22 @@ class RayWorker:
                 self._lose(f"no answer for {silence:g} s")
                 return
             except Exception as exc:  # noqa: BLE001 — the actor died
-                self._lose(_death(exc))
+                self._lose(await self._death(exc))
                 return
             await asyncio.sleep(HEARTBEAT)
+
+    async def _death(self, exc: BaseException) -> str:
+        """Why the actor is gone: its last words, else what Ray says (found once: the ping and the unit's call
+        both see the death)."""
+        if self.lost is not None:
+            return self.lost
+        if self._why is None:
+            self._why = asyncio.ensure_future(self._find_why(exc))
+        return await asyncio.shield(self._why)
+
+    async def _find_why(self, exc: BaseException) -> str:
+        words = await asyncio.to_thread(raydeaths.read, self.token, self.folder) if self.token else None
+        return words or raydeaths.said_by_ray(exc)
 
     def _lose(self, reason: str) -> None:
         if self.lost is not None:
@@ -153,6 +159,7 @@ class RayWorker:
         if self.lost is not None:
             raise WorkerLost(self.lost)
         ref = self.actor.run.remote(unit.index)
+        began = asyncio.get_running_loop().time()  # the unit's own time: not the seconds a fresh actor took to start
         self.pending += 1
         try:
             result, tapes, secrets, note = await ref
@@ -164,8 +171,9 @@ class RayWorker:
             ray.cancel(ref)  # the actor's case is cancelled: its After hook runs there
             raise
         except Exception as exc:  # noqa: BLE001 — the actor died, or was killed as silent
-            self._lose(_death(exc))
-            raise WorkerLost(self.lost or _death(exc)) from None
+            reason = await self._death(exc)
+            self._lose(reason)
+            raise WorkerLost(self.lost or reason, ran=asyncio.get_running_loop().time() - began) from None
         finally:
             self.pending -= 1
         return result
@@ -184,8 +192,11 @@ class RayWorker:
 class ActorWorker:
     """The actor: one worker's plan, caller and MCP servers, in the actor's event loop."""
 
-    def __init__(self, config: RunConfig, cases: list[Case], agent: str, identity: Any, root: str, size: int):
+    def __init__(self, config: RunConfig, cases: list[Case], agent: str, identity: Any, root: str, size: int, token: str = "",
+                 folder: str | None = None):
         self.config = config
+        self.token = token
+        self.folder = folder  # a local Ray's own folder, on this machine: where a fatal signal is written
         self.cases = cases
         self.agent = agent
         self.identity = identity
@@ -208,6 +219,8 @@ class ActorWorker:
         from agenttest.runtime import fdcapture, usercalls
         from agenttest.util.secrets import Secrets
 
+        if self.token:
+            raydeaths.install(self.token, self.folder)  # os._exit and fatal signals say what they were
         fdcapture.start()  # for the actor's life: what user code writes below Python goes to its case too
         usercalls.capturing().__enter__()  # for the actor's life: what user code prints goes to its case
         config, secrets = self.config, Secrets()

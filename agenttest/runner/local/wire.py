@@ -31,7 +31,16 @@ HEARTBEAT = 0.5
 EAGER = 4  # a worker's results go out at least this often (frames), not only when its loop turns
 
 
-SILENCE = float(os.environ.get("AGENTTEST_WORKER_SILENCE") or 4.0)  # seconds without a word before a worker is lost
+def seconds(name: str, default: float) -> float:
+    """A number of seconds from the environment (``executors.check_environment`` says what is wrong with one)."""
+    try:
+        value = float(os.environ.get(name) or default)
+    except ValueError:
+        return default
+    return value if 0 < value < float("inf") else default
+
+
+SILENCE = seconds("AGENTTEST_WORKER_SILENCE", 4.0)  # seconds without a word before a worker is lost
 
 
 STOP_GRACE = AFTER_GRACE + 1.0  # a stopping worker's After hooks and MCP servers get this long
