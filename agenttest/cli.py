@@ -321,6 +321,12 @@ def main() -> None:
               "(Fisher's test after Holm); =any: any case that passed in the baseline and not now  [default: significant]")
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True), callback=_rate, metavar="P",
               cls=Option, section="Output", help="Significance level of paired comparisons (--baseline, a model matrix); docs/statistics.md.")
+@click.option("--judge-min-agreement", type=click.FloatRange(0, 1), callback=_rate, metavar="RATE", cls=Option, section="Running",
+              help="Fail the run when a judge (validator × connector) agrees with the labels (an agent assertion's 'label') less often "
+              "than this; a case's judge: {min_agreement} wins  [default: none]")
+@click.option("--judge-min-kappa", type=click.FloatRange(-1, 1), callback=_rate, metavar="KAPPA", cls=Option, section="Running",
+              help="Fail the run when a judge's Cohen's kappa against the labels is below this (agreement beyond chance); a case's "
+              "judge: {min_kappa} wins  [default: none]")
 @click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True), callback=_rate,
               metavar="LEVEL", cls=Option, section="Output",
               help="Level of every interval: Wilson per case, the bootstrap over cases for the suite (docs/statistics.md).")
@@ -534,12 +540,12 @@ def history_command(history_file: str | None, app_dir: str | None, limit: int) -
 
     def work() -> int:
         from agenttest.history.store import History, locate
-        from agenttest.history.runs import run_lines
+        from agenttest.history.runs import judge_lines, run_lines
 
         path = locate(history_file, app_dir)
         with History(path, create=False) as history:
-            runs = history.runs(limit)
-        for line in run_lines(runs) if runs else [f"No runs recorded in {path} yet."]:
+            runs, judges = history.runs(limit), history.judges(limit)
+        for line in (run_lines(runs) + judge_lines(judges)) if runs else [f"No runs recorded in {path} yet."]:
             click.echo(line)
         return ExitCode.OK
 

@@ -59,6 +59,8 @@ class RunConfig:
     fail_on: str = field(default="significant", metadata=_reported("fail_on_regression", lambda v: v if v != "significant" else None))  # or "any"
     alpha: float = field(default=0.05, metadata=_reported(show=lambda v: v if v != 0.05 else None))  # --alpha: paired comparisons
     confidence: float = field(default=0.95, metadata=_reported(show=lambda v: v))  # --confidence: every interval
+    judge_min_agreement: float | None = field(default=None, metadata=_reported())  # the judge gate (FORMATS §19)
+    judge_min_kappa: float | None = field(default=None, metadata=_reported())
     report_world: str = field(default="full", metadata=_reported(show=lambda v: v if v != "full" else None))  # or "changes"
     json: bool = False  # --json: NDJSON events on stdout, the console on stderr
     workers: int = field(default=1, metadata=_reported(show=lambda v: v if v != 1 else None))  # 0: cases run in this process

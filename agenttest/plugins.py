@@ -74,11 +74,12 @@ MODES: Registry[Any] = Registry("mode")  # name → a mode (run, partial; option
 BUILTINS = (
     "agenttest.assertions.static", "agenttest.assertions.judge", "agenttest.assertions.script", "agenttest.assertions.state",
     "agenttest.assertions.trajectory", "agenttest.assertions.budget", "agenttest.assertions.cel",
+    "agenttest.assertions.pairwise",
     "agenttest.connectors.openai", "agenttest.connectors.mock",
     "agenttest.reporting.jsonfile", "agenttest.reporting.markdown", "agenttest.reporting.html", "agenttest.reporting.junit",
     "agenttest.inputs.sources.messages", "agenttest.inputs.sources.generators",
     "agenttest.modes.standard", "agenttest.modes.dynamic", "agenttest.modes.scripted", "agenttest.modes.scripttest",
-    "agenttest.modes.scenario", "agenttest.inputs.formats.b.source",
+    "agenttest.modes.scenario", "agenttest.inputs.formats.b.source", "agenttest.modes.judged",
 )
 
 # Built-ins imported only when asked for by name (kind, name, module); each is in BUILTINS too.

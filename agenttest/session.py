@@ -40,7 +40,7 @@ from agenttest.speed import collector
 from agenttest.util import files
 from agenttest.util.secrets import MIN_LENGTH, Secrets
 from agenttest.accounting.costs import spend_of
-from agenttest.verdicts.outcome import exit_code, iso
+from agenttest.verdicts.outcome import exit_code, iso, judge_code
 
 if TYPE_CHECKING:  # the history is imported when a run is recorded (start-up)
     from agenttest.history import store
@@ -107,7 +107,7 @@ class Session:
                 report = self._report(plan, done, source, caller, header, warnings)  # 5 decide, on ids as the plan has them
                 shown = self.secrets.scrub(report)  # what every output shows and keeps: secrets hidden, once
                 comparison = baseline.compare(shown, config.alpha) if baseline is not None else None
-                code = comparison.gate(config.fail_on) if comparison is not None and not report.interrupted else exit_code(report)
+                code = max(comparison.gate(config.fail_on), judge_code(report)) if comparison is not None and not report.interrupted else exit_code(report)
                 recording = self._remember(shown, ExitCode.INTERNAL if done.failure is not None else code, caller.catalog.app.root)  # 7 history
                 written: list[str] = []
                 try:

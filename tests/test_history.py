@@ -251,7 +251,7 @@ def test_an_older_schema_is_migrated_and_its_runs_kept(tmp_path):
     db.commit()
     db.close()
     with History(str(path)) as history:
-        assert history.db.execute("PRAGMA user_version").fetchone()[0] == store.VERSION == 4
+        assert history.db.execute("PRAGMA user_version").fetchone()[0] == store.VERSION == 5
         (old,) = history.runs()
         assert (old.inputs, old.tokens, old.cost, old.not_run) == ("old", None, None, None)
         assert (old.cases_text(), old.pass_rate_text()) == ("1", "100.0%")  # a run recorded before not_run was
@@ -262,7 +262,7 @@ def test_an_older_schema_is_migrated_and_its_runs_kept(tmp_path):
 def test_a_newer_schema_or_a_foreign_file_is_a_clear_error(tmp_path):
     newer = tmp_path / "newer.sqlite"
     sqlite3.connect(newer).execute("PRAGMA user_version = 99").connection.close()
-    with pytest.raises(AgentTestError, match="written by a newer agent-test \\(schema 99, this one knows 4\\)"):
+    with pytest.raises(AgentTestError, match="written by a newer agent-test \\(schema 99, this one knows 5\\)"):
         History(str(newer))
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_text("not a database at all " * 100)

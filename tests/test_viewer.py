@@ -409,3 +409,49 @@ def test_times_below_10_ms_are_shown_to_the_tenth_of_a_millisecond(page, tmp_pat
     assert len(shown) == len(times)
     for cid, text in shown:
         assert times[cid][1] in text.split("\t"), (cid, text)
+
+
+def test_the_calibration_panel_links_each_disagreement_to_its_case(page, tmp_path):
+    """A run with labelled judge verdicts (FORMATS §19): the Judges panel's figures, its confusion matrix, and a
+    disagreement that opens its case."""
+    from agenttest.model import AssertionResult, CaseResult, Judged
+    from agenttest.reporting import write
+    from agenttest.verdicts.outcome import make_report
+
+    def judged(cid: str, label: bool, verdict: bool) -> CaseResult:
+        check = AssertionResult("agent", verdict, "" if verdict else "validator: curt", "is polite", "curt" if not verdict else "polite",
+                                judged=Judged(validator="judge", connector="fake", verdict=verdict, label=label))
+        return CaseResult(cid, "passed" if verdict else "failed", output=f"answer {cid}", assertions=(check,), index=int(cid[1:]))
+
+    outcomes = [(True, True)] * 6 + [(True, False)] + [(False, True)] * 2 + [(False, False)] * 3
+    report = make_report([judged(f"c{i}", *o) for i, o in enumerate(outcomes)], 1795953600.0, 10.0, agent_id="bot", connector="fake")
+    path = tmp_path / "judged.html"
+    write(report, str(path))
+    page.goto(path.as_uri())
+    row = page.locator("#judges tbody tr[data-judge='judge@fake']")
+    cells = row.locator("td").all_inner_texts()
+    assert cells[:2] == ["judge on fake", "12"] and cells[2].startswith("75%") and cells[3] == "0.47"  # 9 of 12; κ by hand below
+    # κ: pₒ = 9/12, pₑ = (7·8 + 5·4)/144 = 76/144 → (0.75 − 0.5278)/(1 − 0.5278) = 0.4706
+    assert "labelled pass: judged pass 6, fail 1 · labelled fail: judged pass 2, fail 3" in page.inner_text("#judges")
+    links = page.locator("#judges .disagreements a")
+    assert links.all_inner_texts() == ["c6", "c7", "c8"]
+    links.first.click()
+    expect(page.locator("#case h1")).to_contain_text("c6")
+
+
+def test_the_diff_page_says_whether_the_difference_is_real(page, tmp_path):
+    from agenttest.history.comparison import compare
+    from agenttest.history import diffs
+    from agenttest.model import CaseResult, RunReport
+
+    def run(statuses):
+        return RunReport(results=tuple(CaseResult(f"c{i}", s, index=i) for i, s in enumerate(statuses)), started_at="", completed_at="",
+                         duration_ms=1.0)
+
+    base, new = run(["passed"] * 30), run(["failed"] * 9 + ["passed"] * 21)
+    path = tmp_path / "diff.html"
+    path.write_text(diffs.to_html(compare(base, new, "base.json", "new.json"), base, new))
+    page.goto(path.as_uri())
+    box = page.locator("#paired")
+    assert box.locator("b").inner_text().startswith("worse: -30.0 points (95% CI ") and "McNemar's exact test" in box.inner_text()
+    assert "worse" in box.get_attribute("class")

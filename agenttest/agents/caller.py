@@ -79,6 +79,10 @@ class Caller:
     def script(self, ref: str) -> Any:
         return self.catalog.script(ref)
 
+    def connector_of(self, agent_id: str, connector: str | None = None) -> str:
+        """The connector an agent runs on: ``connector``, else its own (a judge is named by it: FORMATS §19)."""
+        return self.catalog.agent(agent_id).connector_id(connector)
+
     def handle(self, agent_id: str, ctx: Context) -> AgentHandle:
         return AgentHandle(self, agent_id, ctx)
 

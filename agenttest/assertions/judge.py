@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from agenttest.errors import CallError
-from agenttest.model import AssertionResult
+from agenttest.model import AssertionResult, Judged
+from agenttest.speed.records import replace
 from agenttest.agents.protocols import ProtocolError, ask_json
 from agenttest.assertions.registry import CheckProblem, Need, Observation, register
 
@@ -64,8 +65,12 @@ def _needs(params: dict[str, Any]) -> list[Need]:
     return [Need("agent", agent_id(params["use"]), "use", (params.get("options") or {}).get("connector"))]
 
 
-@register("agent", fields={"use": {"type": "string"}, "value": {"description": "the criteria"}, "options": OPTIONS},
-          check=_check, needs=_needs)
+LABEL = {"type": "boolean", "description": "a person's verdict on this output for this criterion (pairwise: that it should win or tie), for judge calibration"}
+JUDGE_RUNS = {"type": "integer", "minimum": 1, "maximum": 15, "description": "ask the validator this many times; the majority decides"}
+
+
+@register("agent", fields={"use": {"type": "string"}, "value": {"description": "the criteria"}, "options": OPTIONS, "label": LABEL,
+                           "judge_runs": JUDGE_RUNS}, check=_check, needs=_needs)
 async def agent(params: dict[str, Any], obs: Observation) -> AssertionResult:
     options = params.get("options") or {}
     metadata = dict(options.get("metadata") or {})
@@ -73,6 +78,43 @@ async def agent(params: dict[str, Any], obs: Observation) -> AssertionResult:
     metadata.pop("criteria", None)
     if obs.judge is None:
         return AssertionResult("agent", False, "no caller to reach the validator", error=True)
-    return await ask_validator(
-        obs.judge, agent_id(params["use"]), obs.output, obs.input, criteria, metadata, options.get("connector")
-    )
+    validator, connector = agent_id(params["use"]), options.get("connector")
+    asks = [await ask_validator(obs.judge, validator, obs.output, obs.input, criteria, metadata, connector)
+            for _ in range(params.get("judge_runs", 1))]  # one after another: a replay answers them in the order they were asked
+    return majority(asks, judged_by(obs, params, validator, connector))
+
+
+def judged_by(obs: Observation, params: dict[str, Any], validator: str, connector: str | None) -> Judged:
+    """Who judges (the validator on the connector it runs on), a person's label, and the judge gate the case sets."""
+    gate = obs.case.judge if obs.case is not None and obs.case.judge is not None else (None, None)
+    return Judged(validator=validator, connector=judge_of(obs, validator, connector), label=params.get("label"),
+                  min_agreement=gate[0], min_kappa=gate[1])
+
+
+def judge_of(obs: Observation, validator: str, connector: str | None) -> str:
+    """The connector the validator runs on: the assertion's, else the validator agent's own."""
+    find = getattr(obs.judge, "connector_of", None)
+    if find is None:
+        return connector or ""
+    try:
+        return str(find(validator, connector))
+    except Exception:  # an unknown agent is said by the call itself
+        return connector or ""
+
+
+def majority(asks: list[AssertionResult], who: Judged) -> AssertionResult:
+    """The verdict of ``judge_runs`` asks: the majority of the ones that gave a verdict (a tie does not pass); with
+    none, the first ask's error. The votes go with it: a judge that disagrees with itself shows as such."""
+    votes = tuple(None if a.error else a.passed for a in asks)
+    yes, no = votes.count(True), votes.count(False)
+    kept = () if len(asks) == 1 else votes
+    if not yes and not no:
+        return replace(asks[0], judged=replace(who, votes=kept))
+    passed = yes > no
+    chosen = next(a for a, v in zip(asks, votes) if v is passed) if yes != no else next(a for a, v in zip(asks, votes) if v is False)
+    judged = replace(who, verdict=passed if yes != no else None, votes=kept)
+    if len(asks) == 1:
+        return replace(chosen, judged=judged)
+    said = f"{yes} of {yes + no} votes passed" + (f", {len(asks) - yes - no} gave none" if yes + no < len(asks) else "")
+    message = "" if passed else (chosen.message or "validator: criteria not met") + f" ({said}{'; a tie does not pass' if yes == no else ''})"
+    return replace(chosen, passed=passed, message=message, judged=judged)

@@ -227,7 +227,7 @@ def _finish(spec: AssertionSpec, result: AssertionResult) -> AssertionResult:
     """``result`` with what the spec adds (what it checked, ``negate``, ``message``). The loader makes one spec of
     the assertions written alike and a check gives the same plain verdict each time it holds: that verdict
     finished once is the same object for every case (``checked`` and the copy were a tenth of a mock case)."""
-    if result.score is not None or result.details is not None or result.error or result.checked:
+    if result.score is not None or result.details is not None or result.error or result.checked or result.judged is not None:
         return _finished(spec, result)
     kept = _FINISHED.get(id(spec))
     if kept is not None and kept[0] is spec and _alike(kept[1], result):

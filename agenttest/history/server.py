@@ -65,7 +65,8 @@ class Pages:
                        for r in listed)
         static = (f"<h1>Run history</h1><p>{escape(history.path)}</p><table><tr><th>Run</th><th>When</th><th>Inputs</th><th>Connector</th>"
                   f"<th>Cases</th><th>Pass rate</th><th>Exit</th></tr>{rows}</table>")
-        return viewer.page("runs", {"runs": runs, "database": history.path}, "agent-test history", static)
+        judges = [vars(j) for j in history.judges(len(listed))]  # judge agreement over the same runs
+        return viewer.page("runs", {"runs": runs, "database": history.path, **({"judges": judges} if judges else {})}, "agent-test history", static)
 
     def _case(self, history: History, case_id: str, file: str | None) -> str:
         verdicts = [vars(v) for v in history.case(case_id, file)]

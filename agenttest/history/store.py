@@ -59,6 +59,14 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN pass_rate_low REAL;
     ALTER TABLE runs ADD COLUMN pass_rate_high REAL;
     """,
+    """
+    CREATE TABLE judges (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        validator TEXT NOT NULL, connector TEXT NOT NULL, labelled INTEGER NOT NULL, judgements INTEGER NOT NULL,
+        agreement REAL, kappa REAL, tpr REAL, tnr REAL, precision REAL, flip_rate REAL, swap_consistency REAL, gate TEXT,
+        PRIMARY KEY (run_id, validator, connector)
+    );
+    """,
 )
 VERSION = len(MIGRATIONS)
 
@@ -123,6 +131,26 @@ class VerdictRow:
     duration_ms: float
     output: str
     reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeRow:
+    """One judge's (validator × connector's) figures against the labels in one recorded run."""
+
+    run_id: int
+    started_at: str
+    validator: str
+    connector: str
+    labelled: int
+    judgements: int
+    agreement: float | None
+    kappa: float | None
+    tpr: float | None
+    tnr: float | None
+    precision: float | None
+    flip_rate: float | None
+    swap_consistency: float | None
+    gate: str | None  # "passed", "failed", or None when no gate was set
 
 
 def default_path(root: str) -> str:
@@ -224,6 +252,7 @@ class History:
                 " skipped, pass_rate, exit_code, version, tokens, cost, not_run, report) VALUES (?,?,?,?,?,?,0,0,0,0,0,NULL,?,?,?,?,?,X'')", row).lastrowid
             assert run_id is not None
             self.db.executemany("INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows(run_id))
+            self.db.executemany("INSERT OR REPLACE INTO judges VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", judge_rows(report, run_id))
             given = document() if callable(document) else document
             blob = given or zlib.compress(hide.redact(json.dumps(report_dict(report), ensure_ascii=False, default=str)).encode(), LEVEL)
             counted = counts["passed"] + counts["failed"]
@@ -249,6 +278,16 @@ class History:
         """A recorded run's JSON report, or None when there is no such run."""
         row = self.db.execute("SELECT report FROM runs WHERE id = ?", (run_id,)).fetchone()
         return json.loads(zlib.decompress(row[0]).decode()) if row else None
+
+    def judges(self, limit: int | None = None) -> list[JudgeRow]:
+        """Each judge's figures in the last ``limit`` recorded runs, newest first (judge agreement over time)."""
+        rows = self.db.execute(
+            "SELECT j.run_id, r.started_at, j.validator, j.connector, j.labelled, j.judgements, j.agreement, j.kappa, j.tpr, j.tnr,"
+            " j.precision, j.flip_rate, j.swap_consistency, j.gate FROM judges j JOIN runs r ON r.id = j.run_id"
+            " WHERE j.run_id IN (SELECT id FROM runs ORDER BY id DESC" + (" LIMIT ?)" if limit else ")") + " ORDER BY j.run_id DESC, j.validator, j.connector",
+            (limit,) if limit else ())
+        names = list(JudgeRow.__dataclass_fields__)
+        return [JudgeRow(**dict(zip(names, row))) for row in rows]
 
     def case(self, case_id: str, file: str | None = None) -> list[VerdictRow]:
         """One case's verdicts across the recorded runs, newest first (every file's, unless ``file`` is given)."""
@@ -285,6 +324,13 @@ def _use_wal(db: sqlite3.Connection) -> None:
 
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def judge_rows(report: RunReport, run_id: int) -> list[tuple[Any, ...]]:
+    """The run's judges as rows of the ``judges`` table."""
+    return [(run_id, c.validator, c.connector, c.labelled, c.judgements, c.agreement.rate if c.agreement is not None else None, c.kappa, c.tpr,
+             c.tnr, c.precision, c.flip_rate, c.swap_consistency, ("failed" if c.shortfalls else "passed") if c.gated else None)
+            for c in evidence.of(report).judges]
 
 
 def _percent(rate: float | None) -> float | None:

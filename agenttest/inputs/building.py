@@ -17,7 +17,7 @@ from agenttest.inputs.caseschema import plainly_valid
 from agenttest.inputs.documents import FILES, MAX_DEPTH, Document, KeyPolicy, Lines, Loaded, too_deep
 from agenttest.inputs.validation import Path, assertion_list, at_item, container, misnamed, schema_problems, semantic_problems, type_name
 from agenttest.inputs.yamlhints import yaml_hint
-from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Mock, ScriptedTurn, SimulatorSpec
+from agenttest.model import AssertionSpec, Case, Checkpoint, Fault, Given, Mock, ScriptedTurn, SimulatorSpec, ToolCall
 from agenttest.model.cases import Locator
 from agenttest.model.messages import normalize
 from agenttest.util.durations import parse_duration
@@ -217,8 +217,18 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
                          t.get("id", ""))
             for i, t in enumerate(raw.get("turns") or ())
         ),
+        given=given_of(raw),
+        judge=(raw["judge"].get("min_agreement"), raw["judge"].get("min_kappa")) if isinstance(raw.get("judge"), dict) else None,
         locator=locator,
     )
+
+
+def given_of(raw: dict[str, Any]) -> Given | None:
+    """A judge-only case's output, tool calls and history (FORMATS §19)."""
+    if "output" not in raw:
+        return None
+    calls = tuple(ToolCall(name=c["name"], arguments=c.get("arguments") or {}, result=c.get("result")) for c in raw.get("tool_calls") or ())
+    return Given(raw["output"], calls, normalize(raw.get("history")))
 
 
 _TUPLE = object()  # marks the key of a tuple of specs in ``make_case``'s memo

@@ -58,6 +58,15 @@ CASE_FIELDS: dict[str, Schema] = {
     "budget": {"$ref": "#/$defs/budget"},
     "output_from": {"enum": ["text", "tool_result"],
                     "description": "What the assertions see: the agent's final reply (text, the default) or, for an agent whose answer is a tool call, its first tool result."},
+    "output": {"description": "A judge-only case: the agent's output, judged by the assertions instead of calling the agent (FORMATS §19)."},
+    "tool_calls": {"type": "array", "items": {"type": "object", "required": ["name"],
+                                              "properties": {"name": {"type": "string", "minLength": 1}, "arguments": {}, "result": {}}},
+                   "description": "A judge-only case: the tool calls that came with its output."},
+    "history": {"type": "array", "items": {"$ref": "#/$defs/message"},
+                "description": "A judge-only case: the conversation before its output (what validators see as the input when there is none)."},
+    "judge": {"type": "object", "additionalProperties": False, "minProperties": 1,
+              "properties": {"min_agreement": {"type": "number", "minimum": 0, "maximum": 1}, "min_kappa": {"type": "number", "minimum": -1, "maximum": 1}},
+              "description": "The judge gate for the validators of this case's labelled assertions: their agreement with the labels, and Cohen's kappa."},
 }
 BUDGET_FIELDS: dict[str, Schema] = {
     "tokens": {"type": "integer", "minimum": 0, "description": "the agent under test's tokens in one run"},
@@ -354,7 +363,7 @@ def plainly_valid(raw: Any) -> bool:
         return False
     if not _world(raw) or not _gate(raw):
         return False
-    if raw.keys() & {"end", "end_tools", "turns", "output_from"}:
+    if raw.keys() & {"end", "end_tools", "turns", "output_from", "output", "tool_calls", "history", "judge"}:
         return False  # rarer fields: jsonschema decides
     if "simulator" in raw:
         s = raw["simulator"]

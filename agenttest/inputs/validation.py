@@ -224,7 +224,14 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
                            "or \"end\": \"simulator\" to let the simulator end it and final assertions judge it", True))
     if ends_by_simulator and "simulator" not in raw and not checkpoints and not default_simulator:
         out.append(Finding(("end",), "\"end\": \"simulator\" needs a 'simulator'", "add \"simulator\": {\"use\": \"workers.test.user-simulator\"} or {\"script\": [...]}", True))
-    if "turns" in raw:
+    if "output" in raw:
+        out += _judged_problems(raw)
+    elif "tool_calls" in raw or "history" in raw:
+        key = "tool_calls" if "tool_calls" in raw else "history"
+        out.append(Finding((key,), f"'{key}' belongs to a judge-only case: give its 'output' too", "or remove it: a case that calls the agent gets its own", True))
+    if "output" in raw:
+        pass  # judged as given: no input needed
+    elif "turns" in raw:
         out += _turns_problems(raw)
     elif checkpoints and isinstance(checkpoints, list):
         if "simulator" not in raw and not default_simulator:
@@ -239,6 +246,12 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
             out.append(Finding(("input",), "'input' is empty", None, False))
     out += _without_effect(raw, bool(checkpoints) or simulated)
     return out
+
+
+def _judged_problems(raw: dict[str, Any]) -> list[Finding]:
+    """A judge-only case (``output``) calls no agent: nothing that drives one may come with it."""
+    return [Finding((key,), f"a judge-only case (with 'output') cannot have '{key}': it judges what is given, it runs no conversation",
+                    "remove one of them", True) for key in ("turns", "checkpoints", "simulator", "mocks", "faults", "world") if key in raw]
 
 
 def _number_problems(raw: dict[str, Any]) -> list[Finding]:

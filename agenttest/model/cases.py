@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 from agenttest.errors import Location
+from agenttest.model.calls import ToolCall
 from agenttest.model.kinds import FaultKind, Message, Mode, OutputFrom
 from agenttest.model.scenario import Scenario
 
@@ -48,6 +49,24 @@ class ScriptedTurn:
     input: Any  # as written (or the chosen variant's)
     assertions: tuple[AssertionSpec, ...] = ()
     id: str = ""
+
+
+@dataclass(frozen=True)
+class Given:
+    """A judge-only case's output (FORMATS §19), given instead of calling the agent: its tool calls and the
+    conversation before it; for ``rescore``, each recorded run's output and tool calls (per connector, item k − 1)."""
+
+    output: Any
+    tool_calls: tuple[ToolCall, ...] = ()
+    history: tuple[Message, ...] = ()
+    recorded: tuple[tuple[str, tuple[tuple[Any, tuple[ToolCall, ...]], ...]], ...] = ()  # rescore: per connector, each run's
+
+    def of_run(self, run: int, connector: str = "") -> tuple[Any, tuple[ToolCall, ...]]:
+        """Run ``run``'s output and tool calls on ``connector`` (a rescored case's own; a written case's one output)."""
+        runs = next((r for c, r in self.recorded if c == connector), self.recorded[0][1] if self.recorded else ())
+        if runs:
+            return runs[min(max(run, 1), len(runs)) - 1]
+        return self.output, self.tool_calls
 
 
 @dataclass(frozen=True)
@@ -119,6 +138,8 @@ class Case:
     end_tools: tuple[str, ...] = ()  # tools whose call ends a dynamic conversation (after their result)
     turns: tuple[ScriptedTurn, ...] = ()  # a scripted conversation's turns
     variants: tuple[str, ...] = ()  # the variant ids this case of a product was built with
+    given: Given | None = None  # a judge-only case: the output its assertions judge, no agent call (FORMATS §19)
+    judge: tuple[float | None, float | None] | None = None  # the judge gate it sets: (min_agreement, min_kappa)
     output_from: OutputFrom | None = None  # what its assertions see (None: as its agent's package.yao says)
     scenario: Scenario | None = None  # a scenario's world: tools, turns, clock, budgets (FORMATS §18, seed format B)
     locator: Locator | None = field(default=None, repr=False, compare=False)
@@ -130,6 +151,8 @@ class Case:
 
     @property
     def mode(self) -> Mode:
+        if self.given is not None:
+            return "judged"
         if self.script is not None:
             return "script"
         if self.scenario is not None:

@@ -99,6 +99,8 @@ class Judged:
     label: bool | None = None
     votes: tuple[bool | None, ...] = ()  # each ask's verdict, when asked more than once
     consistent: bool | None = None  # pairwise: the same choice in both orders (None: not pairwise)
+    min_agreement: float | None = None  # the judge gate its case sets (``judge:``), carried to the calibration
+    min_kappa: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 Status = Literal["passed", "failed", "error", "timeout", "skipped"]
-Mode = Literal["standard", "dynamic", "scripted", "script", "scenario"]
+Mode = Literal["standard", "dynamic", "scripted", "script", "scenario", "judged"]
 Role = Literal["agent", "simulator", "validator", "generator"]
 FaultKind = Literal["error", "timeout", "malformed", "empty", "rate_limit", "server_error", "permission_denied"]
 OutputFrom = Literal["text", "tool_result"]  # what an agent's output is: its final reply, or its first tool result

@@ -8,7 +8,7 @@ from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from agenttest.model.calls import EndpointLoad, ModelCall, Spend, ToolCall, Usage
-from agenttest.model.evidence import Evidence
+from agenttest.model.evidence import Evidence, Judged
 from agenttest.model.kinds import Status
 from agenttest.model.scenario import ScenarioRecord
 
@@ -28,6 +28,7 @@ class AssertionResult:
     severity: str = ""  # "minor": its failure never fails the case
     weight: float | None = None  # its share of the case's weighted score
     label: str = ""  # the assertion's own id, as written
+    judged: Judged | None = None  # an agent or pairwise assertion: who judged, a person's label, every vote (FORMATS §19)
 
 
 def minor(result: AssertionResult) -> bool:

@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any, Literal
 
 from agenttest.errors import AgentTestError, Location
-from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Estimate, Gate, ModelCall, Paired, PassK, RunReport,
+from agenttest.model import (AssertionResult, Calibration, CaseResult, CheckpointResult, EndpointLoad, Estimate, Gate, Judged, ModelCall, Paired, PassK, RunReport,
                              Spend, Stability, ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from agenttest.model.scenario import ScenarioRecord
 from agenttest.util.positions import json_offset, line_col
@@ -146,7 +146,10 @@ SHAPES: dict[type, tuple[Key, ...]] = {
     AssertionResult: (Key("type"), Key("passed"), Key("message", when=_set), Key("expected", when=_given),
                       Key("actual", when=_given), Key("score", when=_finite), Key("details", when=_set), Key("error", when=_set),
                       Key("checked", when=_set), Key("traceback", when=_set), Key("id", attr="label", when=_set),
-                      Key("severity", when=_set), Key("weight", when=_given)),
+                      Key("severity", when=_set), Key("weight", when=_given),
+                      Key("judged", when=_given)),
+    Judged: (Key("validator"), Key("connector", when=_set), Key("verdict", when=_given), Key("label", when=_given), Key("votes", when=_set),
+             Key("consistent", when=_given), Key("min_agreement", when=_given), Key("min_kappa", when=_given)),
     ToolCall: (Key("name"), Key("arguments"), Key("result"), Key("duration_ms", put=_ms), Key("id", when=_set),
                Key("error", when=_given), Key("server", when=_given), Key("mocked", when=_set), Key("fault", when=_given),
                Key("location", when=_set), Key("traceback", when=_set), Key("vt", when=_set)),
@@ -650,4 +653,25 @@ def evidence_dict(report: RunReport) -> dict[str, Any]:
         out["pass_rate_by_connector"] = {c: estimate_dict(e) for c, e in known.by_connector}
     if known.matrix:
         out["matrix_comparisons"] = [paired_dict(p) for p in known.matrix]
+    if known.judges:
+        out["judges"] = [calibration_dict(c) for c in known.judges]
+    return out
+
+
+def calibration_dict(c: Calibration) -> dict[str, Any]:
+    """One judge against the labels (docs/statistics.md): its figures, confusion matrix, disagreements, noise and gate."""
+    out: dict[str, Any] = {"validator": c.validator, "connector": c.connector, "labelled": c.labelled, "judgements": c.judgements}
+    if c.labelled or c.unusable:
+        out.update(confusion={"tp": c.tp, "fn": c.fn, "fp": c.fp, "tn": c.tn}, unusable=c.unusable,
+                   agreement=estimate_dict(c.agreement) if c.agreement is not None else None,
+                   kappa=_r(c.kappa), tpr=_r(c.tpr), tnr=_r(c.tnr), precision=_r(c.precision),
+                   disagreements=[{"id": d.id, **({"file": d.file} if d.file else {}), **({"connector": d.connector} if d.connector else {}),
+                                   "run": d.run, "criterion": d.criterion, "label": d.label, "verdict": d.verdict, "reason": d.reason}
+                                  for d in c.disagreements])
+    if c.repeated:
+        out.update(repeated=c.repeated, flipped=c.flipped, flip_rate=_r(c.flip_rate))
+    if c.pairwise:
+        out.update(pairwise=c.pairwise, consistent=c.consistent, swap_consistency=_r(c.swap_consistency))
+    if c.gated:
+        out["gate"] = {"min_agreement": c.min_agreement, "min_kappa": c.min_kappa, "passed": not c.shortfalls, "below": list(c.shortfalls)}
     return out

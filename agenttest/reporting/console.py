@@ -14,6 +14,7 @@ from agenttest.model.results import minor
 from agenttest.reporting.rows import change_text, preview
 from agenttest.reporting import figures
 from agenttest.reporting import evidence as words
+from agenttest.verdicts import evidence
 from agenttest.util.secrets import Secrets
 from agenttest.util.text import as_text, plural, printable, shorten
 
@@ -405,6 +406,12 @@ class Console:
             self.line()
             self.line("  Tags:")
             self._table(tagged)
+        judges = words.judge_lines(report)
+        if judges:
+            self.line()
+            self.line("  Judges (each validator × connector against the labels):")
+            for text in judges:
+                self.line(f"    {safe(text)}")
         lines = figures.cost_lines(report)
         if lines:
             self.line()
@@ -446,6 +453,9 @@ class Console:
             return self.paint(f"⚠ NO TEST RAN — {cases} skipped", "yellow")
         if not report.results and report.options.get("shard"):  # more shards than cases: exit 0, but not a green run
             return self.paint(f"⚠ NO TEST RAN — shard {report.options['shard']} holds none of the selected cases", "yellow")
+        uncalibrated = evidence.of(report).judge_gate_failed
+        if uncalibrated:
+            return self.paint("❌ JUDGE GATE FAILED — " + "; ".join(words.gate_line(c) for c in uncalibrated), "red")
         none = sum(1 for g in report.gates if g.vacuous)  # passed by a gate of 0: no run had to pass
         if none:
             what = "cases × connectors" if report.matrix else ("case" if none == 1 else "cases")

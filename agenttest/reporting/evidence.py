@@ -193,6 +193,38 @@ def _figure(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
+SHOWN = 5  # disagreements the console and Markdown list per judge (the JSON report and the viewer have them all)
+
+
+def judge_lines(report: RunReport) -> list[str]:
+    """Each judge against the labels: its figures, its noise, its confusion matrix, its first disagreements, its gate."""
+    known = evidence.of(report)
+    lines: list[str] = []
+    for c in known.judges:
+        lines.append(calibration(c, known.confidence))
+        more = noise(c)
+        if more:
+            lines.append(f"  {more}")
+        if c.labelled:
+            lines.append(f"  labelled pass: judged pass {c.tp}, fail {c.fn} · labelled fail: judged pass {c.fp}, fail {c.tn}")
+        for d in c.disagreements[:SHOWN]:
+            where = d.id + (f" on {d.connector}" if d.connector and report.matrix else "") + (f" (run {d.run})" if d.run > 1 else "")
+            lines.append(f"  ✗ {where}: labelled {'pass' if d.label else 'fail'}, judged {'pass' if d.verdict else 'fail'} — "
+                         f"criterion: {d.criterion or '—'} — judge: {d.reason or '—'}")
+        if len(c.disagreements) > SHOWN:
+            lines.append(f"  … {len(c.disagreements) - SHOWN} more disagreements in the report")
+        if c.gated:
+            lines.append(f"  gate fails: {gate_line(c).split(': ', 1)[1]}" if c.shortfalls else f"  gate passes: {thresholds(c)}")
+    return lines
+
+
+def thresholds(c: Calibration) -> str:
+    """``agreement ≥ 80%, κ ≥ 0.60``."""
+    parts = ([f"agreement ≥ {100 * c.min_agreement:g}%"] if c.min_agreement is not None else []) + (
+        [f"κ ≥ {c.min_kappa:.2f}"] if c.min_kappa is not None else [])
+    return ", ".join(parts)
+
+
 def gate_line(c: Calibration) -> str:
     """Why a judge's gate failed: ``agreement 70.0% < 80%, κ 0.35 < 0.60``."""
     parts = []

@@ -6,6 +6,7 @@ from typing import Any
 
 from agenttest.reporting.codec import report_dict
 from agenttest.model import RunReport
+from agenttest.reporting import evidence as words
 from agenttest.reporting import figures, viewer
 from agenttest.reporting.formats import register
 from agenttest.reporting.viewer import static
@@ -18,6 +19,6 @@ def to_html(report: RunReport) -> str:
 
 def page_of(report: RunReport, links: dict[str, str] | None = None) -> str:
     """The report's page; ``links`` (served by ``agent-test view``) lead to the history: home, a case across runs."""
-    said = figures.evidence_lines(report)  # the words every format says, made once here; the page shows them
-    data: dict[str, Any] = {"report": report_dict(report), **({"links": links} if links else {}), **({"said": {"matrix": said}} if said else {})}
+    said = {k: v for k, v in (("matrix", figures.evidence_lines(report)), ("judges", words.judge_lines(report))) if v}  # made once here
+    data: dict[str, Any] = {"report": report_dict(report), **({"links": links} if links else {}), **({"said": said} if said else {})}
     return viewer.page("report", data, f"Agent Test — {report.agent_id or 'report'}", static.report(report))

@@ -100,6 +100,10 @@ def _suite_properties(suite: ET.Element, report: RunReport) -> None:
               "pass_rate_interval": f"{rate.low:.4f}-{rate.high:.4f}" if rate is not None else None,
               "confidence": known.confidence if rate is not None else None,
               "cases": rate.cases if rate is not None else None}
+    for c in known.judges:  # each judge against the labels: judge.<validator>@<connector>.<figure>
+        name = f"judge.{c.validator}@{c.connector}"
+        values |= {f"{name}.labelled": c.labelled or None, f"{name}.agreement": _figure(c.agreement.rate if c.agreement else None),
+                   f"{name}.kappa": _figure(c.kappa), f"{name}.gate": ("failed" if c.shortfalls else "passed") if c.gated else None}
     if any(v is not None for v in values.values()):
         props = ET.SubElement(suite, "properties")
         for key, value in values.items():
@@ -124,6 +128,10 @@ def _properties(case: ET.Element, gate: Gate | None, full: bool, tags: tuple[str
     for key, value in values.items():
         text = str(value).lower() if isinstance(value, bool) else str(value)
         ET.SubElement(props, "property", name=key, value=text)
+
+
+def _figure(value: float | None) -> str | None:
+    return None if value is None else f"{value:.4f}"
 
 
 def _usd(cost: float) -> str:

@@ -139,6 +139,10 @@ def _figures(report: RunReport) -> list[str]:
         said = figures.evidence_lines(report)
         if said:
             lines += ["", *[f"{'  ' if text.startswith('  ') else ''}- {_text(text.strip())}" for text in said]]
+    judges = words.judge_lines(report)
+    if judges:
+        lines += ["", "## Judges", "", "Each validator × connector against the labels (docs/statistics.md).", "",
+                  *[f"{'  ' if text.startswith('  ') else ''}- {_text(text.strip())}" for text in judges]]
     costs = figures.cost_lines(report)
     if costs:
         lines += ["", "## Costs", "", *[f"- {_text(c)}" for c in costs]]

@@ -66,7 +66,7 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
                 ref = getattr(case, key)
                 if ref and ref not in out.hooks:
                     out.hooks[ref] = out.attempt(case.locate((key,)), hooks.resolve, agent.spec.path, ref, "hook")
-        if agent is not None and case.mode != "script" and not getattr(agent.spec, "mcp", ()):  # MCP tools are known only once their servers run
+        if agent is not None and case.mode not in ("script", "judged") and not getattr(agent.spec, "mcp", ()):  # MCP tools: known once their servers run; judged: calls none
             tools = tools_of(case, agent.tools)
             out.problems += unknown_tools(case, tools)
             _named_tools(named, tools, catalog.strict, out)

@@ -14,6 +14,7 @@ from agenttest.model.evidence import Interval
 from agenttest.model.results import pass_ats, pass_hats
 from agenttest.stats import intervals
 from agenttest.verdicts import paired as pairing
+from agenttest.verdicts.calibration import calibrations
 from agenttest.verdicts.gates import key_of
 
 CONFIDENCE = 0.95
@@ -59,7 +60,14 @@ def compute(report: RunReport, confidence: float = CONFIDENCE, alpha: float = AL
         by_connector=tuple((c, e) for c in report.matrix if (e := figures(by[c], confidence).get("pass_rate")) is not None),
         pass_k_by_connector=tuple((c, *_k_intervals(by[c], confidence)) for c in report.matrix if _fewest(by[c]) > 1),
         matrix=matrix(by, report.matrix, alpha),
+        judges=calibrations(report.results, confidence, (_threshold(report, "judge_min_agreement"), _threshold(report, "judge_min_kappa"))),
     )
+
+
+def _threshold(report: RunReport, name: str) -> float | None:
+    """A judge gate's flag, as the report's options keep it (``--judge-min-agreement``, ``--judge-min-kappa``)."""
+    value = report.options.get(name)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def figures(ran: Sequence[Gate], confidence: float) -> dict[str, Any]:

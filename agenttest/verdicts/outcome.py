@@ -65,4 +65,11 @@ def exit_code(report: RunReport) -> ExitCode:
         return ExitCode.FAILED
     if report.stopped_early or report.options.get("missing_shards"):  # a partial merge did not test every case
         return ExitCode.FAILED
-    return ExitCode.OK
+    return judge_code(report)
+
+
+def judge_code(report: RunReport) -> ExitCode:
+    """1 when a judge is not calibrated enough: below its ``judge: {min_agreement, min_kappa}`` (or the flags)."""
+    from agenttest.verdicts import evidence
+
+    return ExitCode.FAILED if evidence.of(report).judge_gate_failed else ExitCode.OK

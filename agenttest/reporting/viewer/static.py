@@ -116,6 +116,9 @@ def _figures(report: RunReport) -> str:
         said = "".join(f"<li>{escape(line.strip())}</li>" for line in figures.evidence_lines(report))
         parts.append("<h2>Matrix</h2><p class=\"meta\">The agent under test on each connector: verdict, pass rate, tokens, cost, "
                      f"median latency.</p>{_table(matrix)}" + (f'<ul class="evidence">{said}</ul>' if said else ""))
+    judges = "".join(f"<li>{escape(line.strip())}</li>" for line in words.judge_lines(report))
+    if judges:
+        parts.append(f'<h2>Judges</h2><ul class="evidence" id="judges">{judges}</ul>')
     if report.stability:
         head = "<tr><th>ID</th>" + ("<th>Connector</th>" if report.matrix else "") + "<th>Runs</th><th>Pass rate</th><th>Avg</th>"
         head += "<th>Min</th><th>Max</th><th>Std dev</th><th>Class</th></tr>"

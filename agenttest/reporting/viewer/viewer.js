@@ -527,6 +527,22 @@
       s("polyline", { points: xy.map(p => p.join(",")).join(" "), fill: "none", stroke: "#5b8def", "stroke-width": 2 }),
       xy.map((p, i) => s("circle", { cx: p[0], cy: p[1], r: 3.5, fill: pts[i].exit_code === 0 ? "#34a853" : "#d9534f" }, s("title", { text: "#" + pts[i].id + " " + pts[i].started_at + ": " + pts[i].pass_rate_text + ", " + pts[i].cases_text + " cases" })))));
   }
+  function judgeTrend(rows) { // each judge's agreement with the labels over the runs (oldest to newest), one line each
+    const judged = rows.filter(r => r.agreement != null);
+    if (!judged.length) return null;
+    const names = [...new Set(judged.map(r => r.validator + (r.connector ? " on " + r.connector : "")))];
+    const runs = [...new Set(judged.map(r => r.run_id))].sort((a, b) => a - b);
+    const w = 1100, hgt = 150, step = runs.length > 1 ? (w - 40) / (runs.length - 1) : 0, colors = ["#5b8def", "#d9534f", "#34a853", "#e0a33a", "#8e44ad"];
+    const y = v => 10 + (hgt - 20) * (1 - v);
+    return h("div", { class: "chart", id: "judge-trend" }, h("b", { text: "Judge agreement with the labels over runs (oldest to newest)" }),
+      s("svg", { viewBox: "0 0 " + w + " " + hgt, role: "img" }, [0, 0.5, 1].map(v => s("text", { x: 0, y: y(v) + 4, text: v * 100 + "%" })),
+        names.map((n, k) => {
+          const pts = runs.map((id, i) => [i, judged.find(r => r.run_id === id && r.validator + (r.connector ? " on " + r.connector : "") === n)]).filter(p => p[1]);
+          return s("g", { "data-judge": n }, s("polyline", { points: pts.map(([i, r]) => (30 + i * step) + "," + y(r.agreement)).join(" "), fill: "none", stroke: colors[k % colors.length], "stroke-width": 2 }),
+            pts.map(([i, r]) => s("circle", { cx: 30 + i * step, cy: y(r.agreement), r: 3.5, fill: colors[k % colors.length] },
+              s("title", { text: "#" + r.run_id + " " + n + ": agreement " + pct(r.agreement) + " of " + r.labelled + " labelled, κ " + (r.kappa == null ? "—" : r.kappa.toFixed(2)) }))));
+        })));
+  }
   function runsView(d) {
     const form = h("form", { method: "get", action: "/compare", id: "compare" },
       h("table", { class: "cases", id: "runs" }, h("thead", null, h("tr", null, ["A", "B", "Run", "When", "Inputs", "Connector", "Cases", "Pass rate", "Exit"].map(x => h("th", { text: x })))),
@@ -538,7 +554,7 @@
           h("td", { class: r.exit_code === 0 ? "passed" : "failed", text: r.pass_rate_text }), h("td", { text: r.exit_code }))))),
       d.runs.length > 1 ? h("p", null, h("button", { type: "submit", class: "chip", id: "compare-button", text: "Compare A → B" })) : null);
     app.append(h("div", null, h("h1", { text: "Run history" }), h("p", { class: "meta", text: d.database + " · " + d.runs.length + " runs" }),
-      d.runs.length ? [trend(d.runs), form] : h("p", { text: "No runs recorded yet: run agent-test and come back." })));
+      d.runs.length ? [trend(d.runs), judgeTrend(d.judges || []), form] : h("p", { text: "No runs recorded yet: run agent-test and come back." })));
   }
   function caseHistoryView(d) {
     const hist = d.history; // newest first
@@ -560,11 +576,33 @@
           h("td", { class: "out", text: x.reason || x.output })))))));
   }
 
+  function judgesOf(report) { // each judge against the labels (FORMATS §19): the figures, the confusion matrix, the disagreements
+    const judges = (report.summary || {}).judges || [];
+    if (!judges.length) return null;
+    const fig = v => v == null ? "—" : v.toFixed(2);
+    const name = j => j.validator + (j.connector ? " on " + j.connector : "");
+    const rows = judges.map(j => h("tr", { "data-judge": j.validator + "@" + j.connector },
+      h("td", { text: name(j) }), h("td", { text: j.labelled }),
+      h("td", null, j.agreement ? pct(j.agreement.rate) : "—", j.agreement ? h("span", { class: "interval", text: span(j.agreement.interval) }) : null),
+      h("td", { text: fig(j.kappa) }), h("td", { text: fig(j.tpr) }), h("td", { text: fig(j.tnr) }), h("td", { text: fig(j.precision) }),
+      h("td", { text: j.flip_rate == null ? "—" : pct(j.flip_rate) }), h("td", { text: j.swap_consistency == null ? "—" : pct(j.swap_consistency) }),
+      h("td", { class: j.gate ? (j.gate.passed ? "passed" : "failed") : "", text: j.gate ? (j.gate.passed ? "passes" : "fails: " + j.gate.below.join(", ")) : "—" })));
+    const details = judges.filter(j => j.confusion).map(j => h("div", { class: "judge", "data-judge": j.validator + "@" + j.connector },
+      h("p", { class: "small" }, h("b", { text: name(j) }), " · labelled pass: judged pass " + j.confusion.tp + ", fail " + j.confusion.fn +
+        " · labelled fail: judged pass " + j.confusion.fp + ", fail " + j.confusion.tn + (j.unusable ? " · " + j.unusable + " without a verdict" : "")),
+      (j.disagreements || []).length ? h("ul", { class: "disagreements" }, j.disagreements.map(d => h("li", null,
+        h("a", { href: "#" + encodeURIComponent(d.id), text: d.id + (d.connector ? " on " + d.connector : "") + (d.run > 1 ? " (run " + d.run + ")" : "") }),
+        ": labelled " + (d.label ? "pass" : "fail") + ", judged " + (d.verdict ? "pass" : "fail") + " — " + shorten(d.criterion, 120) + " — judge: " + shorten(d.reason, 200)))) : null));
+    return h("section", { id: "judges" }, h("h2", { text: "Judges" }),
+      h("table", { class: "cases" }, h("thead", null, h("tr", null, ["Judge", "Labelled", "Agreement", "κ", "TPR", "TNR", "Precision", "Flip rate", "Swap consistency", "Gate"].map(x => h("th", { text: x })))),
+        h("tbody", null, rows)), details);
+  }
+
   function saidOf(said) { // evidence said in words by the report's writer (reporting/evidence.py): the matrix compared
     const matrix = (said || {}).matrix || [];
     return matrix.length ? section("Connectors compared", h("ul", { class: "evidence", id: "matrix-evidence" }, matrix.map(x => h("li", { class: x.startsWith("  ") ? "small" : "", text: x.trim() })))) : null;
   }
 
-  const views = { report: d => { reportView(d.report, d.links); put(document.getElementById("overview"), saidOf(d.said)); }, diff: diffView, runs: runsView, case: caseHistoryView };
+  const views = { report: d => { reportView(d.report, d.links); put(document.getElementById("overview"), judgesOf(d.report), saidOf(d.said)); }, diff: diffView, runs: runsView, case: caseHistoryView };
   try { views[DATA.kind](DATA); } catch (e) { document.documentElement.classList.remove("js"); app.textContent = ""; throw e; }
 })();
