@@ -455,6 +455,34 @@ def import_command(files: tuple[str, ...], output: str, judge: str | None, redac
     finish(work)
 
 
+@main.command("rescore", short_help="Judge a recorded run's outputs again with today's assertions; no agent call.",
+              context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": ["-h", "--help"],
+                                "max_content_width": 100})
+@click.argument("report", metavar="REPORT.json")
+@click.option("-i", "--input", "inputs", multiple=True, metavar="CASES", help="Today's case files  [default: those the report's results name]")
+@click.pass_context
+def rescore_command(ctx: click.Context, report: str, inputs: tuple[str, ...]) -> None:
+    """Judge a recorded run's outputs again — today's assertions, labels and judges, no agent call — and compare the
+    verdicts with the recorded ones, paired (as --baseline does: a significant change fails). Any other option is
+    a run's: -o, --replay/--record (the validators' calls), --fail-on-regression[=any], --alpha, --judge-min-kappa …"""
+
+    def work() -> int:
+        from agenttest.reporting.codec import read
+
+        recorded = read(report)  # a missing or malformed report is said now, at its place
+        source = "rescore:" + report + ("?cases=" + ",".join(inputs) if inputs else "")
+        args = ["-i", source, "--baseline", report]
+        given = set(ctx.args)
+        if recorded.agent_id and not given & {"-n", "--name"}:
+            args += ["-n", recorded.agent_id]
+        if recorded.matrix and not given & {"-c", "--connector"}:
+            args += ["-c", ",".join(recorded.matrix)]  # each connector's outputs judged as its own
+        run_command.main([*args, *ctx.args], prog_name="agent-test rescore")  # exits with the run's code
+        return ExitCode.OK
+
+    finish(work)
+
+
 @main.command("merge", short_help="Join the JSON reports of shards (--shard K/N) into one.", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("reports", nargs=-1, required=True, metavar="REPORT...")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",

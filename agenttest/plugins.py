@@ -77,7 +77,7 @@ BUILTINS = (
     "agenttest.assertions.pairwise",
     "agenttest.connectors.openai", "agenttest.connectors.mock",
     "agenttest.reporting.jsonfile", "agenttest.reporting.markdown", "agenttest.reporting.html", "agenttest.reporting.junit",
-    "agenttest.inputs.sources.messages", "agenttest.inputs.sources.generators",
+    "agenttest.inputs.sources.messages", "agenttest.inputs.sources.generators", "agenttest.inputs.sources.rescored",
     "agenttest.modes.standard", "agenttest.modes.dynamic", "agenttest.modes.scripted", "agenttest.modes.scripttest",
     "agenttest.modes.scenario", "agenttest.inputs.formats.b.source", "agenttest.modes.judged",
 )
