@@ -115,10 +115,16 @@ EFFECTS: dict[str, dict[str, Probe | str]] = {
                                  and "output_from" not in b and b["output"].startswith("seen:")),
                     "dynamic": ("tool_result", lambda a, b: isinstance(a["turns"][0]["output"], dict) and b["turns"][0]["output"].startswith("seen:"))},
     "faults": {m: ([{"tool": "peek", "kind": "empty"}], lambda a, b: a["tool_calls"][0].get("fault") == "empty" and not b["tool_calls"][0].get("fault")) for m in MODES},
+    "output": {"standard": ("given", lambda a, b: a["output"] == "given" and not a["tool_calls"] and b["output"].startswith("seen:")),  # no agent call
+               "dynamic": "a judge-only case (with 'output') cannot have 'checkpoints'"},
+    "tool_calls": {m: "'tool_calls' belongs to a judge-only case: give its 'output' too" for m in MODES},
+    "history": {m: "'history' belongs to a judge-only case: give its 'output' too" for m in MODES},
+    "judge": {m: "'judge' gates the judges of this case's labelled assertions, and it has none" for m in MODES},
 }
 MARKED = {"before", "after"}  # their effect is the hook having run, seen in the marks file
 REFUSED_VALUES = {"skip_reason": "not today", "max_turns": 2, "simulator": {"use": "sim"}, "end": "simulator", "end_tools": ["peek"],
-                  "turns": [{"input": "x"}]}
+                  "turns": [{"input": "x"}], "output": "given", "tool_calls": [{"name": "peek"}], "history": [{"role": "user", "content": "x"}],
+                  "judge": {"min_kappa": 0.5}}
 
 
 def test_every_case_field_has_a_probe():
@@ -166,6 +172,8 @@ class Judge:
     async def ask(self, agent_id, messages, test_mode, metadata, connector):
         payload = json.loads(messages[0]["content"])
         passed = agent_id == "strict" or (connector == "lenient") or "yes" in str(payload.get("criteria"))
+        if payload.get("pairwise"):  # prefers the side saying hello when it would pass, the other when not
+            return json.dumps({"choice": "a" if passed == ("hello" in str(payload["a"])) else "b", "reason": f"{agent_id}/{connector}"})
         return json.dumps({"passed": passed, "reason": f"{agent_id}/{connector}/{payload.get('criteria')}/{payload.get('tone')}"})
 
     def script(self, ref):
@@ -211,6 +219,14 @@ PARAMS: dict[tuple[str, str], tuple[dict, dict]] = {
     ("agent", "use"): ({"use": "agents:strict", "value": "no"}, {"use": "agents:other", "value": "no"}),
     ("agent", "value"): ({"use": "agents:v", "value": "yes please"}, {"use": "agents:v", "value": "no"}),
     ("agent", "options"): ({"use": "agents:v", "value": "no", "options": {"connector": "lenient"}}, {"use": "agents:v", "value": "no"}),
+    ("agent", "label"): ({"use": "agents:v", "value": "no", "label": True}, {"use": "agents:v", "value": "no", "label": False}),  # the judged record
+    ("agent", "judge_runs"): ({"use": "agents:v", "value": "no", "judge_runs": 3}, {"use": "agents:v", "value": "no"}),  # three votes kept
+    ("pairwise", "use"): ({"use": "agents:strict", "value": "no", "reference": "bye"}, {"use": "agents:other", "value": "no", "reference": "bye"}),
+    ("pairwise", "value"): ({"use": "agents:v", "value": "yes please", "reference": "bye"}, {"use": "agents:v", "value": "no", "reference": "bye"}),
+    ("pairwise", "reference"): ({"use": "agents:v", "value": "yes", "reference": "bye"}, {"use": "agents:v", "value": "yes", "reference": "hello too"}),
+    ("pairwise", "options"): ({"use": "agents:v", "value": "no", "reference": "bye", "options": {"connector": "lenient"}},
+                              {"use": "agents:v", "value": "no", "reference": "bye"}),
+    ("pairwise", "label"): ({"use": "agents:v", "value": "no", "reference": "bye", "label": True}, {"use": "agents:v", "value": "no", "reference": "bye", "label": False}),
     ("script", "script"): ({"script": "scripts.checks.has", "value": "hello"}, {"script": "scripts.checks.other", "value": "hello"}),
     ("script", "use"): ({"use": "scripts:checks.has", "value": "hello"}, {"use": "scripts:checks.other", "value": "hello"}),
     ("script", "value"): ({"script": "scripts.checks.has", "value": "hello"}, {"script": "scripts.checks.has", "value": "nope"}),
@@ -243,7 +259,7 @@ def test_every_parameter_of_every_type_has_a_probe():
 def test_an_assertion_parameter_changes_the_result(kind, param):
     first, second = PARAMS[(kind, param)]
     a, b = evaluate(kind, first), evaluate(kind, second)
-    assert (a.passed, a.message) != (b.passed, b.message), (a, b)
+    assert (a.passed, a.message, a.judged) != (b.passed, b.message, b.judged), (a, b)  # judged: a label, the votes
 
 
 @pytest.mark.parametrize("param", sorted(COMMON))

@@ -224,6 +224,9 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
                            "or \"end\": \"simulator\" to let the simulator end it and final assertions judge it", True))
     if ends_by_simulator and "simulator" not in raw and not checkpoints and not default_simulator:
         out.append(Finding(("end",), "\"end\": \"simulator\" needs a 'simulator'", "add \"simulator\": {\"use\": \"workers.test.user-simulator\"} or {\"script\": [...]}", True))
+    if "judge" in raw and not _labelled(raw):
+        out.append(Finding(("judge",), "'judge' gates the judges of this case's labelled assertions, and it has none",
+                           "add \"label\": true or false to its agent or pairwise assertions, or remove 'judge'", True))
     if "output" in raw:
         out += _judged_problems(raw)
     elif "tool_calls" in raw or "history" in raw:
@@ -246,6 +249,15 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
             out.append(Finding(("input",), "'input' is empty", None, False))
     out += _without_effect(raw, bool(checkpoints) or simulated)
     return out
+
+
+def _labelled(raw: dict[str, Any]) -> bool:
+    """Whether any assertion of the case (its own, its checkpoints', its turns') carries a person's ``label``."""
+    found = assertion_list(raw, "assert") + assertion_list(raw, "assertions")
+    for part in (raw.get("checkpoints") or []) + (raw.get("turns") or []):
+        if isinstance(part, dict):
+            found += assertion_list(part, "assert") + assertion_list(part, "assertions") + assertion_list(part, "assertion")
+    return any(isinstance(params, dict) and "label" in params for _, params in found)
 
 
 def _judged_problems(raw: dict[str, Any]) -> list[Finding]:

@@ -48,7 +48,15 @@ def calibrations(results: Iterable[CaseResult], confidence: float, flags: Thresh
     """Each judge's calibration, in the order judges first judged; a gate's thresholds are the strictest its labelled
     cases set (``judge:``), else the flags (``--judge-min-agreement``, ``--judge-min-kappa``)."""
     by: dict[tuple[str, str], _Tally] = {}
+    plain: set[int] = set()  # the ids of assertion tuples with no judge (a suite's results share them: checked once)
     for r in results:
+        if not r.turns and not r.checkpoints:
+            checks = r.assertions
+            if id(checks) in plain:
+                continue
+            if all(a.judged is None for a in checks):
+                plain.add(id(checks))  # the results hold the tuple while this runs: its id is not reused
+                continue
         for a in judgements(r):
             judged = a.judged
             assert judged is not None

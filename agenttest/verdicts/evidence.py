@@ -20,6 +20,7 @@ from agenttest.verdicts.gates import key_of
 CONFIDENCE = 0.95
 ALPHA = 0.05
 
+
 def of(report: RunReport) -> Evidence:
     """The report's evidence: the one its run made, else made from its results (and kept while it is the last asked)."""
     if report.evidence is not None:
@@ -54,11 +55,12 @@ def compute(report: RunReport, confidence: float = CONFIDENCE, alpha: float = AL
     """Everything the report can say about its rates: from its gates (or, read back without them, its results)."""
     ran = outcomes(report)
     by = {c: [g for g in ran if g.connector == c] for c in report.matrix}
+    each = {c: figures(by[c], confidence) for c in report.matrix}
     return Evidence(
         confidence=confidence,
         **figures(ran, confidence),
-        by_connector=tuple((c, e) for c in report.matrix if (e := figures(by[c], confidence).get("pass_rate")) is not None),
-        pass_k_by_connector=tuple((c, *_k_intervals(by[c], confidence)) for c in report.matrix if _fewest(by[c]) > 1),
+        by_connector=tuple((c, f["pass_rate"]) for c, f in each.items() if "pass_rate" in f),
+        pass_k_by_connector=tuple((c, f["pass_hat"], f["pass_at"]) for c, f in each.items() if "pass_hat" in f),
         matrix=matrix(by, report.matrix, alpha),
         judges=calibrations(report.results, confidence, (_threshold(report, "judge_min_agreement"), _threshold(report, "judge_min_kappa"))),
     )
@@ -73,10 +75,14 @@ def _threshold(report: RunReport, name: str) -> float | None:
 def figures(ran: Sequence[Gate], confidence: float) -> dict[str, Any]:
     """The pass rate's estimate and, with two runs or more per case, pass^k's and pass@k's intervals, from one set of
     resamples of the cases."""
-    kinds = sorted(Counter((g.passed, g.runs) for g in ran).items())
-    if not kinds:
+    if not ran:
         return {}
-    draws = intervals.resample([n for _, n in kinds]) if len(kinds) > 1 and len(ran) < sum(g.runs for g in ran) else []
+    runs = sum(g.runs for g in ran)
+    if runs == len(ran):  # one run each (most suites): the Wilson interval over the cases, nothing to resample, no pass^k
+        passed = sum(g.passed for g in ran)
+        return {"pass_rate": suite([((1, 1), passed), ((0, 1), runs - passed)], [], confidence)}
+    kinds = sorted(Counter((g.passed, g.runs) for g in ran).items())
+    draws = intervals.resample([n for _, n in kinds]) if len(kinds) > 1 else []
     out: dict[str, Any] = {"pass_rate": suite(kinds, draws, confidence)}
     if _fewest(ran) > 1:
         out["pass_hat"], out["pass_at"] = _k_intervals(ran, confidence, kinds, draws)
@@ -118,13 +124,10 @@ def _fewest(ran: Sequence[Gate]) -> int:
     return min((g.runs for g in ran), default=0)
 
 
-def _k_intervals(ran: Sequence[Gate], confidence: float, kinds: Sequence[tuple[tuple[int, int], int]] | None = None,
-                 draws: Sequence[Sequence[int]] | None = None) -> tuple[tuple[Interval, ...], tuple[Interval, ...]]:
+def _k_intervals(ran: Sequence[Gate], confidence: float, kinds: Sequence[tuple[tuple[int, int], int]],
+                 draws: Sequence[Sequence[int]]) -> tuple[tuple[Interval, ...], tuple[Interval, ...]]:
     """The bootstrap intervals of the suite's pass^k and pass@k for k = 1 … the fewest runs a case had: one set of
     resamples for every k (each a mean over the cases of C(c, k)/C(n, k), and of 1 − C(n − c, k)/C(n, k))."""
-    if kinds is None or draws is None:
-        kinds = sorted(Counter((g.passed, g.runs) for g in ran).items())
-        draws = intervals.resample([n for _, n in kinds]) if len(kinds) > 1 else []
     hats: list[Interval] = []
     ats: list[Interval] = []
     for k in range(1, _fewest(ran) + 1):
