@@ -4,11 +4,12 @@ what a source gave (``Loaded``), the policy for unknown keys, and the limits eve
 from __future__ import annotations
 
 import linecache
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agenttest.errors import InputError, Location, Problem, closest
+from agenttest.inputs.caseschema import CASE_KEYS
 from agenttest.inputs.validation import Path, type_name
 from agenttest.model import Case
 from agenttest.util.positions import json_offset, line_col, yaml_mark
@@ -124,6 +125,33 @@ def case_list(data: Any) -> tuple[Path, list[Any]]:
     near = [closest(k, CASE_LIST_KEYS) for k, v in data.items() if isinstance(k, str) and isinstance(v, list)] if isinstance(data, dict) else []
     hint = next((f"; did you mean '{m}'?" for m in near if m), "")  # {"case": [...]}, {"test_case": [...]}
     raise ValueError(f"expected a list of cases or an object with 'cases': [...], not {type_name(data)}{hint}")
+
+
+WRAPPER_KEYS = ("$schema", "name", "description")  # what a case file may say beside its cases (read by nobody, lost by nothing)
+
+
+def beside_cases(data: Any, base: Path, source: str, where: Callable[[Any], tuple[int, int]]) -> list[Problem]:
+    """Each key beside ``cases`` in a case file's object: an error at its place, as a file's other keys were dropped
+    without a word (a suite's ``assertions`` beside its cases were never checked). ``where``: a key's line and column."""
+    if not base or type(data) is not dict:
+        return []
+    said = [(key, *_beside(str(key), base[0])) for key in data if key != base[0] and key not in WRAPPER_KEYS]
+    return [Problem(message, Location(source, *where(key)), hint) for key, message, hint in said]
+
+
+def _beside(key: str, listed: str) -> tuple[str, str]:
+    """What to say of ``key`` beside the list ``listed``, and the way out."""
+    if key in CASE_LIST_KEYS:
+        return f"'{key}' beside '{listed}': a case file has one list of cases", f"put every case in '{listed}'"
+    if key in ("assert", "assertions", "expected", "checks"):
+        return (f"'{key}' beside '{listed}' is not read: a case file has no assertions of its own",
+                "put them in each case that needs them ('assert' in the case)")
+    if key in CASE_KEYS:
+        return (f"'{key}' beside '{listed}' is a field of a case, not of the file",
+                "write it in each case that needs it (a case file sets nothing for its cases)")
+    meant = closest(key, [*WRAPPER_KEYS, *CASE_LIST_KEYS])
+    known = f"beside '{listed}' a case file may have {', '.join(repr(k) for k in WRAPPER_KEYS)}"
+    return f"'{key}' is not a field of a case file", f"did you mean '{meant}'? ({known})" if meant else known
 
 
 def too_deep(value: Any, limit: int) -> bool:

@@ -14,10 +14,10 @@ from typing import Any
 from agenttest.errors import Location, Problem, closest
 from agenttest.inputs import yamlhints
 from agenttest.inputs.building import build_cases
-from agenttest.inputs.documents import (MAX_DEPTH, MAX_FILE_BYTES, SUFFIXES, Document, KeyPolicy, Loaded, case_list, twice_hint)
+from agenttest.inputs.documents import (MAX_DEPTH, MAX_FILE_BYTES, SUFFIXES, Document, KeyPolicy, Loaded, beside_cases, case_list, twice_hint)
 from agenttest.inputs.validation import Path
 from agenttest.model import Case
-from agenttest.util.positions import deeper_than, entries, json_hint, json_message, json_offset, json_place, json_repeated, line_col
+from agenttest.util.positions import deeper_than, entries, json_hint, json_message, json_offset, json_place, json_repeated, line_col, yaml_mark
 from agenttest.util.text import cleaned, escapes_surrogates
 
 
@@ -275,6 +275,7 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
     if type(data) is dict:  # the wrapper's own keys: a second "cases" would drop the first list without a word
         problems += _repeated_keys(text, source, outermost=True)
     base, items = _listed(data, source, problems)  # a case nested too deeply is said at its place, as in .jsonl (build_cases)
+    problems += beside_cases(data, base, source, lambda key: line_col(text, json_offset(text, (key,), key=True)))
     # each item's place from the end of the one before (a file on one line made this quadratic: 100,000 cases
     # took 115 s, each decoded twice and each column found by a search back to the file's start)
     docs, pos, line, line_start, end = [], 0, 1, 0, 0
@@ -352,6 +353,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         problems.append(_huge_number(text, source))
         return []
     base, items = _listed(data, source, problems)
+    problems += beside_cases(data, base, source, lambda key: yaml_mark(node, (key,), key=True))
     return [Document(raw, source, base + (i,), node=node) for i, raw in enumerate(items)]
 
 
