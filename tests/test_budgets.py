@@ -139,7 +139,7 @@ def test_a_dynamic_case_under_the_budget_flag(talk, server):
     ({"type": "budget", "tokens": 20}, "failed", "budget exceeded: tokens 30 > 20"),
     ({"type": "budget", "cost": 0.00001}, "failed", "budget exceeded: cost $0.00004 > $0.00001"),
     ({"type": "budget", "tokens": 20, "negate": True}, "passed", None),
-    ({"type": "budget", "tokens": 30, "negate": True}, "failed", "not: budget {\"tokens\":30} (negated assertion held)"),
+    ({"type": "budget", "tokens": 30, "negate": True}, "failed", "expected not: budget tokens=30 (it held)"),
 ])
 def test_budget_assertion(bot, assertion, status, message):
     result, data = run(bot, [{"id": "c", "input": 'tool:whoami:{}', "assert": [assertion]}])

@@ -455,3 +455,28 @@ def test_the_diff_page_says_whether_the_difference_is_real(page, tmp_path):
     box = page.locator("#paired")
     assert box.locator("b").inner_text().startswith("worse: -30.0 points (95% CI ") and "McNemar's exact test" in box.inner_text()
     assert "worse" in box.get_attribute("class")
+
+
+def test_a_failed_matrix_cell_shows_the_output_of_the_run_that_failed(page, app, server, tmp_path):
+    """Issue 50: the cell said FAILED beside the output of the run that passed (its first)."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import REPO, Answer
+
+    app.connector("fake-b", {"type": "openai", "options": {"model": "model-b", "host": server.host, "key": "$ENV.FAKE_OPENAI_KEY"}})
+    app.agent("bot")
+    said = iter(["good on b", "bad on b"])
+    server.responder = lambda req: Answer(next(said) if req["model"] == "model-b" else "good on a")
+    path = app.cases("assistants/bot/tests/t.jsonl", [{"id": "g", "input": "hi", "assert": {"type": "contains", "value": "good"}}])
+    out = tmp_path / "r.html"
+    args = ["-i", str(path), "-c", "fake,fake-b", "--runs", "2", "--parallel", "1", "--workers", "0", "-o", str(out)]
+    # in a process of its own: Playwright's event loop runs in this one
+    ran = subprocess.run([sys.executable, "-m", "agenttest", *args], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                         cwd=app.root, timeout=120)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    page.goto(out.as_uri())
+    cells = page.eval_on_selector_all("#cases tr[data-id=g] td", "ts => ts.slice(2).map(t => t.innerText)")
+    assert "PASSED" in cells[0].upper() and "good on a" in cells[0]
+    assert "FAILED" in cells[1].upper() and "bad on b" in cells[1] and "good on b" not in cells[1]

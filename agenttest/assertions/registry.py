@@ -260,8 +260,9 @@ def _finished(spec: AssertionSpec, result: AssertionResult) -> AssertionResult:
             result = replace(result, checked=what)
     if spec.params.get("negate") and not result.error:
         passed = not result.passed
-        message = "" if passed else f"not: {result.message or describe(spec)} (negated assertion held)"
-        result = replace(result, passed=passed, message=message)
+        held = result.message or describe(spec, what=result.checked.removeprefix("not: "))
+        message = "" if passed else f"expected not: {held} (it held)"
+        result = replace(result, passed=passed, message=message, negated=True)
     if not result.passed and spec.params.get("message"):
         result = replace(result, message=spec.params["message"])
     return result
@@ -306,8 +307,10 @@ def checked(spec: AssertionSpec) -> str:
     return f"not: {text}" if spec.params.get("negate") is True else text  # a negated check reads as one
 
 
-def describe(spec: AssertionSpec) -> str:
-    """A one-line description of an assertion, for messages."""
+def describe(spec: AssertionSpec, what: str = "") -> str:
+    """A one-line description of an assertion, for messages: its type and ``what`` it checked (else its parameters)."""
+    if what:
+        return f"{spec.type} {what}"
     shown = {k: v for k, v in spec.params.items() if k not in SHOWN_APART}
     return f"{spec.type} {as_text(shown)}" if shown else spec.type
 

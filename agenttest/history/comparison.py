@@ -53,6 +53,7 @@ class Comparison:
     new: str
     cases: tuple[CaseDiff, ...]
     paired: Paired | None = None  # the cases both runs ran, compared as a paired experiment (FORMATS §19)
+    notes: tuple[str, ...] = ()  # what differs between the runs besides their cases: the connectors, the models
 
     def of(self, kind: str) -> list[CaseDiff]:
         return [c for c in self.cases if c.kind == kind]
@@ -252,7 +253,26 @@ def compare(base: RunReport, new: RunReport, base_name: str = "", new_name: str 
                   outcomes) for k in keys]
     diffs.sort(key=lambda d: KINDS.index(d.kind))
     names = base_name or base.output_file, new_name or new.output_file
-    return Comparison(*names, tuple(diffs), pairing.compare(outcomes, *names, alpha))
+    return Comparison(*names, tuple(diffs), pairing.compare(outcomes, *names, alpha), setups(base, new))
+
+
+def setup(report: RunReport) -> tuple[str, str]:
+    """What a run's agent ran on: its connectors (a matrix's in order), and the models its endpoints said answered."""
+    connectors = list(report.matrix) or sorted({r.connector for r in report.results if r.connector}) or [report.connector]
+    models = sorted({c.model for r in report.results for c in r.model_calls if c.role == "agent" and c.model})
+    return ", ".join(c for c in connectors if c), ", ".join(models)
+
+
+def setups(base: RunReport, new: RunReport) -> tuple[str, ...]:
+    """What a reader of the comparison must know first: the two runs did not use the same connectors or models,
+    so a case that changed may have changed with them (said only when both reports say theirs)."""
+    (conn_a, model_a), (conn_b, model_b) = setup(base), setup(new)
+    notes = []
+    if conn_a and conn_b and conn_a != conn_b:
+        notes.append(f"the runs used different connectors: {conn_a} (base), {conn_b} (new)")
+    if model_a and model_b and model_a != model_b:
+        notes.append(f"the runs used different models: {model_a} (base), {model_b} (new)")
+    return tuple(notes)
 
 
 def _min_rate(report: RunReport, runs: list[CaseResult] | None) -> float:

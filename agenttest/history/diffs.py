@@ -44,7 +44,7 @@ def console_lines(comparison: Comparison, color: bool = False) -> list[str]:
     def paint(text: str, kind: str) -> str:
         return f"\x1b[{COLORS[kind]}m{text}\x1b[0m" if color and kind in COLORS else text
 
-    lines = [THIN, f"  Compared with {safe(comparison.base)}", THIN, f"  {headline(comparison)}"]
+    lines = [THIN, f"  Compared with {safe(comparison.base)}", THIN, *[f"  ⚠ {safe(n)}" for n in comparison.notes], f"  {headline(comparison)}"]
     if comparison.paired is not None:
         said = evidence.lines(comparison.paired)
         lines.append(f"  {paint(said[0], 'regressed' if comparison.paired.verdict == 'worse' else 'fixed' if comparison.paired.verdict == 'better' else '')}")
@@ -119,6 +119,7 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
     return {
         "base": comparison.base,
         "new": comparison.new,
+        "notes": list(comparison.notes),
         "counts": comparison.counts(),
         **({"paired": paired_dict(comparison.paired)} if comparison.paired is not None else {}),
         "cases": [{k: v for k, v in {
@@ -131,7 +132,8 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
 
 def to_markdown(comparison: Comparison) -> str:
     lines = [f"## agent-test: {headline(comparison)}", "",
-             f"Comparing {_code(os.path.basename(comparison.base) or comparison.base)} → {_code(os.path.basename(comparison.new) or comparison.new)}.", ""]
+             f"Comparing {_code(os.path.basename(comparison.base) or comparison.base)} → {_code(os.path.basename(comparison.new) or comparison.new)}.", "",
+             *[line for n in comparison.notes for line in (f"> ⚠ {_text(n)}", "")]]
     if comparison.paired is not None:
         said = evidence.lines(comparison.paired)
         lines += [f"**{_text(said[0], 600)}**", ""] + [f"- {_text(line.strip(), 300)}" for line in said[1:]] + [""]
@@ -167,7 +169,8 @@ def _static(comparison: Comparison) -> str:
     said = evidence.lines(comparison.paired) if comparison.paired is not None else []
     paired = (f'<div id="paired"><p><b>{escape(said[0])}</b></p><ul>' + "".join(f"<li>{escape(x.strip())}</li>" for x in said[1:])
               + "</ul></div>") if said else ""
-    return (f"<h1>agent-test diff</h1><p>{escape(comparison.base)} → {escape(comparison.new)}</p>"
+    notes = "".join(f'<p class="warn">⚠ {escape(n)}</p>' for n in comparison.notes)
+    return (f"<h1>agent-test diff</h1><p>{escape(comparison.base)} → {escape(comparison.new)}</p>{notes}"
             f"<p><b>{escape(headline(comparison))}</b></p>{paired}{table}")
 
 

@@ -386,9 +386,12 @@ def _verdict(key: tuple[str, str, str], runs: Sequence[CaseResult], gate: Gate |
     if gate is not None:
         verdict = gate.verdict if gate.verdict in ("passed", "failed", "incomplete") else "skipped"
     else:
-        verdict = first_bad.status if first_bad is not None else "passed" if ran else "skipped"
+        verdict = "failed" if first_bad is not None else "passed" if ran else "skipped"
+    if verdict == "failed" and first_bad is not None:  # as the viewer says it: runs that all errored are an error
+        kinds = {first_bad.status} if len(runs) == 1 else {r.status for r in runs if r.status not in ("passed", "skipped")}
+        verdict = kinds.pop() if len(kinds) == 1 else "failed"
     return (run_id, key[0], key[1], key[2], verdict, ran, passed, int(0 < passed < ran), round(took, 1),
-            shorten(first.output, 300) if first.output is not None else "",
+            shorten(said.output, 300) if (said := first_bad or first).output is not None else "",  # the output its reason is from
             first_bad.reasons[0] if first_bad is not None and first_bad.reasons else _crash(runs))
 
 

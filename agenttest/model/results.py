@@ -29,6 +29,7 @@ class AssertionResult:
     weight: float | None = None  # its share of the case's weighted score
     label: str = ""  # the assertion's own id, as written
     judged: Judged | None = None  # an agent or pairwise assertion: who judged, a person's label, every vote (FORMATS §19)
+    negated: bool = False  # a ``negate: true`` assertion: ``expected`` is what the output must NOT be
 
 
 def minor(result: AssertionResult) -> bool:

@@ -147,7 +147,7 @@ SHAPES: dict[type, tuple[Key, ...]] = {
                       Key("actual", when=_given), Key("score", when=_finite), Key("details", when=_set), Key("error", when=_set),
                       Key("checked", when=_set), Key("traceback", when=_set), Key("id", attr="label", when=_set),
                       Key("severity", when=_set), Key("weight", when=_given),
-                      Key("judged", when=_given)),
+                      Key("judged", when=_given), Key("negated", when=_set)),
     Judged: (Key("validator"), Key("connector", when=_set), Key("verdict", when=_given), Key("label", when=_given), Key("votes", when=_set),
              Key("consistent", when=_given), Key("min_agreement", when=_given), Key("min_kappa", when=_given)),
     ToolCall: (Key("name"), Key("arguments"), Key("result"), Key("duration_ms", put=_ms), Key("id", when=_set),

@@ -95,7 +95,7 @@ def _captured(r: CaseResult) -> list[str]:
 
 
 def _expected_actual(a: AssertionResult) -> list[str]:
-    return [f"- {_code(a.type)}: {_text(a.message, 300)}", f"  - expected: {_text(a.expected, 300)}",
+    return [f"- {_code(a.type)}: {_text(a.message, 300)}", f"  - expected{' not' if a.negated else ''}: {_text(a.expected, 300)}",
             f"  - actual: {_text(a.actual, 300)}"]
 
 

@@ -20,10 +20,12 @@ def key_of(result: CaseResult) -> Key:
 
 
 def classify(pass_rate: float) -> str:
-    """Yao's stability class of a pass rate in percent; failing every run is stable too (stably failing:
-    the verdict is the same every time, which is what the class measures)."""
-    if pass_rate >= 100 or pass_rate <= 0:
+    """Yao's stability class of a pass rate in percent, and ``failing`` for a case that failed every run: the
+    same verdict every time, but a class that read "stable" beside a FAILED verdict said the opposite."""
+    if pass_rate >= 100:
         return "stable"
+    if pass_rate <= 0:
+        return "failing"
     if pass_rate >= 80:
         return "mostly_stable"
     if pass_rate >= 50:

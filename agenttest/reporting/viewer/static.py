@@ -65,7 +65,7 @@ def _transcript(r: CaseResult) -> str:
 def _expected_actual(a: AssertionResult) -> str:
     if a.passed or (a.expected is None and a.actual is None):
         return ""
-    return (f'<br><span class="meta">expected</span> <code>{escape(shorten(a.expected, 300))}</code> '
+    return (f'<br><span class="meta">expected{" not" if a.negated else ""}</span> <code>{escape(shorten(a.expected, 300))}</code> '
             f'<span class="meta">actual</span> <code>{escape(shorten(a.actual, 300))}</code>')
 
 

@@ -94,6 +94,11 @@
     if (!ran.length) return "skipped";
     return bad.length ? worst() : "passed";
   }
+  // the run a verdict is shown with: the first that did not pass when the verdict is not a pass, else the first
+  function shownRun(runs, verdict) {
+    const bad = verdict !== "passed" && verdict !== "flaky" && runs.find(r => r.status !== "passed" && r.status !== "skipped");
+    return bad || runs[0];
+  }
   function worstOf(verdicts) { return verdicts.reduce((a, b) => (RANK[b] < RANK[a] ? b : a), verdicts[0] || "skipped"); }
 
   function buildCases(report) {
@@ -185,7 +190,7 @@
 
     function differs(c) {
       if (c.sides.length < 2) return false;
-      const outs = c.sides.map(x => x.verdict + "\0" + text(x.runs[0].output));
+      const outs = c.sides.map(x => x.verdict + "\0" + text(shownRun(x.runs, x.verdict).output));
       return outs.some(o => o !== outs[0]);
     }
     function visible() {
@@ -198,7 +203,7 @@
         c.tags.length ? h("div", null, c.tags.map(t => h("span", { class: "tag", text: t }))) : null,
         c.reason ? h("div", { class: "reason small", text: shorten(c.reason, 160) }) : null);
       const cells = matrix.length
-        ? c.sides.map(x => h("td", null, badge(x.verdict), " ", strip(x.runs), h("div", { class: "small", text: shorten(text(x.runs[0].output), 160) })))
+        ? c.sides.map(x => h("td", null, badge(x.verdict), " ", strip(x.runs), h("div", { class: "small", text: shorten(text(shownRun(x.runs, x.verdict).output), 160) })))
         : [h("td", null, strip(c.sides[0].runs)), h("td", null, c.rate == null ? "—" : pct(c.rate), c.gate && c.gate.interval && c.ran > 1 ? h("div", { class: "interval", text: span(c.gate.interval) }) : null),
           h("td", { text: c.gate ? "≥ " + pct(c.gate.min_pass_rate) : "—" }), h("td", { text: c.cls || "—" }),
           h("td", { text: ms(c.duration) }), h("td", { class: "out", text: c.output })];
@@ -364,7 +369,7 @@
       h("td", null, a.id ? a.id + ": " : "", h("code", { text: a.type }), a.weight != null ? h("span", { class: "meta", text: " weight " + a.weight }) : null),
       h("td", null, a.message || (a.passed ? "" : "failed"), a.score != null ? h("span", { class: "meta", text: " score " + a.score }) : null,
         !a.passed && (a.expected != null || a.actual != null)
-          ? h("div", { class: "ea" }, h("div", null, h("div", { class: "meta small", text: "expected" }), pre(a.expected)), h("div", null, h("div", { class: "meta small", text: "actual" }), pre(a.actual)))
+          ? h("div", { class: "ea" }, h("div", null, h("div", { class: "meta small", text: a.negated ? "expected not" : "expected" }), pre(a.expected)), h("div", null, h("div", { class: "meta small", text: "actual" }), pre(a.actual)))
           : a.checked ? h("div", { class: "meta small", text: shorten(a.checked, 200) })  // what it looked at ("not: …" when negated)
           : a.expected != null ? h("div", { class: "meta small", text: "expected " + shorten(text(a.expected), 200) }) : null))));
   }
@@ -462,6 +467,7 @@
     const said = d.diff.paired_lines || []; // the paired test in words, made by the report's writer (reporting/evidence.py)
     const moved = new Set(((d.diff.paired || {}).moved || []).map(m => m.id + "\0" + (m.connector || "")));
     const overview = h("div", null, h("h1", { text: "agent-test diff" }), h("p", { class: "meta" }, d.diff.base + " → " + d.diff.new),
+      (d.diff.notes || []).map(n => h("div", { class: "banner notes", text: "⚠ " + n })),
       said.length ? h("div", { class: "evidence " + ((d.diff.paired || {}).verdict || "").replace(/ /g, "-"), id: "paired" },
         h("b", { text: said[0] }), h("ul", null, said.slice(1).map(x => h("li", { text: x.trim() })))) : null,
       h("div", { class: "cards" }, Object.keys(counts).filter(k => counts[k]).map(k => card(k, counts[k], k === "regressed" || k === "still failing" ? "failed" : k === "fixed" ? "passed" : ""))),
@@ -568,7 +574,7 @@
     const flaky = hist.filter(x => x.flaky).length;
     facts.push("flaky in " + flaky + " of " + hist.length + " runs");
     app.append(h("div", null, h("div", { class: "nav" }, h("a", { href: "/", text: "← Run history" })), h("h1", { text: d.case.id }), d.case.file ? h("p", { class: "meta", text: d.case.file }) : null,
-      h("p", null, "Oldest to newest ", h("span", { class: "strip", id: "verdicts" }, oldest.map(x => h("a", { href: "/run/" + x.run_id + "#" + encodeURIComponent(d.case.id), class: bad(x.verdict) ? "f" : x.verdict === "skipped" || x.verdict === "incomplete" ? "s" : "p", title: "#" + x.run_id + " " + x.verdict, text: bad(x.verdict) ? "✗" : x.verdict === "skipped" ? "–" : x.verdict === "incomplete" ? "…" : x.flaky ? "≈" : "✓" })))),
+      h("p", null, "Oldest to newest ", h("span", { class: "strip", id: "verdicts" }, oldest.map(x => h("a", { href: "/run/" + x.run_id + "#" + encodeURIComponent(d.case.id), class: bad(x.verdict) ? "f" : x.verdict === "skipped" || x.verdict === "incomplete" ? "s" : "p", title: "#" + x.run_id + " " + x.verdict, text: bad(x.verdict) ? MARK[x.verdict] || "✗" : x.verdict === "skipped" ? "–" : x.verdict === "incomplete" ? "…" : x.flaky ? "≈" : "✓" })))),
       h("ul", { id: "facts" }, facts.map(f => h("li", { text: f }))),
       h("table", { class: "cases" }, h("thead", null, h("tr", null, ["Run", "When", "File", "Connector", "Verdict", "Runs passed", "Time", "Output / reason"].map(x => h("th", { text: x })))),
         h("tbody", null, hist.map(x => h("tr", null, h("td", null, h("a", { href: "/run/" + x.run_id + "#" + encodeURIComponent(d.case.id), text: "#" + x.run_id })),
