@@ -58,7 +58,7 @@ def test_pass_fail_and_negate(params, good, bad):
     passed = evaluate(params, good)
     assert passed.passed and passed.message == ""
     negated = evaluate({**params, "negate": True}, good)
-    assert not negated.passed and negated.message.startswith("not: ")
+    assert not negated.passed and negated.message.startswith(f"expected not: {params['type']} ") and negated.negated
     failed = evaluate(params, bad)
     assert not failed.passed and failed.message
     assert evaluate({**params, "negate": True}, bad).passed
