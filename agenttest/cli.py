@@ -334,6 +334,9 @@ def main() -> None:
               help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: reports/output-<timestamp>.json in the app root, for a case file]")
 @click.option("--report-world", type=click.Choice(["full", "changes"]), default="full", show_default=True, cls=Option, section="Output",
               help="What reports keep of each case's tool world: the initial and final world and their changes, or the changes only.")
+@click.option("--calls", type=click.Choice(["none", "failed", "all"]), default="failed", show_default=True, cls=Option, section="Output",
+              help="Which results keep their model calls — every request as sent and response as received (the agent's, the judges', the "
+              "simulator's), timings and retries — for the report and the viewer: none, failures only, or all (docs/viewer.md).")
 @click.option("--history", "history", metavar="FILE", cls=Option, section="Output",
               help="Record the run in this history database  [default: .agent-test/history.sqlite in the app root]")
 @click.option("--no-history", is_flag=True, cls=Option, section="Output", help="Do not record this run in the history  [default: recorded]")

@@ -61,6 +61,7 @@ class RunConfig:
     confidence: float = field(default=0.95, metadata=_reported(show=lambda v: v))  # --confidence: every interval
     judge_min_agreement: float | None = field(default=None, metadata=_reported())  # the judge gate (FORMATS §19)
     judge_min_kappa: float | None = field(default=None, metadata=_reported())
+    calls: str = field(default="failed", metadata=_reported(show=lambda v: v if v != "failed" else None))  # --calls none|failed|all
     report_world: str = field(default="full", metadata=_reported(show=lambda v: v if v != "full" else None))  # or "changes"
     json: bool = False  # --json: NDJSON events on stdout, the console on stderr
     workers: int = field(default=1, metadata=_reported(show=lambda v: v if v != 1 else None))  # 0: cases run in this process

@@ -165,7 +165,8 @@ class Session:
         if root is None:
             raise AgentTestError("no app root found (a folder with assistants/ or app.yao)", hint="pass --app DIR or set AGENTTEST_APP")
         cassettes = Cassettes.for_run(root, config, self.secrets, self.cwd)
-        catalog = Catalog(App(root), self.secrets, strict=config.strict, cassettes=cassettes, traffic=Traffic(config.parallel))
+        catalog = Catalog(App(root), self.secrets, strict=config.strict, cassettes=cassettes, traffic=Traffic(config.parallel),
+                          recorded=config.calls != "none")
         try:
             ctx = read_ctx(config.ctx_file, config.strict, catalog.warnings) if config.ctx_file else {}
             caller = Caller(catalog, Identity(config.user, config.team, ctx))

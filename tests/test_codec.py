@@ -11,7 +11,7 @@ import random
 import pytest
 
 from agenttest.reporting import codec
-from agenttest.model import (AssertionResult, CaseResult, CheckpointResult, EndpointLoad, Gate, ModelCall, RunReport, Spend, Stability,
+from agenttest.model import (Answer, AssertionResult, CallLog, CaseResult, CheckpointResult, EndpointLoad, Exchange, Gate, ModelCall, Retry, RunReport, Spend, Stability,
                              ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from agenttest.errors import AgentTestError
 from helpers import cli
@@ -68,7 +68,21 @@ def _result(rng: random.Random, index: int) -> CaseResult:
         connector=rng.choice(["", "mock"]),
         spend=(Spend("agent", "mock", _usage(rng), 2, rng.choice([None, 0.000125])),) if rng.random() < 0.5 else (),
         model_calls=(ModelCall("agent", "mock", rng.choice(["", "gpt-x"]), 3.5),) if rng.random() < 0.5 else (),
+        calls=_calls(rng) if rng.random() < 0.5 else None,
     )
+
+
+def _calls(rng: random.Random) -> CallLog:
+    """A case's model calls: one answered after a retry, one that failed (every key of their shapes, some left out)."""
+    answered = Exchange(role="agent", connector="gpt", url=rng.choice(["", "http://127.0.0.1:9/v1/chat/completions"]), turn=rng.randint(0, 3),
+                        messages=(0, 1), tools=rng.choice([-1, 0]), parameters={"model": "gpt-x", "temperature": _value(rng)},
+                        response=Answer(content=rng.choice(["", "hi"]), tool_calls=({"id": "c1", "name": "t", "arguments": _value(rng)},),
+                                        finish_reason=rng.choice(["", "stop", "length"]), model=rng.choice(["", "gpt-x-1"]), usage=_usage(rng)),
+                        queued_ms=rng.randint(0, 99) / 10, first_byte_ms=rng.choice([None, 12.5]), duration_ms=40.5,
+                        retries=rng.choice([(), (Retry(kind="rate_limit", error="429", status=429, waited_ms=500.0), Retry(kind="cut"))]))
+    failed = Exchange(role="validator", connector="mock", served="assertion 2", messages=(2,), error="boom", replayed=rng.random() < 0.5)
+    return CallLog(messages=({"role": "system", "content": "s"}, {"role": "user", "content": _value(rng)}, {"role": "user", "content": "judge"}),
+                   tools=([{"type": "function", "function": {"name": "t"}}],), exchanges=(answered, failed))
 
 
 def _report(seed: int) -> RunReport:

@@ -10,7 +10,7 @@ import pytest
 from agenttest.reporting import viewer
 
 from agenttest.verdicts.gates import Policy
-from agenttest.model import AssertionResult, CaseResult, CheckpointResult, RunReport, Spend, ToolCall, Turn, Usage, WorldChange, WorldRecord
+from agenttest.model import Answer, AssertionResult, CallLog, CaseResult, CheckpointResult, Exchange, Retry, RunReport, Spend, ToolCall, Turn, Usage, WorldChange, WorldRecord
 from agenttest.reporting import render
 from agenttest.verdicts.outcome import make_report
 
@@ -22,6 +22,25 @@ def fixed_report() -> RunReport:
     faulted = ToolCall("create_expense", {"type": "travel", "amount": 3500}, "call_0", None, "create_expense timed out", 0.1, fault="timeout")
     mocked = ToolCall("lookup_policy", {"type": "travel"}, "call_2", {"limit": 5000}, None, 0.2, mocked=True)
     filed = {"id": "EXP-001", "type": "travel", "amount": 3500}
+    calls = CallLog(
+        messages=({"role": "system", "content": "You file expenses. Key: ***"}, {"role": "user", "content": "Yes <confirm> & go"},
+                  {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+                                                                         "function": {"name": "create_expense", "arguments": "{\"type\": \"travel\"}"}}]},
+                  {"role": "tool", "tool_call_id": "call_1", "content": "{\"id\": \"EXP-001\"}"},
+                  {"role": "user", "content": "{\"output\": \"Expense submitted! EXP-001\", \"criteria\": \"approved\"}"}),
+        tools=([{"type": "function", "function": {"name": "create_expense", "description": "File an expense", "parameters": {"type": "object"}}}],),
+        exchanges=(Exchange(role="agent", connector="gpt", url="https://api.openai.com/v1/chat/completions", turn=1, messages=(0, 1), tools=0,
+                            parameters={"model": "gpt-4o-mini", "temperature": 0}, queued_ms=120.0, duration_ms=900.0,
+                            response=Answer(tool_calls=({"id": "call_1", "name": "create_expense", "arguments": {"type": "travel"}},),
+                                            finish_reason="tool_calls", model="gpt-4o-mini-2024-07-18", usage=Usage(30, 8, 38)),
+                            retries=(Retry(kind="rate_limit", error="model error 429 from api.openai.com: slow down", status=429, waited_ms=100.0),)),
+                   Exchange(role="agent", connector="gpt", url="https://api.openai.com/v1/chat/completions", turn=1, messages=(0, 1, 2, 3), tools=0,
+                            parameters={"model": "gpt-4o-mini", "temperature": 0, "stream": True, "stream_options": {"include_usage": True}},
+                            first_byte_ms=300.0, duration_ms=700.0,
+                            response=Answer(content="Expense submitted! EXP-001", finish_reason="length", model="gpt-4o-mini-2024-07-18",
+                                            usage=Usage(40, 9, 49, source="estimated"))),
+                   Exchange(role="validator", connector="mock", turn=1, served="assertion 1", messages=(4,), parameters={"model": "mock"},
+                            duration_ms=2.0, replayed=True, error="validator reply was empty")))
     world = WorldRecord({"expenses": [], "budget": 9000}, {"expenses": [filed], "budget": 5500},
                         (WorldChange("$.expenses[0]", "added", after=filed), WorldChange("$.budget", "changed", 9000, 5500)))
     results = (
@@ -30,7 +49,7 @@ def fixed_report() -> RunReport:
         CaseResult("T002", "failed", "files it", [{"role": "user", "content": "Yes <confirm> & go"}], "Expense submitted! EXP-001", 2100.0,
                    assertions=(AssertionResult("contains", False, "output does not contain 'approved': Expense submitted! EXP-001", "approved", "Expense submitted! EXP-001"),
                                AssertionResult("tool_called", True, "", "create_expense", {"name": "create_expense", "arguments": {"type": "travel", "amount": 3500}})),
-                   tool_calls=(faulted, mocked, call), usage=Usage(40, 9, 49), index=1, world=world),
+                   tool_calls=(faulted, mocked, call), usage=Usage(40, 9, 49), index=1, world=world, calls=calls),
         CaseResult("T003", "error", "", "fail", None, 300.0, error="agent error: model error 500 from 127.0.0.1:8000: boom", index=2),
         CaseResult("T004", "timeout", "", "slow", None, 30000.0, error="timeout after 30s", index=3),
         CaseResult("T005", "skipped", "", "later", None, 0.0, skip_reason="needs a vision model", index=4),

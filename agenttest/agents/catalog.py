@@ -18,6 +18,7 @@ from agenttest.app.folders import App
 from agenttest.connectors.cassettes import Cassettes
 from agenttest.connectors import Connector, create
 from agenttest.connectors.files import spec_for
+from agenttest.connectors.recorded import Recorded
 from agenttest.connectors.throttle import Traffic
 from agenttest.errors import AgentTestError, InputError
 from agenttest.agents.mcp import Servers
@@ -28,8 +29,9 @@ from agenttest.app.yaofiles import function, load_module
 
 class Catalog:
     def __init__(self, app: App, secrets: Secrets | None = None, strict: bool = False, cassettes: Cassettes | None = None,
-                 traffic: Traffic | None = None):
+                 traffic: Traffic | None = None, recorded: bool = False):
         self.app = app
+        self.recorded = recorded  # --calls all|failed: every connector's calls are recorded (connectors/recorded.py)
         self.cassettes = cassettes  # --record/--replay: every connector is wrapped
         self.secrets = secrets if secrets is not None else Secrets()
         self.strict = strict  # unknown keys in package.yao are errors
@@ -88,11 +90,12 @@ class Catalog:
             tapes = self.cassettes
             spec = spec_for(self.app, connector_id, self.secrets, offline=tapes is not None and tapes.offline)
             self.prices[connector_id] = costs.pricing_of(spec.options, connector_id, spec.path)  # bad pricing: a load error
-            connector = create(spec)
+            made = connector = create(spec)
             self.warnings += getattr(connector, "warnings", None) or []
             connector = self.traffic.wrap(connector)
-            # cassettes outermost: a replayed call never reaches the throttle or the endpoint-down logic
-            self._connectors[connector_id] = tapes.wrap(connector) if tapes is not None else connector
+            # cassettes outside the throttle: a replayed call never reaches it or the endpoint-down logic
+            connector = tapes.wrap(connector) if tapes is not None else connector
+            self._connectors[connector_id] = Recorded(connector, made) if self.recorded else connector
         return self._connectors[connector_id]
 
     def import_sdks(self) -> None:

@@ -18,6 +18,7 @@ from agenttest.errors import did_you_mean
 from agenttest.speed.records import fast_init as _fast_init, replace
 from agenttest.plugins import ASSERTIONS
 from agenttest.model import AssertionResult, AssertionSpec, Case, Message, ToolCall
+from agenttest.runtime import exchanges
 from agenttest.util.text import as_text
 
 CheckProblem = tuple[str | None, str, str | None]
@@ -288,7 +289,8 @@ async def evaluate_all(specs: Sequence[AssertionSpec], obs: Observation) -> tupl
     """Every assertion is evaluated (no short-circuit); async ones (judges) run concurrently."""
     if not any(_REGISTRY[s.type].is_async for s in specs):
         return tuple([_evaluate_sync(s, obs) for s in specs])
-    return tuple(await asyncio.gather(*(evaluate(s, obs) for s in specs)))
+    # each one's model calls (a judge's) are filed under it: "assertion 2" (in a scripted turn, "turn 3 assertion 2")
+    return tuple(await asyncio.gather(*(exchanges.served(f"assertion {i}", evaluate(s, obs)) for i, s in enumerate(specs, 1))))
 
 
 def _evaluate_sync(spec: AssertionSpec, obs: Observation) -> AssertionResult:

@@ -22,6 +22,7 @@ from agenttest.util.text import loads
 from agenttest.util.files import write_atomic
 from agenttest.util.secrets import Secrets
 from agenttest.util.paths import source_key
+from agenttest.runtime import exchanges
 from agenttest.runtime.trace import Trace, current_role, current_trace
 
 ROLES = ("agent", "simulator", "validator", "generator")
@@ -103,7 +104,7 @@ def completion_of(response: dict[str, Any]) -> Completion:
     return Completion(str(response.get("content") or ""), calls,
                       Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), int(usage.get("total_tokens", 0)),
                             source=source),
-                      str(response.get("model", "")), str(response.get("finish_reason") or ""))
+                      str(response.get("model", "")), str(response.get("finish_reason") or ("tool_calls" if calls else "stop")))  # as recorded
 
 
 def user_left(turn: int) -> Completion:
@@ -365,10 +366,12 @@ class Cassettes:
             found = tape.take(run, role, entry.key, turn, normal, self.roles is not None and role != "agent", connector)
             if found is not None and not (self.record and "error" in found.response):  # re-recording retries failures
                 self._keep(tape, call, entry, found.response)
+                exchanges.replayed()
                 return completion_of(found.response)
             if found is None and self.roles is not None and role == "simulator" and tape.last_turn(run, role) < turn:
                 if trace is not None:
                     trace.notes.append(f"the recorded user has no turn {turn}: the conversation ended there (--replay-roles)")
+                exchanges.replayed()
                 return user_left(turn)
             if not self.record:
                 why = await asyncio.to_thread(tape.explain, run, role, entry.key, normal, connector)  # off the loop: other cases go on

@@ -283,7 +283,7 @@ class MockConnector:
             text, calls = self._made(rule, groups, messages, request)
         words = sum(_words(m.get("content")) for m in messages)
         produced = _words(text)
-        return Completion(text, calls, Usage(words, produced, words + produced), self.model)
+        return Completion(text, calls, Usage(words, produced, words + produced), self.model, "tool_calls" if calls else "stop")
 
     def _made(self, rule: Rule, groups: dict[str, str], messages: list[dict[str, Any]], request: ChatRequest) -> tuple[str, tuple[ToolCall, ...]]:
         """The reply and tool calls of a rule with templates, an error or calls."""

@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 from agenttest.errors import AgentTestError, CallError
 from agenttest.model import Completion, ToolCall, Usage
 from agenttest.model.parameters import CHAT_PARAMETERS, not_sent, request_options
+from agenttest.runtime import exchanges
 from agenttest.runtime.trace import note
 from agenttest.speed.records import replace
 from agenttest.util.secrets import redact
@@ -272,6 +273,17 @@ class OpenAIConnector:
             body["stream_options"] = {"include_usage": True}
         return body
 
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
+        """The body this connector sends for ``request`` (``--calls`` shows it; the key is never in it)."""
+        return self._body(request, self.streams(request))
+
+    def endpoint(self) -> str:
+        """Where requests go: the chat-completions URL, without the credentials a URL may carry."""
+        base = str(self._clients[0].base_url) if self._clients else self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        parsed = urlparse(base.rstrip("/"))
+        netloc = parsed.netloc.rpartition("@")[2]
+        return parsed._replace(netloc=netloc, query="", fragment="").geturl() + "/chat/completions"
+
     def streams(self, request: ChatRequest) -> bool:
         """Whether this request is sent as a stream."""
         return bool(request.options.get("stream", self.stream)) and (self.stream_tools or not request.tools)
@@ -331,6 +343,7 @@ class OpenAIConnector:
         """The request again with ``content: ""`` beside tool calls; if that is taken, so is every later one
         (said once per case that meets it); if not, the first failure stands."""
         self.tool_content = dialects.EMPTY
+        exchanges.retried("dialect", f"{failure} (sent again with \"content\": \"\" beside tool_calls)", getattr(failure, "status", 0) or 0)
         try:
             completion = await self.complete(request)
         except CallError:
@@ -396,7 +409,11 @@ class OpenAIConnector:
         content: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         usage, model, finished = NO_USAGE, "", ""
+        first = True
         async for chunk in stream:  # each a dict (AsyncStream[object]): no pydantic model per chunk
+            if first:
+                exchanges.first_byte()
+                first = False
             model = chunk.get("model") or model
             if chunk.get("usage"):
                 usage = self._usage(chunk["usage"])

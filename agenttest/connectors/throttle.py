@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 
 from agenttest.errors import AgentTestError, CallError
 from agenttest.model import Completion, EndpointLoad
+from agenttest.runtime import exchanges
 from agenttest.runtime.trace import deadline_paused
 from agenttest.connectors.base import ChatRequest, Connector, ConnectorSpec, Retryable
 
@@ -228,8 +230,14 @@ class Throttled:
         throttle, limits = self.throttle, self.throttle.limits
         limited = failures = cuts = 0
         drains = limits.bounded and not _streams(self.inner, request)
+        recording = exchanges.current_exchange.get() is not None  # --calls: the time queued and each retry are said
         while True:
-            epoch = await throttle.acquire()
+            if recording:
+                asked = time.perf_counter()
+                epoch = await throttle.acquire()
+                exchanges.queued(time.perf_counter() - asked)
+            else:
+                epoch = await throttle.acquire()
             held = [False]  # set when a cancelled call goes on in the background, holding its slot
             try:
                 completion = await (self._drained(request, held) if drains else self.inner.complete(request))
@@ -256,8 +264,11 @@ class Throttled:
                     raise CallError(f"{failure} (still rate limited after {limits.rate_limit_retries} retries; "
                                     f"try a lower --parallel, or set rpm/max_concurrency on the connector)") from None
                 throttle.stats["absorbed"] += 1
+                wait = min(failure.retry_after if failure.retry_after is not None else backoff(limited), MAX_WAIT)
+                if recording:
+                    exchanges.retried(failure.kind, str(failure), failure.status, wait)
                 with deadline_paused():  # waiting out a rate limit is not the agent's time
-                    await asyncio.sleep(min(failure.retry_after if failure.retry_after is not None else backoff(limited), MAX_WAIT))
+                    await asyncio.sleep(wait)
                 continue
             if down:
                 raise CallError(f"endpoint unreachable: {throttle.down}") from None
@@ -266,12 +277,17 @@ class Throttled:
                 if cuts > 1:
                     raise CallError(f"{failure}, again when retried{self._cut_hint()}") from None
                 throttle.stats["retries"] += 1
+                if recording:
+                    exchanges.retried(failure.kind, str(failure), failure.status)
                 continue
             failures += 1
             if failures > limits.max_retries:
                 raise CallError(self._final(failure, failures - 1)) from None
             throttle.stats["retries"] += 1
-            await asyncio.sleep(min(failure.retry_after if failure.retry_after is not None else backoff(failures), MAX_WAIT))
+            wait = min(failure.retry_after if failure.retry_after is not None else backoff(failures), MAX_WAIT)
+            if recording:
+                exchanges.retried(failure.kind, str(failure), failure.status, wait)
+            await asyncio.sleep(wait)
 
     async def _drained(self, request: ChatRequest, held: list[bool]) -> Completion:
         """The call in a task of its own. Cancelled (the case's deadline, Ctrl-C), it goes on to its end in the

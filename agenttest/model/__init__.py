@@ -25,6 +25,7 @@ from agenttest.model.cases import (
                       SimulatorSpec,
                       astuple_shallow,
 )
+from agenttest.model.exchanges import Answer, CallLog, Exchange, Retry
 from agenttest.model.evidence import Calibration, Disagreement, Estimate, Evidence, Judged, Mover, Paired
 from agenttest.model.plan import Plan, ResolvedCase
 from agenttest.model.kinds import FaultKind, Message, Mode, OutputFrom, Role, Status, UsageSource
@@ -44,10 +45,12 @@ from agenttest.model.results import (
 )
 
 __all__ = [
+    "Answer",
     "AssertionResult",
     "AssertionSpec",
     "Budget",
     "Calibration",
+    "CallLog",
     "Case",
     "CaseResult",
     "Checkpoint",
@@ -58,6 +61,7 @@ __all__ = [
     "EndpointLoad",
     "Estimate",
     "Evidence",
+    "Exchange",
     "Fault",
     "FaultKind",
     "Gate",
@@ -76,6 +80,7 @@ __all__ = [
     "Plan",
     "Reply",
     "ResolvedCase",
+    "Retry",
     "Role",
     "RunHeader",
     "RunReport",

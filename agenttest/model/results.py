@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from agenttest.model.calls import EndpointLoad, ModelCall, Spend, ToolCall, Usage
 from agenttest.model.evidence import Evidence, Judged
+from agenttest.model.exchanges import CallLog
 from agenttest.model.kinds import Status
 from agenttest.model.scenario import ScenarioRecord
 
@@ -140,6 +141,7 @@ class CaseResult:
     truncated: bool = False  # the agent's (last) reply was cut at its token limit (finish_reason "length")
     score: float | None = None  # the weighted score of its assertions (0–1), when any carries a weight
     scenario: ScenarioRecord | None = None  # a scenario's run (FORMATS §18)
+    calls: CallLog | None = None  # every model call of the run as sent and answered (--calls keeps them)
 
     @property
     def conversation(self) -> bool:

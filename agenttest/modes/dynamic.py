@@ -13,6 +13,7 @@ from agenttest.plugins import MODES
 from agenttest.assertions import Observation, evaluate
 from agenttest.errors import CallError
 from agenttest.model import AssertionResult, Case, CaseResult, CheckpointResult, Status
+from agenttest.runtime import exchanges
 from agenttest.runtime.trace import Trace
 from agenttest.modes import simulator
 from agenttest.modes.base import CaseEnv, output_notes
@@ -42,7 +43,8 @@ async def _checkpoints(conv: Conversation, turn: int, obs: Observation) -> list[
             if cp.id in conv.reached or not all(dep in conv.reached for dep in cp.after):
                 continue
             if cp.id not in verdicts:
-                verdicts[cp.id] = await evaluate(cp.assertion, obs)
+                with exchanges.serving(f"checkpoint {cp.id}"):  # its judge's calls are filed under it
+                    verdicts[cp.id] = await evaluate(cp.assertion, obs)
                 if verdicts[cp.id].error:
                     raise CheckpointError(f"checkpoint {cp.id} failed: {verdicts[cp.id].message}", error_by((verdicts[cp.id],)))
             if verdicts[cp.id].passed:

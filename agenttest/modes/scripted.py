@@ -12,6 +12,7 @@ from agenttest.assertions import evaluate_all
 from agenttest.errors import CallError
 from agenttest.model import AssertionResult, Case, CaseResult, Status
 from agenttest.model.results import blocks
+from agenttest.runtime import exchanges
 from agenttest.runtime.trace import Trace
 from agenttest.modes.base import CaseEnv, output_notes
 from agenttest.modes.conversation import BudgetStop, Conversation, agent_turn, check_budget, cut_short, final, final_reason
@@ -23,7 +24,8 @@ async def _turns(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> 
     for number, turn in enumerate(case.turns, start=1):
         conv.history += await env.messages(replace(case, messages=turn.messages))
         ex = await agent_turn(case, env, conv, trace, number)
-        checks = await evaluate_all(turn.assertions, ex.obs)
+        with exchanges.serving(f"turn {number}"):  # its judges' calls are filed under the turn's checks
+            checks = await evaluate_all(turn.assertions, ex.obs)
         ex.record(conv, assertions=checks, id=turn.id)
         check_budget(env, trace, number)
 

@@ -21,8 +21,8 @@ from functools import cache
 from typing import Any, Literal
 
 from agenttest.errors import AgentTestError, Location
-from agenttest.model import (AssertionResult, Calibration, CaseResult, CheckpointResult, EndpointLoad, Estimate, Gate, Judged, ModelCall, Paired, PassK, RunReport,
-                             Spend, Stability, ToolCall, Turn, Usage, WorldChange, WorldRecord)
+from agenttest.model import (Answer, AssertionResult, Calibration, CallLog, CaseResult, CheckpointResult, EndpointLoad, Estimate, Exchange, Gate,
+                             Judged, ModelCall, Paired, PassK, Retry, RunReport, Spend, Stability, ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from agenttest.model.scenario import ScenarioRecord
 from agenttest.util.positions import json_offset, line_col
 from agenttest.util.text import safe_text
@@ -164,6 +164,13 @@ SHAPES: dict[type, tuple[Key, ...]] = {
     WorldRecord: (Key("initial", when=_given), Key("final", when=_given), Key("changes")),
     Spend: (Key("role"), Key("connector"), Key("calls"), Key("usage"), Key("cost", when=_given, put=_usd)),
     ModelCall: (Key("role"), Key("connector"), Key("model", when=_set), Key("duration_ms", put=_ms)),
+    Retry: (Key("kind"), Key("error", when=_set), Key("status", when=_set), Key("waited_ms", when=_set, put=_ms)),
+    Answer: (Key("content"), Key("tool_calls", when=_set), Key("finish_reason", when=_set), Key("model", when=_set), Key("usage")),
+    Exchange: (Key("role"), Key("connector"), Key("url", when=_set), Key("turn", when=_set), Key("for", attr="served", when=_set),
+               Key("replayed", when=_set), Key("messages"), Key("tools", when=lambda e, v: v >= 0), Key("parameters"),
+               Key("response", when=_given), Key("error", when=_set), Key("queued_ms", put=_ms),
+               Key("first_byte_ms", when=_given, put=_ms), Key("duration_ms", put=_ms), Key("retries", when=_set)),
+    CallLog: (Key("messages"), Key("tools", when=_set), Key("exchanges")),
     CaseResult: (
         Key("id"), Key("name", when=_set), Key("description", when=_set), Key("tags", when=_set), Key("status"), Key("input"),
         Key("output"), Key("output_from", when=_set), Key("truncated", when=_set), Key("error_by", when=_set), Key("duration_ms", put=_ms), Key("skip_reason", when=lambda r, v: r.status == "skipped" and bool(v)),
@@ -179,6 +186,7 @@ SHAPES: dict[type, tuple[Key, ...]] = {
         Key("stdout", when=_set), Key("stderr", when=_set), Key("traceback", when=_set), Key("model_calls", when=_set),
         Key("score", when=_finite), Key("minor_failures", when=lambda r, v: bool(r.minor_failures), put=lambda r: r.minor_failures, derived=True),
         Key("scenario", when=_given),
+        Key("calls", when=_given),
     ),
     ScenarioRecord: (Key("identity"), Key("code", when=_set), Key("started"), Key("ended"), Key("steps"), Key("turns"),
                      Key("events"), Key("pending", when=_set)),

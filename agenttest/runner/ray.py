@@ -228,7 +228,7 @@ class ActorWorker:
         slots.share(traffic, self.size)
         try:
             catalog = Catalog(App(self.root), secrets, strict=config.strict, cassettes=Cassettes.for_run(self.root, config, secrets),
-                              traffic=traffic)
+                              traffic=traffic, recorded=config.calls != "none")
             self.caller = caller = Caller(catalog, self.identity)
             caller.loop = asyncio.get_running_loop()
             self.plan, _ = await planning.build(self.cases, catalog, self.agent, config)

@@ -26,7 +26,9 @@ from agenttest.accounting.costs import spend_of
 from agenttest.errors import CallError, HookError
 from agenttest.app.hooks import data_of
 from agenttest.model import AssertionResult, Budget, Case, CaseResult, Plan, ResolvedCase, Status
+from agenttest.model.exchanges import keeps
 from agenttest.reporting.codec import result_dict
+from agenttest.runtime import exchanges
 from agenttest.runtime.trace import Trace, current_trace
 from agenttest.runtime.world import ToolWorld
 
@@ -192,6 +194,8 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
         extra.update(stdout=stdout, stderr=stderr)
     if len(trace.served) != len(result.model_calls):  # an After hook's calls, or a result made above
         extra["model_calls"] = tuple(trace.served)
+    if trace.exchanges and keeps(config.calls, extra.get("status", result.status)):  # --calls: what each model was sent and answered
+        extra["calls"] = exchanges.log_of(trace.exchanges)
     if extra:
         result = replace(result, **extra)
     return result  # as it is: identity is matched on it; what shows it hides the secrets (reporting.watch)

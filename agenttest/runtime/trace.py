@@ -33,6 +33,7 @@ class Trace:
     turn: int = 1  # the conversation's turn now (dynamic mode advances it)
     miss: str = ""  # the first call that --replay had no recording for: the case's error
     notes: list[str] = field(default_factory=list)  # said under the case as warnings (e.g. a replay that ended early)
+    exchanges: list[Any] = field(default_factory=list)  # --calls: each model call as it was made (runtime/exchanges.Pending)
     volatile: dict[str, str] = field(default_factory=dict)  # prompt values that change every run → their placeholders
     deadline: asyncio.Timeout | None = None  # the case's deadline (the runner's), paused while throttled
     _paused: int = 0
