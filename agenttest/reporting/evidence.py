@@ -45,13 +45,6 @@ def pass_rate_text(report: RunReport, rate: float) -> str:
     return f"{rate:.1f}% ({level(known.confidence)} CI {span(e.low, e.high)}; {stands})"
 
 
-def runs_interval(passed: int, runs: int, interval: tuple[float, float] | None) -> str:
-    """One case's runs plainly: ``3 runs: 44%–100%``."""
-    if interval is None:
-        return "no run"
-    return f"{plural(runs, 'run')}: {span(*interval)}"
-
-
 def level(confidence: float) -> str:
     return f"{100 * confidence:g}%"
 
@@ -135,7 +128,7 @@ def case_note(paired: Paired) -> str | None:
             f"{paired.case_floor:.2g} (Fisher's exact test); more runs per case would tell")
 
 
-def mover(m: Mover, alpha: float) -> str:
+def mover(m: Mover) -> str:
     """``checkout: 10/10 → 0/10 runs passed (Fisher p = 1.1e-05, 0.00022 after Holm)``."""
     where = m.id + (f" on {m.connector}" if m.connector else "")
     return (f"{where}: {m.before[0]}/{m.before[1]} → {m.after[0]}/{m.after[1]} runs passed ({'worse' if m.worse else 'better'}; "
@@ -147,7 +140,7 @@ def lines(paired: Paired) -> list[str]:
     out = [sentence(paired), rates(paired)]
     if paired.moved:
         out.append(f"{plural(len(paired.moved), 'case')} moved beyond noise:")
-        out += [f"  {mover(m, paired.alpha)}" for m in paired.moved]
+        out += [f"  {mover(m)}" for m in paired.moved]
     note = case_note(paired)
     if note:
         out.append(note)
