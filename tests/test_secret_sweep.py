@@ -116,19 +116,18 @@ def scenario(app, server, tmp: Path, key: str, workers: str, ray: bool = False) 
     first = [*common, "-v", "--record", str(tapes), *outputs(tmp)]
     ran = in_a_process(*first, "--executor", "ray", cwd=app.root) if ray else cli(*first, cwd=app.root)
     events = cli(*common, "--json", "--no-history", cwd=app.root)
-    # (under Ray the cassettes are named from the actors' copy of the app, which a local replay does not find: not replayed)
-    replayed = cli(*common, "--replay", str(tapes), "--no-history", "-o", str(tmp / "replay.json"), cwd=app.root) if not ray else ran
+    replayed = cli(*common, "--replay", str(tapes), "--no-history", "-o", str(tmp / "replay.json"), cwd=app.root)
     again = cli(*common, "--lf", "-o", str(tmp / "lf.json"), cwd=app.root)
     assert ran.exit_code == 1 and (tmp / "r.json").exists(), ran.output + ran.stderr
     texts = {"console": ran.output + ran.stderr, "events": events.stdout + events.stderr, "lf console": again.output + again.stderr,
-             "replay console": replayed.output + replayed.stderr, "replay report": (tmp / "replay.json").read_text() if not ray else "",
+             "replay console": replayed.output + replayed.stderr, "replay report": (tmp / "replay.json").read_text(),
              **{f"report {ext}": (tmp / f"r{ext}").read_text() for ext in FORMATS}, "history": history_text(history),
              **{f"tape {p.name}": p.read_text() for p in tapes.rglob("*") if p.is_file()},
              **{f"app {p.relative_to(app.root)}": p.read_text() for p in (app.root / ".agent-test").rglob("*.json")},
              "file names": "\n".join(str(p.relative_to(tmp)) for p in tmp.rglob("*") if "connectors" not in p.parts)}
     rep = json.loads((tmp / "r.json").read_text())
     lf = json.loads((tmp / "lf.json").read_text())
-    replay = json.loads((tmp / ("r.json" if ray else "replay.json")).read_text())
+    replay = json.loads((tmp / "replay.json").read_text())
     found = [json.loads(line) for line in events.stdout.splitlines()]
     return {
         "texts": texts,
