@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from agenttest import speed
 from agenttest.speed import collector
 
 with collector.importing():  # click and the run's configuration: ~12,000 objects, no garbage
@@ -643,11 +644,12 @@ _OWNS_PROCESS = False
 
 
 def entry() -> None:
-    """The ``agent-test`` script: ``main``, then leave at once — the report is written and flushed, the
-    files are closed; only the interpreter's teardown of a run's objects (0.1–0.2 s) is skipped."""
+    """The ``agent-test`` script: the speed machinery installed, ``main``, then leave at once — the report is
+    written and flushed, the files are closed; only the interpreter's teardown of a run's objects (0.1–0.2 s)
+    is skipped."""
     global _OWNS_PROCESS
     _OWNS_PROCESS = True  # the command is this process: a run may give it a cgroup and a watchdog
-    collector.claim()
+    speed.install()  # the one door to the speed machinery (agenttest/speed): the command's process only
     try:
         main(prog_name="agent-test")
     except SystemExit as exc:

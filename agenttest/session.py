@@ -36,7 +36,7 @@ from agenttest.runtime.context import Identity, read_ctx
 from agenttest.runtime.trace import Trace, current_trace
 from agenttest.selection import lastfailed, shards
 from agenttest.selection.filters import select
-from agenttest.speed import collector
+from agenttest import speed
 from agenttest.util import files
 from agenttest.util.secrets import MIN_LENGTH, Secrets
 from agenttest.accounting.costs import spend_of
@@ -288,7 +288,7 @@ class Session:
         from agenttest.history import store
 
         return store.Recording(self.config.history or store.locate(None, root), report, code, self.config.inputs, self.secrets,
-                               fork=collector.ours())
+                               fork=speed.installed())
 
     def _warnings(self, note: str, loaded: Loaded, catalog: Catalog, resolved: list[str]) -> list[str]:
         """What the header says before the run: the selection's note, loading's, the catalog's, resolution's."""

@@ -119,8 +119,10 @@ def _compiled(package: str) -> None:
     subprocess.run([sys.executable, "-c", WARM], env=env, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-# every module a run imports, so that the kept dataclass methods cover them all
+# every module a run imports, so that the kept dataclass methods (and the fast __init__ of the hot classes) cover them all
 WARM = ("import importlib, pkgutil, agenttest\n"
+        "from agenttest import speed\n"
+        "speed.install()  # as the command does: the kept methods are written by the speed machinery\n"
         "for m in pkgutil.walk_packages(agenttest.__path__, 'agenttest.'):\n"
         "    try:\n        importlib.import_module(m.name)\n    except Exception:\n        pass\n")
 

@@ -5,6 +5,10 @@ layers; a new module must be placed here, which makes its place in the architect
 from __future__ import annotations
 
 import ast
+import importlib
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import agenttest
@@ -120,12 +124,41 @@ def test_public_api_is_sorted_and_importable():
 
 
 def test_public_api_is_complete():
-    """Everything ``agenttest/__init__.py`` imports is exported (httpx's check), and the plug-in API is there."""
-    public = {name for name in vars(agenttest) if not name.startswith("_")} - {"annotations"}
-    modules = {name for name in public if isinstance(getattr(agenttest, name), type(agenttest)) and name != "plugins"}
-    assert public - modules == set(agenttest.__all__) - {"__version__"}
+    """The table of public names is ``__all__``, each resolves, and the names imported for type checkers are the
+    same (httpx's check, for an API imported when first used); the plug-in API is there."""
+    assert set(agenttest._PUBLIC) == set(agenttest.__all__)
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    checked = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    typed = {alias.asname or alias.name for node in ast.walk(checked) if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert typed == set(agenttest.__all__)
+    for name in agenttest.__all__:
+        module, attr = agenttest._PUBLIC[name]
+        assert getattr(agenttest, name) is (getattr(importlib.import_module(module), attr) if attr else importlib.import_module(module))
     for name in ("Registry", "register_assertion", "register_connector", "register_report", "plugins", "CaseEnv", "Loaded"):
         assert name in agenttest.__all__
+
+
+def test_importing_agenttest_changes_nothing_outside_it():
+    """``import agenttest`` (and its public names) leaves the standard library as it was: the dataclasses'
+    method writer, the garbage collector; our dataclasses keep the ``__init__`` dataclasses wrote. The speed
+    machinery is the command's own (``agenttest.speed.install``, called by ``cli.entry``)."""
+    probe = """
+import dataclasses, gc, json, sys
+create_fn, thresholds, enabled = dataclasses._create_fn, gc.get_threshold(), gc.isenabled()
+import agenttest
+from agenttest import Case, CaseResult, RunReport, plugins, register_assertion
+plugins.builtins()
+import agenttest.cli, agenttest.session
+same = {"create_fn": dataclasses._create_fn is create_fn, "gc": [gc.get_threshold() == thresholds, gc.isenabled() == enabled, gc.get_freeze_count()],
+        "init": [c.__init__.__code__.co_filename for c in (Case, CaseResult)]}
+from agenttest import speed
+speed.install()
+same["installed"] = [dataclasses._create_fn is not create_fn, Case.__init__.__code__.co_filename]
+print(json.dumps(same))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=120, check=True).stdout
+    assert json.loads(out) == {"create_fn": True, "gc": [True, True, 0], "init": ["<string>", "<string>"],
+                               "installed": [sys.version_info[:2] == (3, 11), "<__init__ of Case>"]}  # classcache mirrors 3.11's
 
 
 def test_every_built_in_plug_in_module_is_listed_once():

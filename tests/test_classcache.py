@@ -15,7 +15,15 @@ import pytest
 
 from agenttest.speed import classcache
 
-pytestmark = pytest.mark.skipif(not classcache._installed, reason="only on the Python versions whose dataclasses it mirrors")
+pytestmark = pytest.mark.skipif(sys.version_info[:2] not in classcache.MIRRORED, reason="only on the Python versions whose dataclasses it mirrors")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _installed():
+    """Installed for this module's tests only (the command installs it: ``agenttest.speed.install``)."""
+    classcache.install(os.path.dirname(os.path.dirname(classcache.__file__)))
+    yield
+    classcache.uninstall()
 
 SOURCE = '''
 import dataclasses
@@ -111,9 +119,6 @@ def test_code_agenttest_writes_itself_is_kept_under_its_file_name():
     names: dict = {}
     exec(first, names)
     assert names["f"](1) == 2
-    from agenttest.model import Case
-
-    assert any(key.startswith("# <__init__ of Case>\n") for key in classcache._codes)  # the model's, kept at import
 
 
 def test_other_packages_classes_are_left_to_dataclasses(modules):
@@ -168,12 +173,22 @@ def test_a_folder_it_cannot_write_is_not_an_error(tmp_path, monkeypatch):
 
 def test_a_fresh_interpreter_uses_the_kept_file(tmp_path):
     """A run writes the file at exit; the next one compiles nothing anew."""
-    probe = ("import agenttest.cli, agenttest.session; from agenttest.speed import classcache as c; "
-             "print(c._added, len(c._codes))")
+    probe = ("from agenttest import speed; speed.install(); import agenttest.cli, agenttest.session; from agenttest.speed import classcache as c; "
+             "print(c._added, len(c._codes), any(key.startswith('# <__init__ of Case>') for key in c._codes))")
     if not os.access(os.path.dirname(os.path.dirname(classcache._path or "")), os.W_OK):
         pytest.skip("agenttest is installed read-only here: nothing can be kept")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     first = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
     second = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
-    added, kept = (int(x) for x in second.stdout.split())
-    assert added == 0 and kept >= 300, (first.stdout, second.stdout)
+    added, kept, fast = second.stdout.split()
+    assert int(added) == 0 and int(kept) >= 300 and fast == "True", (first.stdout, second.stdout)  # the model's fast __init__ kept too
+
+
+def test_uninstall_gives_the_standard_library_its_own_back():
+    ours = dataclasses._create_fn
+    classcache.uninstall()
+    try:
+        assert dataclasses._create_fn is classcache._original and not classcache._installed
+    finally:
+        classcache.install(os.path.dirname(os.path.dirname(classcache.__file__)))
+    assert dataclasses._create_fn is not classcache._original and dataclasses._create_fn is not ours  # made again

@@ -103,15 +103,3 @@ create(ConnectorSpec(id="m", type="mock", options={}))
 print(json.dumps({"on": gc.isenabled(), "thresholds": gc.get_threshold(), "frozen": gc.get_freeze_count()}))
 """)
     assert state == {"on": True, "thresholds": [1234, 5, 6], "frozen": 0}
-
-
-def test_the_command_is_told_from_the_interpreters_arguments():
-    told = collector.started_as_the_command
-    assert told(["python", "-m", "agenttest", "-i", "cases.jsonl"])
-    assert told(["python", "-X", "importtime", "-m", "agenttest"])
-    assert told(["/venv/bin/python", "/venv/bin/agent-test", "-i", "cases.jsonl"])
-    assert not told(["python", "-m", "pytest", "-m", "agenttest"])  # pytest's -m is a marker expression
-    assert not told(["python", "-m", "agenttest.cli"])
-    assert not told(["python", "script.py", "agent-test"])
-    assert not told(["python", "-c", "import agenttest"])
-    assert not told(["python"])

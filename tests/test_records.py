@@ -161,11 +161,27 @@ def test_fast_init_leaves_alone_what_it_cannot_make_the_same():
         Checked(-1)  # its __post_init__ still runs
 
 
-def test_the_models_init_is_the_fast_one():
-    from agenttest.model import Case, CaseResult, Usage
+def test_the_models_init_is_the_fast_one_once_the_speed_machinery_is_installed():
+    """``records.hot``: the classes made by the million keep dataclasses' ``__init__`` in a library caller's
+    process and get ``fast_init`` in the command's (``agenttest.speed.install``), whichever comes first."""
+    import json
+    import subprocess
+    import sys
 
-    for cls in (Case, CaseResult, Usage, AssertionResult, Gate, Spend):
-        assert cls.__init__.__code__.co_filename == f"<__init__ of {cls.__name__}>"
+    probe = """
+import json
+from agenttest.model import AssertionResult, Case, CaseResult, Gate, Spend, Usage
+from agenttest import speed
+names = lambda: [c.__init__.__code__.co_filename for c in (Case, CaseResult, Usage, AssertionResult, Gate, Spend)]
+before = names()
+speed.install()
+from agenttest.connectors.base import ChatRequest  # named after the install: fast at once
+print(json.dumps([before, names(), ChatRequest.__init__.__code__.co_filename]))
+"""
+    before, after, request = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout)
+    assert set(before) == {"<string>"}
+    assert after == [f"<__init__ of {c}>" for c in ("Case", "CaseResult", "Usage", "AssertionResult", "Gate", "Spend")]
+    assert request == "<__init__ of ChatRequest>"
 
 
 def test_builder_shares_the_text_of_the_fields_it_is_told_to():

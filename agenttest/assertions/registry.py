@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agenttest.errors import did_you_mean
-from agenttest.speed.records import fast_init as _fast_init, replace
+from agenttest.speed.records import hot, replace
 from agenttest.plugins import ASSERTIONS
 from agenttest.model import AssertionResult, AssertionSpec, Case, Message, ToolCall
 from agenttest.runtime import exchanges
@@ -317,4 +317,4 @@ def describe(spec: AssertionSpec, what: str = "") -> str:
     return f"{spec.type} {as_text(shown)}" if shown else spec.type
 
 
-_fast_init(Observation)  # one per case
+hot(Observation)  # one per case

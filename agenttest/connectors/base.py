@@ -10,7 +10,7 @@ from typing import Any, Literal, Protocol
 from agenttest.errors import CallError
 from agenttest.plugins import CONNECTORS
 from agenttest.model import Completion, Message
-from agenttest.speed.records import fast_init as _fast_init
+from agenttest.speed.records import hot
 
 FailureKind = Literal["rate_limit", "server", "timeout", "connection", "unreachable", "cut"]  # cut: a stream ended without a finish_reason
 
@@ -71,4 +71,4 @@ def type_names() -> list[str]:
     return CONNECTORS.names()
 
 
-_fast_init(ChatRequest)  # one per model call
+hot(ChatRequest)  # one per model call

@@ -101,7 +101,7 @@ __all__ = [
 
 import dataclasses as _dataclasses
 
-from agenttest.speed.records import fast_init as _fast_init
+from agenttest.speed import records as _records
 
-for _cls in [c for c in list(globals().values()) if isinstance(c, type) and _dataclasses.is_dataclass(c)]:
-    _fast_init(_cls)  # made by the million in a large run: their __init__ sets slots through descriptors
+# made by the million in a large run: with the speed machinery installed, their __init__ sets slots through descriptors
+_records.hot(*[c for c in list(globals().values()) if isinstance(c, type) and _dataclasses.is_dataclass(c)])

@@ -10,9 +10,10 @@ is set (``PYTHONDONTWRITEBYTECODE``, ``-B``) or where the folder is read-only, a
 interpreter's bytecode version. A class is made exactly as ``dataclasses`` makes it — the same text, run the
 same way — only not compiled again; classes of any other package are left to ``dataclasses`` untouched.
 
-Installed (``install``) first thing when agenttest is imported, on the Python versions whose
-``dataclasses._create_fn`` this mirrors (3.11; 3.13 writes a class's methods in one pass of its own); on
-any other version, nothing changes."""
+Installed (``install``) by ``agenttest.speed.install`` — the command's entry point, before agenttest's other
+modules import — on the Python versions whose ``dataclasses._create_fn`` this mirrors (3.11; 3.13 writes a
+class's methods in one pass of its own); on any other version, nothing changes. ``uninstall`` gives the
+standard library its own back."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import sys
 from types import CodeType
 from typing import Any
 
-_MIRRORED = ((3, 11),)  # the versions whose dataclasses._create_fn reads as ``_create_fn`` below
+MIRRORED = ((3, 11),)  # the versions whose dataclasses._create_fn reads as ``_create_fn`` below
 _OURS = "agenttest"
 MAX_ENTRIES = 4000  # beyond this the file is written again with only what this process used
 
@@ -39,7 +40,7 @@ def install(package_dir: str) -> None:
     """Make agenttest's dataclasses from the kept code (once per process)."""
     global _installed, _path, _original
     original = getattr(dataclasses, "_create_fn", None)
-    if _installed or sys.version_info[:2] not in _MIRRORED or original is None or not _mirrors(original):
+    if _installed or sys.version_info[:2] not in MIRRORED or original is None or not _mirrors(original):
         return
     _installed, _original = True, original
     _path = os.path.join(package_dir, "__pycache__", f"dataclasses.{sys.implementation.cache_tag}.bin")
@@ -69,6 +70,19 @@ def install(package_dir: str) -> None:
     import atexit
 
     atexit.register(save)
+
+
+def uninstall() -> None:
+    """The standard library's ``_create_fn`` back, what was compiled anew kept (as at exit)."""
+    global _installed
+    if not _installed:
+        return
+    import atexit
+
+    save()
+    atexit.unregister(save)
+    dataclasses._create_fn = _original  # type: ignore[attr-defined]
+    _installed = False
 
 
 def _mirrors(fn: Any) -> bool:

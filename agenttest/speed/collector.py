@@ -4,16 +4,15 @@ Start-up — importing agenttest, click and the SDKs — makes ~80,000 long-live
 the collector scanned them again and again: ~60 passes, 33–38 ms before the first request of a one-case
 run (bench/RESULTS.md). So those imports run inside ``importing``: the collector off, then as it was.
 
-In a process of agenttest's own — the command, ``claim``ed when agenttest is first imported by
-``agent-test …`` or ``python -m agenttest …`` (and by ``cli.entry``) — a block that imported something ends
-by freezing what it made (never scanned again), and ``run_begins`` sets thresholds for a run of many small
-objects. A library caller's, pytest's or a CliRunner's collector is never touched beyond a block."""
+In a process of agenttest's own — the command, ``claim``ed by ``agenttest.speed.install`` (``cli.entry``) —
+a block that imported something ends by freezing what it made (never scanned again), and ``run_begins`` sets
+thresholds for a run of many small objects. A library caller's, pytest's or a CliRunner's collector is never
+touched beyond a block."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import os
 import sys
 from collections.abc import Iterator
 
@@ -25,24 +24,6 @@ def claim() -> None:
     """The process is agenttest's own (the ``agent-test`` command)."""
     global _ours
     _ours = True
-
-
-def ours() -> bool:
-    """Whether the process is agenttest's own (``claim``): only there may a run fork copies of it at its end."""
-    return _ours
-
-
-def started_as_the_command(argv: list[str] | None = None) -> bool:
-    """Whether this interpreter was started as the command — ``agent-test …`` (its script) or ``python -m
-    agenttest …`` — told from the interpreter's own arguments, so agenttest's first imports can be claimed
-    before ``cli.entry`` runs. Any other program that imports agenttest (pytest, a library caller, ``python -m
-    something_else``) is not."""
-    argv = sys.orig_argv if argv is None else argv
-    if "-m" in argv[1:]:
-        at = argv.index("-m", 1)
-        return argv[at + 1:at + 2] == ["agenttest"]
-    script = next((a for a in argv[1:] if not a.startswith("-")), "")  # after the interpreter's own flags
-    return os.path.basename(script) in ("agent-test", "agent-test.exe", "agent-test-script.py")
 
 
 @contextlib.contextmanager

@@ -75,6 +75,28 @@ def builder(cls: type, shared: Collection[str] = ()) -> Callable[[tuple[Any, ...
     return names["build"]  # type: ignore[no-any-return]
 
 
+_HOT: list[type] = []  # the classes ``hot`` named: given a fast __init__ once the speed machinery is installed
+_fast = False
+
+
+def hot(*classes: type) -> None:
+    """Classes made by the million in a large run (results, usage, requests): given ``fast_init`` when the
+    speed machinery is installed (``agenttest.speed.install``) — at once if it is; until then they keep the
+    ``__init__`` ``dataclasses`` wrote."""
+    _HOT.extend(classes)
+    if _fast:
+        for cls in classes:
+            fast_init(cls)
+
+
+def install() -> None:
+    """Give every class ``hot`` named, and every one it will name, its fast ``__init__``."""
+    global _fast
+    _fast = True
+    for cls in _HOT:
+        fast_init(cls)
+
+
 def fast_init(cls: type) -> bool:
     """Give a frozen dataclass an ``__init__`` that sets its slots through their descriptors (or, without slots,
     its instance ``__dict__``): the one ``dataclasses`` writes calls ``object.__setattr__`` by name for each
