@@ -161,6 +161,27 @@ print(json.dumps(same))
                                "installed": [sys.version_info[:2] == (3, 11), "<__init__ of Case>"]}  # classcache mirrors 3.11's
 
 
+def test_every_dataclass_past_five_fields_is_keyword_only():
+    """STYLE rule 2: a record of more than five fields is made with its fields named (``kw_only=True``), so that
+    no caller depends on their order and a field can be added anywhere."""
+    positional = []
+    for path in PACKAGE.rglob("*.py"):
+        if "templates" in path.relative_to(PACKAGE).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for decorator in node.decorator_list:
+                call = decorator if isinstance(decorator, ast.Call) else None
+                if ast.unparse(call.func if call else decorator).split(".")[-1] != "dataclass":
+                    continue
+                kw_only = any(k.arg == "kw_only" and isinstance(k.value, ast.Constant) and k.value.value for k in (call.keywords if call else []))
+                fields = [s for s in node.body if isinstance(s, ast.AnnAssign) and "ClassVar" not in ast.unparse(s.annotation)]
+                if len(fields) > 5 and not kw_only:
+                    positional.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({len(fields)} fields)")
+    assert not positional, "make these kw_only=True:\n" + "\n".join(positional)
+
+
 def test_every_built_in_plug_in_module_is_listed_once():
     """A module that registers a plug-in is one of plugins.BUILTINS (the built-ins register as third parties do)."""
     from agenttest import plugins

@@ -11,16 +11,16 @@ from agenttest.assertions import Observation, evaluate_all
 from agenttest.model import AssertionSpec, ToolCall
 
 CALLS = (
-    ToolCall("create_expense", {"type": "travel", "amount": 3500, "meta": {"city": "Beijing", "tags": ["a", "b"]}}, "c1",
-             {"id": "EXP-042", "status": "submitted"}),
-    ToolCall("mcp__lookup", {"q": "x"}, "c2", None, "ValueError: boom"),
+    ToolCall(name="create_expense", arguments={"type": "travel", "amount": 3500, "meta": {"city": "Beijing", "tags": ["a", "b"]}}, id="c1",
+             result={"id": "EXP-042", "status": "submitted"}),
+    ToolCall(name="mcp__lookup", arguments={"q": "x"}, id="c2", result=None, error="ValueError: boom"),
 )
 
 
 def check(params: dict, output, calls=CALLS):
     spec = AssertionSpec(params.get("type") or "equals", params)
     assert assertions.check(params) == [], assertions.check(params)
-    (result,) = asyncio.run(evaluate_all([spec], Observation(output, calls)))
+    (result,) = asyncio.run(evaluate_all([spec], Observation(output=output, tool_calls=calls)))
     return result
 
 
@@ -104,7 +104,7 @@ def test_custom_message_replaces_failure_text_only():
 
 def test_every_assertion_is_evaluated_no_short_circuit():
     specs = [AssertionSpec("contains", {"type": "contains", "value": v}) for v in ("a", "zz", "b", "yy")]
-    results = asyncio.run(evaluate_all(specs, Observation("a b")))
+    results = asyncio.run(evaluate_all(specs, Observation(output="a b")))
     assert [r.passed for r in results] == [True, False, True, False]
 
 
@@ -116,13 +116,13 @@ def test_expected_and_actual_are_recorded():
 def test_output_seen_by_assertions_is_hook_data_then_the_reply_and_a_tool_result_only_when_declared():
     from agenttest.model import Reply
 
-    called = (ToolCall("t", {}, "1", None, "it failed"), ToolCall("t", {}, "2", {"r": 1}))
-    assert Reply("text", data={"d": 1}, has_data=True).output == {"d": 1}
-    assert Reply("text").output == "text"
-    assert Reply("", tool_calls=called).output == ""  # never words the agent did not say (FORMATS §4, round 4)
-    assert Reply("", tool_calls=called, output_from="tool_result").output == {"r": 1}  # the first that succeeded
-    assert Reply("text", tool_calls=called, output_from="tool_result").output == {"r": 1}
-    assert Reply("text", tool_calls=called[:1], output_from="tool_result").output == "text"
+    called = (ToolCall(name="t", arguments={}, id="1", result=None, error="it failed"), ToolCall(name="t", arguments={}, id="2", result={"r": 1}))
+    assert Reply(text="text", data={"d": 1}, has_data=True).output == {"d": 1}
+    assert Reply(text="text").output == "text"
+    assert Reply(text="", tool_calls=called).output == ""  # never words the agent did not say (FORMATS §4, round 4)
+    assert Reply(text="", tool_calls=called, output_from="tool_result").output == {"r": 1}  # the first that succeeded
+    assert Reply(text="text", tool_calls=called, output_from="tool_result").output == {"r": 1}
+    assert Reply(text="text", tool_calls=called[:1], output_from="tool_result").output == "text"
 
 
 def test_registry_accepts_plugins_like_builtins():
@@ -131,7 +131,7 @@ def test_registry_accepts_plugins_like_builtins():
         from agenttest.model import AssertionResult
 
         ok = obs.text.startswith(params["value"])
-        return AssertionResult("starts_with", ok, "" if ok else f"does not start with {params['value']!r}")
+        return AssertionResult(type="starts_with", passed=ok, message="" if ok else f"does not start with {params['value']!r}")
 
     assert check({"type": "starts_with", "value": "He"}, "Hello").passed
     assert not check({"type": "starts_with", "value": "x"}, "Hello").passed
@@ -185,16 +185,16 @@ def test_a_spec_shared_by_cases_gives_one_finished_verdict_while_it_holds_and_ea
     verdict (what it checked, negate and message applied once), a failure is finished for its own output, and
     expected values equal but written apart (1 and True) are never taken for one another."""
     spec = AssertionSpec("contains", {"type": "contains", "value": "ok", "message": "said otherwise"})
-    first, second = (asyncio.run(evaluate_all([spec], Observation(out)))[0] for out in ("ok 1", "ok 2"))
+    first, second = (asyncio.run(evaluate_all([spec], Observation(output=out)))[0] for out in ("ok 1", "ok 2"))
     assert first is second and first.passed and first.checked == "value=ok"
-    bad = [asyncio.run(evaluate_all([spec], Observation(out)))[0] for out in ("nope", "nah")]
+    bad = [asyncio.run(evaluate_all([spec], Observation(output=out)))[0] for out in ("nope", "nah")]
     assert [b.message for b in bad] == ["said otherwise"] * 2 and not bad[0].passed and bad[0].actual == "nope" and bad[1].actual == "nah"
-    assert asyncio.run(evaluate_all([spec], Observation("ok 3")))[0].passed
+    assert asyncio.run(evaluate_all([spec], Observation(output="ok 3")))[0].passed
     negated = AssertionSpec("contains", {"type": "contains", "value": "ok", "negate": True})
-    held, broke = (asyncio.run(evaluate_all([negated], Observation(out)))[0] for out in ("fine", "ok"))
+    held, broke = (asyncio.run(evaluate_all([negated], Observation(output=out)))[0] for out in ("fine", "ok"))
     assert held.passed and not broke.passed and broke.message == "expected not: contains value=ok (it held)" and broke.negated
-    again = asyncio.run(evaluate_all([negated], Observation("fine")))[0]
-    assert again == held and asyncio.run(evaluate_all([negated], Observation("fine")))[0] is again
+    again = asyncio.run(evaluate_all([negated], Observation(output="fine")))[0]
+    assert again == held and asyncio.run(evaluate_all([negated], Observation(output="fine")))[0] is again
     one, true = AssertionSpec("equals", {"value": 1}), AssertionSpec("equals", {"value": True})
-    assert asyncio.run(evaluate_all([one], Observation("1")))[0].expected == 1
-    assert asyncio.run(evaluate_all([true], Observation("true")))[0].expected is True
+    assert asyncio.run(evaluate_all([one], Observation(output="1")))[0].expected == 1
+    assert asyncio.run(evaluate_all([true], Observation(output="true")))[0].expected is True

@@ -225,7 +225,7 @@ from agenttest.model import Budget  # noqa: E402
 
 
 def test_parse_and_merge():
-    assert budgets.parse("tokens=20000, cost=0.05,duration=2m,turns=3,tool_calls=0") == Budget(20000, 0.05, 0, 3, 120.0)
+    assert budgets.parse("tokens=20000, cost=0.05,duration=2m,turns=3,tool_calls=0") == Budget(tokens=20000, cost=0.05, tool_calls=0, turns=3, duration=120.0)
     assert Budget(tokens=5).over(Budget(tokens=1, cost=0.1)) == Budget(tokens=5, cost=0.1)
     assert Budget(tokens=5).over(None) == Budget(tokens=5)
 

@@ -117,7 +117,7 @@ def test_a_registered_type_brings_its_parameters_into_the_schema():
 
     @assertions.register("near_length", fields={"chars": {"type": "integer"}, "slack": {"type": "number"}})
     def near_length(params, obs):
-        return AssertionResult("near_length", abs(len(obs.text) - params["chars"]) <= params.get("slack", 0))
+        return AssertionResult(type="near_length", passed=abs(len(obs.text) - params["chars"]) <= params.get("slack", 0))
 
     props = schema()["$defs"]["assertion"]["properties"]
     assert props["chars"] == {"type": "integer"} and props["slack"] == {"type": "number"}

@@ -12,9 +12,9 @@ from helpers import Answer, cli, report
 
 WORLD = {"shop": {"orders": [{"id": 1, "status": "paid"}, {"id": 2, "status": "refunded"}], "refunds": []}}
 BEFORE = {"shop": {"orders": [{"id": 1, "status": "paid"}, {"id": 2, "status": "delivered"}, {"id": 3, "status": "paid"}]}}
-CALLS = [ToolCall("shop__get_order", {"id": 2}, result={"id": 2}, vt="2025-01-01T00:00:05Z"),
-         ToolCall("email.send", {"to": "a"}, error="timeout", fault="timeout", vt="2025-01-01T00:00:06Z"),
-         ToolCall("email.send", {"to": "a"}, result={"id": 1}, vt="2025-01-01T00:00:07Z")]
+CALLS = [ToolCall(name="shop__get_order", arguments={"id": 2}, result={"id": 2}, vt="2025-01-01T00:00:05Z"),
+         ToolCall(name="email.send", arguments={"to": "a"}, error="timeout", fault="timeout", vt="2025-01-01T00:00:06Z"),
+         ToolCall(name="email.send", arguments={"to": "a"}, result={"id": 1}, vt="2025-01-01T00:00:07Z")]
 
 
 def evaluate(expr):

@@ -37,8 +37,8 @@ def _value(rng: random.Random, depth: int = 0):
 
 
 def _call(rng: random.Random, i: int) -> ToolCall:
-    return ToolCall(f"tool{i}", _value(rng), f"call_{i}", _value(rng), rng.choice([None, "boom"]), rng.randint(0, 99) / 10,
-                    rng.choice([None, "tools.calc"]), rng.random() < 0.5, rng.choice([None, "timeout", "error"]))
+    return ToolCall(name=f"tool{i}", arguments=_value(rng), id=f"call_{i}", result=_value(rng), error=rng.choice([None, "boom"]), duration_ms=rng.randint(0, 99) / 10,
+                    server=rng.choice([None, "tools.calc"]), mocked=rng.random() < 0.5, fault=rng.choice([None, "timeout", "error"]))
 
 
 def _usage(rng: random.Random) -> Usage:
@@ -49,15 +49,15 @@ def _usage(rng: random.Random) -> Usage:
 def _result(rng: random.Random, index: int) -> CaseResult:
     status = rng.choice(["passed", "failed", "error", "timeout", "skipped"])
     dynamic = rng.random() < 0.5
-    verdict = AssertionResult("contains", False, "nope", "a", "b", 0.5, {"why": "x"}, True)
+    verdict = AssertionResult(type="contains", passed=False, message="nope", expected="a", actual="b", score=0.5, details={"why": "x"}, error=True)
     return CaseResult(
         id=f"case-{index}", status=status, name=rng.choice(["", "named"]), input=_value(rng), output=_value(rng),
         duration_ms=rng.randint(0, 9999) / 10, error="" if status in ("passed", "skipped") else "the reason",
-        assertions=(AssertionResult("equals", status == "passed", "" if status == "passed" else "differs", _value(rng), _value(rng)), verdict),
+        assertions=(AssertionResult(type="equals", passed=status == "passed", message="" if status == "passed" else "differs", expected=_value(rng), actual=_value(rng)), verdict),
         tool_calls=tuple(_call(rng, i) for i in range(rng.randint(0, 2))), usage=_usage(rng),
-        turns=(Turn(1, "hi", "hello", (_call(rng, 9),), ("greet",), 12.5, "the user is polite", ("a.png",)),) if dynamic else (),
-        checkpoints=(CheckpointResult("greet", True, True, 1, "greets", "", "lookup", verdict),
-                     CheckpointResult("bye", False, False, None, "", "not reached")) if dynamic else (),
+        turns=(Turn(turn=1, input="hi", output="hello", tool_calls=(_call(rng, 9),), checkpoints=("greet",), duration_ms=12.5, simulator_reasoning="the user is polite", attachments=("a.png",)),) if dynamic else (),
+        checkpoints=(CheckpointResult(id="greet", reached=True, required=True, reached_at_turn=1, description="greets", message="", tool="lookup", verdict=verdict),
+                     CheckpointResult(id="bye", reached=False, required=False, reached_at_turn=None, description="", message="not reached")) if dynamic else (),
         dynamic=dynamic, run=rng.randint(1, 3), warnings=rng.choice([(), ("a warning",)]), logs=rng.choice([(), ("log line",)]),
         index=index, file="tests/cases.jsonl", line=index + 1, traceback=rng.choice(["", "Traceback …"]),
         stdout=rng.choice(["", "printed"]), stderr=rng.choice(["", "warned"]),
@@ -94,10 +94,10 @@ def _report(seed: int) -> RunReport:
         results=results, started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z", duration_ms=1000.5,
         agent_id="bot", agent_path="/app/assistants/bot", connector="mock", simulator="sim", input_source="tests/cases.jsonl",
         output_file="r.json", environment={"user_id": "u", "locale": "en-us"}, options={"runs": 3, "connectors": ["a", "b"]},
-        stability=(Stability("case-0", 3, 2, 66.7, 10.0, 9.0, 12.5, 1.25, "unstable", "mock"),), interrupted=seed % 2 == 0, terminated=seed % 4 == 0,
+        stability=(Stability(id="case-0", runs=3, passed=2, pass_rate=66.7, avg_ms=10.0, min_ms=9.0, max_ms=12.5, std_ms=1.25, classification="unstable", connector="mock"),), interrupted=seed % 2 == 0, terminated=seed % 4 == 0,
         stopped_early=seed % 3 == 0, not_run=seed % 4, warnings=("w1", "w2"), gates=(gate,), matrix=("a", "b"),
         generation=(Spend("generator", "mock", Usage(1, 2, 3), 1, None),),
-        load=(EndpointLoad("mock", 10, 2, 2, 1, 0, 4, 2, 4, False),),
+        load=(EndpointLoad(connector="mock", requests=10, rate_limited=2, absorbed=2, retries=1, overloaded=0, limit=4, lowest_limit=2, peak_in_flight=4, unreachable=False),),
     )
 
 
@@ -127,8 +127,8 @@ def test_any_value_can_be_written():
     for _ in range(5000):
         cursor.append([])
         cursor = cursor[0]
-    r = CaseResult("a\ud83d", "passed", output="ok \ud83d cut", input={"k\udc00": {1, 2}, 3: b"\xff\xfe", "o": object(), "loop": loop},
-                   tool_calls=(ToolCall("t", loop, result=nested),))
+    r = CaseResult(id="a\ud83d", status="passed", output="ok \ud83d cut", input={"k\udc00": {1, 2}, 3: b"\xff\xfe", "o": object(), "loop": loop},
+                   tool_calls=(ToolCall(name="t", arguments=loop, result=nested),))
     text = json.dumps(codec.result_dict(r), ensure_ascii=False)
     text.encode("utf-8")  # never a UnicodeEncodeError
     data = json.loads(text)
@@ -187,8 +187,8 @@ def test_nesting_without_end_is_exit_2(tmp_path):
 def test_a_lone_surrogate_in_a_report_file_is_read_and_written_again(tmp_path):
     path = tmp_path / "r.json"
     env = {"user_id": "test-user", "team_id": "test-team", "locale": "en-us"}
-    written = codec.report_dict(RunReport((CaseResult("a", "passed", output="ok"),), "2026-12-01T10:00:00Z", "2026-12-01T10:00:01Z",
-                                          1.0, environment=env))
+    written = codec.report_dict(RunReport(results=(CaseResult(id="a", status="passed", output="ok"),), started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z",
+                                          duration_ms=1.0, environment=env))
     path.write_text(json.dumps(written).replace('"output": "ok"', '"output": "ok \\ud83d cut"'))
     merged = tmp_path / "m.json"
     out = cli("merge", str(path), "-o", str(merged))
@@ -243,7 +243,7 @@ def test_a_result_is_written_straight_from_its_objects_as_its_dict_would_be(seed
         r = _result(rng, i)
         picks = [rng.choice(odd) for _ in range(4)]
         r = dataclasses.replace(r, output={"v": picks[0], "more": picks[1:]} if i % 3 else picks[0], input=rng.choice(odd),
-                                tool_calls=(ToolCall("t", {"a": picks[1]}, "c1", picks[2]),) if i % 2 else r.tool_calls,
+                                tool_calls=(ToolCall(name="t", arguments={"a": picks[1]}, id="c1", result=picks[2]),) if i % 2 else r.tool_calls,
                                 world=WorldRecord(picks[3], None, (WorldChange("$.x", "added", after=picks[0]),)) if i % 4 == 0 else r.world)
         assert _result_text(r) == _indented(codec.result_dict(r), 4)
 
@@ -277,8 +277,8 @@ def test_results_spooled_during_the_run_make_the_same_json_report():
 def test_a_score_that_is_not_a_number_is_left_out_and_the_report_reads_back(score):
     """The report's score is a number: a judge's NaN or a plug-in's text is left out, never written where the
     schema (and ``diff``, ``merge``, ``--baseline``) would refuse the file."""
-    check = AssertionResult("judge", True, score=score)
-    report = RunReport((CaseResult("a", "passed", assertions=(check,)),), "2026-12-01T10:00:00Z", "2026-12-01T10:00:01Z", 1.0)
+    check = AssertionResult(type="judge", passed=True, score=score)
+    report = RunReport(results=(CaseResult(id="a", status="passed", assertions=(check,)),), started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z", duration_ms=1.0)
     data = json.loads(json.dumps(codec.report_dict(report)))
     assert "score" not in data["results"][0]["assertions"][0]
     assert codec.report_of(data).results[0].assertions[0].score is None

@@ -30,7 +30,7 @@ def built(outcomes, connector=""):
     results, gates = [], []
     for i, (passed, runs) in enumerate(outcomes):
         for r in range(runs):
-            results.append(CaseResult(f"c{i}", "passed" if r < passed else "failed", run=r + 1, file="t.jsonl", connector=connector,
+            results.append(CaseResult(id=f"c{i}", status="passed" if r < passed else "failed", run=r + 1, file="t.jsonl", connector=connector,
                                       index=len(results)))
         gates.append(Gate(id=f"c{i}", connector=connector, file="t.jsonl", planned=runs, runs=runs, passed=passed))
     return RunReport(results=tuple(results), started_at="", completed_at="", duration_ms=1.0, gates=tuple(gates))

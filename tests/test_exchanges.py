@@ -30,7 +30,7 @@ def pending(messages, tools=TOOLS, completion=None, **fields):
 def test_a_conversations_repeated_messages_and_tools_are_stored_once():
     user, asked = {"role": "user", "content": "find it"}, {"role": "assistant", "content": None, "tool_calls": []}
     tool = {"role": "tool", "tool_call_id": "c1", "content": "{}"}
-    first = pending([SYSTEM, user], completion=Completion("", (ToolCall("find", {"q": 1}, "c1"),), Usage(5, 1, 6), "m-1", "tool_calls"))
+    first = pending([SYSTEM, user], completion=Completion("", (ToolCall(name="find", arguments={"q": 1}, id="c1"),), Usage(5, 1, 6), "m-1", "tool_calls"))
     second = pending([dict(SYSTEM), dict(user), asked, tool], completion=Completion("found", usage=Usage(9, 2, 11, source="estimated")))
     log = exchanges.log_of([first, second])
     assert log.messages == (SYSTEM, user, asked, tool) and len(log.tools) == 1

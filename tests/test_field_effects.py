@@ -181,8 +181,8 @@ class Judge:
                 "checks.other": lambda output, input, value: False}[ref]
 
 
-CALLS = (ToolCall("lookup", {"id": 1, "q": "a"}, result={"ok": True}), ToolCall("lookup", {"id": 2}), ToolCall("save", {"id": 2}))
-OBS = Observation('{"a": 1, "b": [1, 2]} hello', CALLS, "hi", None, Judge(), world={"n": 2, "m": 1}, initial_world={"n": 1, "m": 1},
+CALLS = (ToolCall(name="lookup", arguments={"id": 1, "q": "a"}, result={"ok": True}), ToolCall(name="lookup", arguments={"id": 2}), ToolCall(name="save", arguments={"id": 2}))
+OBS = Observation(output='{"a": 1, "b": [1, 2]} hello', tool_calls=CALLS, input="hi", case=None, judge=Judge(), world={"n": 2, "m": 1}, initial_world={"n": 1, "m": 1},
                   spending=Spent(tokens=100, cost=0.5, tool_calls=3, turns=2, duration=5.0))
 
 # (type, parameter) → two parameter sets that differ only in that parameter, and must give different results

@@ -258,7 +258,7 @@ def test_settled(passed, failed, planned, rate, outcome):
 
 def test_compute_counts_skips_errors_and_not_run():
     def r(cid, status, run, ms=10.0):
-        return CaseResult(cid, status, run=run, duration_ms=ms, file="f.jsonl", connector="c")
+        return CaseResult(id=cid, status=status, run=run, duration_ms=ms, file="f.jsonl", connector="c")
 
     results = [r("a", "passed", 1, 10), r("a", "error", 2, 30), r("a", "timeout", 3, 20), r("s", "skipped", 1)]
     planned = {("f.jsonl", "a", "c"): gatemod.Policy(3, 1 / 3), ("f.jsonl", "s", "c"): gatemod.Policy(1, 1.0),
@@ -278,7 +278,7 @@ def test_compute_walks_the_reports_order_and_groups_any_other_order_alike():
     import itertools
 
     def r(cid, status, run, ms=10.0):
-        return CaseResult(cid, status, run=run, duration_ms=ms, file="f.jsonl", connector="c")
+        return CaseResult(id=cid, status=status, run=run, duration_ms=ms, file="f.jsonl", connector="c")
 
     planned = {("f.jsonl", k, "c"): gatemod.Policy(2, 0.5) for k in ("a", "b", "n", "d")}
     ordered = [r("a", "passed", 1, 10), r("a", "failed", 2, 30), r("b", "failed", 1), r("b", "failed", 2), r("d", "passed", 1)]
@@ -300,7 +300,7 @@ def test_pass_hat_k_of_an_80_percent_agent_is_33_percent():
     from agenttest.verdicts import gates as gatemod
 
     assert round(0.8 ** 5, 3) == 0.328 and round(1 - 0.2 ** 5, 5) == 0.99968
-    runs = [CaseResult("a", s, run=i, file="f.jsonl", connector="c") for i, s in enumerate(["passed"] * 4 + ["failed"], 1)]
+    runs = [CaseResult(id="a", status=s, run=i, file="f.jsonl", connector="c") for i, s in enumerate(["passed"] * 4 + ["failed"], 1)]
     g = gatemod.gate(("f.jsonl", "a", "c"), runs, gatemod.Policy(5, 0.8), 0)
     table = gatemod.pass_k([g])
     assert table.pass_hat[0] == 0.8 and table.pass_hat[4] == 0.0 and table.pass_at[4] == 1.0

@@ -18,9 +18,9 @@ GOLDEN = Path(__file__).parent / "golden"
 
 
 def fixed_report() -> RunReport:
-    call = ToolCall("create_expense", {"type": "travel", "amount": 3500}, "call_1", {"id": "EXP-001", "status": "submitted"}, None, 1.5)
-    faulted = ToolCall("create_expense", {"type": "travel", "amount": 3500}, "call_0", None, "create_expense timed out", 0.1, fault="timeout")
-    mocked = ToolCall("lookup_policy", {"type": "travel"}, "call_2", {"limit": 5000}, None, 0.2, mocked=True)
+    call = ToolCall(name="create_expense", arguments={"type": "travel", "amount": 3500}, id="call_1", result={"id": "EXP-001", "status": "submitted"}, error=None, duration_ms=1.5)
+    faulted = ToolCall(name="create_expense", arguments={"type": "travel", "amount": 3500}, id="call_0", result=None, error="create_expense timed out", duration_ms=0.1, fault="timeout")
+    mocked = ToolCall(name="lookup_policy", arguments={"type": "travel"}, id="call_2", result={"limit": 5000}, error=None, duration_ms=0.2, mocked=True)
     filed = {"id": "EXP-001", "type": "travel", "amount": 3500}
     calls = CallLog(
         messages=({"role": "system", "content": "You file expenses. Key: ***"}, {"role": "user", "content": "Yes <confirm> & go"},
@@ -44,25 +44,25 @@ def fixed_report() -> RunReport:
     world = WorldRecord({"expenses": [], "budget": 9000}, {"expenses": [filed], "budget": 5500},
                         (WorldChange("$.expenses[0]", "added", after=filed), WorldChange("$.budget", "changed", 9000, 5500)))
     results = (
-        CaseResult("T001", "passed", "asks for the type", "I want to submit an expense", "What type of expense?", 1200.0,
-                   assertions=(AssertionResult("contains", True, "", "type"),), usage=Usage(20, 5, 25), index=0),
-        CaseResult("T002", "failed", "files it", [{"role": "user", "content": "Yes <confirm> & go"}], "Expense submitted! EXP-001", 2100.0,
-                   assertions=(AssertionResult("contains", False, "output does not contain 'approved': Expense submitted! EXP-001", "approved", "Expense submitted! EXP-001"),
-                               AssertionResult("tool_called", True, "", "create_expense", {"name": "create_expense", "arguments": {"type": "travel", "amount": 3500}})),
+        CaseResult(id="T001", status="passed", name="asks for the type", input="I want to submit an expense", output="What type of expense?", duration_ms=1200.0,
+                   assertions=(AssertionResult(type="contains", passed=True, message="", expected="type"),), usage=Usage(20, 5, 25), index=0),
+        CaseResult(id="T002", status="failed", name="files it", input=[{"role": "user", "content": "Yes <confirm> & go"}], output="Expense submitted! EXP-001", duration_ms=2100.0,
+                   assertions=(AssertionResult(type="contains", passed=False, message="output does not contain 'approved': Expense submitted! EXP-001", expected="approved", actual="Expense submitted! EXP-001"),
+                               AssertionResult(type="tool_called", passed=True, message="", expected="create_expense", actual={"name": "create_expense", "arguments": {"type": "travel", "amount": 3500}})),
                    tool_calls=(faulted, mocked, call), usage=Usage(40, 9, 49), index=1, world=world, calls=calls),
-        CaseResult("T003", "error", "", "fail", None, 300.0, error="agent error: model error 500 from 127.0.0.1:8000: boom", index=2),
-        CaseResult("T004", "timeout", "", "slow", None, 30000.0, error="timeout after 30s", index=3),
-        CaseResult("T005", "skipped", "", "later", None, 0.0, skip_reason="needs a vision model", index=4),
-        CaseResult("D001", "passed", "Expense coverage", None, "Submitted!", 6800.0, dynamic=True, tool_calls=(call,), index=5,
-                   turns=(Turn(1, "Help me file an expense", "What type?", (), ("ask_type",), 1000.0),
-                          Turn(2, "Dinner, $250", "Submitted!", (call,), ("call_create",), 2000.0)),
-                   checkpoints=(CheckpointResult("ask_type", True, True, 1, "asks for the type"),
-                                CheckpointResult("call_create", True, True, 2, "", "", "create_expense"),
-                                CheckpointResult("thanks", False, False, None, "", "not reached"))),
+        CaseResult(id="T003", status="error", name="", input="fail", output=None, duration_ms=300.0, error="agent error: model error 500 from 127.0.0.1:8000: boom", index=2),
+        CaseResult(id="T004", status="timeout", name="", input="slow", output=None, duration_ms=30000.0, error="timeout after 30s", index=3),
+        CaseResult(id="T005", status="skipped", name="", input="later", output=None, duration_ms=0.0, skip_reason="needs a vision model", index=4),
+        CaseResult(id="D001", status="passed", name="Expense coverage", input=None, output="Submitted!", duration_ms=6800.0, dynamic=True, tool_calls=(call,), index=5,
+                   turns=(Turn(turn=1, input="Help me file an expense", output="What type?", tool_calls=(), checkpoints=("ask_type",), duration_ms=1000.0),
+                          Turn(turn=2, input="Dinner, $250", output="Submitted!", tool_calls=(call,), checkpoints=("call_create",), duration_ms=2000.0)),
+                   checkpoints=(CheckpointResult(id="ask_type", reached=True, required=True, reached_at_turn=1, description="asks for the type"),
+                                CheckpointResult(id="call_create", reached=True, required=True, reached_at_turn=2, description="", message="", tool="create_expense"),
+                                CheckpointResult(id="thanks", reached=False, required=False, reached_at_turn=None, description="", message="not reached"))),
     )
-    return RunReport(results, "2026-11-30T10:00:00Z", "2026-11-30T10:00:40Z", 40400.0, "assistants.expense", "/app/assistants/expense",
-                     "mock", "workers.test.user-simulator", "tests/inputs.jsonl", "report", {"user_id": "test-user", "team_id": "test-team", "locale": "en-us"},
-                     {"timeout": 300.0, "parallel": 1, "runs": 1})
+    return RunReport(results=results, started_at="2026-11-30T10:00:00Z", completed_at="2026-11-30T10:00:40Z", duration_ms=40400.0, agent_id="assistants.expense", agent_path="/app/assistants/expense",
+                     connector="mock", simulator="workers.test.user-simulator", input_source="tests/inputs.jsonl", output_file="report", environment={"user_id": "test-user", "team_id": "test-team", "locale": "en-us"},
+                     options={"timeout": 300.0, "parallel": 1, "runs": 1})
 
 
 def gated_report() -> RunReport:
@@ -70,8 +70,8 @@ def gated_report() -> RunReport:
     def run(cid: str, conn: str, k: int, index: int, passed: bool = True, **extra) -> CaseResult:
         price = 20 / 1e6 if conn == "fake-a" else 40 / 1e6
         spend = (Spend("agent", conn, Usage(10, 5, 15), 1, price), Spend("validator", "judge", Usage(30, 3, 33), 1, None))
-        check = AssertionResult("contains", passed, "" if passed else "output does not contain 'ok': nope", "ok", "ok" if passed else "nope")
-        return CaseResult(cid, "passed" if passed else "failed", "", f"say {cid}", "ok" if passed else "nope", 100.0 * (k + index),
+        check = AssertionResult(type="contains", passed=passed, message="" if passed else "output does not contain 'ok': nope", expected="ok", actual="ok" if passed else "nope")
+        return CaseResult(id=cid, status="passed" if passed else "failed", name="", input=f"say {cid}", output="ok" if passed else "nope", duration_ms=100.0 * (k + index),
                           assertions=(check,), usage=Usage(10, 5, 15), run=k, index=index, connector=conn, spend=spend, **extra)
 
     results = [

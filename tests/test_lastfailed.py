@@ -13,7 +13,7 @@ KEY = "sk-live-0123456789abcdefghijklmnop"
 
 
 def _ran(*cases: tuple[str, str]) -> list[CaseResult]:
-    return [CaseResult(i, status, i, "hi", file="t.jsonl") for i, status in cases]
+    return [CaseResult(id=i, status=status, name=i, input="hi", file="t.jsonl") for i, status in cases]
 
 
 def test_an_id_that_holds_a_secret_is_remembered_hidden_and_found_again(tmp_path):

@@ -62,11 +62,11 @@ def test_zero_counts_are_not_red(bot):
 
 
 def test_interrupted_is_said_in_both():
-    report = RunReport((CaseResult("a", "passed", run=1),), "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", 1000.0,
+    report = RunReport(results=(CaseResult(id="a", status="passed", run=1),), started_at="2026-01-01T00:00:00Z", completed_at="2026-01-01T00:00:01Z", duration_ms=1000.0,
                        interrupted=True, not_run=3)
     md = "".join(render(report, "r.md"))
     page = "".join(render(report, "r.html"))
     assert "> ⚠ **Interrupted** (Ctrl-C)" in md and "> **Not run:** 3" in md
     assert "<b>Interrupted</b> (Ctrl-C)" in page and "<b>Not run:</b> 3" in page
-    plain = "".join(render(RunReport((), "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", 0.0), "r.md"))
+    plain = "".join(render(RunReport(results=(), started_at="2026-01-01T00:00:00Z", completed_at="2026-01-01T00:00:00Z", duration_ms=0.0), "r.md"))
     assert "Interrupted" not in plain and "Not run" not in plain and "## Warnings" not in plain

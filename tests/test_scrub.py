@@ -10,9 +10,9 @@ KEY = "sk-test-abcdef0123456789"
 
 
 def _result(text: str) -> CaseResult:
-    call = ToolCall("lookup", {"q": text, "n": [1, 2]}, "c1", {"rows": [text, b"raw " + text.encode()], "keys": {text: 1}}, None, 1.0)
-    return CaseResult("c", "failed", "n", [{"role": "user", "content": "hi"}], output=text, tool_calls=(call,),
-                      assertions=(AssertionResult("contains", False, f"saw {text}"),), usage=Usage(1, 2, 3), tags=("t",))
+    call = ToolCall(name="lookup", arguments={"q": text, "n": [1, 2]}, id="c1", result={"rows": [text, b"raw " + text.encode()], "keys": {text: 1}}, error=None, duration_ms=1.0)
+    return CaseResult(id="c", status="failed", name="n", input=[{"role": "user", "content": "hi"}], output=text, tool_calls=(call,),
+                      assertions=(AssertionResult(type="contains", passed=False, message=f"saw {text}"),), usage=Usage(1, 2, 3), tags=("t",))
 
 
 def test_a_key_anywhere_is_hidden():

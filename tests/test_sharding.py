@@ -49,7 +49,7 @@ def test_source_key_and_shards_are_the_same_on_every_machine(tmp_path):
     root = tmp_path / "app"
     (root / "tests").mkdir(parents=True)
     (root / "tests" / "cases.jsonl").write_text("{}\n")
-    cases = [Case(f"T{i:03d}", (), {}, Location("x"), str(root), file=str(root / "tests" / "cases.jsonl")) for i in range(1, 8)]
+    cases = [Case(id=f"T{i:03d}", messages=(), raw={}, location=Location("x"), base_dir=str(root), file=str(root / "tests" / "cases.jsonl")) for i in range(1, 8)]
     assert source_key(cases[0].file, str(root)) == "tests/cases.jsonl"
     # dealt in the order of SHA-256("tests/cases.jsonl\nT001") …: fixed, whatever the machine, path or Python version
     assert shards(cases, 3, str(root)) == [2, 1, 3, 1, 1, 3, 2]

@@ -190,7 +190,7 @@ def test_a_call_answered_differently_each_time_is_mocked_in_turn_and_patterns_ar
 
 
 def test_the_judge_check_carries_the_recorded_reply():
-    conv = Conversation("k", messages=[U1, A1], calls=[c([U1], [A1], 1)])
+    conv = Conversation(key="k", messages=[U1, A1], calls=[c([U1], [A1], 1)])
     case, _ = build(conv, "k", Options(judge="workers.judge"), "f:1")
     assert case["assert"][-1] == {"type": "agent", "use": "agents:workers.judge", "value": case["assert"][-1]["value"],
                                   "options": {"metadata": {"recorded_reply": "1"}}}

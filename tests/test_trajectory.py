@@ -13,7 +13,7 @@ from agenttest.model import AssertionSpec, ToolCall
 
 
 def calls(*names_and_args):
-    return tuple(ToolCall(name, args, f"c{i}") for i, (name, args) in enumerate(names_and_args))
+    return tuple(ToolCall(name=name, arguments=args, id=f"c{i}") for i, (name, args) in enumerate(names_and_args))
 
 
 CALLS = calls(("lookup", {"q": "x"}), ("srv__create_expense", {"type": "travel", "amount": 3500, "meta": {"city": "Beijing"}}),
@@ -28,7 +28,7 @@ NONE: tuple[ToolCall, ...] = ()
 def evaluate(params: dict, trajectory=CALLS, world=None, initial=None):
     assert assertions.check(params) == [], assertions.check(params)
     spec = AssertionSpec(params["type"], params)
-    obs = Observation("", trajectory[-1:], all_tool_calls=trajectory, world=world, initial_world=initial)
+    obs = Observation(output="", tool_calls=trajectory[-1:], all_tool_calls=trajectory, world=world, initial_world=initial)
     (result,) = asyncio.run(evaluate_all([spec], obs))
     return result
 

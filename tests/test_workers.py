@@ -310,10 +310,10 @@ def test_results_cross_the_channel_unchanged():
     assert {c.__name__ for c in wire.REDUCERS} >= {"CaseResult", "AssertionResult", "ToolCall", "Usage", "Turn", "ModelCall"}
     for cls in wire.REDUCERS:
         assert all(f.init and not f.kw_only for f in dataclasses.fields(cls)) and not hasattr(cls, "__post_init__")
-    call = ToolCall("t", {"a": [1, {"b": None}]}, "id1", {"ok": True}, None, 1.5)
-    result = CaseResult("c", "failed", "name", [{"role": "user", "content": "hi"}], output={"x": (1, 2)}, error="boom",
-                        assertions=(AssertionResult("contains", False, "no", "x", "y"),), tool_calls=(call,), usage=Usage(1, 2, 3, 1),
-                        turns=(Turn(1, "hi", "yo", (call,), ("cp",), 2.0),), model_calls=(ModelCall("agent", "mock", "m", 0.1),),
+    call = ToolCall(name="t", arguments={"a": [1, {"b": None}]}, id="id1", result={"ok": True}, error=None, duration_ms=1.5)
+    result = CaseResult(id="c", status="failed", name="name", input=[{"role": "user", "content": "hi"}], output={"x": (1, 2)}, error="boom",
+                        assertions=(AssertionResult(type="contains", passed=False, message="no", expected="x", actual="y"),), tool_calls=(call,), usage=Usage(1, 2, 3, 1),
+                        turns=(Turn(turn=1, input="hi", output="yo", tool_calls=(call,), checkpoints=("cp",), duration_ms=2.0),), model_calls=(ModelCall("agent", "mock", "m", 0.1),),
                         tags=("a", "b"), run=2, index=7)
     back = pickle.loads(wire.pickled(("result", 7, result)))
     assert back == ("result", 7, result) and type(back[2].turns[0]) is Turn
@@ -323,7 +323,7 @@ def test_results_cross_the_channel_unchanged():
         assert built == again and built is not again and repr(built) == repr(again)
     import re
 
-    pattern = pickle.loads(wire.pickled(("result", 1, ToolCall("t", {}, "i", re.compile("a+b"), None, 0.0))))[2].result
+    pattern = pickle.loads(wire.pickled(("result", 1, ToolCall(name="t", arguments={}, id="i", result=re.compile("a+b"), error=None, duration_ms=0.0))))[2].result
     assert pattern.pattern == "a+b"  # a type only copyreg knows how to pickle still crosses
 
 
@@ -375,9 +375,9 @@ def test_a_result_crosses_without_its_cases_input_which_the_controller_puts_back
     from agenttest.runner.local import wire
 
     history = [{"role": "user", "content": "hi " * 100}]
-    result = CaseResult("c", "passed", "name", history, output="ok")
+    result = CaseResult(id="c", status="passed", name="name", input=history, output="ok")
     light = wire.pickled(("result", 1, result), without_input=history)
-    other = CaseResult("c", "passed", "name", [dict(m) for m in history], output="ok")  # equal, not the same object
+    other = CaseResult(id="c", status="passed", name="name", input=[dict(m) for m in history], output="ok")  # equal, not the same object
     heavy = wire.pickled(("result", 1, other), without_input=history)
     assert pickle.loads(light)[2].input is None and len(light) < len(heavy) - 250
     assert pickle.loads(heavy)[2].input == history
@@ -400,7 +400,7 @@ def test_the_kept_pickler_follows_copyreg_nests_fails_and_threads_cleanly():
         def __init__(self, x: int):
             self.x = x
 
-    assert pickle.loads(wire.pickled(("result", 1, CaseResult("a", "passed", output="one"))))[2].output == "one"
+    assert pickle.loads(wire.pickled(("result", 1, CaseResult(id="a", status="passed", output="one"))))[2].output == "one"
     copyreg.pickle(Point, lambda p: (int, (p.x * 10,)))  # registered after the first message: used from now on
     try:
         assert pickle.loads(wire.pickled(("note", Point(4))))[1] == 40
@@ -412,12 +412,12 @@ def test_the_kept_pickler_follows_copyreg_nests_fails_and_threads_cleanly():
                 return (str, ("outer",))
 
         history = [{"role": "user", "content": "hi"}]
-        outer = pickle.loads(wire.pickled(("result", 2, CaseResult("b", "passed", input=history, output=Sends())), without_input=history))
+        outer = pickle.loads(wire.pickled(("result", 2, CaseResult(id="b", status="passed", input=history, output=Sends())), without_input=history))
         assert pickle.loads(inner[0]) == ("note", "inside") and outer[2].output == "outer" and outer[2].input is None
         with pytest.raises(Exception):
             wire.pickled(("note", lambda: None))  # a lambda cannot be pickled
-        assert pickle.loads(wire.pickled(("result", 3, CaseResult("c", "passed", input=history)), without_input=history))[2].input is None
-        assert pickle.loads(wire.pickled(("result", 3, CaseResult("c", "passed", input=history))))[2].input == history
+        assert pickle.loads(wire.pickled(("result", 3, CaseResult(id="c", status="passed", input=history)), without_input=history))[2].input is None
+        assert pickle.loads(wire.pickled(("result", 3, CaseResult(id="c", status="passed", input=history))))[2].input == history
     finally:
         del copyreg.dispatch_table[Point]
 
@@ -425,7 +425,7 @@ def test_the_kept_pickler_follows_copyreg_nests_fails_and_threads_cleanly():
 
     def many(tag: str) -> None:
         for i in range(2000):
-            back = pickle.loads(wire.pickled(("result", i, CaseResult(f"{tag}{i}", "passed", output=tag * 50))))
+            back = pickle.loads(wire.pickled(("result", i, CaseResult(id=f"{tag}{i}", status="passed", output=tag * 50))))
             if back[2].id != f"{tag}{i}" or back[2].output != tag * 50:
                 failures.append(f"{tag}{i}")
 
@@ -452,8 +452,8 @@ def test_results_rebuilt_in_the_controller_share_their_labels_and_their_cases_id
 
     def result(n: int) -> CaseResult:
         usage = Usage(20 + n % 1, 4, 24)
-        return CaseResult("".join(["case-", "7"]), "".join(["pass", "ed"]), output="ok", usage=usage, connector="".join(["mo", "ck"]),
-                          assertions=(AssertionResult("".join(["cont", "ains"]), True, checked="".join(["value=", "ok"])),),
+        return CaseResult(id="".join(["case-", "7"]), status="".join(["pass", "ed"]), output="ok", usage=usage, connector="".join(["mo", "ck"]),
+                          assertions=(AssertionResult(type="".join(["cont", "ains"]), passed=True, checked="".join(["value=", "ok"])),),
                           spend=(Spend("".join(["ag", "ent"]), "".join(["mo", "ck"]), Usage(20, 4, 24), 1),),
                           model_calls=(ModelCall("".join(["ag", "ent"]), "mock", "".join(["m", "1"])),))
 
@@ -464,7 +464,7 @@ def test_results_rebuilt_in_the_controller_share_their_labels_and_their_cases_id
     assert a.model_calls[0].model is b.model_calls[0].model
     assert a.id is case.id is sys.intern("case-7")
     assert a.usage is b.usage is a.spend[0].usage
-    odd = pickle.loads(wire.pickled(("result", 1, CaseResult("c", "passed", usage=Usage([1], 0, 1)))))[2]  # type: ignore[arg-type]
+    odd = pickle.loads(wire.pickled(("result", 1, CaseResult(id="c", status="passed", usage=Usage([1], 0, 1)))))[2]  # type: ignore[arg-type]
     assert odd.usage == Usage([1], 0, 1)  # type: ignore[arg-type]
 
 
@@ -480,8 +480,8 @@ def test_results_rebuilt_in_the_controller_share_their_verdicts_spends_and_outpu
     from agenttest.runner.local import wire
 
     def result(n: int, score: object = None, cost: object = 0.25, expected: object = "ok") -> CaseResult:
-        return CaseResult(f"case-{n}", "passed", output="".join(["Expense ", "submitted"]), index=n,
-                          assertions=(AssertionResult("contains", True, "".join(["found ", "ok"]), expected, score=score),),  # type: ignore[arg-type]
+        return CaseResult(id=f"case-{n}", status="passed", output="".join(["Expense ", "submitted"]), index=n,
+                          assertions=(AssertionResult(type="contains", passed=True, message="".join(["found ", "ok"]), expected=expected, score=score),),  # type: ignore[arg-type]
                           spend=(Spend("agent", "mock", Usage(20, 4, 24), 1, cost),),  # type: ignore[arg-type]
                           model_calls=(ModelCall("agent", "mock", "m", 0.1),))
 
@@ -500,7 +500,7 @@ def test_results_rebuilt_in_the_controller_share_their_verdicts_spends_and_outpu
         texts = {json.dumps(result_dict(r)["assertions"] if field != "cost" else [s.cost for s in r.spend]) for r in made}
         assert len(texts) == len(values), (field, texts)  # 1, 1.0 and true stay themselves in the report
     long = "x" * 600
-    c, d = (arrived(CaseResult(f"l{i}", "passed", output="".join([long, "!"]), index=i)) for i in (1, 2))
+    c, d = (arrived(CaseResult(id=f"l{i}", status="passed", output="".join([long, "!"]), index=i)) for i in (1, 2))
     assert c.output == d.output and c.output is not d.output  # a long text is each result's own: no memo of large outputs
 
 

@@ -20,7 +20,7 @@ LIMITS = ("tokens", "cost", "tool_calls", "turns", "duration", "model_calls")
 EXAMPLE = "tokens=20000,cost=0.05,tool_calls=10,turns=8,duration=2m"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Spent:
     """What a case run has spent so far, in the units of a Budget."""
 
@@ -95,7 +95,7 @@ def spent(trace: Trace, prices: Mapping[str, Pricing | None], turns: int, durati
     elapsed = time.perf_counter() - trace.started if duration is None else duration
     calls = sum(n for (role, _), n in trace.calls.items() if role == "agent")
     usage = trace.agent_usage
-    return Spent(usage.total_tokens, cost, len(trace.tool_calls), turns, elapsed, calls, usage.source)
+    return Spent(tokens=usage.total_tokens, cost=cost, tool_calls=len(trace.tool_calls), turns=turns, duration=elapsed, model_calls=calls, usage=usage.source)
 
 
 def overruns(budget: Budget, now: Spent) -> list[str]:

@@ -43,7 +43,7 @@ class McpUse:
     tools: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AgentSpec:
     id: str
     path: str
@@ -303,7 +303,7 @@ class Agent:
             new += [{"role": "tool", "tool_call_id": c.id, "content": _tool_content(c)} for c in ran]
             if any(c.name in limits.end_tools for c in ran):
                 break
-        reply = Reply(completion.content, tuple(new), tuple(calls), usage, model_calls=rounds, output_from=self.spec.output_from,
+        reply = Reply(text=completion.content, messages=tuple(new), tool_calls=tuple(calls), usage=usage, model_calls=rounds, output_from=self.spec.output_from,
                       truncated=completion.finish_reason == "length")
         if self.next_hook is not None:
             reply = await self._next(ctx, conversation, reply)
@@ -339,7 +339,7 @@ class Agent:
             except CallError as exc:
                 error, raised = exc.cause, exc
         server = tool.server if tool is not None else None
-        done = ToolCall(call.name, call.arguments, call.id, result, error, (time.perf_counter() - start) * 1000, server,
+        done = ToolCall(name=call.name, arguments=call.arguments, id=call.id, result=result, error=error, duration_ms=(time.perf_counter() - start) * 1000, server=server,
                         mocked=outcome is not None and outcome.mocked, fault=outcome.fault if outcome is not None else None,
                         location=raised.location if raised else "", traceback=(raised.traceback or "") if raised else "", vt=vt)
         record_tool_call(done)

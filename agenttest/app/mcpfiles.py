@@ -26,7 +26,7 @@ QUIET_KEYS = {"id", "name", "version", "label", "description", "tags", "readonly
 PYTHONS = ("python", "python3")  # the Python running agent-test, so the server sees the same packages
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServerSpec:
     """One server file: how to reach or start the server. ``id`` is the ID that named it."""
 
@@ -99,7 +99,7 @@ def read(path: str, server_id: str, app: App, agent_folder: str | None, secrets:
     values = {k: substitute_env(data[k], f"{path}: '{k}'", found) for k in ("command", "arguments", "env", "url", "authorization_token") if k in data}
     for value, name in credentials(data, values, found):  # the token, env values named for one, a URL's password
         secrets.add(value, name)
-    spec = ServerSpec(server_id, path, transport, cwd=app.root, timeout=_timeout(data.get("timeout"), where))
+    spec = ServerSpec(id=server_id, path=path, transport=transport, cwd=app.root, timeout=_timeout(data.get("timeout"), where))
     if transport == "stdio":
         return _stdio(spec, values, where)
     if transport in ("http", "sse"):

@@ -39,12 +39,12 @@ def budget(params: dict[str, Any], obs: Observation) -> AssertionResult:
     limit = budgets.of_case(params)
     spent = obs.spent
     if spent is None:
-        return AssertionResult("budget", False, "budget: nothing was measured here (only cases and checkpoints have a budget)",
-                               limit.limits(), error=True)
+        return AssertionResult(type="budget", passed=False, message="budget: nothing was measured here (only cases and checkpoints have a budget)",
+                               expected=limit.limits(), error=True)
     unmeasured = budgets.unmeasured(limit, spent)
     if unmeasured:
-        return AssertionResult("budget", False, unmeasured, limit.limits(), spent.as_dict(), error=True)
+        return AssertionResult(type="budget", passed=False, message=unmeasured, expected=limit.limits(), actual=spent.as_dict(), error=True)
     exceeded = budgets.overruns(limit, spent)
     if exceeded:
-        return AssertionResult("budget", False, budgets.message(exceeded), limit.limits(), spent.as_dict())
-    return AssertionResult("budget", True, "", limit.limits(), spent.as_dict())
+        return AssertionResult(type="budget", passed=False, message=budgets.message(exceeded), expected=limit.limits(), actual=spent.as_dict())
+    return AssertionResult(type="budget", passed=True, message="", expected=limit.limits(), actual=spent.as_dict())

@@ -44,10 +44,10 @@ def cel_assertion(params: dict[str, Any], obs: Observation) -> AssertionResult:
     try:
         value = cel.evaluate(expr, scope(obs))
     except cel.CelError as exc:
-        return AssertionResult("cel", False, f"{expr}: could not be evaluated: {exc}", True, None)
+        return AssertionResult(type="cel", passed=False, message=f"{expr}: could not be evaluated: {exc}", expected=True, actual=None)
     if not isinstance(value, bool):
-        return AssertionResult("cel", False, f"{expr} gave {shorten(value, 80)}, not a boolean", True, value)
-    return AssertionResult("cel", value, "" if value else f"false: {expr}", True, value)
+        return AssertionResult(type="cel", passed=False, message=f"{expr} gave {shorten(value, 80)}, not a boolean", expected=True, actual=value)
+    return AssertionResult(type="cel", passed=value, message="" if value else f"false: {expr}", expected=True, actual=value)
 
 
 def _check_collateral(params: dict[str, Any]) -> list[CheckProblem]:
@@ -70,5 +70,5 @@ def collateral(params: dict[str, Any], obs: Observation) -> AssertionResult:
     changed = changed_collections(obs.initial_world if obs.initial_world is not None else {}, obs.world if obs.world is not None else {})
     outside = [c for c in changed if not allowed(c, allow)]
     if not outside:
-        return AssertionResult("collateral", True, "", allow, changed)
-    return AssertionResult("collateral", False, f"changed outside allow_changes: {', '.join(outside)}", allow, changed)
+        return AssertionResult(type="collateral", passed=True, message="", expected=allow, actual=changed)
+    return AssertionResult(type="collateral", passed=False, message=f"changed outside allow_changes: {', '.join(outside)}", expected=allow, actual=changed)

@@ -47,15 +47,15 @@ async def ask_validator(
     try:
         value = await ask_json(judge, validator, payload, "validator", verdict, connector, {"criteria": criteria, **metadata})
     except ProtocolError as exc:  # the judge's fault, not the agent's: the case is an error naming the judge
-        return AssertionResult("agent", False, f"validator {validator}: {exc}", criteria, error=True)
+        return AssertionResult(type="agent", passed=False, message=f"validator {validator}: {exc}", expected=criteria, error=True)
     except CallError as exc:
-        return AssertionResult("agent", False, f"validator {validator} could not be called: {exc}", criteria, error=True)
+        return AssertionResult(type="agent", passed=False, message=f"validator {validator} could not be called: {exc}", expected=criteria, error=True)
     reason = str(value.get("reason", ""))
     score = value.get("score")
     score = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
     details = {k: v for k, v in value.items() if k not in ("passed", "reason", "score")} or None
     message = "" if value["passed"] else f"validator: {reason or 'criteria not met'}"
-    return AssertionResult("agent", value["passed"], message, criteria, reason, score, details)
+    return AssertionResult(type="agent", passed=value["passed"], message=message, expected=criteria, actual=reason, score=score, details=details)
 
 
 OPTIONS = {"type": "object", "properties": {"connector": {"type": "string"}, "metadata": {"type": "object"}}}
@@ -77,7 +77,7 @@ async def agent(params: dict[str, Any], obs: Observation) -> AssertionResult:
     criteria = params.get("value", metadata.pop("criteria", None))
     metadata.pop("criteria", None)
     if obs.judge is None:
-        return AssertionResult("agent", False, "no caller to reach the validator", error=True)
+        return AssertionResult(type="agent", passed=False, message="no caller to reach the validator", error=True)
     validator, connector = agent_id(params["use"]), options.get("connector")
     asks = [await ask_validator(obs.judge, validator, obs.output, obs.input, criteria, metadata, connector)
             for _ in range(params.get("judge_runs", 1))]  # one after another: a replay answers them in the order they were asked

@@ -63,22 +63,22 @@ async def pairwise(params: dict[str, Any], obs: Observation) -> AssertionResult:
     criteria, reference, connector = params.get("value"), params["reference"], options.get("connector")
     validator = agent_id(params["use"])
     if obs.judge is None:
-        return AssertionResult("pairwise", False, "no caller to reach the validator", error=True)
+        return AssertionResult(type="pairwise", passed=False, message="no caller to reach the validator", error=True)
     who = judge_of(obs, validator, connector)
     first = await _ask(obs, validator, obs.output, reference, criteria, metadata, connector)  # the output as a
     second = await _ask(obs, validator, reference, obs.output, criteria, metadata, connector)  # the output as b
     label = params.get("label")
     for reply in (first, second):
         if isinstance(reply, str):
-            return AssertionResult("pairwise", False, reply, criteria, error=True, judged=Judged(validator=validator, connector=who, label=label))
+            return AssertionResult(type="pairwise", passed=False, message=reply, expected=criteria, error=True, judged=Judged(validator=validator, connector=who, label=label))
     assert isinstance(first, dict) and isinstance(second, dict)
     picks = ({"a": "output", "b": "reference", "tie": "tie"}[first["choice"]], {"a": "reference", "b": "output", "tie": "tie"}[second["choice"]])
     wins = [p != "reference" for p in picks]
     reasons = f"output first: {picks[0]} ({first.get('reason', '')}); output second: {picks[1]} ({second.get('reason', '')})"
     if wins[0] != wins[1]:
-        return AssertionResult("pairwise", False, f"inconclusive: the judge chose {picks[0]} with the output first and {picks[1]} with it "
-                               f"second — its verdict follows the order, not the answers", criteria, reasons, error=True,
+        return AssertionResult(type="pairwise", passed=False, message=f"inconclusive: the judge chose {picks[0]} with the output first and {picks[1]} with it "
+                               f"second — its verdict follows the order, not the answers", expected=criteria, actual=reasons, error=True,
                                judged=Judged(validator=validator, connector=who, label=label, consistent=False))
     message = "" if wins[0] else f"validator preferred the reference in both orders: {second.get('reason') or first.get('reason') or 'no reason'}"
-    return AssertionResult("pairwise", wins[0], message, criteria, reasons,
+    return AssertionResult(type="pairwise", passed=wins[0], message=message, expected=criteria, actual=reasons,
                            judged=Judged(validator=validator, connector=who, verdict=wins[0], label=label, consistent=True))

@@ -44,7 +44,7 @@ class Judge(Protocol):
     def script(self, ref: str) -> Callable[..., Any]: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Observation:
     """What an assertion looks at: the output, the tool calls, the input, the tool world, and the judge
     (the caller) for agent and script assertions."""
@@ -93,7 +93,7 @@ class Need:
 Needs = Callable[[dict[str, Any]], list[Need]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AssertionType:
     name: str
     evaluate: Evaluate
@@ -122,7 +122,7 @@ def register(
 
     def decorate(fn: Evaluate) -> Evaluate:
         doc = description or (fn.__doc__ or "").strip().split("\n")[0]
-        ASSERTIONS.add(name, AssertionType(name, fn, {**COMMON_FIELDS, **declared}, check, inspect.iscoroutinefunction(fn), doc, needs))
+        ASSERTIONS.add(name, AssertionType(name=name, evaluate=fn, params={**COMMON_FIELDS, **declared}, check=check, is_async=inspect.iscoroutinefunction(fn), description=doc, needs=needs))
         return fn
 
     return decorate
@@ -217,7 +217,7 @@ def _crashed(spec: AssertionSpec, exc: Exception) -> AssertionResult:
     import traceback
 
     message = f"internal error in '{spec.type}' assertion: {type(exc).__name__}: {exc}"
-    return AssertionResult(spec.type, False, message, error=True, traceback="".join(traceback.format_exception(exc)))
+    return AssertionResult(type=spec.type, passed=False, message=message, error=True, traceback="".join(traceback.format_exception(exc)))
 
 
 _FINISHED: dict[int, tuple[AssertionSpec, AssertionResult, AssertionResult]] = {}  # id(spec) → spec, a verdict, it finished

@@ -61,17 +61,17 @@ async def script(params: dict[str, Any], obs: Observation) -> AssertionResult:
     options = params.get("options") or {}
     value = options["metadata"] if "metadata" in options else params.get("value")
     if obs.judge is None:
-        return AssertionResult("script", False, "no caller to load the script", error=True)
+        return AssertionResult(type="script", passed=False, message="no caller to load the script", error=True)
     fn = obs.judge.script(ref)
     try:
         returned = await usercalls.call(fn, obs.output, fresh(obs.input), fresh(value), what=f"script {ref}")
     except CallError as exc:  # the script could not give a verdict: the assertion, and the case, is an error
         message = str(exc).replace(f"script {ref} failed: ", f"script {ref} raised ", 1)
-        return AssertionResult("script", False, message, value, error=True, traceback=exc.traceback or "")
+        return AssertionResult(type="script", passed=False, message=message, expected=value, error=True, traceback=exc.traceback or "")
     try:
         passed, message = _verdict(returned)
     except ValueError as exc:
-        return AssertionResult("script", False, f"script {ref} {exc}", value, error=True)
+        return AssertionResult(type="script", passed=False, message=f"script {ref} {exc}", expected=value, error=True)
     if not passed:
         message = f"script {ref}: {message or 'returned false'}"
-    return AssertionResult("script", passed, message if not passed else "", value, message or None)
+    return AssertionResult(type="script", passed=passed, message=message if not passed else "", expected=value, actual=message or None)

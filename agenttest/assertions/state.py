@@ -44,10 +44,10 @@ def _unchanged(paths: list[str], obs: Observation) -> AssertionResult:
         if not equal(before, after):
             changed.append((path, before, after))
     if not changed:
-        return AssertionResult("state", True, "", paths, None)
+        return AssertionResult(type="state", passed=True, message="", expected=paths, actual=None)
     text = "; ".join(f"{p}: {_shown(b)} → {_shown(a)}" for p, b, a in changed)
     actual = {p: a[0] if len(a) == 1 else a for p, _, a in changed}
-    return AssertionResult("state", False, f"world changed at {text}", paths, actual)
+    return AssertionResult(type="state", passed=False, message=f"world changed at {text}", expected=paths, actual=actual)
 
 
 @register("state", fields={"path": PATH, "value": VALUE, "unchanged": {"type": "array", "items": {"type": "string"},
@@ -56,10 +56,10 @@ def _unchanged(paths: list[str], obs: Observation) -> AssertionResult:
 def state(params: dict[str, Any], obs: Observation) -> AssertionResult:
     """The case's world holds a value at a path, or is unchanged at some paths."""
     if obs.world is None:
-        return AssertionResult("state", False, "this case has no tool world to check", params.get("value"), None)
+        return AssertionResult(type="state", passed=False, message="this case has no tool world to check", expected=params.get("value"), actual=None)
     if "unchanged" in params:
         return _unchanged(params["unchanged"], obs)
-    result = json_path({**params, "type": "json_path"}, Observation(obs.world))
+    result = json_path({**params, "type": "json_path"}, Observation(output=obs.world))
     assert isinstance(result, AssertionResult)  # json_path is synchronous
     if not result.passed and "value" in params and result.actual is not None:
         differing = fields_differing(params["path"], params["value"], result.actual)

@@ -18,11 +18,11 @@ JSON_TYPES = ("string", "number", "integer", "boolean", "array", "object", "null
 
 
 def _ok(kind: str, expected: Any = None, actual: Any = None) -> AssertionResult:
-    return AssertionResult(kind, True, "", expected, actual)
+    return AssertionResult(type=kind, passed=True, message="", expected=expected, actual=actual)
 
 
 def _fail(kind: str, message: str, expected: Any = None, actual: Any = None) -> AssertionResult:
-    return AssertionResult(kind, False, message, expected, actual)
+    return AssertionResult(type=kind, passed=False, message=message, expected=expected, actual=actual)
 
 
 VALUE: dict[str, Any] = {"description": "the expected value"}
@@ -135,7 +135,7 @@ async def regex(params: dict[str, Any], obs: Observation) -> AssertionResult:
     try:
         m = await asyncio.to_thread(patterns.search, str(pattern), text)
     except patterns.PatternTimeout as exc:
-        return AssertionResult("regex", False, f"regex {exc}", pattern, error=True)
+        return AssertionResult(type="regex", passed=False, message=f"regex {exc}", expected=pattern, error=True)
     if m:
         return _ok("regex", pattern, m.group(0))
     return _fail("regex", f"output does not match /{pattern}/: {shorten(text, 120)}", pattern, text)

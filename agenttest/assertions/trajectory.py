@@ -22,11 +22,11 @@ COUNT = {"type": "integer", "minimum": 0}
 
 
 def _ok(kind: str, expected: Any, actual: Any) -> AssertionResult:
-    return AssertionResult(kind, True, "", expected, actual)
+    return AssertionResult(type=kind, passed=True, message="", expected=expected, actual=actual)
 
 
 def _fail(kind: str, message: str, expected: Any, actual: Any) -> AssertionResult:
-    return AssertionResult(kind, False, message, expected, actual)
+    return AssertionResult(type=kind, passed=False, message=message, expected=expected, actual=actual)
 
 
 def _listing(names: Sequence[str]) -> str:

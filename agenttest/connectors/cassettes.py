@@ -98,7 +98,7 @@ def completion_of(response: dict[str, Any]) -> Completion:
     """A recorded response as the connector would have returned it; a recorded failure raises again."""
     if "error" in response:
         raise CallError(str(response["error"]))
-    calls = tuple(ToolCall(str(c.get("name", "")), c.get("arguments", {}), str(c.get("id", ""))) for c in response.get("tool_calls") or ())
+    calls = tuple(ToolCall(name=str(c.get("name", "")), arguments=c.get("arguments", {}), id=str(c.get("id", ""))) for c in response.get("tool_calls") or ())
     usage = response.get("usage") or {}
     source = usage.get("source") if usage.get("source") in ("estimated", "unknown") else "endpoint"
     return Completion(str(response.get("content") or ""), calls,
@@ -145,7 +145,7 @@ def cassette_name(case: Case, root: str, secrets: Secrets | None = None, cwd: st
     return "/".join([*parts, _safe(case.id, hide) + ".jsonl"])
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Entry:
     """One recorded call: a line of a cassette."""
 
@@ -186,7 +186,7 @@ def parse_line(text: str, where: Location) -> Entry:
     request = stable_ids(data["request"])[0]  # cassettes recorded before ids were made stable replay too
     if isinstance(request.get("parameters"), dict) and (kept := _sent(request["parameters"])) != request["parameters"]:
         request = {k: v for k, v in request.items() if k != "parameters"} | ({"parameters": kept} if kept else {})  # and those that kept pricing
-    return Entry(data["role"], data.get("turn", 1), request, data["response"], data.get("run", 1), data.get("connector", ""), where.line or 0)
+    return Entry(role=data["role"], turn=data.get("turn", 1), request=request, response=data["response"], run=data.get("run", 1), connector=data.get("connector", ""), line=where.line or 0)
 
 
 class Tape:
@@ -357,7 +357,7 @@ class Cassettes:
             text = text.replace(value, placeholder)  # $SYS.DATETIME as written: the same request at any time
         normal, known_ids = stable_ids(json.loads(text))
         connector = _digested(inner.spec.id, self.secrets.redact) if role == "agent" else ""  # the simulator and the judges keep their own
-        entry = Entry(role, turn, normal, {}, run, connector if self.named else "")
+        entry = Entry(role=role, turn=turn, request=normal, response={}, run=run, connector=connector if self.named else "")
         entry.ids = known_ids
         call = tape.next_call(run)
         if self.replaying(role):

@@ -29,7 +29,7 @@ _MATCHERS = ("user", "system", "conversation", "tool", "result")
 _RULE_KEYS = {"name", "when", "reply", "json", "tool_calls", "delay", "error", *_MATCHERS}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rule:
     name: str
     when: dict[str, Any]
@@ -60,7 +60,7 @@ def _rule(raw: Any, where: str, warnings: list[str], at: Location | None = None)
             except re.error as exc:
                 raise AgentTestError(f"{where}: {key} pattern {pattern!r} does not compile: {exc}", at) from None
     reply = raw["json"] if "json" in raw else raw.get("reply", "")
-    return Rule(str(raw.get("name", where)), when, reply, tuple(raw.get("tool_calls") or ()), float(raw.get("delay", 0)), raw.get("error"))
+    return Rule(name=str(raw.get("name", where)), when=when, reply=reply, tool_calls=tuple(raw.get("tool_calls") or ()), delay=float(raw.get("delay", 0)), error=raw.get("error"))
 
 
 class Rules:
@@ -297,7 +297,7 @@ class MockConnector:
             raise CallError(f"mock rule '{rule.name}': a template names a missing field: {exc}") from None
         text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
         self._calls += 1
-        return text, tuple(ToolCall(c["name"], args, f"call_mock_{self._calls}_{i}") for i, (c, args) in enumerate(zip(rule.tool_calls, arguments)))
+        return text, tuple(ToolCall(name=c["name"], arguments=args, id=f"call_mock_{self._calls}_{i}") for i, (c, args) in enumerate(zip(rule.tool_calls, arguments)))
 
 
 _COUNTED: dict[str, int] = {}  # a text's words, for texts up to 4 KB (a suite's histories repeat their messages)

@@ -385,7 +385,7 @@ class OpenAIConnector:
         if not isinstance(message, dict):
             raise CallError(self._text(f"unexpected response from {self.where}: choices[0].message is {shorten(repr(message), 80)}"))
         calls = tuple(
-            ToolCall(c["function"].get("name"), self._arguments(c["function"].get("arguments")), c.get("id") or f"call_{i}")
+            ToolCall(name=c["function"].get("name"), arguments=self._arguments(c["function"].get("arguments")), id=c.get("id") or f"call_{i}")
             for i, c in enumerate(message.get("tool_calls") or ())
             if isinstance(c, dict) and c.get("function") is not None
         )
@@ -436,7 +436,7 @@ class OpenAIConnector:
             got = sum(len(c) for c in content)
             raise Retryable(f"the stream from {self.where} ended without a finish_reason (cut off after {got} characters)", "cut", self.where)
         tool_calls = tuple(
-            ToolCall(c["name"], self._arguments(c["arguments"]), c["id"] or f"call_{i}") for i, c in sorted(calls.items())
+            ToolCall(name=c["name"], arguments=self._arguments(c["arguments"]), id=c["id"] or f"call_{i}") for i, c in sorted(calls.items())
         )
         return Completion("".join(content), tool_calls, usage, model, finished)
 

@@ -205,8 +205,8 @@ class Throttle:
 
     def load(self) -> EndpointLoad:
         s = self.stats
-        return EndpointLoad(self.name, s["requests"], s["rate_limited"], s["absorbed"], s["retries"], s["overloaded"],
-                            self.limit, self.lowest, self.peak, self.down is not None)
+        return EndpointLoad(connector=self.name, requests=s["requests"], rate_limited=s["rate_limited"], absorbed=s["absorbed"], retries=s["retries"], overloaded=s["overloaded"],
+                            limit=self.limit, lowest_limit=self.lowest, peak_in_flight=self.peak, unreachable=self.down is not None)
 
 
 def backoff(attempt: int) -> float:

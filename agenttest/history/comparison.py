@@ -29,7 +29,7 @@ class Change:
     after: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CaseDiff:
     id: str
     file: str
@@ -224,16 +224,16 @@ def _one(key: Key, base: list[CaseResult] | None, new: list[CaseResult] | None, 
     if base is None or new is None:
         v = verdict(runs, rates[1] if new else rates[0])
         kind = "new" if new else "not run" if (case_id, connector) in unrun else "removed"
-        return CaseDiff(case_id, file, kind, "" if new else v.status, v.status if new else "", "" if new else v.runs(),
-                        v.runs() if new else "", reason=v.reason, connector=connector)
+        return CaseDiff(id=case_id, file=file, kind=kind, before="" if new else v.status, after=v.status if new else "", runs_before="" if new else v.runs(),
+                        runs_after=v.runs() if new else "", reason=v.reason, connector=connector)
     a, b = verdict(base, rates[0]), verdict(new, rates[1])
     if outcomes is not None and a.ran and b.ran:
         outcomes.append(pairing.Outcome(case_id, file, connector, (a.passed, a.ran), (b.passed, b.ran)))
     changes = _assertions(base, new) + _checkpoints(base, new) + _behaviour(base, new)
     if a.reason != b.reason and a.status in BAD and b.status in BAD:  # failing either way, for another reason
         changes.append(Change("reason", a.reason or "—", b.reason or "—"))
-    return CaseDiff(case_id, file, _kind(a, b, changes), a.status, b.status, a.runs(), b.runs(), tuple(changes), b.reason or a.reason,
-                    connector)
+    return CaseDiff(id=case_id, file=file, kind=_kind(a, b, changes), before=a.status, after=b.status, runs_before=a.runs(), runs_after=b.runs(), changes=tuple(changes), reason=b.reason or a.reason,
+                    connector=connector)
 
 
 def compare(base: RunReport, new: RunReport, base_name: str = "", new_name: str = "", alpha: float = 0.05) -> Comparison:

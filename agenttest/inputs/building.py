@@ -241,7 +241,7 @@ def _interned(text: Any) -> Any:
 def mock_of(raw: dict[str, Any]) -> Mock:
     """A validated ``mocks`` item → Mock."""
     delay = parse_duration(raw["delay"]) if "delay" in raw else 0.0
-    return Mock(raw["tool"], raw.get("match"), raw.get("returns"), raw.get("error"), delay, raw.get("times"))
+    return Mock(tool=raw["tool"], match=raw.get("match"), returns=raw.get("returns"), error=raw.get("error"), delay=delay, times=raw.get("times"))
 
 
 def fault_of(raw: dict[str, Any]) -> Fault:

@@ -65,7 +65,7 @@ class Loaded:
         return self.cases
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Document:
     """One raw case and how to find places inside it."""
 
@@ -106,7 +106,7 @@ class Lines:
     source: str
 
     def __call__(self, path: Sequence[Any] = (), key: bool = False, line: int | None = None) -> Location:
-        return Document(None, self.source, (), None, (line or 1) - 1).locate(path, key)
+        return Document(raw=None, source=self.source, base=(), text=None, line_offset=(line or 1) - 1).locate(path, key)
 
 
 FILES: dict[str, Lines] = {}

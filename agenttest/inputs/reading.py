@@ -141,7 +141,7 @@ def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text:
         if line.count(":") > keys[0]:  # more ':' than keys: one in a string, or a key written twice
             problems += _repeated_keys(line, source, number - 1, shift)
         kept = keep_text or shift or "\r" in line  # a line read again from the file would be split at its lone CR
-        yield Document(raw, source, (), line if kept else None, number - 1, shift, shallow=shallow)
+        yield Document(raw=raw, source=source, base=(), text=line if kept else None, line_offset=number - 1, col_offset=shift, shallow=shallow)
 
 
 def _over_lines(text: str) -> bool:
@@ -299,7 +299,7 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
             items[i] = None  # the parsed case, made again shared: freed as the walk goes, not held to its end
         except _Deep:  # build_cases says so, at its place
             shallow, keys[0] = False, entries(raw)
-        docs.append(Document(raw, source, (), text[start:end], line - 1, col, shallow=shallow))
+        docs.append(Document(raw=raw, source=source, base=(), text=text[start:end], line_offset=line - 1, col_offset=col, shallow=shallow))
         if text.count(":", start, end) > keys[0]:
             problems += _repeated_keys(text[start:end], source, line - 1, col)
         pos = start
@@ -354,7 +354,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         return []
     base, items = _listed(data, source, problems)
     problems += beside_cases(data, base, source, lambda key: yaml_mark(node, (key,), key=True))
-    return [Document(raw, source, base + (i,), node=node) for i, raw in enumerate(items)]
+    return [Document(raw=raw, source=source, base=base + (i,), node=node) for i, raw in enumerate(items)]
 
 
 _DIGITS = re.compile(r"\d{%d,}" % (sys.get_int_max_str_digits() + 1))

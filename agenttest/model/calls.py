@@ -51,7 +51,7 @@ class Spend:
     cost: float | None = None  # USD; None when the connector has no pricing
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
     """One tool call the model asked for and what running it gave."""
 
@@ -112,7 +112,7 @@ class ModelCall:
     duration_ms: float = 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EndpointLoad:
     """How one connector held up under the run's load (FORMATS §13)."""
 
@@ -128,7 +128,7 @@ class EndpointLoad:
     unreachable: bool = False  # marked down after consecutive connection failures
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Reply:
     """What an agent answered to one conversation, tool loop included."""
 
@@ -171,7 +171,7 @@ class Limits:
     tool_rounds: int | None = None  # rounds of tool calls allowed beyond the agent's own max_tool_rounds (a scenario's max_steps)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Context:
     """What tools, hooks and scripts receive as ``ctx`` (FORMATS §5)."""
 

@@ -69,7 +69,7 @@ class Given:
         return self.output, self.tool_calls
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Mock:
     """A mocked tool (FORMATS §11): answers calls of ``tool`` whose arguments match ``match`` instead of the tool."""
 
@@ -99,7 +99,7 @@ class Locator(Protocol):
     def __call__(self, path: Sequence[Any] = (), key: bool = False, line: int | None = None) -> Location: ...  # line: the case's
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Case:
     """A test case as the file says, normalized; ``raw`` is what was written."""
 
@@ -170,7 +170,7 @@ class Case:
         return self.locator(path, key, self.location.line) if self.locator is not None else self.location
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Budget:
     """Limits on what one run of a case may spend (FORMATS §8); None: no limit on that figure."""
 
@@ -185,7 +185,7 @@ class Budget:
         """This budget's limits, the ones it leaves open taken from ``base`` (the case over --budget)."""
         if base is None:
             return self
-        return Budget(*(mine if mine is not None else theirs for mine, theirs in zip(astuple_shallow(self), astuple_shallow(base))))
+        return Budget(**{f.name: mine if mine is not None else theirs for f, mine, theirs in zip(fields(self), astuple_shallow(self), astuple_shallow(base))})
 
     def limits(self) -> dict[str, Any]:
         """The limits that are set, by name."""

@@ -14,7 +14,7 @@ from agenttest.model.kinds import Status
 from agenttest.model.scenario import ScenarioRecord
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AssertionResult:
     type: str
     passed: bool
@@ -43,7 +43,7 @@ def blocks(result: AssertionResult) -> bool:
     return not result.passed and not minor(result)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Turn:
     turn: int
     input: Any
@@ -65,7 +65,7 @@ class Turn:
         return f"turn {self.turn}" + (f" ({self.id})" if self.id else "")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CheckpointResult:
     id: str
     reached: bool
@@ -101,7 +101,7 @@ class WorldRecord:
     changes: tuple[WorldChange, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CaseResult:
     id: str
     status: Status
@@ -175,7 +175,7 @@ class CaseResult:
         return [a.message for t in self.turns for a in t.assertions if minor(a)] + [a.message for a in self.assertions if minor(a)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Stability:
     id: str
     runs: int
@@ -317,7 +317,7 @@ class RunHeader:
     notes: tuple[tuple[str, str], ...] = ()  # more header lines: ("Replay", "cassettes/ (every role)"), …
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunReport:
     results: tuple[CaseResult, ...]
     started_at: str

@@ -16,7 +16,7 @@ from agenttest.runtime.trace import Trace
 from agenttest.runtime.world import snapshot
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CaseEnv:
     """What a mode needs to run one case: the caller, the agent under test with its connector, the ctx,
     and where the case's attachments may come from."""

@@ -24,7 +24,7 @@ class BudgetStop(Exception):
     """The conversation stopped at a turn that went past its budget: the case fails with this reason."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Conversation:
     """One conversation while it runs (kept when a deadline interrupts it)."""
 
@@ -48,7 +48,7 @@ Result = Callable[[Case, Conversation, Status, str], CaseResult]
 def cut_short(case: Case, trace: Trace, status: Status, error: str, result: Result, missing: bool = False) -> CaseResult:
     """A conversation cut short (timeout, error) keeps its turns; the agent's calls in an unfinished turn come
     from the trace. A timeout says the turn it interrupted (and, with ``missing``, the checkpoints not reached)."""
-    conv = trace.state if isinstance(trace.state, Conversation) else Conversation(case)
+    conv = trace.state if isinstance(trace.state, Conversation) else Conversation(case=case)
     if status == "timeout":
         error += f" (during turn {len(conv.turns) + 1})" + (f"; missing checkpoints: {', '.join(conv.missing())}" if missing else "")
     return replace(result(case, conv, status, error), tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
@@ -61,7 +61,7 @@ def reply_text(reply: Reply) -> Any:
     return reply.output
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Exchange:
     """One turn as it happened: what the user said, the agent's reply, what checks of this turn see."""
 
@@ -74,7 +74,7 @@ class Exchange:
 
     def record(self, conv: Conversation, **extra: Any) -> Turn:
         """The turn as the reports keep it, added to the conversation."""
-        done = Turn(self.turn, self.user, reply_text(self.reply), self.reply.tool_calls,
+        done = Turn(turn=self.turn, input=self.user, output=reply_text(self.reply), tool_calls=self.reply.tool_calls,
                     duration_ms=(time.perf_counter() - self.started) * 1000, attachments=self.attachments,
                     truncated=self.reply.truncated, **extra)
         conv.turns.append(done)
@@ -93,16 +93,16 @@ async def agent_turn(case: Case, env: CaseEnv, conv: Conversation, trace: Trace,
         raise BudgetStop(f"{budgets.PREFIX}model_calls > {env.budget.model_calls} (at turn {turn})") from None
     except CallError as exc:  # the turn that failed is kept, with the calls it made
         error = f"agent error at turn {turn}: {exc}"
-        conv.turns.append(Turn(turn, user_text, None, tuple(trace.tool_calls[len(conv.tool_calls):]), attachments=tuple(attached),
+        conv.turns.append(Turn(turn=turn, input=user_text, output=None, tool_calls=tuple(trace.tool_calls[len(conv.tool_calls):]), attachments=tuple(attached),
                                duration_ms=(time.perf_counter() - start) * 1000, error=error))
         raise CallError(error) from None
     conv.history += list(reply.messages)
     conv.usage += reply.usage
     conv.tool_calls += reply.tool_calls
     conv.last = reply
-    obs = Observation(reply_text(reply), reply.tool_calls, user_text, case, env.caller,
+    obs = Observation(output=reply_text(reply), tool_calls=reply.tool_calls, input=user_text, case=case, judge=env.caller,
                       all_tool_calls=tuple(conv.tool_calls), spending=env.spent(trace, turn), **world_view(trace))
-    return Exchange(turn, user_text, tuple(attached), reply, obs, start)
+    return Exchange(turn=turn, user=user_text, attachments=tuple(attached), reply=reply, obs=obs, started=start)
 
 
 def check_budget(env: CaseEnv, trace: Trace, turn: int) -> None:
@@ -124,7 +124,7 @@ async def final(case: Case, env: CaseEnv, conv: Conversation, trace: Trace,
     last = conv.last
     output = last.output if last is not None else None
     first_input = conv.turns[0].input if conv.turns else case.input
-    obs = Observation(output, conv.tool_calls, first_input, case, env.caller, all_tool_calls=tuple(conv.tool_calls),
+    obs = Observation(output=output, tool_calls=conv.tool_calls, input=first_input, case=case, judge=env.caller, all_tool_calls=tuple(conv.tool_calls),
                       spending=env.spent(trace, len(conv.turns)), **world_view(trace))
     return await evaluate_all(specs, obs)
 

@@ -151,8 +151,8 @@ def _checkpoint_results(conv: Conversation) -> tuple[CheckpointResult, ...]:
         if verdict_ is not None and cp.assertion.type in ("tool_called", "tool_args") and isinstance(verdict_.actual, dict):
             tool = verdict_.actual.get("name")
         message = "" if hit else _missed(cp.id, cp.after, conv)
-        out.append(CheckpointResult(cp.id, hit is not None, cp.required, hit[0] if hit else None, cp.description, message, tool,
-                                    verdict_ if cp.assertion.type == "agent" else None))
+        out.append(CheckpointResult(id=cp.id, reached=hit is not None, required=cp.required, reached_at_turn=hit[0] if hit else None, description=cp.description, message=message, tool=tool,
+                                    verdict=verdict_ if cp.assertion.type == "agent" else None))
     return tuple(out)
 
 
@@ -174,7 +174,7 @@ def _simulator(case: Case) -> dict[str, Any] | None:
 
 
 async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
-    conv = trace.state = Conversation(case)
+    conv = trace.state = Conversation(case=case)
     try:
         reason = await _loop(case, env, conv, trace)
     except BudgetStop as stop:

@@ -19,7 +19,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     assert case.given is not None
     output, calls = case.given.of_run(trace.run, env.connector or "")
     said = case.input if case.input not in (None, "", []) else list(case.given.history) or None  # what led to the output
-    obs = Observation(output, calls, said, case, env.caller, spending=partial_of(env.spent, trace, 0), **world_view(trace))
+    obs = Observation(output=output, tool_calls=calls, input=said, case=case, judge=env.caller, spending=partial_of(env.spent, trace, 0), **world_view(trace))
     results = await evaluate_all(expectations(case), obs)
     status = verdict(results)
     errored = next((r for r in results if r.error), None) if status == "error" else None
@@ -29,7 +29,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
     output = case.given.output if case.given is not None else None
-    return CaseResult(case.id, status, case.name, case.input, output, error=error)
+    return CaseResult(id=case.id, status=status, name=case.name, input=case.input, output=output, error=error)
 
 
 MODES.add("judged", sys.modules[__name__])  # the built-in mode registers as a plug-in would

@@ -42,7 +42,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     if world is not None:
         world.finish()
     made = tuple(in_order(trace.tool_calls))
-    obs = Observation(output, made, case.input, case, env.caller, **world_view(trace))
+    obs = Observation(output=output, tool_calls=made, input=case.input, case=case, judge=env.caller, **world_view(trace))
     results = await evaluate_all(expectations(case), obs)
     status: Status = "failed" if stopped else verdict(results)
     errored = next((r for r in results if r.error), None) if status == "error" else None
@@ -53,7 +53,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
-    result = CaseResult(case.id, status, case.name, case.input, error=error, tool_calls=tuple(in_order(trace.tool_calls)), usage=trace.agent_usage)
+    result = CaseResult(id=case.id, status=status, name=case.name, input=case.input, error=error, tool_calls=tuple(in_order(trace.tool_calls)), usage=trace.agent_usage)
     return _recorded(result, trace)
 
 

@@ -40,7 +40,7 @@ def _result(case: Case, conv: Conversation, status: Status, error: str, assertio
 
 
 async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
-    conv = trace.state = Conversation(case)
+    conv = trace.state = Conversation(case=case)
     try:
         await _turns(case, env, conv, trace)
     except BudgetStop as stop:

@@ -40,7 +40,7 @@ class Assertions:
         self._t = t
 
     def _record(self, kind: str, passed: bool, message: str, expected: Any = None, actual: Any = None) -> bool:
-        self._t.results.append(AssertionResult(kind, passed, "" if passed else message, expected, actual))
+        self._t.results.append(AssertionResult(type=kind, passed=passed, message="" if passed else message, expected=expected, actual=actual))
         return passed
 
     def _msg(self, default: str, msg: str | None) -> str:
@@ -137,7 +137,7 @@ class Assertions:
         from agenttest.assertions import Observation
         from agenttest.assertions.static import json_path
 
-        r = json_path({"type": "json_path", "path": path, "value": expected}, Observation(data))
+        r = json_path({"type": "json_path", "path": path, "value": expected}, Observation(output=data))
         assert isinstance(r, AssertionResult)
         return self._record("JSONPath", r.passed, self._msg(r.message, msg), expected, r.actual)
 
@@ -179,15 +179,15 @@ class T:
 
     def error(self, *parts: Any) -> None:
         """Fail the test and go on (Yao's ``t.error``)."""
-        self.results.append(AssertionResult("error", False, " ".join(str(p) for p in parts) or "error"))
+        self.results.append(AssertionResult(type="error", passed=False, message=" ".join(str(p) for p in parts) or "error"))
 
     def fail(self, message: str = "test failed") -> None:
         """Fail the test and go on, as Yao's ``t.fail``; ``t.fatal`` fails and stops."""
-        self.results.append(AssertionResult("fail", False, message))
+        self.results.append(AssertionResult(type="fail", passed=False, message=message))
 
     def fatal(self, message: str = "fatal error") -> None:
         """Fail the test and stop it now."""
-        self.results.append(AssertionResult("fatal", False, message))
+        self.results.append(AssertionResult(type="fatal", passed=False, message=message))
         raise _Stop
 
     def skip(self, reason: str = "") -> None:
@@ -255,7 +255,7 @@ def _in_node(runtime: Any, path: str, name: str) -> Any:
 
     def script(t: T, ctx: Context) -> None:
         answer = node.run_test(runtime, path, name, ctx, {"assert.Agent": lambda args: judge(t, args)})
-        t.results.extend(AssertionResult(str(r.get("kind")), bool(r.get("passed")), str(r.get("message") or ""), r.get("expected"), r.get("actual"))
+        t.results.extend(AssertionResult(type=str(r.get("kind")), passed=bool(r.get("passed")), message=str(r.get("message") or ""), expected=r.get("expected"), actual=r.get("actual"))
                          for r in answer.get("results") or ())
         t.logs.extend(str(line) for line in answer.get("logs") or ())
         if answer.get("status") == "skipped":
@@ -282,13 +282,13 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     except CallError as exc:
         return replace(partial(case, trace, "error", str(exc).removeprefix(f"script test {case.id} failed: ")), traceback=exc.traceback or "")
     skipped = status == "skipped"
-    return CaseResult(case.id, status, case.name, None, None, error="" if skipped else error, skip_reason=error if skipped else "",
+    return CaseResult(id=case.id, status=status, name=case.name, input=None, output=None, error="" if skipped else error, skip_reason=error if skipped else "",
                       assertions=tuple(t.results), logs=tuple(t.logs), tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
     t = trace.state if isinstance(trace.state, T) else T(case.id, Context())
-    return CaseResult(case.id, status, case.name, None, None, error=error, assertions=tuple(t.results), logs=tuple(t.logs),
+    return CaseResult(id=case.id, status=status, name=case.name, input=None, output=None, error=error, assertions=tuple(t.results), logs=tuple(t.logs),
                       tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
 
 

@@ -49,7 +49,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
         return partial(case, trace, "failed", f"{budgets.PREFIX}model_calls > {env.budget.model_calls}")
     except CallError as exc:
         return partial(case, trace, "error", f"agent error: {exc}")
-    obs = Observation(reply.output, reply.tool_calls, case.input, case, env.caller, spending=partial_of(env.spent, trace, 1), **world_view(trace))
+    obs = Observation(output=reply.output, tool_calls=reply.tool_calls, input=case.input, case=case, judge=env.caller, spending=partial_of(env.spent, trace, 1), **world_view(trace))
     results = await evaluate_all(expectations(case), obs)
     status = verdict(results)
     errored = next((r for r in results if r.error), None) if status == "error" else None
@@ -62,7 +62,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
-    return CaseResult(case.id, status, case.name, case.input, error=error, tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
+    return CaseResult(id=case.id, status=status, name=case.name, input=case.input, error=error, tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
 
 
 MODES.add("standard", sys.modules[__name__])  # the built-in mode registers as a plug-in would

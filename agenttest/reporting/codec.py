@@ -526,7 +526,7 @@ def _load(d: Any, path: list[Any]) -> tuple[EndpointLoad, ...]:
     for name, e in d.get("connectors", {}).items():
         if not isinstance(e, dict):
             raise _Bad(f"load of {name!r} must be an object", [*path, "connectors", name])
-        out.append(EndpointLoad(str(name), **{k: decode(hints[k], v, [*path, "connectors", name, k]) for k, v in e.items() if k in names}))
+        out.append(EndpointLoad(connector=str(name), **{k: decode(hints[k], v, [*path, "connectors", name, k]) for k, v in e.items() if k in names}))
     return tuple(out)
 
 

@@ -18,7 +18,7 @@ from agenttest.model import AssertionSpec, Case
 from agenttest.model.parameters import KNOWN_CASE_OPTIONS, unknown_case_options, unknown_option_warning
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Resolved:
     """What resolution found: hook functions by ref, and the problems and warnings met on the way."""
 

@@ -35,7 +35,7 @@ from agenttest.runtime.world import ToolWorld
 AFTER_GRACE = 5.0  # seconds an After hook gets when its case ran out of time or was interrupted
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunState:
     """What the run has done so far; read by the session even after Ctrl-C."""
 
@@ -117,7 +117,7 @@ async def run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller:
 async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller: Caller) -> CaseResult:
     case, config = item.case, plan.config
     if case.skip:
-        return CaseResult(case.id, "skipped", case.name, case.input, skip_reason=case.skip_reason, run=run, index=index,
+        return CaseResult(id=case.id, status="skipped", name=case.name, input=case.input, skip_reason=case.skip_reason, run=run, index=index,
                           description=case.description, tags=case.tags, connector=item.label,
                           dynamic=case.dynamic, file=case.file, line=case.location.line or 0)
     trace, capture = Trace(case=case, run=run), usercalls.Capture()
@@ -129,7 +129,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
     world = trace.world = ToolWorld(case, ctx.world, config.seed, run, trace.tool_calls)
     policy = attachments.app_policy(caller.catalog.app.root, config.max_attachment)
     budget = item.budget
-    env = modes.CaseEnv(caller, plan.agent, item.connector, ctx, policy, budget, output_from=case.output_from)
+    env = modes.CaseEnv(caller=caller, agent=plan.agent, connector=item.connector, ctx=ctx, attachments=policy, budget=budget, output_from=case.output_from)
     mode = modes.get(case)
     deadline = case.timeout or config.timeout
     loop = asyncio.get_running_loop()
@@ -178,7 +178,7 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
         raise
     except Exception as exc:  # after everything above: still this case's error
         message, tb = internal_error(exc)
-        result = CaseResult(case.id, "error", case.name, case.input, error=message, traceback=tb, run=run, index=index,
+        result = CaseResult(id=case.id, status="error", name=case.name, input=case.input, error=message, traceback=tb, run=run, index=index,
                             dynamic=case.dynamic, file=case.file, line=case.location.line or 0, connector=item.label,
                             description=case.description, tags=case.tags)
     extra: dict[str, Any] = {}  # one replace for what only some cases have (a replace costs ~30 µs)
@@ -220,11 +220,11 @@ def over_budget(result: CaseResult, budget: Budget, trace: Trace, caller: Caller
     exceeded = budgets.overruns(budget, spent)
     unknown = budgets.unmeasured(budget, spent) if not exceeded else None
     if unknown:  # a limit on what nobody counted: neither a pass nor a failure of the agent
-        checked = AssertionResult("budget", False, unknown, budget.limits(), spent.as_dict(), error=True)
+        checked = AssertionResult(type="budget", passed=False, message=unknown, expected=budget.limits(), actual=spent.as_dict(), error=True)
         return replace(result, status="error", error=unknown, assertions=(*result.assertions, checked))
     if not exceeded:
         return result
-    verdict = AssertionResult("budget", False, budgets.message(exceeded), budget.limits(), spent.as_dict())
+    verdict = AssertionResult(type="budget", passed=False, message=budgets.message(exceeded), expected=budget.limits(), actual=spent.as_dict())
     status: Status = "failed"
     return replace(result, status=status, error=result.error or verdict.message, assertions=(*result.assertions, verdict))
 

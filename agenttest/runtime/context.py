@@ -49,8 +49,8 @@ class Identity:
         world = copy.deepcopy(case.world) if case is not None and case.world is not None else {}  # fresh for every run
         options = fresh(context_options(case.options)) if case is not None else {}
         locale = options.get("locale") if isinstance(options.get("locale"), str) else None
-        return Context(user, team, locale or base.get("locale") or "en-us", chat_id, meta, authorized, dict(base.get("client") or {}),
-                       test_mode, caller, world=world, options=options)
+        return Context(user_id=user, team_id=team, locale=locale or base.get("locale") or "en-us", chat_id=chat_id, metadata=meta, authorized=authorized, client=dict(base.get("client") or {}),
+                       test_mode=test_mode, caller=caller, world=world, options=options)
 
     def environment(self) -> dict[str, Any]:
         """What the report says the run ran as."""

@@ -15,7 +15,7 @@ from typing import Any
 from agenttest.model import Case, Completion, ModelCall, Role, ToolCall, Usage
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Trace:
     """Mutable accounting of one run of one case."""
 

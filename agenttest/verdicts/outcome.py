@@ -27,8 +27,8 @@ def stability(results: list[CaseResult]) -> tuple[Stability, ...]:
         mean = sum(durations) / len(durations)
         std = math.sqrt(sum((d - mean) ** 2 for d in durations) / len(durations))
         rate = 100.0 * passed / len(runs)
-        out.append(Stability(case_id, len(runs), passed, round(rate, 1), round(mean, 1), round(min(durations), 1), round(max(durations), 1),
-                             round(std, 1), classify(rate), connector))
+        out.append(Stability(id=case_id, runs=len(runs), passed=passed, pass_rate=round(rate, 1), avg_ms=round(mean, 1), min_ms=round(min(durations), 1), max_ms=round(max(durations), 1),
+                             std_ms=round(std, 1), classification=classify(rate), connector=connector))
     return tuple(out)
 
 

@@ -177,7 +177,7 @@ def _unique(case_id: str, ids: set[str]) -> str:
 def _redacted(conv: Conversation, redactor: Redactor) -> Conversation:
     tools = [replace(t, arguments=redactor.value(t.arguments), result=redactor.value(t.result), error=redactor.text(t.error))
              for t in conv.tools]
-    out = Conversation(conv.key, conv.calls, tools, conv.explicit, redactor.value(conv.messages))
+    out = Conversation(key=conv.key, calls=conv.calls, tools=tools, explicit=conv.explicit, messages=redactor.value(conv.messages))
     return out
 
 

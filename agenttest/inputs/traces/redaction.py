@@ -51,14 +51,14 @@ KEYS = (r"sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{20,}|(?:AKIA|ASIA)[0-9A-Z]
         r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
         r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----")
 BUILT_IN = (
-    Rule("KEY", "API key or token", re.compile(r"(?<![\w-])(?:" + KEYS + r")")),
-    Rule("KEY", "API key or token", re.compile(r"(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/-]{16,}=*)"), group=1),
-    Rule("KEY", "API key or token",
-         re.compile(r"(?i)\b(?:api[_-]?key|secret|token|password|passwd)\b[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{8,})"), group=1),
-    Rule("CARD", "card number", re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"), accept=_luhn),
-    Rule("EMAIL", "e-mail address", re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")),
-    Rule("PHONE", "phone number",
-         re.compile(r"(?<![\w+-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{1,4}(?:[ .-]?\d{1,4}){1,6}(?![\w])"), accept=_phone),
+    Rule(name="KEY", what="API key or token", pattern=re.compile(r"(?<![\w-])(?:" + KEYS + r")")),
+    Rule(name="KEY", what="API key or token", pattern=re.compile(r"(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/-]{16,}=*)"), group=1),
+    Rule(name="KEY", what="API key or token",
+         pattern=re.compile(r"(?i)\b(?:api[_-]?key|secret|token|password|passwd)\b[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{8,})"), group=1),
+    Rule(name="CARD", what="card number", pattern=re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"), accept=_luhn),
+    Rule(name="EMAIL", what="e-mail address", pattern=re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")),
+    Rule(name="PHONE", what="phone number",
+         pattern=re.compile(r"(?<![\w+-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{1,4}(?:[ .-]?\d{1,4}){1,6}(?![\w])"), accept=_phone),
 )
 KINDS = {"key": "KEY", "card": "CARD", "email": "EMAIL", "phone": "PHONE"}
 
@@ -77,7 +77,7 @@ def parse_rule(text: str) -> Rule:
     if compiled.search(""):
         raise AgentTestError(f"--redact {text!r}: the pattern matches the empty text, so it would replace nothing useful")
     stem = name.upper().replace("-", "_")
-    return Rule(stem, f"--redact {name}" if eq else "--redact rule", compiled)
+    return Rule(name=stem, what=f"--redact {name}" if eq else "--redact rule", pattern=compiled)
 
 
 @dataclass

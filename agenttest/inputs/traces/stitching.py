@@ -51,7 +51,7 @@ def conversations(calls: Sequence[Call], tools: Sequence[ToolRun]) -> list[Conve
     groups: dict[str, Conversation] = {}
     for call in sorted(calls, key=lambda c: c.start):
         key = call.conversation or call.trace or f"call@{call.where}"
-        groups.setdefault(key, Conversation(key, explicit=bool(call.conversation))).calls.append(call)
+        groups.setdefault(key, Conversation(key=key, explicit=bool(call.conversation))).calls.append(call)
     ordered = _chained(list(groups.values()))
     by_trace = {t: c for c in ordered for t in c.traces}
     by_key = {c.key: c for c in ordered}

@@ -63,11 +63,6 @@ def _dataclass_reducer(cls: type, tag: int) -> Any:
     return lambda obj: (_made, (tag, get(obj)))
 
 
-def _positional(cls: type) -> bool:
-    fields = dataclasses.fields(cls)
-    return bool(fields) and all(f.init and not f.kw_only for f in fields)
-
-
 # the fields whose text repeats from one result to the next (a status, a role, a connector's or a model's name,
 # an assertion's type and what it checked; a case's id and file, which its case holds interned): rebuilt as
 # one shared object each (``records.builder``), not one copy per result
@@ -83,7 +78,7 @@ _LABELS: dict[type, tuple[str, ...]] = {
 
 
 _BUILT = {cls: records.builder(cls, _LABELS.get(cls, ())) for cls in sorted(vars(model).values(), key=lambda c: getattr(c, "__qualname__", ""))
-          if isinstance(cls, type) and dataclasses.is_dataclass(cls) and _positional(cls)}  # in the same order in both processes
+          if isinstance(cls, type) and dataclasses.is_dataclass(cls)}  # in the same order in both processes
 
 
 _HELD: set[int] = set()  # the ids of the objects the builders below keep for good (an id kept alive is never reused)

@@ -162,7 +162,7 @@ def read(path: str, text: str) -> Document:
     """Parse the YAML (one document, a mapping at the top), keeping every node's place."""
     import yaml
 
-    doc = Document(path, text)
+    doc = Document(path=path, text=text)
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
