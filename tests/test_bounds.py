@@ -90,14 +90,14 @@ def test_what_a_case_prints_is_kept_to_a_megabyte_and_the_rest_counted(tmp_path,
 
 
 def test_pass_hat_k_of_5000_runs_is_made_once_and_equals_the_formula():
-    from agenttest.model import Gate
+    from agenttest.model import CaseKey, Gate
     from agenttest.verdicts.gates import pass_k
 
-    g = Gate(id="a", planned=5000, runs=5000, passed=4990)
+    g = Gate(key=CaseKey(id="a"), planned=5000, runs=5000, passed=4990)
     assert g.pass_hat is g.pass_hat and g.pass_at is g.pass_at  # made once, not at every access
     for k in (1, 2, 10, 100, 4990, 4991, 5000):
         assert g.pass_hat[k - 1] == pytest.approx(math.comb(4990, k) / math.comb(5000, k), rel=1e-9, abs=1e-300)
         assert g.pass_at[k - 1] == pytest.approx(1 - math.comb(10, k) / math.comb(5000, k), rel=1e-9)
     assert g.pass_hat[4990] == 0.0 and g.pass_at[0] == 0.998 and g.pass_at[10] == 1.0
-    table = pass_k([g, Gate(id="b", planned=5000, runs=5000, passed=5000)])
+    table = pass_k([g, Gate(key=CaseKey(id="b"), planned=5000, runs=5000, passed=5000)])
     assert table is not None and len(table.k) == 5000 and table.pass_hat[-1] == 0.5

@@ -10,6 +10,7 @@ import random
 
 import pytest
 
+from agenttest.model import CaseKey
 from agenttest.reporting import codec
 from agenttest.model import (Answer, AssertionResult, CallLog, CaseResult, CheckpointResult, EndpointLoad, Exchange, Gate, ModelCall, Retry, RunReport, Spend, Stability,
                              ToolCall, Turn, Usage, WorldChange, WorldRecord)
@@ -51,7 +52,7 @@ def _result(rng: random.Random, index: int) -> CaseResult:
     dynamic = rng.random() < 0.5
     verdict = AssertionResult(type="contains", passed=False, message="nope", expected="a", actual="b", score=0.5, details={"why": "x"}, error=True)
     return CaseResult(
-        id=f"case-{index}", status=status, name=rng.choice(["", "named"]), input=_value(rng), output=_value(rng),
+        key=CaseKey(file="tests/cases.jsonl", id=f"case-{index}", connector=rng.choice(["", "mock"])), status=status, name=rng.choice(["", "named"]), input=_value(rng), output=_value(rng),
         duration_ms=rng.randint(0, 9999) / 10, error="" if status in ("passed", "skipped") else "the reason",
         assertions=(AssertionResult(type="equals", passed=status == "passed", message="" if status == "passed" else "differs", expected=_value(rng), actual=_value(rng)), verdict),
         tool_calls=tuple(_call(rng, i) for i in range(rng.randint(0, 2))), usage=_usage(rng),
@@ -59,13 +60,12 @@ def _result(rng: random.Random, index: int) -> CaseResult:
         checkpoints=(CheckpointResult(id="greet", reached=True, required=True, reached_at_turn=1, description="greets", message="", tool="lookup", verdict=verdict),
                      CheckpointResult(id="bye", reached=False, required=False, reached_at_turn=None, description="", message="not reached")) if dynamic else (),
         dynamic=dynamic, run=rng.randint(1, 3), warnings=rng.choice([(), ("a warning",)]), logs=rng.choice([(), ("log line",)]),
-        index=index, file="tests/cases.jsonl", line=index + 1, traceback=rng.choice(["", "Traceback …"]),
+        index=index, line=index + 1, traceback=rng.choice(["", "Traceback …"]),
         stdout=rng.choice(["", "printed"]), stderr=rng.choice(["", "warned"]),
         skip_reason="later" if status == "skipped" else "", description=rng.choice(["", "what it checks"]),
         tags=rng.choice([(), ("smoke", "slow")]),
         world=WorldRecord({"n": 1}, {"n": 2}, (WorldChange("$.n", "changed", 1, 2), WorldChange("$.m", "added", after=[1]),
                                                 WorldChange("$.o", "removed", before="x"))) if rng.random() < 0.5 else None,
-        connector=rng.choice(["", "mock"]),
         spend=(Spend("agent", "mock", _usage(rng), 2, rng.choice([None, 0.000125])),) if rng.random() < 0.5 else (),
         model_calls=(ModelCall("agent", "mock", rng.choice(["", "gpt-x"]), 3.5),) if rng.random() < 0.5 else (),
         calls=_calls(rng) if rng.random() < 0.5 else None,
@@ -88,7 +88,7 @@ def _calls(rng: random.Random) -> CallLog:
 def _report(seed: int) -> RunReport:
     rng = random.Random(seed)
     results = tuple(_result(rng, i) for i in range(8))
-    gate = Gate(id="case-0", connector="mock", file="tests/cases.jsonl", planned=3, runs=3, passed=2, min_pass_rate=0.5, skipped=1,
+    gate = Gate(key=CaseKey(file="tests/cases.jsonl", id="case-0", connector="mock"), planned=3, runs=3, passed=2, min_pass_rate=0.5, skipped=1,
                 saved=1, mean_ms=10.0, median_ms=11.0, min_ms=9.0, max_ms=12.5, std_ms=1.25, tokens=300, cost=0.01, total_cost=0.02)
     return RunReport(
         results=results, started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z", duration_ms=1000.5,
@@ -113,6 +113,7 @@ def test_every_field_of_every_result_type_is_written_or_derived():
     """A field added to a result type without a key in its shape would be lost on the way to the file."""
     for cls, shape in codec.SHAPES.items():
         keys = {k.field for k in shape if not k.derived}
+        keys |= {"key"} if set(codec.IDENTITY) <= keys else set()  # a result's or a gate's key: its file, id and connector
         derived = {"dynamic", "scripted", "index", "error"} if cls is CaseResult else set()  # read back from what is written
         ms = {"median_ms", "mean_ms", "min_ms", "max_ms", "std_ms"} if cls is Gate else set()  # under "duration"
         missing = {f.name for f in dataclasses.fields(cls)} - keys - derived - ms
@@ -127,7 +128,7 @@ def test_any_value_can_be_written():
     for _ in range(5000):
         cursor.append([])
         cursor = cursor[0]
-    r = CaseResult(id="a\ud83d", status="passed", output="ok \ud83d cut", input={"k\udc00": {1, 2}, 3: b"\xff\xfe", "o": object(), "loop": loop},
+    r = CaseResult(key=CaseKey(id="a\ud83d"), status="passed", output="ok \ud83d cut", input={"k\udc00": {1, 2}, 3: b"\xff\xfe", "o": object(), "loop": loop},
                    tool_calls=(ToolCall(name="t", arguments=loop, result=nested),))
     text = json.dumps(codec.result_dict(r), ensure_ascii=False)
     text.encode("utf-8")  # never a UnicodeEncodeError
@@ -187,7 +188,7 @@ def test_nesting_without_end_is_exit_2(tmp_path):
 def test_a_lone_surrogate_in_a_report_file_is_read_and_written_again(tmp_path):
     path = tmp_path / "r.json"
     env = {"user_id": "test-user", "team_id": "test-team", "locale": "en-us"}
-    written = codec.report_dict(RunReport(results=(CaseResult(id="a", status="passed", output="ok"),), started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z",
+    written = codec.report_dict(RunReport(results=(CaseResult(key=CaseKey(id="a"), status="passed", output="ok"),), started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z",
                                           duration_ms=1.0, environment=env))
     path.write_text(json.dumps(written).replace('"output": "ok"', '"output": "ok \\ud83d cut"'))
     merged = tmp_path / "m.json"
@@ -278,7 +279,7 @@ def test_a_score_that_is_not_a_number_is_left_out_and_the_report_reads_back(scor
     """The report's score is a number: a judge's NaN or a plug-in's text is left out, never written where the
     schema (and ``diff``, ``merge``, ``--baseline``) would refuse the file."""
     check = AssertionResult(type="judge", passed=True, score=score)
-    report = RunReport(results=(CaseResult(id="a", status="passed", assertions=(check,)),), started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z", duration_ms=1.0)
+    report = RunReport(results=(CaseResult(key=CaseKey(id="a"), status="passed", assertions=(check,)),), started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z", duration_ms=1.0)
     data = json.loads(json.dumps(codec.report_dict(report)))
     assert "score" not in data["results"][0]["assertions"][0]
     assert codec.report_of(data).results[0].assertions[0].score is None

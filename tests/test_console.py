@@ -16,7 +16,7 @@ import termios
 import pytest
 
 from agenttest.util.durations import format_duration, format_timeout, parse_duration
-from agenttest.model import CaseResult
+from agenttest.model import CaseKey, CaseResult
 from agenttest.reporting.console import Console, cut
 from helpers import REPO
 
@@ -31,7 +31,7 @@ def test_previews_are_cut_by_characters_not_bytes():
 def test_standard_line_and_reasons():
     out = io.StringIO()
     console = Console(out)
-    console.finished(CaseResult(id="T001", status="failed", input="人工智能和机器学习正在改变我们的世界" * 3, duration_ms=1234,
+    console.finished(CaseResult(key=CaseKey(id="T001"), status="failed", input="人工智能和机器学习正在改变我们的世界" * 3, duration_ms=1234,
                                 error="agent error: boom"))
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("► [T001] 人工智能") and lines[0].endswith("... FAILED (1.2s)")

@@ -265,17 +265,17 @@ def test_dry_run_writes_each_case_of_a_product_loadable_back(conv_app, server):
 def test_pass_hat_k_estimator_is_the_papers():
     from math import comb
 
-    from agenttest.model import Gate
+    from agenttest.model import CaseKey, Gate
     from agenttest.verdicts.gates import pass_k
 
-    g = Gate(id="a", runs=5, passed=3, planned=5)
+    g = Gate(key=CaseKey(id="a"), runs=5, passed=3, planned=5)
     assert g.pass_hat == pytest.approx(tuple(comb(3, k) / comb(5, k) for k in range(1, 6)))
     assert g.pass_at == pytest.approx(tuple(1 - comb(2, k) / comb(5, k) for k in range(1, 6)))
-    assert g.pass_hat[-1] == 0 and Gate(id="b", runs=5, passed=5).pass_hat[-1] == 1  # pass^N is "every run passed"
-    table = pass_k([g, Gate(id="b", runs=5, passed=5), Gate(id="c", runs=0, skipped=5)])  # a case that never ran counts nowhere
+    assert g.pass_hat[-1] == 0 and Gate(key=CaseKey(id="b"), runs=5, passed=5).pass_hat[-1] == 1  # pass^N is "every run passed"
+    table = pass_k([g, Gate(key=CaseKey(id="b"), runs=5, passed=5), Gate(key=CaseKey(id="c"), runs=0, skipped=5)])  # a case that never ran counts nowhere
     assert table is not None and table.k == (1, 2, 3, 4, 5) and table.cases == (2,) * 5
     assert table.pass_hat[1] == pytest.approx((3 / 10 + 1) / 2)
-    assert pass_k([Gate(id="a", runs=1, passed=1)]) is None  # one run: nothing beyond the pass rate
+    assert pass_k([Gate(key=CaseKey(id="a"), runs=1, passed=1)]) is None  # one run: nothing beyond the pass rate
 
 
 def test_state_failure_on_an_object_names_the_differing_fields():

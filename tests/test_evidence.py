@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 
-from agenttest.model import CaseResult, Gate, RunReport
+from agenttest.model import CaseKey, CaseResult, Gate, RunReport
 from agenttest.stats import intervals
 from agenttest.verdicts import evidence
 
@@ -30,9 +30,9 @@ def built(outcomes, connector=""):
     results, gates = [], []
     for i, (passed, runs) in enumerate(outcomes):
         for r in range(runs):
-            results.append(CaseResult(id=f"c{i}", status="passed" if r < passed else "failed", run=r + 1, file="t.jsonl", connector=connector,
+            results.append(CaseResult(key=CaseKey(file="t.jsonl", id=f"c{i}", connector=connector), status="passed" if r < passed else "failed", run=r + 1,
                                       index=len(results)))
-        gates.append(Gate(id=f"c{i}", connector=connector, file="t.jsonl", planned=runs, runs=runs, passed=passed))
+        gates.append(Gate(key=CaseKey(file="t.jsonl", id=f"c{i}", connector=connector), planned=runs, runs=runs, passed=passed))
     return RunReport(results=tuple(results), started_at="", completed_at="", duration_ms=1.0, gates=tuple(gates))
 
 
@@ -66,10 +66,10 @@ def test_pass_k_intervals_are_bootstraps_of_each_cases_unbiased_estimate():
 
 
 def test_a_case_interval_is_wilson_over_its_runs():
-    g = Gate(id="a", runs=7, passed=5, planned=7)
+    g = Gate(key=CaseKey(id="a"), runs=7, passed=5, planned=7)
     ref = scipy_stats.binomtest(5, 7).proportion_ci(0.95, method="wilson")
     assert evidence.case_interval(g, 0.95) == pytest.approx((ref.low, ref.high), abs=1e-6)
-    assert evidence.case_interval(Gate(id="b"), 0.95) is None
+    assert evidence.case_interval(Gate(key=CaseKey(id="b")), 0.95) is None
 
 
 def test_a_report_read_back_says_the_same():

@@ -243,7 +243,7 @@ def test_case_runs_in_a_json_report_schema(bot, tmp_path):
 # ---- the module ------------------------------------------------------------------------------------
 
 from agenttest.verdicts import gates as gatemod  # noqa: E402
-from agenttest.model import CaseResult, Gate  # noqa: E402
+from agenttest.model import CaseKey, CaseResult, Gate  # noqa: E402
 
 
 @pytest.mark.parametrize("passed, failed, planned, rate, outcome", [
@@ -258,17 +258,17 @@ def test_settled(passed, failed, planned, rate, outcome):
 
 def test_compute_counts_skips_errors_and_not_run():
     def r(cid, status, run, ms=10.0):
-        return CaseResult(id=cid, status=status, run=run, duration_ms=ms, file="f.jsonl", connector="c")
+        return CaseResult(key=CaseKey(file="f.jsonl", id=cid, connector="c"), status=status, run=run, duration_ms=ms)
 
     results = [r("a", "passed", 1, 10), r("a", "error", 2, 30), r("a", "timeout", 3, 20), r("s", "skipped", 1)]
-    planned = {("f.jsonl", "a", "c"): gatemod.Policy(3, 1 / 3), ("f.jsonl", "s", "c"): gatemod.Policy(1, 1.0),
-               ("f.jsonl", "n", "c"): gatemod.Policy(2, 1.0)}
-    a, s, n = gatemod.compute(results, planned, {("f.jsonl", "n", "c"): 0})
+    planned = {CaseKey("f.jsonl", "a", "c"): gatemod.Policy(3, 1 / 3), CaseKey("f.jsonl", "s", "c"): gatemod.Policy(1, 1.0),
+               CaseKey("f.jsonl", "n", "c"): gatemod.Policy(2, 1.0)}
+    a, s, n = gatemod.compute(results, planned, {CaseKey("f.jsonl", "n", "c"): 0})
     assert (a.runs, a.passed, a.verdict, a.median_ms, a.mean_ms, a.min_ms, a.max_ms) == (3, 1, "passed", 20.0, 20.0, 10.0, 30.0)
     assert a.pass_at_k and not a.pass_hat_k and a.flaky
     assert (s.runs, s.skipped, s.verdict) == (0, 1, "skipped") and n.verdict == "not run"
     assert gatemod.failed([a, s, n]) == [] and gatemod.shown([a, s, n])
-    assert not gatemod.shown([Gate(id="x", planned=1)]) and gatemod.shown([Gate(id="x")], ["m1", "m2"])
+    assert not gatemod.shown([Gate(key=CaseKey(id="x"), planned=1)]) and gatemod.shown([Gate(key=CaseKey(id="x"))], ["m1", "m2"])
 
 
 def test_compute_walks_the_reports_order_and_groups_any_other_order_alike():
@@ -278,11 +278,10 @@ def test_compute_walks_the_reports_order_and_groups_any_other_order_alike():
     import itertools
 
     def r(cid, status, run, ms=10.0):
-        return CaseResult(id=cid, status=status, run=run, duration_ms=ms, file="f.jsonl", connector="c")
+        return CaseResult(key=CaseKey(file="f.jsonl", id=cid, connector="c"), status=status, run=run, duration_ms=ms)
 
-    planned = {("f.jsonl", k, "c"): gatemod.Policy(2, 0.5) for k in ("a", "b", "n", "d")}
+    planned = {CaseKey("f.jsonl", k, "c"): gatemod.Policy(2, 0.5) for k in ("a", "b", "n", "d")}
     ordered = [r("a", "passed", 1, 10), r("a", "failed", 2, 30), r("b", "failed", 1), r("b", "failed", 2), r("d", "passed", 1)]
-    assert gatemod.in_order(ordered, planned) and not gatemod.in_order(ordered[::-1], planned)
     walked = gatemod.compute(ordered, planned)
     assert [(g.id, g.runs, g.passed, g.verdict) for g in walked] == [("a", 2, 1, "passed"), ("b", 2, 0, "failed"), ("n", 0, 0, "not run"),
                                                                      ("d", 1, 1, "passed")]
@@ -300,8 +299,8 @@ def test_pass_hat_k_of_an_80_percent_agent_is_33_percent():
     from agenttest.verdicts import gates as gatemod
 
     assert round(0.8 ** 5, 3) == 0.328 and round(1 - 0.2 ** 5, 5) == 0.99968
-    runs = [CaseResult(id="a", status=s, run=i, file="f.jsonl", connector="c") for i, s in enumerate(["passed"] * 4 + ["failed"], 1)]
-    g = gatemod.gate(("f.jsonl", "a", "c"), runs, gatemod.Policy(5, 0.8), 0)
+    runs = [CaseResult(key=CaseKey(file="f.jsonl", id="a", connector="c"), status=s, run=i) for i, s in enumerate(["passed"] * 4 + ["failed"], 1)]
+    g = gatemod.gate(CaseKey("f.jsonl", "a", "c"), runs, gatemod.Policy(5, 0.8), 0)
     table = gatemod.pass_k([g])
     assert table.pass_hat[0] == 0.8 and table.pass_hat[4] == 0.0 and table.pass_at[4] == 1.0
 

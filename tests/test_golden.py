@@ -10,7 +10,7 @@ import pytest
 from agenttest.reporting import viewer
 
 from agenttest.verdicts.gates import Policy
-from agenttest.model import Answer, AssertionResult, CallLog, CaseResult, CheckpointResult, Exchange, Retry, RunReport, Spend, ToolCall, Turn, Usage, WorldChange, WorldRecord
+from agenttest.model import Answer, AssertionResult, CallLog, CaseKey, CaseResult, CheckpointResult, Exchange, Retry, RunReport, Spend, ToolCall, Turn, Usage, WorldChange, WorldRecord
 from agenttest.reporting import render
 from agenttest.verdicts.outcome import make_report
 
@@ -44,16 +44,16 @@ def fixed_report() -> RunReport:
     world = WorldRecord({"expenses": [], "budget": 9000}, {"expenses": [filed], "budget": 5500},
                         (WorldChange("$.expenses[0]", "added", after=filed), WorldChange("$.budget", "changed", 9000, 5500)))
     results = (
-        CaseResult(id="T001", status="passed", name="asks for the type", input="I want to submit an expense", output="What type of expense?", duration_ms=1200.0,
+        CaseResult(key=CaseKey(id="T001"), status="passed", name="asks for the type", input="I want to submit an expense", output="What type of expense?", duration_ms=1200.0,
                    assertions=(AssertionResult(type="contains", passed=True, message="", expected="type"),), usage=Usage(20, 5, 25), index=0),
-        CaseResult(id="T002", status="failed", name="files it", input=[{"role": "user", "content": "Yes <confirm> & go"}], output="Expense submitted! EXP-001", duration_ms=2100.0,
+        CaseResult(key=CaseKey(id="T002"), status="failed", name="files it", input=[{"role": "user", "content": "Yes <confirm> & go"}], output="Expense submitted! EXP-001", duration_ms=2100.0,
                    assertions=(AssertionResult(type="contains", passed=False, message="output does not contain 'approved': Expense submitted! EXP-001", expected="approved", actual="Expense submitted! EXP-001"),
                                AssertionResult(type="tool_called", passed=True, message="", expected="create_expense", actual={"name": "create_expense", "arguments": {"type": "travel", "amount": 3500}})),
                    tool_calls=(faulted, mocked, call), usage=Usage(40, 9, 49), index=1, world=world, calls=calls),
-        CaseResult(id="T003", status="error", name="", input="fail", output=None, duration_ms=300.0, error="agent error: model error 500 from 127.0.0.1:8000: boom", index=2),
-        CaseResult(id="T004", status="timeout", name="", input="slow", output=None, duration_ms=30000.0, error="timeout after 30s", index=3),
-        CaseResult(id="T005", status="skipped", name="", input="later", output=None, duration_ms=0.0, skip_reason="needs a vision model", index=4),
-        CaseResult(id="D001", status="passed", name="Expense coverage", input=None, output="Submitted!", duration_ms=6800.0, dynamic=True, tool_calls=(call,), index=5,
+        CaseResult(key=CaseKey(id="T003"), status="error", name="", input="fail", output=None, duration_ms=300.0, error="agent error: model error 500 from 127.0.0.1:8000: boom", index=2),
+        CaseResult(key=CaseKey(id="T004"), status="timeout", name="", input="slow", output=None, duration_ms=30000.0, error="timeout after 30s", index=3),
+        CaseResult(key=CaseKey(id="T005"), status="skipped", name="", input="later", output=None, duration_ms=0.0, skip_reason="needs a vision model", index=4),
+        CaseResult(key=CaseKey(id="D001"), status="passed", name="Expense coverage", input=None, output="Submitted!", duration_ms=6800.0, dynamic=True, tool_calls=(call,), index=5,
                    turns=(Turn(turn=1, input="Help me file an expense", output="What type?", tool_calls=(), checkpoints=("ask_type",), duration_ms=1000.0),
                           Turn(turn=2, input="Dinner, $250", output="Submitted!", tool_calls=(call,), checkpoints=("call_create",), duration_ms=2000.0)),
                    checkpoints=(CheckpointResult(id="ask_type", reached=True, required=True, reached_at_turn=1, description="asks for the type"),
@@ -71,8 +71,8 @@ def gated_report() -> RunReport:
         price = 20 / 1e6 if conn == "fake-a" else 40 / 1e6
         spend = (Spend("agent", conn, Usage(10, 5, 15), 1, price), Spend("validator", "judge", Usage(30, 3, 33), 1, None))
         check = AssertionResult(type="contains", passed=passed, message="" if passed else "output does not contain 'ok': nope", expected="ok", actual="ok" if passed else "nope")
-        return CaseResult(id=cid, status="passed" if passed else "failed", name="", input=f"say {cid}", output="ok" if passed else "nope", duration_ms=100.0 * (k + index),
-                          assertions=(check,), usage=Usage(10, 5, 15), run=k, index=index, connector=conn, spend=spend, **extra)
+        return CaseResult(key=CaseKey(id=cid, connector=conn), status="passed" if passed else "failed", name="", input=f"say {cid}", output="ok" if passed else "nope", duration_ms=100.0 * (k + index),
+                          assertions=(check,), usage=Usage(10, 5, 15), run=k, index=index, spend=spend, **extra)
 
     results = [
         run("greet", "fake-a", 1, 0), run("greet", "fake-a", 2, 1),

@@ -17,7 +17,7 @@ from helpers import cli
 from agenttest.errors import AgentTestError
 from agenttest.history import store
 from agenttest.history.store import History
-from agenttest.model import CaseResult, Gate, RunReport
+from agenttest.model import CaseKey, CaseResult, Gate, RunReport
 from agenttest.history import server
 from agenttest.util.secrets import Secrets
 
@@ -108,9 +108,9 @@ def test_a_history_that_cannot_be_written_is_a_warning_not_a_failure(app):
 
 def test_a_failing_run_is_recorded_with_its_verdicts_and_exit_code(tmp_path):
     path = str(tmp_path / "h.sqlite")
-    failed = CaseResult(id="b", status="failed", error="output does not contain 'x'", output="nope", file="t.jsonl")
+    failed = CaseResult(key=CaseKey(file="t.jsonl", id="b"), status="failed", error="output does not contain 'x'", output="nope")
     with History(path) as history:
-        history.record(_report(CaseResult(id="a", status="passed", output="fine", file="t.jsonl"), failed, CaseResult(id="c", status="skipped")), 1, ["t.jsonl"])
+        history.record(_report(CaseResult(key=CaseKey(file="t.jsonl", id="a"), status="passed", output="fine"), failed, CaseResult(key=CaseKey(id="c"), status="skipped")), 1, ["t.jsonl"])
         run = history.runs()[0]
         assert (run.cases, run.passed, run.failed, run.skipped, run.pass_rate, run.exit_code) == (3, 1, 1, 1, 50.0, 1)
         (b,) = history.case("b")
@@ -121,10 +121,10 @@ def test_a_run_cut_short_is_listed_with_the_cases_it_did_not_run(tmp_path):
     """Ctrl-C after 9 of 200 cases: 9 passed, but the run is not listed as a green run of 9 cases."""
     from agenttest.history.runs import run_lines
 
-    ran = [CaseResult(id=f"c{i}", status="passed", file="t.jsonl") for i in range(9)]
+    ran = [CaseResult(key=CaseKey(file="t.jsonl", id=f"c{i}"), status="passed") for i in range(9)]
     with History(str(tmp_path / "h.sqlite")) as history:
         history.record(replace(_report(*ran), interrupted=True, not_run=191), 130, ["t.jsonl"])
-        history.record(replace(_report(CaseResult(id="a", status="failed", file="t.jsonl")), stopped_early=True, not_run=4), 1, ["t.jsonl"])
+        history.record(replace(_report(CaseResult(key=CaseKey(file="t.jsonl", id="a"), status="failed")), stopped_early=True, not_run=4), 1, ["t.jsonl"])
         history.record(_report(*ran), 0, ["t.jsonl"])
         whole, failfast, cut = history.runs()
     assert (cut.cases, cut.not_run, cut.pass_rate, cut.interrupted) == (9, 191, 100.0, True)
@@ -140,9 +140,9 @@ def test_a_run_cut_short_is_listed_with_the_cases_it_did_not_run(tmp_path):
 
 def test_with_runs_a_run_cut_short_counts_cases_not_runs(tmp_path):
     """--runs 3, 20 cases, stopped after 3 runs of case c0 and 1 of c1: 2 of 20 cases ran (not "2 of 58")."""
-    ran = [CaseResult(id="c0", status="passed", run=r, file="t.jsonl", connector="mock") for r in (1, 2, 3)]
-    ran.append(CaseResult(id="c1", status="passed", run=1, file="t.jsonl", connector="mock"))
-    gates = tuple(Gate(id=f"c{i}", connector="mock", file="t.jsonl", planned=3, runs=3 if i == 0 else int(i == 1), passed=3 if i == 0 else int(i == 1),
+    ran = [CaseResult(key=CaseKey(file="t.jsonl", id="c0", connector="mock"), status="passed", run=r) for r in (1, 2, 3)]
+    ran.append(CaseResult(key=CaseKey(file="t.jsonl", id="c1", connector="mock"), status="passed", run=1))
+    gates = tuple(Gate(key=CaseKey(file="t.jsonl", id=f"c{i}", connector="mock"), planned=3, runs=3 if i == 0 else int(i == 1), passed=3 if i == 0 else int(i == 1),
                        min_pass_rate=1.0) for i in range(20))
     with History(str(tmp_path / "h.sqlite")) as history:
         history.record(replace(_report(*ran, gates=gates), interrupted=True, not_run=56), 130, ["t.jsonl"])
@@ -151,8 +151,8 @@ def test_with_runs_a_run_cut_short_counts_cases_not_runs(tmp_path):
 
 
 def test_gated_runs_are_recorded_by_their_gate_and_flaky_is_kept(tmp_path):
-    runs = [CaseResult(id="a", status=s, run=i + 1, connector="mock") for i, s in enumerate(("passed", "failed", "passed"))]
-    gate = Gate(id="a", connector="mock", planned=3, runs=3, passed=2, min_pass_rate=0.5)
+    runs = [CaseResult(key=CaseKey(id="a", connector="mock"), status=s, run=i + 1) for i, s in enumerate(("passed", "failed", "passed"))]
+    gate = Gate(key=CaseKey(id="a", connector="mock"), planned=3, runs=3, passed=2, min_pass_rate=0.5)
     with History(str(tmp_path / "h.sqlite")) as history:
         history.record(_report(*runs, gates=(gate,)), 0, ["t"])
         (a,) = history.case("a")
@@ -161,8 +161,8 @@ def test_gated_runs_are_recorded_by_their_gate_and_flaky_is_kept(tmp_path):
 
 
 def test_a_gate_cut_short_before_its_runs_decided_it_is_recorded_incomplete(tmp_path):
-    run = CaseResult(id="a", status="passed", run=1, connector="mock")
-    gate = Gate(id="a", connector="mock", planned=2, runs=1, passed=1)
+    run = CaseResult(key=CaseKey(id="a", connector="mock"), status="passed", run=1)
+    gate = Gate(key=CaseKey(id="a", connector="mock"), planned=2, runs=1, passed=1)
     assert gate.verdict == "incomplete"
     with History(str(tmp_path / "h.sqlite")) as history:
         history.record(_report(run, gates=(gate,)), 130, ["t"])
@@ -173,7 +173,7 @@ def test_a_gate_cut_short_before_its_runs_decided_it_is_recorded_incomplete(tmp_
 
 def test_the_history_never_holds_a_secret(tmp_path):
     path = tmp_path / "h.sqlite"
-    leaked = CaseResult(id="a", status="failed", input=f"key {SECRET}", output=f"your key is {SECRET}", error=f"saw {SECRET}")
+    leaked = CaseResult(key=CaseKey(id="a"), status="failed", input=f"key {SECRET}", output=f"your key is {SECRET}", error=f"saw {SECRET}")
     with History(str(path)) as history:
         history.record(_report(leaked), 1, [f"say {SECRET}"], Secrets([SECRET]))
         stored = history.report(1)
@@ -193,7 +193,7 @@ def _record_together(path: str, runs_each: int, openers: int = 6) -> list[BaseEx
         try:
             for i in range(runs_each):
                 with History(path) as history:
-                    history.record(_report(CaseResult(id=f"case-{n}-{i}", status="passed")), 0, [f"worker {n}"])
+                    history.record(_report(CaseResult(key=CaseKey(id=f"case-{n}-{i}"), status="passed")), 0, [f"worker {n}"])
         except BaseException as exc:  # noqa: BLE001 - reported by the caller
             errors.append(exc)
 
@@ -255,7 +255,7 @@ def test_an_older_schema_is_migrated_and_its_runs_kept(tmp_path):
         (old,) = history.runs()
         assert (old.inputs, old.tokens, old.cost, old.not_run) == ("old", None, None, None)
         assert (old.cases_text(), old.pass_rate_text()) == ("1", "100.0%")  # a run recorded before not_run was
-        history.record(_report(CaseResult(id="a", status="passed")), 0, ["new"])
+        history.record(_report(CaseResult(key=CaseKey(id="a"), status="passed")), 0, ["new"])
         assert history.runs()[0].tokens == 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from agenttest.model import CaseResult
+from agenttest.model import CaseKey, CaseResult
 from agenttest.selection import lastfailed
 from agenttest.util.secrets import Secrets
 
@@ -13,7 +13,7 @@ KEY = "sk-live-0123456789abcdefghijklmnop"
 
 
 def _ran(*cases: tuple[str, str]) -> list[CaseResult]:
-    return [CaseResult(id=i, status=status, name=i, input="hi", file="t.jsonl") for i, status in cases]
+    return [CaseResult(key=CaseKey(file="t.jsonl", id=i), status=status, name=i, input="hi") for i, status in cases]
 
 
 def test_an_id_that_holds_a_secret_is_remembered_hidden_and_found_again(tmp_path):

@@ -197,7 +197,7 @@ def test_bad_pricing_is_exit_2_at_the_connector_file(app, server, pricing, messa
 # ---- the module ------------------------------------------------------------------------------------
 
 from agenttest.accounting.costs import Pricing, money, pricing_of, totals  # noqa: E402
-from agenttest.model import CaseResult, Spend, Usage  # noqa: E402
+from agenttest.model import CaseKey, CaseResult, Spend, Usage  # noqa: E402
 
 
 def test_pricing_cost_with_cached_tokens():
@@ -211,7 +211,7 @@ def test_pricing_cost_with_cached_tokens():
 
 def test_money_and_totals():
     assert [money(x) for x in (None, 0, 0.000105, 0.0123, 0.5, 1234.5)] == ["—", "$0.00", "$0.000105", "$0.0123", "$0.50", "$1,234.50"]
-    r = CaseResult(id="a", status="passed", spend=(Spend("agent", "x", Usage(10, 5, 15), 1, 0.5), Spend("simulator", "y", Usage(1, 1, 2), 1, None)))
+    r = CaseResult(key=CaseKey(id="a"), status="passed", spend=(Spend("agent", "x", Usage(10, 5, 15), 1, 0.5), Spend("simulator", "y", Usage(1, 1, 2), 1, None)))
     t = totals([r, r], (Spend("generator", "x", Usage(3, 3, 6), 1, 0.25),))
     assert t.cost == pytest.approx(1.25) and t.unpriced_tokens == 4
     assert list(t.by_role) == ["agent", "simulator", "generator"] and t.by_role["agent"] == (Usage(20, 10, 30), pytest.approx(1.0))
@@ -269,7 +269,7 @@ def test_totals_sum_as_one_sorted_pass_would(seed):
         usage = Usage(usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens + usage.completion_tokens, usage.cached_tokens)
         return Spend(rng.choice(roles), rng.choice(connectors), usage, rng.randint(1, 3), rng.choice([None, rng.random() / 7]))
 
-    results = [CaseResult(id=f"c{i}", status="passed", spend=tuple(spend() for _ in range(rng.randint(0, 3)))) for i in range(300)]
+    results = [CaseResult(key=CaseKey(id=f"c{i}"), status="passed", spend=tuple(spend() for _ in range(rng.randint(0, 3)))) for i in range(300)]
     generation = [spend() for _ in range(rng.randint(0, 3))]
     got = totals(results, generation)
     cost, by_role, by_connector, unpriced = _reference_totals(results, generation)

@@ -21,13 +21,13 @@ from agenttest.reporting import register as report_format
 @assertion("starts_with", fields=("value",))
 def starts_with(params, obs):
     ok = obs.text.startswith(params["value"])
-    return AssertionResult("starts_with", ok, "" if ok else f"does not start with {params['value']!r}")
+    return AssertionResult(type="starts_with", passed=ok, message="" if ok else f"does not start with {params['value']!r}")
 
 
 @assertion("shorter_than", fields={"threshold": {"type": "integer"}})
 def shorter_than(params, obs):
     ok = len(obs.text) < params["threshold"]
-    return AssertionResult("shorter_than", ok, "" if ok else f"{len(obs.text)} characters, not under {params['threshold']}")
+    return AssertionResult(type="shorter_than", passed=ok, message="" if ok else f"{len(obs.text)} characters, not under {params['threshold']}")
 
 
 @assertion("buggy")
@@ -135,12 +135,12 @@ class Echo:
     @staticmethod
     async def run(case, env, trace):
         ok = case.input[::-1] == case.raw["echo_back"]
-        return CaseResult(case.id, "passed" if ok else "failed", case.name, case.input, output=case.input[::-1],
+        return CaseResult(status="passed" if ok else "failed", name=case.name, input=case.input, output=case.input[::-1],
                           error="" if ok else "not the input reversed")
 
     @staticmethod
     def partial(case, trace, status, error):
-        return CaseResult(case.id, status, case.name, case.input, error=error)
+        return CaseResult(status=status, name=case.name, input=case.input, error=error)
 
 
 plugins.MODES.add("echo", Echo)

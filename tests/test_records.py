@@ -8,11 +8,11 @@ from dataclasses import InitVar, dataclass, field
 
 import pytest
 
-from agenttest.model import AssertionResult, CaseResult, Gate, Spend, Usage
+from agenttest.model import AssertionResult, CaseKey, CaseResult, Gate, Spend, Usage
 from agenttest.speed.records import builder, fast_init, replace
 from agenttest.verdicts.gates import Policy, gate
 
-RESULT = CaseResult(id="a", status="failed", name="name", input=[{"role": "user", "content": "hi"}], output="no", error="why", warnings=("w0",),
+RESULT = CaseResult(key=CaseKey(id="a"), status="failed", name="name", input=[{"role": "user", "content": "hi"}], output="no", error="why", warnings=("w0",),
                     assertions=(AssertionResult(type="contains", passed=False, message="missing"),), usage=Usage(3, 4, 7), run=2, index=5,
                     spend=(Spend("agent", "c", Usage(3, 4, 7), 1, 0.5), Spend("validator", "j", Usage(1, 1, 2), 1, 0.25)))
 
@@ -22,7 +22,7 @@ RESULT = CaseResult(id="a", status="failed", name="name", input=[{"role": "user"
     (RESULT, {"status": "passed", "duration_ms": 12.5, "error": ""}),
     (RESULT, {"output": None, "warnings": ("w",), "index": 0}),
     (AssertionResult(type="equals", passed=True), {"message": "m", "checked": "x"}),
-    (Gate(id="a", runs=3, passed=2), {"saved": 1}),
+    (Gate(key=CaseKey(id="a"), runs=3, passed=2), {"saved": 1}),
     (Usage(1, 2, 3), {"total_tokens": 9}),
 ])
 def test_replace_gives_what_dataclasses_replace_gives(obj, changes):
@@ -84,7 +84,7 @@ def test_classes_it_cannot_copy_so_go_to_dataclasses_replace():
         replace(Derived(1), b=2)
 
 
-@pytest.mark.parametrize("obj", [RESULT, AssertionResult(type="equals", passed=True, checked="x"), Gate(id="a", runs=3, passed=2), Usage(1, 2, 3)])
+@pytest.mark.parametrize("obj", [RESULT, AssertionResult(type="equals", passed=True, checked="x"), Gate(key=CaseKey(id="a"), runs=3, passed=2), Usage(1, 2, 3)])
 def test_builder_makes_what_init_makes_from_the_same_values(obj):
     """``builder``: the instance ``cls(*values)`` makes (the worker's results are rebuilt so), still frozen."""
     values = tuple(getattr(obj, f.name) for f in dataclasses.fields(obj))

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from agenttest.model import CaseResult, RunReport
+from agenttest.model import CaseKey, CaseResult, RunReport
 from agenttest.reporting import render
 from helpers import cli
 from scripted import Scripted
@@ -62,7 +62,7 @@ def test_zero_counts_are_not_red(bot):
 
 
 def test_interrupted_is_said_in_both():
-    report = RunReport(results=(CaseResult(id="a", status="passed", run=1),), started_at="2026-01-01T00:00:00Z", completed_at="2026-01-01T00:00:01Z", duration_ms=1000.0,
+    report = RunReport(results=(CaseResult(key=CaseKey(id="a"), status="passed", run=1),), started_at="2026-01-01T00:00:00Z", completed_at="2026-01-01T00:00:01Z", duration_ms=1000.0,
                        interrupted=True, not_run=3)
     md = "".join(render(report, "r.md"))
     page = "".join(render(report, "r.html"))

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from agenttest.model import AssertionResult, CaseResult, Spend, ToolCall, Turn, Usage
+from agenttest.model import AssertionResult, CaseKey, CaseResult, Spend, ToolCall, Turn, Usage
 from agenttest.reporting import check_path, render, write
 from agenttest.reporting.codec import report_dict
 from agenttest.verdicts.outcome import make_report
@@ -15,8 +15,8 @@ from agenttest.verdicts.outcome import make_report
 
 def sample():
     return make_report([
-        CaseResult(id="a", status="passed", name="first", input="x", output={"k": [1, 2]}, tool_calls=(ToolCall(name="t", arguments={"q": 1}, id="c1", result={"r": "sk-SECRET-1234"}),)),
-        CaseResult(id="b", status="failed", input=[{"role": "user", "content": "y"}], output="no sk-SECRET-1234", error="e\nf",
+        CaseResult(key=CaseKey(id="a"), status="passed", name="first", input="x", output={"k": [1, 2]}, tool_calls=(ToolCall(name="t", arguments={"q": 1}, id="c1", result={"r": "sk-SECRET-1234"}),)),
+        CaseResult(key=CaseKey(id="b"), status="failed", input=[{"role": "user", "content": "y"}], output="no sk-SECRET-1234", error="e\nf",
                    assertions=(AssertionResult(type="contains", passed=False, message="missing", expected="yes", actual="no"),), index=1),
     ], 0, 10, agent_id="bot")
 
@@ -36,10 +36,10 @@ def test_a_message_written_again_is_the_same_text_wherever_it_is_and_whatever_it
     hello = {"role": "user", "content": "héllo \u202e"}
     history = [{"role": "system", "content": "be brief"}, hello]
     verdict, usage = AssertionResult(type="contains", passed=True, expected="ok", checked="value=ok"), Usage(3, 1, 4)  # one object each, as the controller shares them
-    results = [CaseResult(id=f"c{i}", status="passed", input=[*history, {"role": "user", "content": f"#{i}"}], output="ok", index=i,
+    results = [CaseResult(key=CaseKey(id=f"c{i}"), status="passed", input=[*history, {"role": "user", "content": f"#{i}"}], output="ok", index=i,
                           assertions=(verdict,), usage=usage, spend=(Spend("agent", "mock", usage, 1),),
                           turns=(Turn(turn=1, input="hi", output="ok", assertions=(verdict,)),)) for i in range(3)]  # the verdict deeper too
-    results.append(CaseResult(id="odd", status="passed", input=[{"n": 1}, {"n": True}, {"n": 1.0}, {"n": "1"}, {"n": ["1"]}, hello], index=3,
+    results.append(CaseResult(key=CaseKey(id="odd"), status="passed", input=[{"n": 1}, {"n": True}, {"n": 1.0}, {"n": "1"}, {"n": ["1"]}, hello], index=3,
                               tool_calls=(ToolCall(name="t", arguments=dict(hello), id="c1", result={"deeper": [dict(hello)]}),)))
     rep = make_report(results, 0, 10)
     for _ in range(2):  # the second time from what the first kept

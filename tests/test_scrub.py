@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from agenttest.model import AssertionResult, CaseResult, ToolCall, Usage
+from agenttest.model import AssertionResult, CaseKey, CaseResult, ToolCall, Usage
 from agenttest.util.secrets import Secrets
 
 KEY = "sk-test-abcdef0123456789"
@@ -11,7 +11,7 @@ KEY = "sk-test-abcdef0123456789"
 
 def _result(text: str) -> CaseResult:
     call = ToolCall(name="lookup", arguments={"q": text, "n": [1, 2]}, id="c1", result={"rows": [text, b"raw " + text.encode()], "keys": {text: 1}}, error=None, duration_ms=1.0)
-    return CaseResult(id="c", status="failed", name="n", input=[{"role": "user", "content": "hi"}], output=text, tool_calls=(call,),
+    return CaseResult(key=CaseKey(id="c"), status="failed", name="n", input=[{"role": "user", "content": "hi"}], output=text, tool_calls=(call,),
                       assertions=(AssertionResult(type="contains", passed=False, message=f"saw {text}"),), usage=Usage(1, 2, 3), tags=("t",))
 
 

@@ -11,6 +11,7 @@ import pytest
 from browser import chromium, expect
 from viewer_demo import build
 
+from agenttest.model import CaseKey
 from agenttest.history import server
 
 
@@ -24,22 +25,22 @@ def gated(folder: Path) -> Path:
     whose hook printed), a steady one — nine results."""
     from dataclasses import replace
 
-    from agenttest.model import AssertionResult, CaseResult, WorldChange, WorldRecord
+    from agenttest.model import AssertionResult, CaseKey, CaseResult, WorldChange, WorldRecord
     from agenttest.reporting import write
     from agenttest.verdicts.gates import Policy
     from agenttest.verdicts.outcome import make_report
 
     def run(cid: str, k: int, passed: bool) -> CaseResult:
         check = AssertionResult(type="contains", passed=passed, message="" if passed else "output does not contain 'ok'", expected="ok", actual=f"answer {k}")
-        return CaseResult(id=cid, status="passed" if passed else "failed", input=f"ask {cid}", output=f"answer {k} of {cid}", run=k,
-                          assertions=(check,), connector="mock", duration_ms=10.0 * k)
+        return CaseResult(key=CaseKey(id=cid, connector="mock"), status="passed" if passed else "failed", input=f"ask {cid}", output=f"answer {k} of {cid}", run=k,
+                          assertions=(check,), duration_ms=10.0 * k)
 
     plan = {"broken": (False, False, False), "flaky": (True, False, True), "steady": (True, True, True)}
     results = [run(cid, k + 1, ok) for cid, oks in plan.items() for k, ok in enumerate(oks)]
     world = WorldRecord({"budget": 100}, {"budget": 40, "spent": [60]},
                         (WorldChange("$.budget", "changed", 100, 40), WorldChange("$.spent", "added", after=[60])))
     results[0] = replace(results[0], world=world, stdout="hook: seeded the budget\n", traceback="Traceback (most recent call last):\nValueError: boom")
-    policies = {("", cid, "mock"): Policy(3, 0.5 if cid == "flaky" else 1.0) for cid in plan}
+    policies = {CaseKey("", cid, "mock"): Policy(3, 0.5 if cid == "flaky" else 1.0) for cid in plan}
     report = make_report(results, 1795953600.0, 900.0, 3, policies=policies, agent_id="bot", connector="mock", options={"runs": 3})
     write(report, str(folder / "gated.html"))
     return folder / "gated.html"
@@ -161,7 +162,7 @@ def test_bidi_overrides_and_control_characters_are_shown_as_their_code_not_obeye
     from agenttest.verdicts.outcome import make_report
 
     said = "FAKE PASSED \u202edeliaf \x1b[31mred\x07 ok"
-    results = [CaseResult(id="odd", status="failed", input="odd", output=said, error=f"missing 'x' in {said}", connector="mock")]
+    results = [CaseResult(key=CaseKey(id="odd", connector="mock"), status="failed", input="odd", output=said, error=f"missing 'x' in {said}")]
     report = make_report(results, 1795953600.0, 900.0, 1, agent_id="bot", connector="mock",
                          environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
     write(report, str(tmp_path / "r.html"))
@@ -221,7 +222,7 @@ def test_the_runs_page_says_a_run_was_cut_short(page, tmp_path):
     from agenttest.model import CaseResult, RunReport
 
     path = str(tmp_path / "h.sqlite")
-    ran = tuple(CaseResult(id=f"c{i}", status="passed", file="t.jsonl") for i in range(9))
+    ran = tuple(CaseResult(key=CaseKey(file="t.jsonl", id=f"c{i}"), status="passed") for i in range(9))
     with History(path) as history:
         history.record(RunReport(results=ran, started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z", duration_ms=1000.0,
                                  agent_id="bot", connector="mock", interrupted=True, not_run=191), 130, ["t.jsonl"])
@@ -247,7 +248,7 @@ def test_an_interrupted_report_says_which_signal_stopped_it(page, tmp_path, term
     from agenttest.reporting import write
     from agenttest.verdicts.outcome import make_report
 
-    report = make_report([CaseResult(id="a", status="passed", input="hi", output="hello")], 1795953600.0, 900.0, 1, agent_id="bot", connector="mock",
+    report = make_report([CaseResult(key=CaseKey(id="a"), status="passed", input="hi", output="hello")], 1795953600.0, 900.0, 1, agent_id="bot", connector="mock",
                          environment={"user_id": "u", "team_id": "t", "locale": "en-us"},
                          interrupted=True, terminated=terminated, not_run=2)
     write(report, str(tmp_path / "r.json"))
@@ -262,8 +263,8 @@ def test_an_interrupted_run_with_runs_says_runs_not_run_and_its_unrun_gates_are_
     from agenttest.verdicts.gates import Policy
     from agenttest.verdicts.outcome import make_report
 
-    results = [CaseResult(id="a", status="passed", input="hi", output="hello", run=r, index=r - 1, connector="mock") for r in (1, 2)]
-    policies = {("", cid, "mock"): Policy(2, 1.0) for cid in ("a", "b", "c")}
+    results = [CaseResult(key=CaseKey(id="a", connector="mock"), status="passed", input="hi", output="hello", run=r, index=r - 1) for r in (1, 2)]
+    policies = {CaseKey("", cid, "mock"): Policy(2, 1.0) for cid in ("a", "b", "c")}
     report = make_report(results, 1795953600.0, 900.0, 2, policies=policies, agent_id="bot", connector="mock", interrupted=True, not_run=4,
                          environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
     write(report, str(tmp_path / "r.html"))
@@ -301,7 +302,7 @@ def test_a_passed_check_shows_what_it_looked_at_and_a_negated_one_says_not(page,
 
     checks = (AssertionResult(type="tool_called", passed=True, message="", expected="delete_expense", actual=[], checked="not: name=delete_expense"),
               AssertionResult(type="contains", passed=True, message="", expected="type", checked="value=type"))
-    result = CaseResult(id="turn1", status="passed", input="hi", output="What type?", assertions=checks, connector="mock")
+    result = CaseResult(key=CaseKey(id="turn1", connector="mock"), status="passed", input="hi", output="What type?", assertions=checks)
     write(make_report([result], 1795953600.0, 10.0, 1, agent_id="bot", connector="mock"), str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri() + "#turn1")
     shown = page.inner_text(".assertions")
@@ -317,8 +318,7 @@ def test_a_value_that_is_not_a_number_does_not_stop_the_viewer(page, tmp_path):
 
     call = ToolCall(name="measure", arguments={"x": float("inf")}, id="c1", result={"ratio": float("nan"), "low": float("-inf")})
     judged = AssertionResult(type="judge", passed=True, message="", expected=None, actual=None, score=float("nan"))
-    result = CaseResult(id="odd", status="passed", input="hi", output={"value": float("nan")}, tool_calls=(call,), assertions=(judged,),
-                        connector="mock")
+    result = CaseResult(key=CaseKey(id="odd", connector="mock"), status="passed", input="hi", output={"value": float("nan")}, tool_calls=(call,), assertions=(judged,))
     write(make_report([result], 1795953600.0, 10.0, 1, agent_id="bot", connector="mock"), str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri() + "#odd")
     assert rows(page) == [["odd", "passed"]]
@@ -332,9 +332,9 @@ def test_a_failed_gates_row_shows_the_output_of_the_run_its_reason_is_from(page,
     from agenttest.verdicts.gates import Policy
     from agenttest.verdicts.outcome import make_report
 
-    results = [CaseResult(id="g", status="passed", input="hi", output="result good", run=1, index=0, connector="mock"),
-               CaseResult(id="g", status="failed", input="hi", output="result bad", error="missing 'good'", run=2, index=1, connector="mock")]
-    report = make_report(results, 1795953600.0, 900.0, 2, policies={("", "g", "mock"): Policy(2, 1.0)}, agent_id="bot", connector="mock",
+    results = [CaseResult(key=CaseKey(id="g", connector="mock"), status="passed", input="hi", output="result good", run=1, index=0),
+               CaseResult(key=CaseKey(id="g", connector="mock"), status="failed", input="hi", output="result bad", error="missing 'good'", run=2, index=1)]
+    report = make_report(results, 1795953600.0, 900.0, 2, policies={CaseKey("", "g", "mock"): Policy(2, 1.0)}, agent_id="bot", connector="mock",
                          environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
     write(report, str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri())
@@ -348,10 +348,10 @@ def test_a_gate_cut_short_before_its_runs_decided_it_is_incomplete_not_skipped(p
     from agenttest.verdicts.gates import Policy
     from agenttest.verdicts.outcome import make_report
 
-    results = [CaseResult(id="a", status="passed", input="hi", output="hello", run=1, index=0, connector="mock"),
-               CaseResult(id="b", status="passed", input="hi", output="hello", run=1, index=2, connector="mock"),
-               CaseResult(id="b", status="passed", input="hi", output="hello", run=2, index=3, connector="mock")]
-    policies = {("", "a", "mock"): Policy(2, 1.0), ("", "b", "mock"): Policy(2, 1.0)}
+    results = [CaseResult(key=CaseKey(id="a", connector="mock"), status="passed", input="hi", output="hello", run=1, index=0),
+               CaseResult(key=CaseKey(id="b", connector="mock"), status="passed", input="hi", output="hello", run=1, index=2),
+               CaseResult(key=CaseKey(id="b", connector="mock"), status="passed", input="hi", output="hello", run=2, index=3)]
+    policies = {CaseKey("", "a", "mock"): Policy(2, 1.0), CaseKey("", "b", "mock"): Policy(2, 1.0)}
     report = make_report(results, 1795953600.0, 900.0, 2, policies=policies, agent_id="bot", connector="mock", interrupted=True, not_run=1,
                          environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
     assert [g.verdict for g in report.gates] == ["incomplete", "passed"]
@@ -373,8 +373,8 @@ def test_a_gate_of_zero_that_passed_with_no_passing_run_is_said_in_a_banner(page
     from agenttest.verdicts.gates import Policy
     from agenttest.verdicts.outcome import make_report
 
-    results = [CaseResult(id="z", status="failed", input="hi", output="no", error="missing 'x'", run=r, index=r - 1, connector="mock") for r in (1, 2)]
-    report = make_report(results, 1795953600.0, 900.0, 2, policies={("", "z", "mock"): Policy(2, 0.0)}, agent_id="bot", connector="mock",
+    results = [CaseResult(key=CaseKey(id="z", connector="mock"), status="failed", input="hi", output="no", error="missing 'x'", run=r, index=r - 1) for r in (1, 2)]
+    report = make_report(results, 1795953600.0, 900.0, 2, policies={CaseKey("", "z", "mock"): Policy(2, 0.0)}, agent_id="bot", connector="mock",
                          environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
     write(report, str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri())
@@ -388,7 +388,7 @@ def test_a_partial_merge_is_said_in_a_banner(page, tmp_path):
     from agenttest.reporting import write
     from agenttest.verdicts.outcome import make_report
 
-    report = make_report([CaseResult(id="a", status="passed", input="hi", output="ok", connector="mock")], 1795953600.0, 900.0, 1,
+    report = make_report([CaseResult(key=CaseKey(id="a", connector="mock"), status="passed", input="hi", output="ok")], 1795953600.0, 900.0, 1,
                          agent_id="bot", connector="mock", environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
     write(replace(report, options={"merged": ["s1.json", "s2.json"], "missing_shards": ["3/3"]}), str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri())
@@ -402,7 +402,7 @@ def test_times_below_10_ms_are_shown_to_the_tenth_of_a_millisecond(page, tmp_pat
     from agenttest.verdicts.outcome import make_report
 
     times = {"quick": (0.3, "0.3ms"), "short": (4.2, "4.2ms"), "slow": (350.0, "350ms"), "none": (0.0, "0ms"), "long": (2500.0, "2.5s")}
-    results = [CaseResult(id=cid, status="passed", input="q", output="a", connector="mock", duration_ms=t) for cid, (t, _) in times.items()]
+    results = [CaseResult(key=CaseKey(id=cid, connector="mock"), status="passed", input="q", output="a", duration_ms=t) for cid, (t, _) in times.items()]
     write(make_report(results, 1795953600.0, 900.0, 1, agent_id="bot", connector="mock"), str(tmp_path / "fast.html"))
     page.goto((tmp_path / "fast.html").as_uri())
     shown = page.eval_on_selector_all("#cases tbody tr", "rs => rs.map(r => [r.dataset.id, r.innerText])")
@@ -421,7 +421,7 @@ def test_the_calibration_panel_links_each_disagreement_to_its_case(page, tmp_pat
     def judged(cid: str, label: bool, verdict: bool) -> CaseResult:
         check = AssertionResult(type="agent", passed=verdict, message="" if verdict else "validator: curt", expected="is polite", actual="curt" if not verdict else "polite",
                                 judged=Judged(validator="judge", connector="fake", verdict=verdict, label=label))
-        return CaseResult(id=cid, status="passed" if verdict else "failed", output=f"answer {cid}", assertions=(check,), index=int(cid[1:]))
+        return CaseResult(key=CaseKey(id=cid), status="passed" if verdict else "failed", output=f"answer {cid}", assertions=(check,), index=int(cid[1:]))
 
     outcomes = [(True, True)] * 6 + [(True, False)] + [(False, True)] * 2 + [(False, False)] * 3
     report = make_report([judged(f"c{i}", *o) for i, o in enumerate(outcomes)], 1795953600.0, 10.0, agent_id="bot", connector="fake")
@@ -445,7 +445,7 @@ def test_the_diff_page_says_whether_the_difference_is_real(page, tmp_path):
     from agenttest.model import CaseResult, RunReport
 
     def run(statuses):
-        return RunReport(results=tuple(CaseResult(id=f"c{i}", status=s, index=i) for i, s in enumerate(statuses)), started_at="", completed_at="",
+        return RunReport(results=tuple(CaseResult(key=CaseKey(id=f"c{i}"), status=s, index=i) for i, s in enumerate(statuses)), started_at="", completed_at="",
                          duration_ms=1.0)
 
     base, new = run(["passed"] * 30), run(["failed"] * 9 + ["passed"] * 21)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agenttest.model import CaseKey
 from helpers import REPO, Answer, alive, cli, report, tool_app
 
 TOOLS = ("hog", "segfault", "quit", "nap", "once", "spawn", "stamp")
@@ -304,14 +305,14 @@ def test_results_cross_the_channel_unchanged():
     import dataclasses
     import pickle
 
-    from agenttest.model import AssertionResult, CaseResult, ModelCall, ToolCall, Turn, Usage
+    from agenttest.model import AssertionResult, CaseKey, CaseResult, ModelCall, ToolCall, Turn, Usage
     from agenttest.runner.local import wire
 
     assert {c.__name__ for c in wire.REDUCERS} >= {"CaseResult", "AssertionResult", "ToolCall", "Usage", "Turn", "ModelCall"}
     for cls in wire.REDUCERS:
         assert all(f.init and not f.kw_only for f in dataclasses.fields(cls)) and not hasattr(cls, "__post_init__")
     call = ToolCall(name="t", arguments={"a": [1, {"b": None}]}, id="id1", result={"ok": True}, error=None, duration_ms=1.5)
-    result = CaseResult(id="c", status="failed", name="name", input=[{"role": "user", "content": "hi"}], output={"x": (1, 2)}, error="boom",
+    result = CaseResult(key=CaseKey(id="c"), status="failed", name="name", input=[{"role": "user", "content": "hi"}], output={"x": (1, 2)}, error="boom",
                         assertions=(AssertionResult(type="contains", passed=False, message="no", expected="x", actual="y"),), tool_calls=(call,), usage=Usage(1, 2, 3, 1),
                         turns=(Turn(turn=1, input="hi", output="yo", tool_calls=(call,), checkpoints=("cp",), duration_ms=2.0),), model_calls=(ModelCall("agent", "mock", "m", 0.1),),
                         tags=("a", "b"), run=2, index=7)
@@ -375,9 +376,9 @@ def test_a_result_crosses_without_its_cases_input_which_the_controller_puts_back
     from agenttest.runner.local import wire
 
     history = [{"role": "user", "content": "hi " * 100}]
-    result = CaseResult(id="c", status="passed", name="name", input=history, output="ok")
+    result = CaseResult(key=CaseKey(id="c"), status="passed", name="name", input=history, output="ok")
     light = wire.pickled(("result", 1, result), without_input=history)
-    other = CaseResult(id="c", status="passed", name="name", input=[dict(m) for m in history], output="ok")  # equal, not the same object
+    other = CaseResult(key=CaseKey(id="c"), status="passed", name="name", input=[dict(m) for m in history], output="ok")  # equal, not the same object
     heavy = wire.pickled(("result", 1, other), without_input=history)
     assert pickle.loads(light)[2].input is None and len(light) < len(heavy) - 250
     assert pickle.loads(heavy)[2].input == history
@@ -400,7 +401,7 @@ def test_the_kept_pickler_follows_copyreg_nests_fails_and_threads_cleanly():
         def __init__(self, x: int):
             self.x = x
 
-    assert pickle.loads(wire.pickled(("result", 1, CaseResult(id="a", status="passed", output="one"))))[2].output == "one"
+    assert pickle.loads(wire.pickled(("result", 1, CaseResult(key=CaseKey(id="a"), status="passed", output="one"))))[2].output == "one"
     copyreg.pickle(Point, lambda p: (int, (p.x * 10,)))  # registered after the first message: used from now on
     try:
         assert pickle.loads(wire.pickled(("note", Point(4))))[1] == 40
@@ -412,12 +413,12 @@ def test_the_kept_pickler_follows_copyreg_nests_fails_and_threads_cleanly():
                 return (str, ("outer",))
 
         history = [{"role": "user", "content": "hi"}]
-        outer = pickle.loads(wire.pickled(("result", 2, CaseResult(id="b", status="passed", input=history, output=Sends())), without_input=history))
+        outer = pickle.loads(wire.pickled(("result", 2, CaseResult(key=CaseKey(id="b"), status="passed", input=history, output=Sends())), without_input=history))
         assert pickle.loads(inner[0]) == ("note", "inside") and outer[2].output == "outer" and outer[2].input is None
         with pytest.raises(Exception):
             wire.pickled(("note", lambda: None))  # a lambda cannot be pickled
-        assert pickle.loads(wire.pickled(("result", 3, CaseResult(id="c", status="passed", input=history)), without_input=history))[2].input is None
-        assert pickle.loads(wire.pickled(("result", 3, CaseResult(id="c", status="passed", input=history))))[2].input == history
+        assert pickle.loads(wire.pickled(("result", 3, CaseResult(key=CaseKey(id="c"), status="passed", input=history)), without_input=history))[2].input is None
+        assert pickle.loads(wire.pickled(("result", 3, CaseResult(key=CaseKey(id="c"), status="passed", input=history))))[2].input == history
     finally:
         del copyreg.dispatch_table[Point]
 
@@ -425,7 +426,7 @@ def test_the_kept_pickler_follows_copyreg_nests_fails_and_threads_cleanly():
 
     def many(tag: str) -> None:
         for i in range(2000):
-            back = pickle.loads(wire.pickled(("result", i, CaseResult(id=f"{tag}{i}", status="passed", output=tag * 50))))
+            back = pickle.loads(wire.pickled(("result", i, CaseResult(key=CaseKey(id=f"{tag}{i}"), status="passed", output=tag * 50))))
             if back[2].id != f"{tag}{i}" or back[2].output != tag * 50:
                 failures.append(f"{tag}{i}")
 
@@ -452,7 +453,7 @@ def test_results_rebuilt_in_the_controller_share_their_labels_and_their_cases_id
 
     def result(n: int) -> CaseResult:
         usage = Usage(20 + n % 1, 4, 24)
-        return CaseResult(id="".join(["case-", "7"]), status="".join(["pass", "ed"]), output="ok", usage=usage, connector="".join(["mo", "ck"]),
+        return CaseResult(key=CaseKey(id="".join(["case-", "7"]), connector="".join(["mo", "ck"])), status="".join(["pass", "ed"]), output="ok", usage=usage,
                           assertions=(AssertionResult(type="".join(["cont", "ains"]), passed=True, checked="".join(["value=", "ok"])),),
                           spend=(Spend("".join(["ag", "ent"]), "".join(["mo", "ck"]), Usage(20, 4, 24), 1),),
                           model_calls=(ModelCall("".join(["ag", "ent"]), "mock", "".join(["m", "1"])),))
@@ -464,7 +465,7 @@ def test_results_rebuilt_in_the_controller_share_their_labels_and_their_cases_id
     assert a.model_calls[0].model is b.model_calls[0].model
     assert a.id is case.id is sys.intern("case-7")
     assert a.usage is b.usage is a.spend[0].usage
-    odd = pickle.loads(wire.pickled(("result", 1, CaseResult(id="c", status="passed", usage=Usage([1], 0, 1)))))[2]  # type: ignore[arg-type]
+    odd = pickle.loads(wire.pickled(("result", 1, CaseResult(key=CaseKey(id="c"), status="passed", usage=Usage([1], 0, 1)))))[2]  # type: ignore[arg-type]
     assert odd.usage == Usage([1], 0, 1)  # type: ignore[arg-type]
 
 
@@ -480,7 +481,7 @@ def test_results_rebuilt_in_the_controller_share_their_verdicts_spends_and_outpu
     from agenttest.runner.local import wire
 
     def result(n: int, score: object = None, cost: object = 0.25, expected: object = "ok") -> CaseResult:
-        return CaseResult(id=f"case-{n}", status="passed", output="".join(["Expense ", "submitted"]), index=n,
+        return CaseResult(key=CaseKey(id=f"case-{n}"), status="passed", output="".join(["Expense ", "submitted"]), index=n,
                           assertions=(AssertionResult(type="contains", passed=True, message="".join(["found ", "ok"]), expected=expected, score=score),),  # type: ignore[arg-type]
                           spend=(Spend("agent", "mock", Usage(20, 4, 24), 1, cost),),  # type: ignore[arg-type]
                           model_calls=(ModelCall("agent", "mock", "m", 0.1),))
@@ -500,7 +501,7 @@ def test_results_rebuilt_in_the_controller_share_their_verdicts_spends_and_outpu
         texts = {json.dumps(result_dict(r)["assertions"] if field != "cost" else [s.cost for s in r.spend]) for r in made}
         assert len(texts) == len(values), (field, texts)  # 1, 1.0 and true stay themselves in the report
     long = "x" * 600
-    c, d = (arrived(CaseResult(id=f"l{i}", status="passed", output="".join([long, "!"]), index=i)) for i in (1, 2))
+    c, d = (arrived(CaseResult(key=CaseKey(id=f"l{i}"), status="passed", output="".join([long, "!"]), index=i)) for i in (1, 2))
     assert c.output == d.output and c.output is not d.output  # a long text is each result's own: no memo of large outputs
 
 

@@ -141,10 +141,10 @@ def problems(items: Iterable[ResolvedCase], prices: Mapping[str, Pricing | None]
         if item.budget is None or item.budget.cost is None:
             continue
         own = case.budget is not None and case.budget.cost is not None
-        if prices.get(item.label) is None:
+        if prices.get(item.key.connector) is None:
             where = case.locate(("budget", "cost")) if own else None
             whose = f"case '{case.id}'" if own else "--budget cost"
-            out.setdefault((whose, item.label), Problem(f"{whose}: connector {item.label} has no pricing", where,
+            out.setdefault((whose, item.key.connector), Problem(f"{whose}: connector {item.key.connector} has no pricing", where,
                                                         f"{UNPRICED}, e.g. {COST_EXAMPLE}"))
     return list(out.values())
 

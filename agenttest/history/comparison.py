@@ -10,7 +10,6 @@ from typing import Any
 
 from agenttest.errors import ExitCode
 from agenttest.verdicts import paired as pairing
-from agenttest.verdicts.gates import key_of
 from agenttest.model import CaseResult, Paired, RunReport
 from agenttest.connectors.requestdiff import excerpts
 from agenttest.util.text import as_text
@@ -279,7 +278,7 @@ def _min_rate(report: RunReport, runs: list[CaseResult] | None) -> float:
     """A case's gate in a run: its own (the report's gates), else --min-pass-rate, else every run must pass."""
     if runs:
         for g in report.gates:
-            if key_of(runs[0]) == (g.file, g.id, g.connector):
+            if g.key == runs[0].key:
                 return g.min_pass_rate
     value = report.options.get("min_pass_rate", 1.0)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 1.0

@@ -10,7 +10,7 @@ from typing import Any
 
 from agenttest.verdicts import gates
 from agenttest.errors import AgentTestError, InputError, Problem
-from agenttest.model import CaseResult, RunReport
+from agenttest.model import CaseKey, CaseResult, RunReport
 from agenttest.verdicts.outcome import stability
 
 
@@ -135,11 +135,11 @@ def merge(reports: list[tuple[str, RunReport]], partial: bool = False) -> RunRep
         options["missing_shards"] = lacking  # a partial merge: never a green run (verdicts.outcome.exit_code)
     warnings = tuple(dict.fromkeys([*partial_warnings, *(w for _, rep in reports for w in rep.warnings)]))
     # each case's gate is recomputed from its runs, held to what its shard held it to (runs planned, minimum rate)
-    policies = {(g.file, g.id, g.connector): gates.Policy(g.planned, g.min_pass_rate) for _, rep in reports for g in rep.gates}
-    saved = {(g.file, g.id, g.connector): g.saved for _, rep in reports for g in rep.gates}
-    first_at: dict[gates.Key, int] = {}
+    policies = {g.key: gates.Policy(g.planned, g.min_pass_rate) for _, rep in reports for g in rep.gates}
+    saved = {g.key: g.saved for _, rep in reports for g in rep.gates}
+    first_at: dict[CaseKey, int] = {}
     for i, r in enumerate(results):
-        first_at.setdefault(gates.key_of(r), i)
+        first_at.setdefault(r.key, i)
     planned_order = {key: policies[key] for key in sorted(policies, key=lambda k: first_at.get(k, len(results)))}  # merged order
     return RunReport(
         results=results,

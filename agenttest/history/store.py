@@ -16,14 +16,13 @@ from typing import Any
 
 from agenttest.errors import AgentTestError
 from agenttest.reporting.codec import report_dict
-from agenttest.model import CaseResult, Gate, RunReport
+from agenttest.model import CaseKey, CaseResult, Gate, RunReport
 from agenttest.model.results import LOST_ONCE
 from agenttest.util import forked
 from agenttest.util.secrets import Secrets
 from agenttest.util.text import shorten
 from agenttest.stats.intervals import wilson
 from agenttest.verdicts import evidence
-from agenttest.verdicts.gates import in_order, key_of, walk
 
 FOLDER, NAME = ".agent-test", "history.sqlite"
 BUSY_MS = 30_000  # a run waits this long for another run's write before giving up
@@ -354,22 +353,12 @@ def verdict_rows(report: RunReport, run_id: int = 0) -> Iterator[tuple[Any, ...]
     """Each case's (× connector's) verdict over its runs, as the run ``run_id``'s row of the ``verdicts`` table (its
     columns, in order): its gate's when it has one, else its result's status. Made one at a time (100,000 held at
     once were ~30 MB), as tuples (an object made for each was half of recording a run)."""
-    results = report.results
-    keys = lambda: ((g.file, g.id, g.connector) for g in report.gates)  # noqa: E731
-    if report.gates and in_order(results, keys()):  # the report's order: no dict of 100,000 keys
-        for g, (key, runs) in zip(report.gates, walk(results, keys())):
-            if runs:
-                yield _verdict(key, runs, g, run_id)
-        return
-    groups: dict[tuple[str, str, str], list[CaseResult]] = {}
-    for r in results:
-        groups.setdefault(key_of(r), []).append(r)
-    gates: dict[tuple[str, str, str], Gate] = {(g.file, g.id, g.connector): g for g in report.gates}
-    for key, runs in groups.items():
-        yield _verdict(key, runs, gates.get(key), run_id)
+    for key, gate, runs in report.groups():  # the report's order
+        if runs:
+            yield _verdict(key, runs, gate, run_id)
 
 
-def _verdict(key: tuple[str, str, str], runs: Sequence[CaseResult], gate: Gate | None, run_id: int) -> tuple[Any, ...]:
+def _verdict(key: CaseKey, runs: Sequence[CaseResult], gate: Gate | None, run_id: int) -> tuple[Any, ...]:
     first = runs[0]
     if len(runs) == 1:  # one run, most cases: no lists
         ran = 0 if first.status == "skipped" else 1
@@ -390,7 +379,7 @@ def _verdict(key: tuple[str, str, str], runs: Sequence[CaseResult], gate: Gate |
     if verdict == "failed" and first_bad is not None:  # as the viewer says it: runs that all errored are an error
         kinds = {first_bad.status} if len(runs) == 1 else {r.status for r in runs if r.status not in ("passed", "skipped")}
         verdict = kinds.pop() if len(kinds) == 1 else "failed"
-    return (run_id, key[0], key[1], key[2], verdict, ran, passed, int(0 < passed < ran), round(took, 1),
+    return (run_id, key.file, key.id, key.connector, verdict, ran, passed, int(0 < passed < ran), round(took, 1),
             shorten(said.output, 300) if (said := first_bad or first).output is not None else "",  # the output its reason is from
             first_bad.reasons[0] if first_bad is not None and first_bad.reasons else _crash(runs))
 

@@ -27,6 +27,7 @@ from agenttest.model.cases import (
 )
 from agenttest.model.exchanges import Answer, CallLog, Exchange, Retry
 from agenttest.model.evidence import Calibration, Disagreement, Estimate, Evidence, Judged, Mover, Paired
+from agenttest.model.keys import CaseKey
 from agenttest.model.plan import Plan, ResolvedCase
 from agenttest.model.kinds import FaultKind, Message, Mode, OutputFrom, Role, Status, UsageSource
 from agenttest.model.results import (
@@ -52,6 +53,7 @@ __all__ = [
     "Calibration",
     "CallLog",
     "Case",
+    "CaseKey",
     "CaseResult",
     "Checkpoint",
     "CheckpointResult",

@@ -9,17 +9,16 @@ from typing import Any
 
 from agenttest.config import RunConfig
 from agenttest.model.cases import Budget, Case
-
-Key = tuple[str, str, str]  # (file, case id, connector label): one gate
+from agenttest.model.keys import CaseKey
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ResolvedCase:
     """One case on one connector, with everything the run needs to know about it."""
 
+    key: CaseKey  # the case on its connector: its results and its gate carry this very object
     case: Case
     scheduled: str | None  # the connector the run puts it on (the matrix's or -c); None: its own
-    label: str  # the connector its results carry: the matrix's, -c, the case's or the agent's own
     runs: int
     min_pass_rate: float
     budget: Budget | None  # the case's limits over --budget's
@@ -30,10 +29,6 @@ class ResolvedCase:
     def connector(self) -> str | None:
         """What the case calls: the scheduled connector, else the case's own (None: the agent's)."""
         return self.scheduled or self.case.options.get("connector")
-
-    @property
-    def key(self) -> Key:
-        return (self.case.file, self.case.id, self.label)
 
 
 @dataclass(frozen=True, kw_only=True)

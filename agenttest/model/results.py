@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from agenttest.model.calls import EndpointLoad, ModelCall, Spend, ToolCall, Usage
 from agenttest.model.evidence import Evidence, Judged
 from agenttest.model.exchanges import CallLog
+from agenttest.model.keys import CaseKey
 from agenttest.model.kinds import Status
 from agenttest.model.scenario import ScenarioRecord
 
@@ -103,8 +105,8 @@ class WorldRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CaseResult:
-    id: str
     status: Status
+    key: CaseKey = CaseKey()  # the case on its connector: the plan's own object, which the runner gives the result a mode made
     name: str = ""
     input: Any = None
     output: Any = None
@@ -120,7 +122,6 @@ class CaseResult:
     warnings: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
     index: int = 0  # position in the input, for ordering
-    file: str = ""
     line: int = 0  # the case's line in its file (0: unknown)
     traceback: str = ""  # an exception's traceback (user code, or agent-test's own bug)
     stdout: str = ""  # what user code printed while this case ran
@@ -129,7 +130,6 @@ class CaseResult:
     description: str = ""  # the case's, as written
     tags: tuple[str, ...] = ()
     world: WorldRecord | None = None  # a case with a world, or whose tools changed it
-    connector: str = ""  # the connector of the agent under test in a model matrix (-c a,b)
     spend: tuple[Spend, ...] = ()  # tokens and cost by role and connector
     model_calls: tuple[ModelCall, ...] = ()
     simulator: dict[str, Any] | None = None  # a dynamic case's simulator as the viewer shows it: use, persona, goal
@@ -142,6 +142,19 @@ class CaseResult:
     score: float | None = None  # the weighted score of its assertions (0–1), when any carries a weight
     scenario: ScenarioRecord | None = None  # a scenario's run (FORMATS §18)
     calls: CallLog | None = None  # every model call of the run as sent and answered (--calls keeps them)
+
+    @property
+    def id(self) -> str:
+        return self.key.id
+
+    @property
+    def file(self) -> str:
+        return self.key.file
+
+    @property
+    def connector(self) -> str:
+        """The connector of the agent under test its key carries ("" outside a model matrix, unless -c or the case named one)."""
+        return self.key.connector
 
     @property
     def conversation(self) -> bool:
@@ -194,9 +207,7 @@ class Gate:
     """The verdict of one case (on one connector of a matrix) over its runs (FORMATS §8): passed when
     ``pass_rate >= min_pass_rate``. Skipped runs count nowhere; errors and timeouts count as not passed."""
 
-    id: str
-    connector: str = ""
-    file: str = ""
+    key: CaseKey
     planned: int = 1  # runs scheduled
     runs: int = 0  # runs that ran and were not skipped
     passed: int = 0
@@ -211,6 +222,18 @@ class Gate:
     tokens: int = 0  # the agent under test's, over the runs
     cost: float | None = None  # the agent under test's, USD; None when nothing was priced
     total_cost: float | None = None  # every role's (simulator and validators too)
+
+    @property
+    def id(self) -> str:
+        return self.key.id
+
+    @property
+    def file(self) -> str:
+        return self.key.file
+
+    @property
+    def connector(self) -> str:
+        return self.key.connector
 
     @property
     def pass_rate(self) -> float:
@@ -346,6 +369,13 @@ class RunReport:
     def count(self, status: str) -> int:
         return self.summary.counts.get(status, 0)
 
+    def groups(self) -> Iterator[Group]:
+        """Each case × connector once, in the report's order, with its gate (None in a report without gates: one
+        read back from a run that showed none) and its runs — made as they are taken (a report's results beside
+        its gates are sliced as they lie: no dict of 100,000 keys, nothing held)."""
+        gates = {g.key: g for g in self.gates}
+        return (Group(key, gates.get(key), runs) for key, runs in by_key(self.results, gates))
+
     @cached_property
     def repeated(self) -> bool:
         """Whether its cases ran (or were to run) more than once: reports then number each result's run.
@@ -365,6 +395,37 @@ class RunReport:
             counts[r.status] = counts.get(r.status, 0) + 1
             usage += r.usage
         return Summary(len(self.results) + self.not_run, counts, usage, self.not_run)
+
+
+class Group(NamedTuple):
+    """A case × connector of a report: its key, its gate, its runs in order."""
+
+    key: CaseKey
+    gate: Gate | None
+    runs: Sequence[CaseResult]
+
+
+def by_key(results: Sequence[CaseResult], keys: Iterable[CaseKey]) -> Iterator[tuple[CaseKey, Sequence[CaseResult]]]:
+    """Each of ``keys`` with its results (none: an empty slice), in the order of ``keys``, then any key of the
+    results not among them. Results that hold each key's runs together in that order (a report's, beside its
+    gates) are sliced as they lie: no dict of every key."""
+    keys = list(keys)
+    i, n = 0, len(results)
+    for key in keys:
+        while i < n and (results[i].key is key or results[i].key == key):
+            i += 1
+    if i == n:
+        i = 0
+        for key in keys:
+            start = i
+            while i < n and (results[i].key is key or results[i].key == key):
+                i += 1
+            yield key, results[start:i]
+        return
+    grouped: dict[CaseKey, list[CaseResult]] = {key: [] for key in keys}
+    for r in results:
+        grouped.setdefault(r.key, []).append(r)
+    yield from grouped.items()
 
 
 @dataclass(frozen=True)

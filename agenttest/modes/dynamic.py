@@ -158,7 +158,7 @@ def _checkpoint_results(conv: Conversation) -> tuple[CheckpointResult, ...]:
 
 def _result(case: Case, conv: Conversation, status: Status, error: str, assertions: tuple[AssertionResult, ...] = ()) -> CaseResult:
     return CaseResult(
-        id=case.id, status=status, name=case.name, input=case.input,
+        status=status, name=case.name, input=case.input,
         output=conv.turns[-1].output if conv.turns else None, error=error, assertions=assertions,
         tool_calls=tuple(conv.tool_calls), usage=conv.usage, turns=tuple(conv.turns),
         checkpoints=_checkpoint_results(conv), dynamic=True, simulator=_simulator(case), **(output_notes(conv.last) if conv.last is not None else {}),

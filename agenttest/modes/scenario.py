@@ -46,7 +46,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     results = await evaluate_all(expectations(case), obs)
     status: Status = "failed" if stopped else verdict(results)
     errored = next((r for r in results if r.error), None) if status == "error" else None
-    result = CaseResult(id=case.id, name=case.name, status=status, input=case.input, output=output,
+    result = CaseResult(name=case.name, status=status, input=case.input, output=output,
                         error=stopped or (errored.message if errored else ""), traceback=errored.traceback if errored else "",
                         assertions=results, tool_calls=made, usage=trace.agent_usage, score=score(results))
     return _recorded(result, trace)

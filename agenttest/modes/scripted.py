@@ -32,7 +32,7 @@ async def _turns(case: Case, env: CaseEnv, conv: Conversation, trace: Trace) -> 
 
 def _result(case: Case, conv: Conversation, status: Status, error: str, assertions: tuple[AssertionResult, ...] = ()) -> CaseResult:
     return CaseResult(
-        id=case.id, status=status, name=case.name, input=case.input,
+        status=status, name=case.name, input=case.input,
         output=conv.turns[-1].output if conv.turns else None, error=error, assertions=assertions,
         tool_calls=tuple(conv.tool_calls), usage=conv.usage, turns=tuple(conv.turns), scripted=True,
         variants=case.variants, not_run_turns=len(case.turns) - len(conv.turns), **(output_notes(conv.last) if conv.last is not None else {}),

@@ -282,13 +282,13 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     except CallError as exc:
         return replace(partial(case, trace, "error", str(exc).removeprefix(f"script test {case.id} failed: ")), traceback=exc.traceback or "")
     skipped = status == "skipped"
-    return CaseResult(id=case.id, status=status, name=case.name, input=None, output=None, error="" if skipped else error, skip_reason=error if skipped else "",
+    return CaseResult(status=status, name=case.name, input=None, output=None, error="" if skipped else error, skip_reason=error if skipped else "",
                       assertions=tuple(t.results), logs=tuple(t.logs), tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
     t = trace.state if isinstance(trace.state, T) else T(case.id, Context())
-    return CaseResult(id=case.id, status=status, name=case.name, input=None, output=None, error=error, assertions=tuple(t.results), logs=tuple(t.logs),
+    return CaseResult(status=status, name=case.name, input=None, output=None, error=error, assertions=tuple(t.results), logs=tuple(t.logs),
                       tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
 
 

@@ -54,7 +54,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     status = verdict(results)
     errored = next((r for r in results if r.error), None) if status == "error" else None
     return CaseResult(
-        id=case.id, name=case.name, status=status, input=case.input, output=reply.output,
+        name=case.name, status=status, input=case.input, output=reply.output,
         error=errored.message if errored else "", traceback=errored.traceback if errored else "",
         assertions=results, tool_calls=reply.tool_calls, usage=reply.usage, score=score(results), error_by=error_by(results) if status == "error" else "",
         **output_notes(reply),
@@ -62,7 +62,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
-    return CaseResult(id=case.id, status=status, name=case.name, input=case.input, error=error, tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
+    return CaseResult(status=status, name=case.name, input=case.input, error=error, tool_calls=tuple(trace.tool_calls), usage=trace.agent_usage)
 
 
 MODES.add("standard", sys.modules[__name__])  # the built-in mode registers as a plug-in would

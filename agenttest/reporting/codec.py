@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any, Literal
 
 from agenttest.errors import AgentTestError, Location
-from agenttest.model import (Answer, AssertionResult, Calibration, CallLog, CaseResult, CheckpointResult, EndpointLoad, Estimate, Exchange, Gate,
+from agenttest.model import (Answer, AssertionResult, Calibration, CallLog, CaseKey, CaseResult, CheckpointResult, EndpointLoad, Estimate, Exchange, Gate,
                              Judged, ModelCall, Paired, PassK, Retry, RunReport, Spend, Stability, ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from agenttest.model.scenario import ScenarioRecord
 from agenttest.util.positions import json_offset, line_col
@@ -535,12 +535,21 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+IDENTITY = ("file", "id", "connector")  # a result's and a gate's CaseKey, written as keys of their own (id always)
+
+
 def _fields(cls: type, d: dict[str, Any], path: list[Any]) -> dict[str, Any]:
     """The fields of ``cls`` that ``d`` gives, by its shape's keys (derived keys left out), each checked
-    against the field's type."""
+    against the field's type; a result's or a gate's ``file``, ``id`` and ``connector`` made its ``key``."""
     hints, required = _hints(cls), _required(cls)
-    return {key.field: decode(hints[key.field], d[key.name], [*path, key.name])
-            for key in SHAPES[cls] if not key.derived and key.name in d and (d[key.name] is not None or key.field in required)}
+    keyed = "key" in hints
+    if keyed:
+        required = required | {"id"}
+    out = {key.field: decode(hints.get(key.field, str), d[key.name], [*path, key.name])
+           for key in SHAPES[cls] if not key.derived and key.name in d and (d[key.name] is not None or key.field in required)}
+    if keyed:
+        out["key"] = CaseKey(**{name: out.pop(name) for name in IDENTITY if name in out})
+    return out
 
 
 @cache

@@ -7,8 +7,8 @@ from collections.abc import Collection, Iterator
 from typing import Any, TextIO
 
 from agenttest.util.durations import format_duration, format_timeout
-from agenttest.verdicts.gates import failed, in_order, walk
-from agenttest.model import Case, CaseResult, RunHeader, RunReport, ToolCall
+from agenttest.verdicts.gates import failed
+from agenttest.model import Case, CaseKey, CaseResult, RunHeader, RunReport, ToolCall
 from agenttest.reporting.codec import summary_dict
 from agenttest.model.results import minor
 from agenttest.reporting.rows import change_text, preview
@@ -485,7 +485,7 @@ def case_verdicts(report: RunReport) -> tuple[dict[str, int], int]:
     """How many cases (not runs; in a model matrix, case × connector) did not pass — by their gate, each
     counted once under its worst run — and how many cases ran."""
     rank = {"passed": 0, "skipped": 0, "failed": 1, "timeout": 2, "error": 3}
-    gated = {(g.file, g.id, g.connector) for g in failed(report.gates)} if report.gates else None
+    gated = {g.key for g in failed(report.gates)} if report.gates else None
     counts = {"failed": 0, "timed out": 0, "error": 0}
     labels = {1: "failed", 2: "timed out", 3: "error"}
     cases = 0
@@ -496,21 +496,11 @@ def case_verdicts(report: RunReport) -> tuple[dict[str, int], int]:
     return counts, cases
 
 
-def _worst(report: RunReport, rank: dict[str, int]) -> Iterator[tuple[tuple[str, str, str], int]]:
-    """Each case (× connector) that ran and the rank of its worst run: in the report's order, beside its gates
-    (not a dict of 100,000 keys), else grouped."""
-    results = report.results
-    keys = lambda: ((g.file, g.id, g.connector) for g in report.gates)  # noqa: E731
-    if report.gates and in_order(results, keys()):
-        for key, runs in walk(results, keys()):
-            if runs:
-                yield key, max(rank[r.status] for r in runs)
-        return
-    worst: dict[tuple[str, str, str], int] = {}
-    for r in results:
-        key = (r.file, r.id, r.connector)
-        worst[key] = max(worst.get(key, 0), rank[r.status])
-    yield from worst.items()
+def _worst(report: RunReport, rank: dict[str, int]) -> Iterator[tuple[CaseKey, int]]:
+    """Each case (× connector) that ran and the rank of its worst run, in the report's order."""
+    for key, _, runs in report.groups():
+        if runs:
+            yield key, max(rank[r.status] for r in runs)
 
 
 def _errors(report: RunReport, errors: int) -> Any:

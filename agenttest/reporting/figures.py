@@ -10,7 +10,7 @@ from agenttest.util.durations import format_duration
 from agenttest.accounting.costs import counted, money, totals
 from agenttest.verdicts import evidence
 from agenttest.verdicts.gates import classify, pass_k, runs_saved, shown
-from agenttest.model import Gate, RunReport, Usage
+from agenttest.model import CaseKey, Gate, RunReport, Usage
 from agenttest.reporting import evidence as words
 
 MARK = {True: "✓", False: "✗"}
@@ -143,14 +143,14 @@ def matrix_table(report: RunReport) -> Table | None:
     """Case × connector side by side: verdict, pass rate, tokens and cost of the agent under test, median latency."""
     if not report.matrix:
         return None
-    cells: dict[tuple[str, str, str], Gate] = {(g.file, g.id, g.connector): g for g in report.gates}
+    cells: dict[CaseKey, Gate] = {g.key: g for g in report.gates}
     cases = list(dict.fromkeys((g.file, g.id) for g in report.gates))
     rows, verdicts = [], []
     for file, case_id in cases:
         row = [case_id]
         worst = "passed"
         for conn in report.matrix:
-            g = cells.get((file, case_id, conn))
+            g = cells.get(CaseKey(file=file, id=case_id, connector=conn))
             row.append(matrix_cell(g))
             if g is not None and g.verdict == "failed":
                 worst = "failed"
@@ -199,11 +199,11 @@ def tag_table(report: RunReport) -> Table | None:
     """One row per tag (in the order tags first appear): its cases, how many passed (by their gate), the rate."""
     if not any(r.tags for r in report.results):
         return None
-    verdicts: dict[tuple[str, str, str], bool] = {}
-    tags: dict[str, dict[tuple[str, str, str], None]] = {}  # each tag's cases, in order, each once (a dict: a list's `in` was quadratic)
-    gated = {(g.file, g.id, g.connector): g.verdict == "passed" for g in report.gates}
+    verdicts: dict[CaseKey, bool] = {}
+    tags: dict[str, dict[CaseKey, None]] = {}  # each tag's cases, in order, each once (a dict: a list's `in` was quadratic)
+    gated = {g.key: g.verdict == "passed" for g in report.gates}
     for r in report.results:
-        key = (r.file, r.id, r.connector)
+        key = r.key
         verdicts[key] = gated.get(key, verdicts.get(key, True) and r.ok)
         for tag in r.tags:
             tags.setdefault(tag, {})[key] = None

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 from agenttest.accounting.costs import totals
 from agenttest.verdicts import evidence
-from agenttest.verdicts.gates import key_of, runs_saved
+from agenttest.verdicts.gates import runs_saved
 from agenttest.model import CaseResult, Gate, RunReport
 from agenttest.util.text import BIDI, as_text
 from agenttest.reporting.figures import percents
@@ -19,10 +19,7 @@ def _groups(report: RunReport) -> list[tuple[list[CaseResult], Gate | None]]:
     """Each case's (× connector's) results with its gate; a report without gates: each result alone."""
     if not report.gates:
         return [([r], None) for r in report.results]
-    by_key: dict[tuple[str, str, str], list[CaseResult]] = {}
-    for r in report.results:
-        by_key.setdefault(key_of(r), []).append(r)
-    return [(by_key.get((g.file, g.id, g.connector), []), g) for g in report.gates]
+    return [(list(runs), gate) for _, gate, runs in report.groups()]
 
 
 def _single(runs: list[CaseResult], gate: Gate | None) -> bool:

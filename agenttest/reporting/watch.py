@@ -7,7 +7,7 @@ import sys
 from typing import TextIO
 
 from agenttest.config import RunConfig
-from agenttest.model import CaseResult, Plan, ResolvedCase, RunHeader, RunReport
+from agenttest.model import CaseKey, CaseResult, Plan, ResolvedCase, RunHeader, RunReport
 from agenttest.reporting.console import Console
 from agenttest.reporting.events import EventStream
 from agenttest.reporting.jsonfile import Spool
@@ -24,8 +24,8 @@ class Watch:
         self.events = events
         self.secrets = secrets
         # the cases whose runs differ from --runs (100,000 cases need not each have an entry)
-        self._runs = {(item.case.file, item.case.id): item.runs for item in plan.items if item.runs != config.runs}
-        self._running: dict[tuple[str, str, int, str], int] = {}  # started, no result yet (→ runs): named if the run is stopped
+        self._runs = {item.key: item.runs for item in plan.items if item.runs != config.runs}
+        self._running: dict[tuple[CaseKey, int], int] = {}  # (case, run) started, no result yet (→ runs): named if the run is stopped
 
     def header(self, header: RunHeader, started_at: str, warnings: list[str]) -> None:
         self.console.header(header, warnings)
@@ -39,13 +39,13 @@ class Watch:
 
     def started(self, item: ResolvedCase, run: int) -> None:
         self.console.started(item.case, run, item.runs, item.scheduled or "")
-        self._running[(item.case.file, item.case.id, run, item.label)] = item.runs
+        self._running[(item.key, run)] = item.runs
 
     def finished(self, result: CaseResult) -> None:
         """A result as it came (its identity as the plan has it), shown with its secrets hidden: this hidden copy
         is the one the reports hold (``Secrets.scrub`` keeps it), so it is searched once."""
-        self._running.pop((result.file, result.id, result.run, result.connector), None)
-        runs = self._runs.get((result.file, result.id), self.config.runs)
+        self._running.pop((result.key, result.run), None)
+        runs = self._runs.get(result.key, self.config.runs)
         result = self.secrets.scrub(result)
         self.console.finished(result, runs)
         if self.events is not None:
@@ -57,7 +57,7 @@ class Watch:
         self.console.saved()
 
     def summary(self, report: RunReport, written: list[str]) -> None:
-        cut = [self.console.title(i, run, runs, label) for (_, i, run, label), runs in self._running.items()] if report.interrupted else []
+        cut = [self.console.title(key.id, run, runs, key.connector) for (key, run), runs in self._running.items()] if report.interrupted else []
         self.console.summary(report, ", ".join(written) or None, cut)
 
     def lines(self, lines: list[str]) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from agenttest.agents.catalog import Catalog
 from agenttest.config import RunConfig
 from agenttest.errors import AgentTestError, InputError, Problem
-from agenttest.model import Case, Plan, ResolvedCase
+from agenttest.model import Case, CaseKey, Plan, ResolvedCase
 from agenttest.resolution.resolve import Resolved, resolve, tools_of, unknown_tools
 from agenttest.accounting import budgets
 
@@ -43,7 +43,8 @@ def plan_of(cases: list[Case], agent_id: str | None, config: RunConfig, catalog:
     """The Plan of ``cases``: each on each connector of the run, its figures and hooks computed once."""
     hooks = resolved.hooks if resolved is not None else {}
     items = tuple(
-        ResolvedCase(case=case, scheduled=scheduled, label=_label(catalog, agent_id, scheduled or case.options.get("connector")),
+        ResolvedCase(key=CaseKey(file=case.file, id=case.id, connector=_label(catalog, agent_id, scheduled or case.options.get("connector"))),
+                     case=case, scheduled=scheduled,
                      runs=case.runs if case.runs is not None else config.runs,
                      min_pass_rate=case.min_pass_rate if case.min_pass_rate is not None else config.min_pass_rate,
                      budget=case.budget.over(config.budget) if case.budget is not None else config.budget,

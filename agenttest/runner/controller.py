@@ -209,7 +209,6 @@ def crashes(results: Iterable[CaseResult]) -> list[str]:
 def lost(unit: Unit, status: Status, error: str, ran: float = 0.0) -> CaseResult:
     """The result of a unit whose worker was lost (``ran``: seconds it had run, in its last attempt)."""
     case = unit.item.case
-    return CaseResult(id=case.id, status=status, name=case.name, input=case.input, error=error, run=unit.run, index=unit.index, dynamic=case.dynamic,
-                      duration_ms=round(ran * 1000, 1),
-                      file=case.file, line=case.location.line or 0, description=case.description, tags=case.tags,
-                      connector=unit.item.label)
+    return CaseResult(key=unit.item.key, status=status, name=case.name, input=case.input, error=error, run=unit.run, index=unit.index,
+                      dynamic=case.dynamic, duration_ms=round(ran * 1000, 1), line=case.location.line or 0, description=case.description,
+                      tags=case.tags)

@@ -25,7 +25,7 @@ from agenttest.util.durations import format_timeout
 from agenttest.accounting.costs import spend_of
 from agenttest.errors import CallError, HookError
 from agenttest.app.hooks import data_of
-from agenttest.model import AssertionResult, Budget, Case, CaseResult, Plan, ResolvedCase, Status
+from agenttest.model import AssertionResult, Budget, Case, CaseKey, CaseResult, Plan, ResolvedCase, Status
 from agenttest.model.exchanges import keeps
 from agenttest.reporting.codec import result_dict
 from agenttest.runtime import exchanges
@@ -47,8 +47,8 @@ class RunState:
     warnings: list[str] = field(default_factory=list)
     before_all_data: Any = None
     after_all_done: bool = False
-    tallies: dict[gates.Key, gates.Tally] = field(default_factory=dict)  # each case × connector's runs so far
-    saved: dict[gates.Key, int] = field(default_factory=dict)  # runs --early-stop did not start
+    tallies: dict[CaseKey, gates.Tally] = field(default_factory=dict)  # each case × connector's runs so far
+    saved: dict[CaseKey, int] = field(default_factory=dict)  # runs --early-stop did not start
 
     def ordered(self) -> list[CaseResult]:
         return self.results.ordered()
@@ -117,9 +117,8 @@ async def run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller:
 async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller: Caller) -> CaseResult:
     case, config = item.case, plan.config
     if case.skip:
-        return CaseResult(id=case.id, status="skipped", name=case.name, input=case.input, skip_reason=case.skip_reason, run=run, index=index,
-                          description=case.description, tags=case.tags, connector=item.label,
-                          dynamic=case.dynamic, file=case.file, line=case.location.line or 0)
+        return CaseResult(key=item.key, status="skipped", name=case.name, input=case.input, skip_reason=case.skip_reason, run=run, index=index,
+                          description=case.description, tags=case.tags, dynamic=case.dynamic, line=case.location.line or 0)
     trace, capture = Trace(case=case, run=run), usercalls.Capture()
     current_trace.set(trace)
     usercalls.current_capture.set(capture)
@@ -163,8 +162,8 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
             message, tb = internal_error(exc)
             result = replace(mode.partial(case, trace, "error", message), traceback=tb)
         described: dict[str, Any] = {"description": case.description, "tags": case.tags} if case.description or case.tags else {}
-        result = replace(result, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index, file=case.file,
-                         line=case.location.line or 0, world=world.record(config.report_world == "full"), connector=item.label, **described,
+        result = replace(result, key=item.key, duration_ms=(time.perf_counter() - start) * 1000, run=run, index=index,
+                         line=case.location.line or 0, world=world.record(config.report_world == "full"), **described,
                          model_calls=tuple(trace.served), spend=spend_of(trace.by_connector, trace.calls, caller.catalog.prices))
         if budget is not None:
             result = over_budget(result, budget, trace, caller)
@@ -178,9 +177,8 @@ async def _run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller
         raise
     except Exception as exc:  # after everything above: still this case's error
         message, tb = internal_error(exc)
-        result = CaseResult(id=case.id, status="error", name=case.name, input=case.input, error=message, traceback=tb, run=run, index=index,
-                            dynamic=case.dynamic, file=case.file, line=case.location.line or 0, connector=item.label,
-                            description=case.description, tags=case.tags)
+        result = CaseResult(key=item.key, status="error", name=case.name, input=case.input, error=message, traceback=tb, run=run, index=index,
+                            dynamic=case.dynamic, line=case.location.line or 0, description=case.description, tags=case.tags)
     extra: dict[str, Any] = {}  # one replace for what only some cases have (a replace costs ~30 µs)
     if result.truncated or any(t.truncated for t in result.turns):  # a reply cut at its token limit: said, and --strict fails it
         extra.update(truncated_marks(result, config.strict))

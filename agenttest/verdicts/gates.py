@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agenttest.accounting.costs import add, total
-from agenttest.model import Case, CaseResult, Gate, PassK, Plan
-
-Key = tuple[str, str, str]  # (file, case id, connector)
-
-
-def key_of(result: CaseResult) -> Key:
-    return (result.file, result.id, result.connector)
+from agenttest.model import CaseKey, CaseResult, Gate, PassK, Plan
+from agenttest.model.results import by_key
 
 
 def classify(pass_rate: float) -> str:
@@ -58,14 +53,11 @@ class Policy:
     min_pass_rate: float
 
 
-Label = Callable[[Case, "str | None"], str]  # a case and its scheduled connector → the connector its results carry
-
-
-def policies(plan: Plan) -> dict[Key, Policy]:
+def policies(plan: Plan) -> dict[CaseKey, Policy]:
     """Every scheduled case × connector of a plan and its gate (one Policy for each gate there is: most
     cases share the run's)."""
     made: dict[tuple[int, float], Policy] = {}
-    out: dict[Key, Policy] = {}
+    out: dict[CaseKey, Policy] = {}
     for item in plan.items:
         held = (item.runs, item.min_pass_rate)
         policy = made.get(held)
@@ -103,13 +95,13 @@ class Tally:
         return self.policy.min_pass_rate
 
 
-def gate(key: Key, runs: Sequence[CaseResult], policy: Policy | Tally, saved: int = 0) -> Gate:
+def gate(key: CaseKey, runs: Sequence[CaseResult], policy: Policy | Tally, saved: int = 0) -> Gate:
     """One case × connector's gate from its results."""
     if len(runs) == 1 and runs[0].status != "skipped":  # one run that ran, most gates: its own figures, no lists
         r = runs[0]
         took = round(r.duration_ms, 1)
         own = total(s for s in r.spend if s.role == "agent")
-        return Gate(id=key[1], connector=key[2], file=key[0], planned=policy.planned, runs=1, passed=int(r.status == "passed"),
+        return Gate(key=key, planned=policy.planned, runs=1, passed=int(r.status == "passed"),
                     min_pass_rate=policy.min_pass_rate, skipped=0, saved=saved, mean_ms=took, median_ms=took, min_ms=took,
                     max_ms=took, std_ms=0.0, tokens=r.usage.total_tokens, cost=own, total_cost=total(r.spend))
     ran = [r for r in runs if r.status != "skipped"]
@@ -124,7 +116,7 @@ def gate(key: Key, runs: Sequence[CaseResult], policy: Policy | Tally, saved: in
     agent = [s for r in ran for s in r.spend if s.role == "agent"]
     every = total(s for r in ran for s in r.spend)
     return Gate(
-        id=key[1], connector=key[2], file=key[0], planned=policy.planned, runs=len(ran),
+        key=key, planned=policy.planned, runs=len(ran),
         passed=sum(1 for r in ran if r.status == "passed"), min_pass_rate=policy.min_pass_rate,
         skipped=len(runs) - len(ran), saved=saved,
         mean_ms=round(mean, 1), median_ms=round(median, 1), min_ms=round(min(durations), 1),
@@ -133,36 +125,11 @@ def gate(key: Key, runs: Sequence[CaseResult], policy: Policy | Tally, saved: in
     )
 
 
-def in_order(results: Sequence[CaseResult], keys: Iterable[Key]) -> bool:
-    """Whether ``results`` hold each key's runs together, in the order of ``keys`` (the report's results and
-    its gates are so): then ``walk`` groups them without a dict of every key."""
-    i, n = 0, len(results)
-    for key in keys:
-        while i < n and key_of(results[i]) == key:
-            i += 1
-    return i == n
-
-
-def walk(results: Sequence[CaseResult], keys: Iterable[Key]) -> Iterator[tuple[Key, Sequence[CaseResult]]]:
-    """Each key and its runs (none: an empty slice), for results ``in_order`` of those keys."""
-    i, n = 0, len(results)
-    for key in keys:
-        start = i
-        while i < n and key_of(results[i]) == key:
-            i += 1
-        yield key, results[start:i]
-
-
-def compute(results: Sequence[CaseResult], planned: Mapping[Key, Policy | Tally], saved: Mapping[Key, int] | None = None) -> tuple[Gate, ...]:
+def compute(results: Sequence[CaseResult], planned: Mapping[CaseKey, Policy | Tally],
+            saved: Mapping[CaseKey, int] | None = None) -> tuple[Gate, ...]:
     """The gates of a run in input order: every case × connector with results or a plan (not run: no runs)."""
     saved = saved or {}
-    if in_order(results, planned):
-        return tuple(gate(key, runs, planned[key], saved.get(key, 0)) for key, runs in walk(results, planned))  # type: ignore[arg-type]
-    by_key: dict[Key, list[CaseResult]] = {}
-    for r in results:
-        by_key.setdefault(key_of(r), []).append(r)
-    return tuple(gate(key, by_key.get(key, []), planned.get(key) or Policy(len(by_key.get(key, [])), 1.0), saved.get(key, 0))  # type: ignore[arg-type]
-                 for key in dict.fromkeys([*planned, *by_key]))
+    return tuple(gate(key, runs, planned.get(key) or Policy(len(runs), 1.0), saved.get(key, 0)) for key, runs in by_key(results, planned))
 
 
 def pass_k(gates: Iterable[Gate]) -> PassK | None:

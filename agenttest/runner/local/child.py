@@ -176,7 +176,6 @@ async def _one(unit: Unit, plan: Plan, caller: Caller, channel: Channel, running
                      now=True, at_once=urgent, without_input=case_input if left_out else None)
     except Exception as exc:  # noqa: BLE001 — e.g. user data in the result that cannot be pickled
         message, tb = internal_error(exc)
-        failed = CaseResult(id=result.id, status="error", name=result.name, input=result.input, error=f"the result could not be sent: {message}",
-                            traceback=tb, run=result.run, index=result.index, file=result.file, line=result.line,
-                            connector=result.connector)
+        failed = CaseResult(key=result.key, status="error", name=result.name, input=result.input, error=f"the result could not be sent: {message}",
+                            traceback=tb, run=result.run, index=result.index, line=result.line)
         channel.send(("result", unit.index, failed, {}, caller.catalog.secrets.state(), False, started))

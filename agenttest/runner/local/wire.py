@@ -67,7 +67,8 @@ def _dataclass_reducer(cls: type, tag: int) -> Any:
 # an assertion's type and what it checked; a case's id and file, which its case holds interned): rebuilt as
 # one shared object each (``records.builder``), not one copy per result
 _LABELS: dict[type, tuple[str, ...]] = {
-    model.CaseResult: ("id", "status", "file", "connector", "skip_reason"),
+    model.CaseResult: ("status", "skip_reason"),
+    model.CaseKey: ("file", "id", "connector"),
     model.AssertionResult: ("type", "message", "expected", "checked"),
     model.Spend: ("role", "connector"),
     model.ModelCall: ("role", "connector", "model"),

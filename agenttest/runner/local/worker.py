@@ -139,6 +139,8 @@ class LocalWorker:
                     object.__setattr__(result, "index", unit.index)
                 if result.line == case.location.line:
                     object.__setattr__(result, "line", case.location.line)
+                if result.key == unit.item.key:  # the plan's own key, not a copy per result
+                    object.__setattr__(result, "key", unit.item.key)
             absorb(self.cassettes, tapes)
             self.secrets.learn(secrets)  # connectors made in the worker: their keys are hidden here too
             self._settle(index, result)
