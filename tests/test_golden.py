@@ -80,9 +80,9 @@ def gated_report() -> RunReport:
         run("ask", "fake-a", 1, 4, passed=False),
         run("ask", "fake-b", 1, 6), run("ask", "fake-b", 2, 7),
     ]
-    policies = {("", cid, conn): Policy(2, 1.0) for cid in ("greet", "ask") for conn in ("fake-a", "fake-b")}
-    policies[("", "later", "fake-a")] = policies[("", "later", "fake-b")] = Policy(2, 0.5)
-    return make_report(results, 1795953600.0, 900.0, 2, policies=policies, saved={("", "ask", "fake-a"): 1},
+    policies = {CaseKey("", cid, conn): Policy(2, 1.0) for cid in ("greet", "ask") for conn in ("fake-a", "fake-b")}
+    policies[CaseKey("", "later", "fake-a")] = policies[CaseKey("", "later", "fake-b")] = Policy(2, 0.5)
+    return make_report(results, 1795953600.0, 900.0, policies=policies, saved={CaseKey("", "ask", "fake-a"): 1},
                        agent_id="bot", agent_path="/app/assistants/bot", connector="fake-a, fake-b", input_source="tests/cases.jsonl",
                        output_file="report", environment={"user_id": "test-user", "team_id": "test-team", "locale": "en-us"},
                        options={"runs": 2, "connectors": ["fake-a", "fake-b"], "early_stop": True, "fail_fast": True},

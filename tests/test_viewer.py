@@ -41,7 +41,7 @@ def gated(folder: Path) -> Path:
                         (WorldChange("$.budget", "changed", 100, 40), WorldChange("$.spent", "added", after=[60])))
     results[0] = replace(results[0], world=world, stdout="hook: seeded the budget\n", traceback="Traceback (most recent call last):\nValueError: boom")
     policies = {CaseKey("", cid, "mock"): Policy(3, 0.5 if cid == "flaky" else 1.0) for cid in plan}
-    report = make_report(results, 1795953600.0, 900.0, 3, policies=policies, agent_id="bot", connector="mock", options={"runs": 3})
+    report = make_report(results, 1795953600.0, 900.0, policies=policies, agent_id="bot", connector="mock", options={"runs": 3})
     write(report, str(folder / "gated.html"))
     return folder / "gated.html"
 
@@ -163,7 +163,7 @@ def test_bidi_overrides_and_control_characters_are_shown_as_their_code_not_obeye
 
     said = "FAKE PASSED \u202edeliaf \x1b[31mred\x07 ok"
     results = [CaseResult(key=CaseKey(id="odd", connector="mock"), status="failed", input="odd", output=said, error=f"missing 'x' in {said}")]
-    report = make_report(results, 1795953600.0, 900.0, 1, agent_id="bot", connector="mock",
+    report = make_report(results, 1795953600.0, 900.0, agent_id="bot", connector="mock",
                          environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
     write(report, str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri() + "#odd")
@@ -248,7 +248,7 @@ def test_an_interrupted_report_says_which_signal_stopped_it(page, tmp_path, term
     from agenttest.reporting import write
     from agenttest.verdicts.outcome import make_report
 
-    report = make_report([CaseResult(key=CaseKey(id="a"), status="passed", input="hi", output="hello")], 1795953600.0, 900.0, 1, agent_id="bot", connector="mock",
+    report = make_report([CaseResult(key=CaseKey(id="a"), status="passed", input="hi", output="hello")], 1795953600.0, 900.0, agent_id="bot", connector="mock",
                          environment={"user_id": "u", "team_id": "t", "locale": "en-us"},
                          interrupted=True, terminated=terminated, not_run=2)
     write(report, str(tmp_path / "r.json"))
@@ -265,7 +265,7 @@ def test_an_interrupted_run_with_runs_says_runs_not_run_and_its_unrun_gates_are_
 
     results = [CaseResult(key=CaseKey(id="a", connector="mock"), status="passed", input="hi", output="hello", run=r, index=r - 1) for r in (1, 2)]
     policies = {CaseKey("", cid, "mock"): Policy(2, 1.0) for cid in ("a", "b", "c")}
-    report = make_report(results, 1795953600.0, 900.0, 2, policies=policies, agent_id="bot", connector="mock", interrupted=True, not_run=4,
+    report = make_report(results, 1795953600.0, 900.0, policies=policies, agent_id="bot", connector="mock", interrupted=True, not_run=4,
                          environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
     write(report, str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri())
@@ -303,7 +303,7 @@ def test_a_passed_check_shows_what_it_looked_at_and_a_negated_one_says_not(page,
     checks = (AssertionResult(type="tool_called", passed=True, message="", expected="delete_expense", actual=[], checked="not: name=delete_expense"),
               AssertionResult(type="contains", passed=True, message="", expected="type", checked="value=type"))
     result = CaseResult(key=CaseKey(id="turn1", connector="mock"), status="passed", input="hi", output="What type?", assertions=checks)
-    write(make_report([result], 1795953600.0, 10.0, 1, agent_id="bot", connector="mock"), str(tmp_path / "r.html"))
+    write(make_report([result], 1795953600.0, 10.0, agent_id="bot", connector="mock"), str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri() + "#turn1")
     shown = page.inner_text(".assertions")
     assert "not: name=delete_expense" in shown and "value=type" in shown and "expected delete_expense" not in shown
@@ -319,7 +319,7 @@ def test_a_value_that_is_not_a_number_does_not_stop_the_viewer(page, tmp_path):
     call = ToolCall(name="measure", arguments={"x": float("inf")}, id="c1", result={"ratio": float("nan"), "low": float("-inf")})
     judged = AssertionResult(type="judge", passed=True, message="", expected=None, actual=None, score=float("nan"))
     result = CaseResult(key=CaseKey(id="odd", connector="mock"), status="passed", input="hi", output={"value": float("nan")}, tool_calls=(call,), assertions=(judged,))
-    write(make_report([result], 1795953600.0, 10.0, 1, agent_id="bot", connector="mock"), str(tmp_path / "r.html"))
+    write(make_report([result], 1795953600.0, 10.0, agent_id="bot", connector="mock"), str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri() + "#odd")
     assert rows(page) == [["odd", "passed"]]
     shown = page.inner_text(".run")
@@ -334,7 +334,7 @@ def test_a_failed_gates_row_shows_the_output_of_the_run_its_reason_is_from(page,
 
     results = [CaseResult(key=CaseKey(id="g", connector="mock"), status="passed", input="hi", output="result good", run=1, index=0),
                CaseResult(key=CaseKey(id="g", connector="mock"), status="failed", input="hi", output="result bad", error="missing 'good'", run=2, index=1)]
-    report = make_report(results, 1795953600.0, 900.0, 2, policies={CaseKey("", "g", "mock"): Policy(2, 1.0)}, agent_id="bot", connector="mock",
+    report = make_report(results, 1795953600.0, 900.0, policies={CaseKey("", "g", "mock"): Policy(2, 1.0)}, agent_id="bot", connector="mock",
                          environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
     write(report, str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri())
@@ -352,7 +352,7 @@ def test_a_gate_cut_short_before_its_runs_decided_it_is_incomplete_not_skipped(p
                CaseResult(key=CaseKey(id="b", connector="mock"), status="passed", input="hi", output="hello", run=1, index=2),
                CaseResult(key=CaseKey(id="b", connector="mock"), status="passed", input="hi", output="hello", run=2, index=3)]
     policies = {CaseKey("", "a", "mock"): Policy(2, 1.0), CaseKey("", "b", "mock"): Policy(2, 1.0)}
-    report = make_report(results, 1795953600.0, 900.0, 2, policies=policies, agent_id="bot", connector="mock", interrupted=True, not_run=1,
+    report = make_report(results, 1795953600.0, 900.0, policies=policies, agent_id="bot", connector="mock", interrupted=True, not_run=1,
                          environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
     assert [g.verdict for g in report.gates] == ["incomplete", "passed"]
     write(report, str(tmp_path / "r.html"))
@@ -374,7 +374,7 @@ def test_a_gate_of_zero_that_passed_with_no_passing_run_is_said_in_a_banner(page
     from agenttest.verdicts.outcome import make_report
 
     results = [CaseResult(key=CaseKey(id="z", connector="mock"), status="failed", input="hi", output="no", error="missing 'x'", run=r, index=r - 1) for r in (1, 2)]
-    report = make_report(results, 1795953600.0, 900.0, 2, policies={CaseKey("", "z", "mock"): Policy(2, 0.0)}, agent_id="bot", connector="mock",
+    report = make_report(results, 1795953600.0, 900.0, policies={CaseKey("", "z", "mock"): Policy(2, 0.0)}, agent_id="bot", connector="mock",
                          environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
     write(report, str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri())
@@ -388,7 +388,7 @@ def test_a_partial_merge_is_said_in_a_banner(page, tmp_path):
     from agenttest.reporting import write
     from agenttest.verdicts.outcome import make_report
 
-    report = make_report([CaseResult(key=CaseKey(id="a", connector="mock"), status="passed", input="hi", output="ok")], 1795953600.0, 900.0, 1,
+    report = make_report([CaseResult(key=CaseKey(id="a", connector="mock"), status="passed", input="hi", output="ok")], 1795953600.0, 900.0,
                          agent_id="bot", connector="mock", environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
     write(replace(report, options={"merged": ["s1.json", "s2.json"], "missing_shards": ["3/3"]}), str(tmp_path / "r.html"))
     page.goto((tmp_path / "r.html").as_uri())
@@ -403,7 +403,7 @@ def test_times_below_10_ms_are_shown_to_the_tenth_of_a_millisecond(page, tmp_pat
 
     times = {"quick": (0.3, "0.3ms"), "short": (4.2, "4.2ms"), "slow": (350.0, "350ms"), "none": (0.0, "0ms"), "long": (2500.0, "2.5s")}
     results = [CaseResult(key=CaseKey(id=cid, connector="mock"), status="passed", input="q", output="a", duration_ms=t) for cid, (t, _) in times.items()]
-    write(make_report(results, 1795953600.0, 900.0, 1, agent_id="bot", connector="mock"), str(tmp_path / "fast.html"))
+    write(make_report(results, 1795953600.0, 900.0, agent_id="bot", connector="mock"), str(tmp_path / "fast.html"))
     page.goto((tmp_path / "fast.html").as_uri())
     shown = page.eval_on_selector_all("#cases tbody tr", "rs => rs.map(r => [r.dataset.id, r.innerText])")
     assert len(shown) == len(times)

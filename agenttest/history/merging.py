@@ -11,7 +11,6 @@ from typing import Any
 from agenttest.verdicts import gates
 from agenttest.errors import AgentTestError, InputError, Problem
 from agenttest.model import CaseKey, CaseResult, RunReport
-from agenttest.verdicts.outcome import stability
 
 
 def _order(reports: list[tuple[str, RunReport]]) -> list[CaseResult]:
@@ -128,7 +127,6 @@ def merge(reports: list[tuple[str, RunReport]], partial: bool = False) -> RunRep
         raise InputError(problems)
     results = tuple(replace(r, index=i) for i, r in enumerate(_order(reports)))
     first = reports[0][1]
-    runs = max(int(rep.options.get("runs", 1) or 1) for _, rep in reports)
     options: dict[str, Any] = {k: v for k, v in first.options.items() if k != "shard"}
     options["merged"] = [path for path, _ in reports]
     if partial and (lacking := missing_shards(reports)):
@@ -149,7 +147,6 @@ def merge(reports: list[tuple[str, RunReport]], partial: bool = False) -> RunRep
         agent_id=first.agent_id, agent_path=first.agent_path,
         connector=", ".join(dict.fromkeys(rep.connector for _, rep in reports if rep.connector)),
         simulator=first.simulator, input_source=first.input_source, environment=first.environment, options=options,
-        stability=stability(list(results)) if runs > 1 or any(p.planned > 1 for p in policies.values()) else (),  # --runs or a case's runs
         interrupted=any(rep.interrupted for _, rep in reports), stopped_early=any(rep.stopped_early for _, rep in reports),
         not_run=sum(rep.not_run for _, rep in reports), warnings=warnings,
         terminated=any(rep.terminated for _, rep in reports),

@@ -188,18 +188,35 @@ class CaseResult:
         return [a.message for t in self.turns for a in t.assertions if minor(a)] + [a.message for a in self.assertions if minor(a)]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Stability:
-    id: str
-    runs: int
-    passed: int
-    pass_rate: float
-    avg_ms: float
-    min_ms: float
-    max_ms: float
-    std_ms: float
-    classification: str
-    connector: str = ""  # in a model matrix
+def classify(pass_rate: float) -> str:
+    """Yao's stability class of a pass rate in percent, and ``failing`` for a case that failed every run: the
+    same verdict every time, but a class that read "stable" beside a FAILED verdict said the opposite."""
+    if pass_rate >= 100:
+        return "stable"
+    if pass_rate <= 0:
+        return "failing"
+    if pass_rate >= 80:
+        return "mostly_stable"
+    if pass_rate >= 50:
+        return "unstable"
+    return "highly_unstable"
+
+
+def needed(planned: int, min_pass_rate: float) -> int:
+    """Passes out of ``planned`` runs that the gate needs."""
+    return max(0, math.ceil(planned * min_pass_rate - 1e-9))
+
+
+def settled(passed: int, failed: int, planned: int, min_pass_rate: float) -> bool | None:
+    """The gate's outcome if no remaining run can change it — True passed, False failed — else None.
+
+    With the default gate (1.0) one failure settles it; with 0.8 of 10, three failures or eight passes."""
+    need = needed(planned, min_pass_rate)
+    if passed >= need:
+        return True
+    if planned - failed < need:
+        return False
+    return None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -251,15 +268,20 @@ class Gate:
         ``--fail-fast``), and those could still have changed the verdict — 1 of 2 runs passed, at a gate of 1."""
         if not self.runs:
             return "skipped" if self.skipped else "not run"
-        verdict: Literal["passed", "failed"] = "passed" if self.pass_rate >= self.min_pass_rate - 1e-9 else "failed"
         if self.runs + self.skipped + self.saved < self.planned:
-            need = max(0, math.ceil(self.planned * self.min_pass_rate - 1e-9))  # verdicts.gates.settled, as this layer knows it
-            if self.passed >= need:
-                return "passed"
-            if self.planned - (self.runs - self.passed) < need:
-                return "failed"
-            return "incomplete"
-        return verdict
+            outcome = settled(self.passed, self.runs - self.passed, self.planned, self.min_pass_rate)
+            return "incomplete" if outcome is None else "passed" if outcome else "failed"
+        return "passed" if self.pass_rate >= self.min_pass_rate - 1e-9 else "failed"
+
+    @property
+    def percent(self) -> float:
+        """The pass rate in percent, to one decimal (Yao's stability figure); 0 when none ran."""
+        return round(100.0 * self.passed / self.runs, 1) if self.runs else 0.0
+
+    @property
+    def classification(self) -> str:
+        """Yao's stability class of the runs that ran."""
+        return classify(100.0 * self.passed / self.runs if self.runs else 0.0)
 
     @property
     def pass_hat(self) -> tuple[float, ...]:
@@ -354,7 +376,6 @@ class RunReport:
     output_file: str = ""
     environment: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
-    stability: tuple[Stability, ...] = ()
     interrupted: bool = False
     stopped_early: bool = False
     not_run: int = 0
@@ -378,9 +399,16 @@ class RunReport:
 
     @cached_property
     def repeated(self) -> bool:
-        """Whether its cases ran (or were to run) more than once: reports then number each result's run.
-        Kept: a report asked it once per row was quadratic (8 s for 10,000 rows)."""
-        return any(r.run > 1 for r in self.results) or any(g.planned > 1 for g in self.gates)
+        """Whether its cases ran (or were to run) more than once — ``--runs``, a case's own ``runs``, a result's run
+        number: reports then number each result's run and show Yao's stability figures. Kept: a report asked it
+        once per row was quadratic (8 s for 10,000 rows)."""
+        runs = self.options.get("runs", 1)
+        return (isinstance(runs, int) and runs > 1) or any(g.planned > 1 for g in self.gates) or any(r.run > 1 for r in self.results)
+
+    @property
+    def stability(self) -> tuple[Gate, ...]:
+        """Yao's stability figures of a repeated run: the gate of each case (× connector) that ran, in order."""
+        return tuple(g for g in self.gates if g.runs) if self.repeated else ()
 
     @cached_property
     def files(self) -> frozenset[str]:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from agenttest.errors import AgentTestError, Location
 from agenttest.model import (Answer, AssertionResult, Calibration, CallLog, CaseKey, CaseResult, CheckpointResult, EndpointLoad, Estimate, Exchange, Gate,
-                             Judged, ModelCall, Paired, PassK, Retry, RunReport, Spend, Stability, ToolCall, Turn, Usage, WorldChange, WorldRecord)
+                             Judged, ModelCall, Paired, PassK, Retry, RunReport, Spend, ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from agenttest.model.scenario import ScenarioRecord
 from agenttest.util.positions import json_offset, line_col
 from agenttest.util.text import safe_text
@@ -195,7 +195,7 @@ SHAPES: dict[type, tuple[Key, ...]] = {
         Key("planned"), Key("passed"), Key("pass_rate", put=lambda g: round(g.pass_rate, 4), derived=True), Key("min_pass_rate"),
         Key("pass_hat_k", put=lambda g: g.pass_hat_k, derived=True), Key("pass_at_k", put=lambda g: g.pass_at_k, derived=True),
         Key("flaky", put=lambda g: g.flaky, derived=True),
-        Key("classification", put=lambda g: gates.classify(100 * g.pass_rate) if g.runs and g.verdict != "incomplete" else None, derived=True),
+        Key("classification", put=lambda g: g.classification if g.runs and g.verdict != "incomplete" else None, derived=True),
         Key("pass_hat", when=lambda g, v: g.runs > 1, put=lambda g: _rates(g.pass_hat), derived=True),
         Key("pass_at", when=lambda g, v: g.runs > 1, put=lambda g: _rates(g.pass_at), derived=True),
         Key("saved", when=_set), Key("skipped", when=_set),
@@ -203,7 +203,6 @@ SHAPES: dict[type, tuple[Key, ...]] = {
                                        "std_ms": g.std_ms}, derived=True),  # read back by _gate_fields
         Key("tokens"), Key("cost", when=_given, put=_usd), Key("total_cost", when=_given, put=_usd),
     ),
-    Stability: tuple(Key(f.name) for f in dataclasses.fields(Stability)),
 }
 
 
@@ -331,6 +330,15 @@ def load_dict(load: tuple[EndpointLoad, ...]) -> dict[str, Any]:
     }
 
 
+def _stability_dict(g: Gate, matrix: bool) -> dict[str, Any]:
+    """A gate's figures as Yao's stability entry (FORMATS §8): the pass rate in percent, the durations of its runs."""
+    out = {"id": g.id, "runs": g.runs, "passed": g.passed, "pass_rate": g.percent, "avg_ms": g.mean_ms, "min_ms": g.min_ms,
+           "max_ms": g.max_ms, "std_ms": g.std_ms, "classification": g.classification}
+    if matrix:
+        out["connector"] = g.connector
+    return out
+
+
 def summary_dict(report: RunReport) -> dict[str, Any]:
     s = report.summary
     out: dict[str, Any] = {
@@ -345,7 +353,7 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
     out.update(evidence_dict(report))
     if report.stability:
         out["runs"] = report.options.get("runs", 1)
-        out["stability"] = [{k: v for k, v in encode(st).items() if k != "connector" or report.matrix} for st in report.stability]
+        out["stability"] = [_stability_dict(g, bool(report.matrix)) for g in report.stability]
         out["stable_cases"] = sum(1 for st in report.stability if st.classification == "stable")
         total_runs = sum(st.runs for st in report.stability)
         out["overall_pass_rate"] = round(100.0 * sum(st.passed for st in report.stability) / total_runs, 1) if total_runs else 100.0
@@ -491,7 +499,6 @@ def report_of(data: Any) -> RunReport:
         agent_path=get(summary, "agent_path", str, s, ""), connector=get(summary, "connector", str, s, ""),
         simulator=get(summary, "simulator", str, s, ""), input_source=get(meta, "input_file", str, m, ""),
         output_file=get(meta, "output_file", str, m, ""), environment=jsonable(environment), options=jsonable(meta.get("options") or {}),
-        stability=get(summary, "stability", tuple[Stability, ...], s, ()),
         interrupted=get(summary, "interrupted", bool, s, False), stopped_early=get(summary, "stopped_early", bool, s, False),
         terminated=get(summary, "terminated", bool, s, False),
         not_run=get(summary, "not_run", int, s, 0), warnings=get(meta, "warnings", tuple[str, ...], m, ()),

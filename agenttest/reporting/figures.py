@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from agenttest.util.durations import format_duration
 from agenttest.accounting.costs import counted, money, totals
 from agenttest.verdicts import evidence
-from agenttest.verdicts.gates import classify, pass_k, runs_saved, shown
+from agenttest.verdicts.gates import pass_k, runs_saved, shown
 from agenttest.model import CaseKey, Gate, RunReport, Usage
 from agenttest.reporting import evidence as words
 
@@ -75,7 +75,7 @@ def gate_table(report: RunReport) -> Table | None:
     for g in report.gates:
         ran = f"{g.runs}/{g.planned}" if g.runs != g.planned else str(g.runs)
         decided = g.runs and g.verdict != "incomplete"  # pass^k, pass@k and the class of runs cut short say nothing yet
-        cls = classify(100 * g.pass_rate) if decided else "—"
+        cls = g.classification if decided else "—"
         rate, least = percents(g.pass_rate, g.min_pass_rate)
         interval = evidence.case_interval(g, level)
         row = [g.id, *([g.connector] if report.matrix else []), ran, str(g.passed), rate if g.runs else "—",

@@ -201,7 +201,7 @@ def to_markdown(report: RunReport) -> str:
                   "|---|" + ("---|" if conn else "") + "---:|---:|---:|---:|---:|---:|---|"]
         for st in report.stability:
             lines.append(f"| {_cell(st.id)} |" + (f" {_cell(st.connector)} |" if conn else "")
-                         + f" {st.runs} | {st.pass_rate}% | {st.avg_ms:.0f}ms | {st.min_ms:.0f}ms | {st.max_ms:.0f}ms | {st.std_ms:.0f}ms | {st.classification} |")
+                         + f" {st.runs} | {st.percent}% | {st.mean_ms:.0f}ms | {st.min_ms:.0f}ms | {st.max_ms:.0f}ms | {st.std_ms:.0f}ms | {st.classification} |")
     conversations = [r for r in report.results if r.dynamic and r.status == "passed"]
     if conversations:
         lines += ["", "## Conversations", ""]

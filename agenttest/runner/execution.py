@@ -86,7 +86,7 @@ def report_of(plan: Plan, done: Finished, **fields: Any) -> RunReport:
     state, interrupted = done.state, done.signalled is not None
     saved = sum(state.saved.values())
     report = make_report(
-        state.ordered(), state.started_at, (time.perf_counter() - state.started) * 1000, plan.config.runs,
+        state.ordered(), state.started_at, (time.perf_counter() - state.started) * 1000,
         policies=state.tallies or gates.policies(plan), saved=state.saved, matrix=plan.matrix, interrupted=interrupted,
         terminated=done.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
         not_run=max(0, state.total - len(state.results) - saved) if (state.stopped_early or interrupted) else 0,

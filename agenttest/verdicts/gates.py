@@ -11,38 +11,7 @@ from dataclasses import dataclass
 
 from agenttest.accounting.costs import add, total
 from agenttest.model import CaseKey, CaseResult, Gate, PassK, Plan
-from agenttest.model.results import by_key
-
-
-def classify(pass_rate: float) -> str:
-    """Yao's stability class of a pass rate in percent, and ``failing`` for a case that failed every run: the
-    same verdict every time, but a class that read "stable" beside a FAILED verdict said the opposite."""
-    if pass_rate >= 100:
-        return "stable"
-    if pass_rate <= 0:
-        return "failing"
-    if pass_rate >= 80:
-        return "mostly_stable"
-    if pass_rate >= 50:
-        return "unstable"
-    return "highly_unstable"
-
-
-def needed(planned: int, min_pass_rate: float) -> int:
-    """Passes out of ``planned`` runs that the gate needs."""
-    return max(0, math.ceil(planned * min_pass_rate - 1e-9))
-
-
-def settled(passed: int, failed: int, planned: int, min_pass_rate: float) -> bool | None:
-    """The gate's outcome if no remaining run can change it — True passed, False failed — else None.
-
-    With the default gate (1.0) one failure settles it; with 0.8 of 10, three failures or eight passes."""
-    need = needed(planned, min_pass_rate)
-    if passed >= need:
-        return True
-    if planned - failed < need:
-        return False
-    return None
+from agenttest.model.results import by_key, settled
 
 
 @dataclass(frozen=True, slots=True)

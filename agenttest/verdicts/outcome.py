@@ -1,53 +1,32 @@
-"""From finished results to a RunReport: ordering, Yao's stability figures for --runs, the gates, the exit code."""
+"""From finished results to a RunReport: ordering, the gates (with Yao's stability figures for --runs), the exit code."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
 from agenttest.errors import ExitCode
-from agenttest.verdicts.gates import Policy, Tally, classify, compute
-from agenttest.model import CaseKey, CaseResult, RunReport, Stability
+from agenttest.verdicts.gates import Policy, Tally, compute
+from agenttest.model import CaseKey, CaseResult, RunReport
 
-__all__ = ["classify", "exit_code", "make_report", "stability"]
-
-
-def stability(results: list[CaseResult]) -> tuple[Stability, ...]:
-    """Per case (and connector) over its runs (skipped runs left out): pass rate and duration spread."""
-    by_case: dict[CaseKey, list[CaseResult]] = {}
-    for r in results:
-        if r.status != "skipped":
-            by_case.setdefault(r.key, []).append(r)
-    out = []
-    for key, runs in by_case.items():
-        durations = [r.duration_ms for r in runs]
-        passed = sum(1 for r in runs if r.status == "passed")
-        mean = sum(durations) / len(durations)
-        std = math.sqrt(sum((d - mean) ** 2 for d in durations) / len(durations))
-        rate = 100.0 * passed / len(runs)
-        out.append(Stability(id=key.id, runs=len(runs), passed=passed, pass_rate=round(rate, 1), avg_ms=round(mean, 1), min_ms=round(min(durations), 1), max_ms=round(max(durations), 1),
-                             std_ms=round(std, 1), classification=classify(rate), connector=key.connector))
-    return tuple(out)
+__all__ = ["exit_code", "iso", "make_report"]
 
 
 def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def make_report(results: list[CaseResult], started_at: float, duration_ms: float, runs: int = 1,
+def make_report(results: list[CaseResult], started_at: float, duration_ms: float,
                 policies: Mapping[CaseKey, Policy | Tally] | None = None, saved: dict[CaseKey, int] | None = None, **fields: Any) -> RunReport:
     """The report of a run; ``policies`` (planned runs and minimum pass rate per case × connector) give its gates."""
     ordered = tuple(sorted(results, key=lambda r: r.index))
     gates = compute(ordered, policies or {}, saved)
-    repeated = runs > 1 or any(g.planned > 1 for g in gates)
     return RunReport(
         results=ordered,
         started_at=iso(started_at),
         completed_at=iso(started_at + duration_ms / 1000),
         duration_ms=duration_ms,
-        stability=stability(list(ordered)) if repeated else (),
         gates=gates,
         **fields,
     )

@@ -124,7 +124,7 @@ def _figures(report: RunReport) -> str:
         head += "<th>Min</th><th>Max</th><th>Std dev</th><th>Class</th></tr>"
         rows = "".join(
             f"<tr><td>{escape(st.id)}</td>" + (f"<td>{escape(st.connector)}</td>" if report.matrix else "")
-            + f"<td>{st.runs}</td><td>{st.pass_rate}%</td><td>{st.avg_ms:.0f}ms</td><td>{st.min_ms:.0f}ms</td>"
+            + f"<td>{st.runs}</td><td>{st.percent}%</td><td>{st.mean_ms:.0f}ms</td><td>{st.min_ms:.0f}ms</td>"
             f"<td>{st.max_ms:.0f}ms</td><td>{st.std_ms:.0f}ms</td><td>{escape(st.classification)}</td></tr>"
             for st in report.stability
         )
