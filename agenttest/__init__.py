@@ -9,7 +9,8 @@ imports nothing else and changes nothing outside the package); ``_PUBLIC`` says 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (the command's start-up)
 
 # name → (module, name there): the whole public API, in one table
 _PUBLIC: dict[str, tuple[str, str]] = {
@@ -97,6 +98,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what the table names, for type checkers and editors
+    from typing import Any
+
     from agenttest import plugins
     from agenttest.assertions import Observation
     from agenttest.assertions import register as register_assertion

@@ -5,22 +5,22 @@ subcommand. The only place that prints errors and exits."""
 
 from __future__ import annotations
 
-import asyncio
-import difflib
-import importlib
-import os
-import re
-import sys
-from collections.abc import Callable
-from dataclasses import replace
-from typing import Any
-
-from agenttest import speed
 from agenttest.speed import collector
 
-with collector.importing():  # click and the run's configuration: ~12,000 objects, no garbage
+with collector.importing():  # the CLI's own imports (click, the run's configuration): ~20,000 objects, no garbage
+    import asyncio
+    import difflib
+    import importlib
+    import os
+    import re
+    import sys
+    from collections.abc import Callable
+    from dataclasses import replace
+    from typing import Any
+
     import click
 
+    from agenttest import speed
     from agenttest.config import MAX_RUNS, RunConfig
     from agenttest.errors import AgentTestError, ExitCode, InternalError
     from agenttest.util.durations import parse_duration, parse_size
@@ -170,7 +170,8 @@ def _parsed_by(module: str) -> Callable[[click.Context, click.Parameter, str | N
     def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
         if value is None:
             return None
-        parse = importlib.import_module(f"agenttest.{module}").parse
+        with collector.importing():  # --workers imports the runner: a large part of the run's modules
+            parse = importlib.import_module(f"agenttest.{module}").parse
         try:
             return parse(value)
         except ValueError as exc:
@@ -231,6 +232,11 @@ def _never_fail_on_text() -> None:
                 reconfigure(errors="backslashreplace")
             except (ValueError, OSError):  # a closed or detached stream: nothing will be written there anyway
                 pass
+
+
+def _warn(text: str) -> None:
+    """A warning the run says outside its console (a report rescued, the history not recorded, a preview's)."""
+    click.echo(f"warning: {text}", err=True)
 
 
 def _error_event(message: str, code: int, problems: list[Any] | None = None) -> None:
@@ -365,19 +371,21 @@ def run_command(**flags: Any) -> None:
         raise error
 
     def work() -> int:
+        with collector.importing():  # the run's modules: ~60,000 objects, no garbage (frozen: speed.install claimed the process)
+            from agenttest.runner import containment
+            from agenttest.runtime import fdcapture
+            from agenttest.session import Session
+            from agenttest.util.pipes import PipeSafe
+
         config = RunConfig.from_flags(flags, color=color and not flags["json"], inputs=inputs)
-        from agenttest.runner import containment
-        from agenttest.runtime import fdcapture
-        from agenttest.session import Session
-        from agenttest.util.pipes import PipeSafe
 
         # no process the run starts outlives it; what user code writes below Python never reaches the console or the events
         with containment.contained(owner=_OWNS_PROCESS), fdcapture.own_output():
             out, err = PipeSafe(sys.stdout), PipeSafe(sys.stderr)  # type: ignore[arg-type]  # `| head`: the run goes on
             collector.run_begins()
             if config.json:  # stdout carries the events; the console goes to stderr
-                return asyncio.run(Session(config, err, events=out).run())  # type: ignore[arg-type]
-            return asyncio.run(Session(config, out).run())  # type: ignore[arg-type]
+                return asyncio.run(Session(config, err, events=out, warn=_warn).run())  # type: ignore[arg-type]
+            return asyncio.run(Session(config, out, warn=_warn).run())  # type: ignore[arg-type]
 
     finish(work, events=flags["json"])
 

@@ -301,7 +301,7 @@ def test_without_ray_the_flag_is_exit_2_saying_how_to_install_it(offline_app):
 def test_results_cross_the_channel_unchanged():
     """Results go to the controller through reducers of their own (a class's number and its values, rebuilt
     without __init__): every kind of value in them comes back equal, of its own class, and each reduced class is
-    one whose fields __init__ takes in order (what ``records.builder`` sets)."""
+    one whose every field __init__ takes, keyword-only or not (what ``records.builder`` sets, in field order)."""
     import dataclasses
     import pickle
 
@@ -310,7 +310,7 @@ def test_results_cross_the_channel_unchanged():
 
     assert {c.__name__ for c in wire.REDUCERS} >= {"CaseResult", "AssertionResult", "ToolCall", "Usage", "Turn", "ModelCall"}
     for cls in wire.REDUCERS:
-        assert all(f.init and not f.kw_only for f in dataclasses.fields(cls)) and not hasattr(cls, "__post_init__")
+        assert all(f.init for f in dataclasses.fields(cls)) and not hasattr(cls, "__post_init__")
     call = ToolCall(name="t", arguments={"a": [1, {"b": None}]}, id="id1", result={"ok": True}, error=None, duration_ms=1.5)
     result = CaseResult(key=CaseKey(id="c"), status="failed", name="name", input=[{"role": "user", "content": "hi"}], output={"x": (1, 2)}, error="boom",
                         assertions=(AssertionResult(type="contains", passed=False, message="no", expected="x", actual="y"),), tool_calls=(call,), usage=Usage(1, 2, 3, 1),
@@ -320,7 +320,7 @@ def test_results_cross_the_channel_unchanged():
     assert back == ("result", 7, result) and type(back[2].turns[0]) is Turn
     assert b"_made" in wire.pickled(("result", 7, result)) and b"CaseResult" not in wire.pickled(("result", 7, result))
     for built in (back[2], back[2].usage, back[2].turns[0], back[2].tool_calls[0], back[2].assertions[0]):
-        again = type(built)(*[getattr(built, f.name) for f in dataclasses.fields(built)])  # every slot set, as __init__ sets it
+        again = type(built)(**{f.name: getattr(built, f.name) for f in dataclasses.fields(built)})  # every slot set, as __init__ sets it
         assert built == again and built is not again and repr(built) == repr(again)
     import re
 

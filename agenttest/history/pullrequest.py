@@ -12,7 +12,7 @@ from urllib.parse import quote
 from agenttest.accounting.costs import money, totals
 from agenttest.history.comparison import BAD, CaseDiff, Comparison
 from agenttest.history.diffs import ICONS, headline, regression_line
-from agenttest.model import RunReport
+from agenttest.model import CaseKey, RunReport
 from agenttest.reporting import evidence
 from agenttest.reporting.markdown import _code, _text
 from agenttest.verdicts.outcome import exit_code
@@ -150,10 +150,10 @@ def workflow_errors(report: RunReport, root: str = "", limit: int = 50) -> list[
     """``::error file=…,line=…,title=…::reason`` for each case that did not pass its gate (once per case, at
     its case file's line, the path relative to ``root`` — the workspace — as GitHub wants it); GitHub shows
     at most 10 per step and 50 per job, so at most ``limit`` are made."""
-    failing: dict[tuple[str, str, str], Any] = {}
-    gates = {(g.file, g.id, g.connector): g for g in report.gates}
+    failing: dict[CaseKey, Any] = {}
+    gates = {g.key: g for g in report.gates}
     for r in report.results:
-        key = (r.file, r.id, r.connector)
+        key = r.key
         gate = gates.get(key)
         bad = gate.verdict == "failed" if gate is not None else r.status in BAD
         if bad and key not in failing:

@@ -418,17 +418,17 @@ def compressed(path: str) -> bytes:
 
 
 class Recording:
-    """Adding a run to the history, begun once its report is made and finished while the reports are written
-    and the summary printed: in agent-test's own process (``fork``), in a forked copy of it, on the other core
+    """Adding a run to the history once its reports are written, finished while the summary is printed: in
+    agent-test's own process (``fork``: the speed machinery installed), in a forked copy of it, on the other core
     (recording 10,000 verdicts is ~0.25 s); elsewhere (a library caller, the tests in-process) at ``wait``.
-    ``hand`` names the JSON report as written (its text is kept, not encoded again), or None; ``wait`` gives
+    ``written`` names the JSON report as written (its text is kept, not encoded again), or None; ``wait`` gives
     ``record_run``'s warning, or "". The run's verdict never depends on its history."""
 
-    def __init__(self, path: str, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets, fork: bool = False):
+    def __init__(self, path: str, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets, written: str | None = None,
+                 fork: bool = False):
         self.path = path
         self._secrets = secrets
-        self._written: str | None = None
-        self._record = lambda document: record_run(path, report, exit_code, inputs, secrets, document)  # noqa: E731
+        self._record = lambda: record_run(path, report, exit_code, inputs, secrets, lambda: _document(written))  # noqa: E731
         self._child: forked.Child | None = None
         if fork and forked.available():
             try:
@@ -438,19 +438,13 @@ class Recording:
 
     def _in_child(self, receive: Callable[[], bytes]) -> str:
         try:
-            return self._record(lambda: _document(receive().decode("utf-8", "surrogateescape") or None))
+            return self._record()
         except Exception as exc:  # noqa: BLE001 — a bug of ours: said, never the run's end
             return self._secrets.redact(f"the run was not added to the history {self.path}: internal error: {type(exc).__name__}: {exc}")
 
-    def hand(self, written: str | None) -> None:
-        """The path of the JSON report as written (None: there is none; the history encodes the report)."""
-        self._written = written
-        if self._child is not None:
-            self._child.send((written or "").encode("utf-8", "surrogateescape"))
-
     def wait(self) -> str:
         if self._child is None:
-            return self._record(lambda: _document(self._written))
+            return self._record()
         try:
             return self._child.result(WAIT)
         except forked.Lost as exc:

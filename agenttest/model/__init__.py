@@ -27,6 +27,7 @@ from agenttest.model.cases import (
 )
 from agenttest.model.exchanges import Answer, CallLog, Exchange, Retry
 from agenttest.model.evidence import Calibration, Disagreement, Estimate, Evidence, Judged, Mover, Paired
+from agenttest.model.diagnostics import Diagnostics
 from agenttest.model.keys import CaseKey
 from agenttest.model.plan import Plan, ResolvedCase
 from agenttest.model.kinds import FaultKind, Message, Mode, OutputFrom, Role, Status, UsageSource
@@ -36,6 +37,7 @@ from agenttest.model.results import (
                       CheckpointResult,
                       Gate,
                       PassK,
+                      Ran,
                       RunHeader,
                       RunReport,
                       Summary,
@@ -58,6 +60,7 @@ __all__ = [
     "CheckpointResult",
     "Completion",
     "Context",
+    "Diagnostics",
     "Disagreement",
     "EndpointLoad",
     "Estimate",
@@ -78,6 +81,7 @@ __all__ = [
     "OutputFrom",
     "Paired",
     "PassK",
+    "Ran",
     "Plan",
     "Reply",
     "ResolvedCase",

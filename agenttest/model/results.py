@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Literal, NamedTuple
@@ -423,6 +423,23 @@ class RunReport:
             counts[r.status] = counts.get(r.status, 0) + 1
             usage += r.usage
         return Summary(len(self.results) + self.not_run, counts, usage, self.not_run)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ran:
+    """What running a plan did, as deciding its verdicts needs it: the results that landed, when it started and
+    how long it took, each gate's tally (planned runs and minimum rate) and the runs ``--early-stop`` saved, and how
+    it ended."""
+
+    results: Sequence[CaseResult]
+    started_at: float  # seconds since the epoch
+    duration_ms: float
+    tallies: Mapping[CaseKey, Any]  # each case × connector's policy: its planned runs and minimum pass rate
+    saved: Mapping[CaseKey, int]
+    interrupted: bool = False
+    terminated: bool = False  # by SIGTERM
+    stopped_early: bool = False  # --fail-fast
+    not_run: int = 0
 
 
 class Group(NamedTuple):

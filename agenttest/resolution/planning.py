@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from agenttest.agents.catalog import Catalog
 from agenttest.config import RunConfig
 from agenttest.errors import AgentTestError, InputError, Problem
-from agenttest.model import Case, CaseKey, Plan, ResolvedCase
+from agenttest.model import Case, CaseKey, Diagnostics, Plan, ResolvedCase
 from agenttest.resolution.resolve import Resolved, resolve, tools_of, unknown_tools
 from agenttest.accounting import budgets
 
@@ -17,10 +17,10 @@ Start = Callable[[Plan], Awaitable[list[Problem]]]  # start the workers for a pl
 
 
 async def build(cases: list[Case], catalog: Catalog, agent_id: str | None, config: RunConfig,
-                problems: list[Problem] | None = None, start: Start | None = None) -> tuple[Plan, list[str]]:
+                problems: list[Problem] | None = None, start: Start | None = None) -> tuple[Plan, Diagnostics]:
     """Resolve the selected cases for a run; raise InputError with every problem found (``problems``: those
     of loading, said in the same round). ``start``, if given, starts the workers (each starts its MCP servers
-    and checks their tools) instead of starting the servers here. Returns the plan and the warnings met."""
+    and checks their tools) instead of starting the servers here. Returns the plan and the warnings met (as a value)."""
     first = config.matrix[0] if config.matrix else config.connector
     resolved = resolve(cases, catalog, agent_id, first, config.before, config.after)
     for other in config.matrix[1:] if agent_id else ():  # a model matrix: every connector is checked before the first call
@@ -36,7 +36,7 @@ async def build(cases: list[Case], catalog: Catalog, agent_id: str | None, confi
         found += await mcp_tools(cases, catalog, agent_id) if agent_id else []
     if found:
         raise InputError(found)
-    return plan, resolved.warnings
+    return plan, Diagnostics.of(resolved.warnings)
 
 
 def plan_of(cases: list[Case], agent_id: str | None, config: RunConfig, catalog: Catalog, resolved: Resolved | None = None) -> Plan:

@@ -7,17 +7,15 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from agenttest.agents.caller import Caller
 from agenttest.errors import AgentTestError
-from agenttest.model import Plan, RunReport
+from agenttest.model import Plan, Ran
 from agenttest.runner import scheduling
 from agenttest.runner.scheduling import RunState
 from agenttest.runtime import usercalls
-from agenttest.verdicts import evidence, gates
-from agenttest.verdicts.outcome import make_report
 
 
 @dataclass
@@ -27,6 +25,15 @@ class Finished:
     state: RunState
     signalled: signal.Signals | None = None
     failure: BaseException | None = None
+
+    def ran(self) -> Ran:
+        """What the run did, as deciding its verdicts needs it (``verdicts.outcome.decide``)."""
+        state, interrupted = self.state, self.signalled is not None
+        saved = sum(state.saved.values())
+        return Ran(results=state.ordered(), started_at=state.started_at, duration_ms=(time.perf_counter() - state.started) * 1000,
+                   tallies=state.tallies, saved=state.saved, interrupted=interrupted, terminated=self.signalled == signal.SIGTERM,
+                   stopped_early=state.stopped_early,
+                   not_run=max(0, state.total - len(state.results) - saved) if (state.stopped_early or interrupted) else 0)
 
 
 async def execute(plan: Plan, caller: Caller, watch: Any, signals: Signals, workers: scheduling.Executor | None = None) -> Finished:
@@ -79,17 +86,3 @@ class Signals:
         loop = asyncio.get_running_loop()
         for sig in self._installed:
             loop.remove_signal_handler(sig)
-
-
-def report_of(plan: Plan, done: Finished, **fields: Any) -> RunReport:
-    """The report of what ran: the results in input order, their gates, and how the run ended."""
-    state, interrupted = done.state, done.signalled is not None
-    saved = sum(state.saved.values())
-    report = make_report(
-        state.ordered(), state.started_at, (time.perf_counter() - state.started) * 1000,
-        policies=state.tallies or gates.policies(plan), saved=state.saved, matrix=plan.matrix, interrupted=interrupted,
-        terminated=done.signalled == signal.SIGTERM, stopped_early=state.stopped_early,
-        not_run=max(0, state.total - len(state.results) - saved) if (state.stopped_early or interrupted) else 0,
-        **fields,
-    )
-    return replace(report, evidence=evidence.compute(report, plan.config.confidence, plan.config.alpha))  # made once, read by every format

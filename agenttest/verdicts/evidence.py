@@ -9,13 +9,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from agenttest.model import Estimate, Evidence, Gate, Paired, RunReport
+from agenttest.model import CaseKey, Estimate, Evidence, Gate, Paired, RunReport
 from agenttest.model.evidence import Interval
 from agenttest.model.results import pass_ats, pass_hats
 from agenttest.stats import intervals
 from agenttest.verdicts import paired as pairing
 from agenttest.verdicts.calibration import calibrations
-from agenttest.verdicts.gates import key_of
 
 CONFIDENCE = 0.95
 ALPHA = 0.05
@@ -94,13 +93,13 @@ def outcomes(report: RunReport) -> list[Gate]:
     per case and no matrix) made from its results."""
     if report.gates:
         return [g for g in report.gates if g.runs]
-    by: dict[tuple[str, str, str], list[int]] = {}
+    by: dict[CaseKey, list[int]] = {}
     for r in report.results:
         if r.status != "skipped":
-            tally = by.setdefault(key_of(r), [0, 0])
+            tally = by.setdefault(r.key, [0, 0])
             tally[0] += r.status == "passed"
             tally[1] += 1
-    return [Gate(id=key[1], connector=key[2], file=key[0], planned=n, runs=n, passed=passed) for key, (passed, n) in by.items()]
+    return [Gate(key=key, planned=n, runs=n, passed=passed) for key, (passed, n) in by.items()]
 
 
 def suite(kinds: Sequence[tuple[tuple[int, int], int]], draws: Sequence[Sequence[int]], confidence: float) -> Estimate:

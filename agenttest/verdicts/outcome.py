@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
 from agenttest.errors import ExitCode
-from agenttest.verdicts.gates import Policy, Tally, compute
-from agenttest.model import CaseKey, CaseResult, RunReport
+from agenttest.verdicts import evidence
+from agenttest.verdicts.gates import Policy, Tally, compute, policies
+from agenttest.model import CaseKey, CaseResult, Plan, Ran, RunReport
 
-__all__ = ["exit_code", "iso", "make_report"]
+__all__ = ["decide", "exit_code", "iso", "make_report"]
 
 
 def iso(ts: float) -> str:
@@ -30,6 +32,16 @@ def make_report(results: list[CaseResult], started_at: float, duration_ms: float
         gates=gates,
         **fields,
     )
+
+
+def decide(plan: Plan, ran: Ran, confidence: float = 0.95, alpha: float = 0.05, **fields: Any) -> RunReport:
+    """The report of what ran: the results in input order, their gates, how the run ended, and the evidence (each
+    rate's interval at ``confidence``) made once for every format to read (``fields``: what the report says of the
+    run — agent, connector, inputs, options, warnings …)."""
+    report = make_report(list(ran.results), ran.started_at, ran.duration_ms, policies=ran.tallies or policies(plan), saved=dict(ran.saved),
+                         matrix=plan.matrix, interrupted=ran.interrupted, terminated=ran.terminated, stopped_early=ran.stopped_early,
+                         not_run=ran.not_run, **fields)
+    return replace(report, evidence=evidence.compute(report, confidence, alpha))
 
 
 def exit_code(report: RunReport) -> ExitCode:
