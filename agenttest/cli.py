@@ -38,6 +38,7 @@ Exit codes: 0 all passed, 1 a case failed/errored/timed out (with --runs: missed
 Docs: docs/README.md in the agent-test source (every page is plain Markdown)."""
 
 SECTIONS = ("Input and selection", "Running", "Output", "Other")
+SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}  # every command's
 
 
 class Option(click.Option):
@@ -245,12 +246,12 @@ def _error_event(message: str, code: int, problems: list[Any] | None = None) -> 
     EventStream(sys.stdout).error(message, code, problems)
 
 
-@click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=Main, context_settings=SETTINGS)
 def main() -> None:
     """Test LLM agents: run test cases against an agent and report the verdicts."""
 
 
-@main.command("run", cls=RunCommand, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@main.command("run", cls=RunCommand, epilog=EPILOG, context_settings=SETTINGS)
 @click.option("-i", "--input", "inputs", multiple=True, metavar="SOURCE", cls=Option, section="Input and selection",
               help="Input, repeatable: a case file (.jsonl/.json/.yaml), a folder or glob of them, a literal message, message:TEXT, "
                    "agents:ID?count=N, scripts:mod.func, or scripts.NAME (script tests).")
@@ -390,7 +391,7 @@ def run_command(**flags: Any) -> None:
     finish(work, events=flags["json"])
 
 
-@main.command("diff", short_help="Compare two JSON reports case by case: regressed, fixed, flaky, …", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@main.command("diff", short_help="Compare two JSON reports case by case: regressed, fixed, flaky, …", context_settings=SETTINGS)
 @click.argument("base", metavar="BASE")
 @click.argument("new", metavar="NEW")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
@@ -440,7 +441,7 @@ def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on: str | N
     finish(work)
 
 
-@main.command("import", short_help="Make cases from recorded conversations: OpenTelemetry GenAI traces or chat logs.", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@main.command("import", short_help="Make cases from recorded conversations: OpenTelemetry GenAI traces or chat logs.", context_settings=SETTINGS)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @click.option("-o", "--output", required=True, metavar="CASES", help="The case file to write: .jsonl or .yaml (one case per conversation)")
 @click.option("--judge", metavar="AGENT", help="Also check that the new reply is equivalent to the recorded one, judged by this validator agent  [default: no judge]")
@@ -495,7 +496,7 @@ def rescore_command(ctx: click.Context, report: str, inputs: tuple[str, ...]) ->
     finish(work)
 
 
-@main.command("merge", short_help="Join the JSON reports of shards (--shard K/N) into one.", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@main.command("merge", short_help="Join the JSON reports of shards (--shard K/N) into one.", context_settings=SETTINGS)
 @click.argument("reports", nargs=-1, required=True, metavar="REPORT...")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
               help="The merged report (several allowed); format by extension: .json .jsonl .md .html .xml")
@@ -532,7 +533,7 @@ def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...], partial: b
 
 
 @main.command("snapshot", short_help="Write a world (a B scenario's, or JSONL rows) as a base_snapshot SQLite file.",
-              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+              context_settings=SETTINGS)
 @click.argument("source", metavar="SCENARIO.yaml|ROWS.jsonl")
 @click.option("-o", "--output", required=True, metavar="FILE", help="The snapshot file to write (e.g. base.sqlite).")
 def snapshot_command(source: str, output: str) -> None:
@@ -551,7 +552,7 @@ def snapshot_command(source: str, output: str) -> None:
 
 
 @main.command("lint", short_help="Flag fragile patterns in B scenario files (W001–W004).",
-              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+              context_settings=SETTINGS)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per finding on stdout.")
 def lint_command(files: tuple[str, ...], as_json: bool) -> None:
@@ -571,7 +572,7 @@ def lint_command(files: tuple[str, ...], as_json: bool) -> None:
     finish(work)
 
 
-@main.command("history", short_help="List the recorded runs, newest first, with their pass rates.", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@main.command("history", short_help="List the recorded runs, newest first, with their pass rates.", context_settings=SETTINGS)
 @click.option("--history", "history_file", metavar="FILE", help="The history database  [default: .agent-test/history.sqlite in the app root]")
 @click.option("--app", "app_dir", metavar="DIR", help="App root  [default: the nearest folder with assistants/ above the current one]")
 @click.option("-n", "--limit", default=20, show_default=True, type=click.IntRange(1, None), metavar="N", help="Show the last N runs.")
@@ -592,7 +593,7 @@ def history_command(history_file: str | None, app_dir: str | None, limit: int) -
     finish(work)
 
 
-@main.command("view", short_help="Serve the run history (or one report) in the viewer.", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@main.command("view", short_help="Serve the run history (or one report) in the viewer.", context_settings=SETTINGS)
 @click.argument("report", required=False, metavar="[REPORT.json]")
 @click.option("--port", default=8642, show_default=True, type=click.IntRange(0, 65535), metavar="N", help="Port on 127.0.0.1 (0: any free one).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the web browser  [default: print its address]")

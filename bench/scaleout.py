@@ -36,7 +36,7 @@ def speed_up(b: Any) -> None:
     two, peak = b.median(lambda: b.agent_test(path, 0.0, 20, "--workers", "2", jitter=0.0))
     _row(b, f"{n} standard, 0 ms, --parallel 20, --workers 1 (median of {b.repeats()})", f"{one.wall:.2f} s", "—", "—",
          f"{one.cpu / n * 1000:.2f} ms", "", None)
-    _row(b, f"  the same with --workers 2 (speed-up in ratio)", f"{two.wall:.2f} s", f"{one.wall:.2f} s", f"{one.wall / two.wall:.2f}x",
+    _row(b, "  the same with --workers 2 (speed-up in ratio)", f"{two.wall:.2f} s", f"{one.wall:.2f} s", f"{one.wall / two.wall:.2f}x",
          f"{two.cpu / n * 1000:.2f} ms", "≥ 1.6x on 2 cores", one.wall / two.wall >= 1.6)
 
 

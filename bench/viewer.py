@@ -18,7 +18,8 @@ CHIP = """async () => { const t = performance.now(); document.querySelector('[da
   await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0))); return [performance.now() - t, document.querySelectorAll('#cases tbody tr').length]; }"""
 SEARCH = """async () => { const box = document.querySelector('#search'), shown = document.querySelector('#shown'), before = shown.textContent;
   const t = performance.now(); box.value = 'confirm #9990'; box.dispatchEvent(new Event('input'));
-  await new Promise(r => { const o = new MutationObserver(() => { if (shown.textContent !== before) { o.disconnect(); r(); } }); o.observe(shown, {childList: true, characterData: true, subtree: true}); });
+  await new Promise(r => { const o = new MutationObserver(() => { if (shown.textContent !== before) { o.disconnect(); r(); } });
+    o.observe(shown, {childList: true, characterData: true, subtree: true}); });
   await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0))); return [performance.now() - t, document.querySelectorAll('#cases tbody tr').length]; }"""
 
 

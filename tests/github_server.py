@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "_Server"
+    server: _Server
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -64,7 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    api: "GitHubApi"
+    api: GitHubApi
 
 
 class GitHubApi:
@@ -144,7 +144,7 @@ class GitHubApi:
                                                   "archive_download_url": f"{self.url}/repos/{self.repo}/actions/artifacts/{self._next}/zip"})
         self.archives[str(self._next)] = archive
 
-    def __enter__(self) -> "GitHubApi":
+    def __enter__(self) -> GitHubApi:
         self._thread.start()
         return self
 

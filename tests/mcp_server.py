@@ -100,7 +100,7 @@ class HttpServer:
     def sse_url(self) -> str:
         return self.base + "/sse"
 
-    def __enter__(self) -> "HttpServer":
+    def __enter__(self) -> HttpServer:
         self._thread.start()
         while not self._server.started:
             time.sleep(0.01)

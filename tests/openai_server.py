@@ -25,7 +25,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 
 @dataclass
@@ -72,7 +73,7 @@ def echo(request: dict[str, Any]) -> Answer:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "_Server"
+    server: _Server
 
     def setup(self) -> None:
         super().setup()
@@ -279,7 +280,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 256
-    owner: "OpenAIServer"
+    owner: OpenAIServer
 
 
 class OpenAIServer:
@@ -322,7 +323,7 @@ class OpenAIServer:
     def url(self) -> str:
         return self.host + "/v1"
 
-    def start(self) -> "OpenAIServer":
+    def start(self) -> OpenAIServer:
         self._thread.start()
         return self
 
@@ -354,7 +355,7 @@ class OpenAIServer:
     def bodies(self) -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests]
 
-    def __enter__(self) -> "OpenAIServer":
+    def __enter__(self) -> OpenAIServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -152,7 +152,7 @@ def test_runs_report_stability(bot, tmp_path):
 def test_every_report_format(bot, tmp_path):
     path = bot.cases("cases.jsonl", MIXED[:3] + MIXED[4:])
     outs = {ext: tmp_path / f"r{ext}" for ext in (".jsonl", ".md", ".html", ".xml")}
-    for ext, out in outs.items():
+    for out in outs.values():
         assert cli("-i", str(path), "-n", "bot", "-o", str(out)).exit_code == 1
     lines = [json.loads(x) for x in outs[".jsonl"].read_text().splitlines()]
     assert [x.get("id") for x in lines[:-1]] == ["pass", "fail", "error", "skip"] and lines[-1]["summary"]["total"] == 4

@@ -127,7 +127,9 @@ def test_optional_checkpoint_never_blocks(world_app, server):
     cps = CHECKPOINTS + [{"id": "thanks", "required": False, "assert": {"type": "contains", "value": "Thank you"}}]
     result, data = run(world_app, server, World(["I need to file an expense", "$50 dinner", "yes"]), [dynamic(checkpoints=cps)])
     r = data["results"][0]
-    assert r["status"] == "passed" and r["checkpoints"][3] == {"id": "thanks", "reached": False, "reached_at_turn": None, "required": False, "passed": False, "message": "not reached; closest attempt at turn 3: output does not contain 'Thank you': Submitted! Reference EXP-1"}
+    assert r["status"] == "passed" and r["checkpoints"][3] == {
+        "id": "thanks", "reached": False, "reached_at_turn": None, "required": False, "passed": False,
+        "message": "not reached; closest attempt at turn 3: output does not contain 'Thank you': Submitted! Reference EXP-1"}
     assert "3/4 checkpoints" in result.stdout
 
 

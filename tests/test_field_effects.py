@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pytest
 
@@ -87,7 +88,7 @@ EFFECTS: dict[str, dict[str, Probe | str]] = {
     "team": {m: ("blue", lambda a, b: tool_result(a)["team"] == "blue" != tool_result(b)["team"]) for m in MODES},
     "metadata": {m: ({"tier": "gold"}, lambda a, b: tool_result(a)["meta"] == {"tier": "gold"} and tool_result(b)["meta"] == {}) for m in MODES},
     "skip": {m: (True, lambda a, b: a["status"] == "skipped" and b["status"] == "passed") for m in MODES},
-    "skip_reason": {m: "'skip_reason' has no effect without \"skip\": true" for m in MODES},
+    "skip_reason": dict.fromkeys(MODES, "'skip_reason' has no effect without \"skip\": true"),
     "timeout": {m: ("0.1s", lambda a, b: a["status"] == "timeout" and b["status"] != "timeout") for m in MODES},  # on a 0.4 s reply
     "before": {m: ("env_test.Mark", lambda a, b: a["status"] == b["status"] == "passed") for m in MODES},
     "after": {m: ("env_test.Mark", lambda a, b: a["status"] == b["status"] == "passed") for m in MODES},

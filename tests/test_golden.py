@@ -47,8 +47,10 @@ def fixed_report() -> RunReport:
         CaseResult(key=CaseKey(id="T001"), status="passed", name="asks for the type", input="I want to submit an expense", output="What type of expense?", duration_ms=1200.0,
                    assertions=(AssertionResult(type="contains", passed=True, message="", expected="type"),), usage=Usage(20, 5, 25), index=0),
         CaseResult(key=CaseKey(id="T002"), status="failed", name="files it", input=[{"role": "user", "content": "Yes <confirm> & go"}], output="Expense submitted! EXP-001", duration_ms=2100.0,
-                   assertions=(AssertionResult(type="contains", passed=False, message="output does not contain 'approved': Expense submitted! EXP-001", expected="approved", actual="Expense submitted! EXP-001"),
-                               AssertionResult(type="tool_called", passed=True, message="", expected="create_expense", actual={"name": "create_expense", "arguments": {"type": "travel", "amount": 3500}})),
+                   assertions=(AssertionResult(type="contains", passed=False, message="output does not contain 'approved': Expense submitted! EXP-001",
+                                               expected="approved", actual="Expense submitted! EXP-001"),
+                               AssertionResult(type="tool_called", passed=True, message="", expected="create_expense",
+                                               actual={"name": "create_expense", "arguments": {"type": "travel", "amount": 3500}})),
                    tool_calls=(faulted, mocked, call), usage=Usage(40, 9, 49), index=1, world=world, calls=calls),
         CaseResult(key=CaseKey(id="T003"), status="error", name="", input="fail", output=None, duration_ms=300.0, error="agent error: model error 500 from 127.0.0.1:8000: boom", index=2),
         CaseResult(key=CaseKey(id="T004"), status="timeout", name="", input="slow", output=None, duration_ms=30000.0, error="timeout after 30s", index=3),
@@ -61,7 +63,8 @@ def fixed_report() -> RunReport:
                                 CheckpointResult(id="thanks", reached=False, required=False, reached_at_turn=None, description="", message="not reached"))),
     )
     return RunReport(results=results, started_at="2026-11-30T10:00:00Z", completed_at="2026-11-30T10:00:40Z", duration_ms=40400.0, agent_id="assistants.expense", agent_path="/app/assistants/expense",
-                     connector="mock", simulator="workers.test.user-simulator", input_source="tests/inputs.jsonl", output_file="report", environment={"user_id": "test-user", "team_id": "test-team", "locale": "en-us"},
+                     connector="mock", simulator="workers.test.user-simulator", input_source="tests/inputs.jsonl", output_file="report",
+                     environment={"user_id": "test-user", "team_id": "test-team", "locale": "en-us"},
                      options={"timeout": 300.0, "parallel": 1, "runs": 1})
 
 

@@ -252,7 +252,7 @@ def test_keys_are_hidden_before_anything_cuts_the_text(app, server, tmp_path, mo
     for target in (out, md):
         result = cli("-i", str(path), "-n", "bot", "-v", "-o", str(target))
         assert result.exit_code == 1
-        for secret, prefix in (("sk-test-SECRET-0123456789", "sk-test-SEC"), ("sk-other-0123456789abcdef", "sk-other-01")):
+        for _secret, prefix in (("sk-test-SECRET-0123456789", "sk-test-SEC"), ("sk-other-0123456789abcdef", "sk-other-01")):
             assert prefix not in result.output and prefix not in target.read_text()
     assert out.read_text().count("***") >= 4  # both keys, in both cases
     assert "$ENV.SHORT is shorter than 8 characters, so it is not hidden" in result.stdout

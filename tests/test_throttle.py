@@ -87,7 +87,7 @@ def test_a_burst_that_meets_a_limit_settles_at_what_was_accepted_in_one_wave():
             t.rate_limited(e)
             t.release()
         assert (t.limit, t.recover_to) == (4, 4) and t.load().lowest_limit == 4
-        for e in epochs[:4]:
+        for _ in epochs[:4]:
             t.release()
             t.succeeded()
         assert t.limit == 4  # the level that worked; probing past it is slow
@@ -252,7 +252,7 @@ def test_retry_after_in_whole_seconds_and_in_ms_are_honoured(server):
         server.reset()
         calls = []
 
-        def responder(req, header=header, value=value):
+        def responder(req, header=header, value=value, calls=calls):
             calls.append(time.monotonic())
             return Answer(status=429, error="slow down", headers={header: value}) if len(calls) == 1 else Answer("ok")
 

@@ -76,7 +76,8 @@ LONG = "I would like to order three copies of the collected works of Ursula K. L
 def _talker(app):
     """An offline agent with a tool that changes the world, and a mock simulator."""
     tools = [{"name": "order", "description": "order books", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}]
-    rules = "rules:\n  - user: 'three'\n    tool_calls: [{name: order, arguments: {n: 3}}]\n  - tool: order\n    reply: 'Ordered: {{ tool_result.n }} copies of everything you asked for, in hardcover'\ndefault: ok\n"
+    rules = ("rules:\n  - user: 'three'\n    tool_calls: [{name: order, arguments: {n: 3}}]\n  - tool: order\n"
+             "    reply: 'Ordered: {{ tool_result.n }} copies of everything you asked for, in hardcover'\ndefault: ok\n")
     tools_py = "def order(ctx, n):\n    ctx.world['orders'].append(n)\n    return {'n': n}\n"
     app.agent("shop", connector="mock", tools=tools, files={"mock.yml": rules, "src/tools.py": tools_py})
     app.agent("sim", connector="mock", files={"mock.yml": "default:\n  json: {message: '" + LONG + "', goal_achieved: false}\n"})

@@ -83,9 +83,12 @@ def _sequence_problem(mode: str, expected: list[str], called: list[str]) -> str 
     return f"expected at least these tools; not called: {', '.join(missing)}" if missing else None
 
 
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 @register("tool_sequence", fields={"value": VALUE, "mode": {"enum": list(SEQUENCE_MODES), "description": "how the calls must match (default ordered)"}},
-          check=_check_sequence, needs=lambda params: [n for i, name in enumerate(params.get("value") if isinstance(params.get("value"), list) else ())
-                                                     for n in tools_named(name, ("value", i))])
+          check=_check_sequence, needs=lambda params: [n for i, name in enumerate(_listed(params.get("value"))) for n in tools_named(name, ("value", i))])
 def tool_sequence(params: dict[str, Any], obs: Observation) -> AssertionResult:
     """The case's tool calls follow a sequence (strict, ordered, unordered, subset or superset)."""
     expected, mode = params["value"], params.get("mode", "ordered")

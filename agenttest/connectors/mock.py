@@ -276,6 +276,7 @@ class MockConnector:
         rule, groups = self.rules_for(request.agent_dir).pick(messages)
         if rule.delay:
             await asyncio.sleep(rule.delay)
+        calls: tuple[ToolCall, ...]
         if not rule.error and not rule.tool_calls and type(rule.reply) is str and "{{" not in rule.reply:  # a fixed reply
             self._calls += 1
             text, calls = rule.reply, ()

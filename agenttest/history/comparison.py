@@ -156,7 +156,7 @@ def _assertions(base: list[CaseResult], new: list[CaseResult]) -> list[Change]:
     out = []
     count = max([len(r.assertions) for r in base + new] or [0])
     for i in range(count):
-        def state(runs: list[CaseResult]) -> tuple[str, str]:
+        def state(runs: list[CaseResult], i: int = i) -> tuple[str, str]:
             found = [r.assertions[i] for r in runs if i < len(r.assertions)]
             failed = next((a for a in found if not a.passed), None)
             kind = found[0].type if found else ""
@@ -171,7 +171,7 @@ def _checkpoints(base: list[CaseResult], new: list[CaseResult]) -> list[Change]:
     out = []
     ids = list(dict.fromkeys(c.id for r in base + new for c in r.checkpoints))
     for cid in ids:
-        def state(runs: list[CaseResult]) -> str:
+        def state(runs: list[CaseResult], cid: str = cid) -> str:
             found = [c for r in runs for c in r.checkpoints if c.id == cid]
             turns = sorted({c.reached_at_turn for c in found if c.reached and c.reached_at_turn is not None})
             reached = "reached" + (f" at turn {', '.join(map(str, turns))}" if turns else "")

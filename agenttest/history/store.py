@@ -269,7 +269,7 @@ class History:
 
     def runs(self, limit: int | None = None) -> list[RunRow]:
         """The recorded runs, newest first."""
-        names = [f for f in RunRow.__dataclass_fields__]
+        names = list(RunRow.__dataclass_fields__)
         query = f"SELECT {', '.join(names)} FROM runs ORDER BY id DESC" + (" LIMIT ?" if limit else "")
         return [RunRow(**dict(zip(names, row))) for row in self.db.execute(query, (limit,) if limit else ())]
 

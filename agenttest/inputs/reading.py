@@ -340,6 +340,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         mark = getattr(exc, "problem_mark", None)
         loc = Location(source, mark.line + 1, mark.column + 1) if mark else Location(source)
         said = getattr(exc, "problem", None) or str(exc)
+        hint: str | None
         if said.startswith("but found another document"):  # a second '---' document (PyYAML's phrase goes on from its context)
             said, hint = "a second document starts here", "a case file is one YAML document: remove the '---' and write the cases as one list (each starts with '- id: …')"
         else:
@@ -357,7 +358,7 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
     return [Document(raw=raw, source=source, base=base + (i,), node=node) for i, raw in enumerate(items)]
 
 
-_DIGITS = re.compile(r"\d{%d,}" % (sys.get_int_max_str_digits() + 1))
+_DIGITS = re.compile(rf"\d{{{sys.get_int_max_str_digits() + 1},}}")
 
 
 def _huge_number(text: str, source: str, lines_before: int = 0) -> Problem:

@@ -181,8 +181,8 @@ def _translate(error: Any) -> list[Finding]:
     if kind == "minimum":
         return [Finding(path, f"{_field(path)} must be at least {error.validator_value}", None, False)]
     if kind == "maximum":
-        hint = "as --runs; for more, run again and join the reports with agent-test merge" if path == ("runs",) else None
-        return [Finding(path, f"{_field(path)} must be at most {error.validator_value}", hint, False)]
+        more = "as --runs; for more, run again and join the reports with agent-test merge" if path == ("runs",) else None
+        return [Finding(path, f"{_field(path)} must be at most {error.validator_value}", more, False)]
     return [Finding(path, error.message, None, False)]
 
 
@@ -273,7 +273,7 @@ def _number_problems(raw: dict[str, Any]) -> list[Finding]:
     if isinstance(raw.get("runs"), float):
         out.append(Finding(("runs",), f"'runs' must be a whole number, not {written(raw['runs'])}", "e.g. \"runs\": 3", False))
     budget = raw.get("budget")
-    places = [(("min_pass_rate",), raw.get("min_pass_rate"))]
+    places: list[tuple[tuple[str, ...], Any]] = [(("min_pass_rate",), raw.get("min_pass_rate"))]
     places += [(("budget", k), v) for k, v in budget.items()] if isinstance(budget, dict) else []
     for path, value in places:
         if isinstance(value, float) and not math.isfinite(value):

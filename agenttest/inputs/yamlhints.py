@@ -84,7 +84,7 @@ def _quote_hint(said: str, text: str, mark: Any) -> str | None:
         return "this key is indented more than the one above it, so YAML reads it as the rest of that value: line them up"
     found = _KEYED_LINE.fullmatch(line)
     value = found.group(2).rstrip() if found is not None else ""
-    if not value or value[0] in "\"'[{|>&*!" or " #" in value or len(value) > 200:  # not a plain value to quote whole here
+    if found is None or not value or value[0] in "\"'[{|>&*!" or " #" in value or len(value) > 200:  # not a plain value to quote whole here
         return 'a value that holds ": " must be quoted'
     return f'a value that holds ": " must be quoted: {found.group(1)}: {json.dumps(value, ensure_ascii=False)}'
 

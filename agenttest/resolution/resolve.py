@@ -82,7 +82,7 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
 
 def _assertion(spec: AssertionSpec, case: Case, catalog: Catalog, check: Any, out: Resolved) -> list[tuple[str, str, Location | None]]:
     """What the assertion will call — validator agents, scripts — as its type declares; the tools it names."""
-    tools = []
+    tools: list[tuple[str, str, Location | None]] = []
     for need in assertions.needs(spec.params):
         where = case.locate(spec.path + (need.field if isinstance(need.field, tuple) else (need.field,)))
         if need.kind == "agent":

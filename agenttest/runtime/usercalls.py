@@ -18,7 +18,8 @@ import threading
 import traceback
 from collections.abc import Callable, Mapping
 from contextlib import contextmanager
-from typing import Any, Iterator, TextIO
+from typing import Any, TextIO
+from collections.abc import Iterator
 
 from agenttest.errors import CallError
 from agenttest.runtime import fdcapture

@@ -143,7 +143,7 @@ def fast_init(cls: type) -> bool:
     exec(compiled("\n".join(lines), f"<__init__ of {cls.__name__}>"), names)  # noqa: S102 — our own classes' field names
     init = names["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__doc__ = cls.__init__.__doc__
+    init.__doc__ = cls.__dict__["__init__"].__doc__
     cls.__init__ = init  # type: ignore[misc]
     return True
 

@@ -53,7 +53,7 @@ def pattern_problems(value: Any) -> list[str]:
 def name_matches(wanted: str, called: str) -> bool:
     """Exact, or the called name carries a ``server__`` / ``server.`` prefix, or ``wanted`` names an MCP
     tool as ``server.tool`` (the model's name for it is ``server__tool``, dots in the server as ``_``)."""
-    if called == wanted or called.endswith("__" + wanted) or called.endswith("." + wanted):
+    if called == wanted or called.endswith(("__" + wanted, "." + wanted)):
         return True
     server, dot, tool = wanted.rpartition(".")
     return bool(dot and server and tool) and called == tool_name(server, tool)

@@ -122,7 +122,7 @@ def shorten(value: Any, limit: int, marker: str = "…") -> str:
     return text if len(text) <= limit else text[: max(0, limit - len(marker))].rstrip() + marker
 
 
-_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)] if c not in (0x09, 0x0A)}
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if c not in (0x09, 0x0A)}
 # Bidirectional overrides and isolates (and the marks) reorder what follows them on screen: an id could show
 # "passed" spelt backwards over "failed". They are shown as their code, like control characters.
 BIDI = {c: f"\\u{c:04x}" for c in [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}

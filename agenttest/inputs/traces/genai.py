@@ -78,7 +78,7 @@ def read(export: Export) -> Read:
                 out.silent.append(span)
     with_model_calls = {c.trace for c in out.calls}
     out.calls += [c for c in agent_calls if c.trace not in with_model_calls]
-    for (trace, span_id), events in logs.items():  # log records of spans not in the files (a logs file alone)
+    for (trace, _span), events in logs.items():  # log records of spans not in the files (a logs file alone)
         input_, output = _messages_of({}, events)
         if input_ or output:
             first = events[0]

@@ -166,7 +166,8 @@ _SHARED: dict[type, Callable[[Callable[[tuple[Any, ...]], Any]], Callable[[tuple
 _CLASSES = [cls for cls, build in _BUILT.items() if build is not None]
 
 
-_BUILDERS = [_SHARED[cls](_BUILT[cls]) if cls in _SHARED else _BUILT[cls] for cls in _CLASSES]  # type: ignore[arg-type,index]
+_BUILDERS: list[Callable[[tuple[Any, ...]], Any]] = [_SHARED[cls](_BUILT[cls]) if cls in _SHARED else _BUILT[cls]  # type: ignore[arg-type,index,misc]
+                                                      for cls in _CLASSES]
 
 
 REDUCERS = {cls: _dataclass_reducer(cls, tag) for tag, cls in enumerate(_CLASSES)}
