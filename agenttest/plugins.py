@@ -5,9 +5,11 @@ a module that, when imported, adds itself to a registry; third-party modules are
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 from agenttest.errors import AgentTestError, did_you_mean
@@ -25,6 +27,7 @@ class Registry(Generic[T]):
         self._items: dict[str, T] = {}
         self._deferred: dict[str, str] = {}  # name → the built-in module that registers it when imported
         self.version = 0
+        self.mapping: Mapping[str, T] = MappingProxyType(self._items)  # what is registered now, read-only (deferred names not yet in it)
 
     def defer(self, name: str, module: str) -> None:
         """A built-in known by name at once and imported when first asked for (``-o x.html`` imports the HTML
@@ -58,6 +61,19 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+    @contextlib.contextmanager
+    def kept(self) -> Iterator[None]:
+        """What is registered inside the block is gone after it, the registry as it was (a test's plug-ins)."""
+        items, deferred = dict(self._items), dict(self._deferred)
+        try:
+            yield
+        finally:
+            if items != self._items or deferred != self._deferred:
+                self._items.clear()
+                self._items.update(items)
+                self._deferred = deferred
+                self.version += 1
 
     def hint(self, name: str) -> str:
         """A did-you-mean, or the known names."""

@@ -29,14 +29,10 @@ def _history_apart(tmp_path, monkeypatch):
 @pytest.fixture(autouse=True)
 def _assertion_registry():
     """Assertion types a test registers are gone after it (the case schema is derived from them)."""
-    from agenttest.assertions import registry
+    from agenttest.plugins import ASSERTIONS
 
-    before = dict(registry._REGISTRY)
-    yield
-    if registry._REGISTRY != before:
-        registry._REGISTRY.clear()
-        registry._REGISTRY.update(before)
-        registry.ASSERTIONS.version += 1
+    with ASSERTIONS.kept():
+        yield
 
 
 @pytest.fixture(scope="session")

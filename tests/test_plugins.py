@@ -218,3 +218,22 @@ def test_the_quick_look_for_plugins_finds_what_importlib_metadata_would(tmp_path
     (tmp_path / "lib.zip").write_bytes(b"PK\x05\x06" + b"\x00" * 18)
     monkeypatch.setattr(sys, "path", [str(other), str(tmp_path / "lib.zip")])
     assert _may_have_plugins()  # a zip on the path: not looked into, so importlib.metadata decides
+
+
+def test_a_registry_kept_over_a_block_is_as_it_was_after_it():
+    """``Registry.kept``: what a test registers is gone after it (the fixture in conftest.py uses it), and the
+    version moves on so that what was derived from the registry (the case schema) is made again."""
+    from agenttest.plugins import Registry
+
+    reg: Registry[int] = Registry("thing")
+    reg.add("a", 1)
+    reg.defer("later", "some.module")
+    version = reg.version
+    with reg.kept():
+        reg.add("b", 2)
+        reg.add("a", 3)
+        assert reg.mapping == {"a": 3, "b": 2} and reg.version > version
+    assert dict(reg.mapping) == {"a": 1} and "later" in reg and reg.version > version + 2
+    with reg.kept():
+        pass
+    assert reg.version == version + 3  # nothing changed: the version too

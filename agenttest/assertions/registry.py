@@ -108,7 +108,7 @@ class AssertionType:
         return frozenset(self.params)
 
 
-_REGISTRY = ASSERTIONS._items  # name → AssertionType (the plug-in registry of assertion types)
+_REGISTRY = ASSERTIONS.mapping  # name → AssertionType (the plug-in registry of assertion types, read-only)
 
 
 def register(
