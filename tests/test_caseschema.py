@@ -104,10 +104,16 @@ def test_loading_never_crashes_on_garbage():
 
 
 def test_shipped_schema_is_the_one_derived_from_the_registry():
+    """The shipped file is what the regeneration command its docstring names prints, byte for byte."""
+    import subprocess
+    import sys
+
     from agenttest.inputs.caseschema import build
 
-    shipped = json.loads((REPO / "agenttest/schema/case.schema.json").read_text())
-    assert shipped == build(), "regenerate: python -m agenttest.caseschema > agenttest/schema/case.schema.json"
+    shipped = (REPO / "agenttest/schema/case.schema.json").read_text()
+    assert json.loads(shipped) == build(), "regenerate: python -m agenttest.inputs.caseschema > agenttest/schema/case.schema.json"
+    printed = subprocess.run([sys.executable, "-m", "agenttest.inputs.caseschema"], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    assert printed == shipped
 
 
 def test_a_registered_type_brings_its_parameters_into_the_schema():

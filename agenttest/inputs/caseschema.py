@@ -3,7 +3,7 @@ types (so a plug-in's parameters are part of it), and a fast conservative check 
 
 ``plainly_valid`` is True only when the schema certainly accepts a case: suites of thousands of plain
 cases skip jsonschema (~0.5 ms a case); anything unusual, and every invalid case, still goes through
-jsonschema, which explains the errors. ``python -m agenttest.caseschema`` prints the schema; the shipped
+jsonschema, which explains the errors. ``python -m agenttest.inputs.caseschema`` prints the schema; the shipped
 copy (``schema/case.schema.json``, for editors) is checked against it by a test."""
 
 from __future__ import annotations
@@ -378,5 +378,5 @@ def plainly_valid(raw: Any) -> bool:
     return True
 
 
-if __name__ == "__main__":  # python -m agenttest.caseschema > agenttest/schema/case.schema.json
+if __name__ == "__main__":  # python -m agenttest.inputs.caseschema > agenttest/schema/case.schema.json
     print(json.dumps(build(), indent=2, ensure_ascii=False))
