@@ -223,9 +223,6 @@ def _simple_check(field: Schema) -> Any:
 
 # ---- the fast check ------------------------------------------------------------------------------
 
-CASE_KEYS = frozenset(CASE_FIELDS)
-
-
 def case_fields() -> dict[str, Schema]:
     """The fields of a case: the built-in ones and those the plug-in modes read (a mode's ``fields``)."""
     plugins.builtins()

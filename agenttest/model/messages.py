@@ -45,14 +45,6 @@ def _stringified(call: dict[str, Any]) -> dict[str, Any]:
     return {**call, "function": {**call["function"], "arguments": json.dumps(args, ensure_ascii=False)}}
 
 
-def last_user_text(messages: Any) -> str:
-    """The text of the last user message (for previews and mock rules)."""
-    for m in reversed(list(messages)):
-        if m.get("role") == "user":
-            return content_text(m.get("content"))
-    return ""
-
-
 def last_user_content(messages: Any) -> tuple[str, list[str]]:
     """The last user message as (its text, the names of its attachments)."""
     for m in reversed(list(messages)):

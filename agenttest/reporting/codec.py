@@ -283,10 +283,6 @@ def result_dict(r: CaseResult) -> dict[str, Any]:
     return encode(r)
 
 
-def assertion_dict(a: AssertionResult) -> dict[str, Any]:
-    return encode(a)
-
-
 def gate_dict(g: Gate) -> dict[str, Any]:
     return encode(g)
 

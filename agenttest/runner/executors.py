@@ -10,9 +10,6 @@ from agenttest.config import RunConfig
 from agenttest.errors import AgentTestError
 from agenttest.runner.controller import Pool
 
-EXECUTORS = ("local", "ray")
-
-
 def parse(text: str) -> int:
     """``--workers N|auto``: auto is the cores this process may use. Raises ValueError."""
     if text.strip().lower() == "auto":

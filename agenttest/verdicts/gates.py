@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from agenttest.accounting.costs import add, total
+from agenttest.accounting.costs import total
 from agenttest.model import CaseKey, CaseResult, Gate, PassK, Plan
 from agenttest.model.results import by_key, settled
 
@@ -127,10 +127,3 @@ def failed(gates: Iterable[Gate]) -> list[Gate]:
 
 def runs_saved(gates: Iterable[Gate]) -> int:
     return sum(g.saved for g in gates)
-
-
-def cost_of(gates: Iterable[Gate]) -> float | None:
-    out = None
-    for g in gates:
-        out = add(out, g.total_cost)
-    return out
