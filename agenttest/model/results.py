@@ -422,7 +422,7 @@ class RunReport:
         for r in self.results:
             counts[r.status] = counts.get(r.status, 0) + 1
             usage += r.usage
-        return Summary(len(self.results) + self.not_run, counts, usage, self.not_run)
+        return Summary(total=len(self.results) + self.not_run, counts=counts, usage=usage, not_run=self.not_run)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,7 @@ from agenttest.inputs.traces.otlp import Place
 Message = dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Call:
     """One model call: the messages sent and the messages answered."""
 
@@ -30,7 +30,7 @@ class Call:
     tools: tuple[str, ...] = ()  # the tools the model was offered
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ToolRun:
     """One tool execution (an ``execute_tool`` span)."""
 

@@ -26,7 +26,7 @@ CONTENT_HINT = ("record message content where the app runs: OTEL_INSTRUMENTATION
 GAP_HINT = "give every file the trace was exported to, or --allow-gaps to import what there is"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Request:
     files: tuple[str, ...]
     output: str
@@ -45,7 +45,7 @@ class Imported:
     source: str
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Summary:
     output: str
     files: tuple[str, ...]
@@ -74,7 +74,7 @@ def run(request: Request) -> Summary:
     if not calls and not problems:
         raise AgentTestError(f"{', '.join(request.files)}: no model call with messages in {len(export.spans)} spans",
                              Location(request.files[0]), "a GenAI trace has spans with gen_ai.operation.name chat; docs/traces.md")
-    summary = Summary(request.output, request.files, spans=len(export.spans), traces=len({s.trace_id for s in export.spans}),
+    summary = Summary(output=request.output, files=request.files, spans=len(export.spans), traces=len({s.trace_id for s in export.spans}),
                       skipped_traces=found.skipped_traces)
     cases = _cases(conversations(calls, found.tools), request, redactor, summary, problems)
     if problems:

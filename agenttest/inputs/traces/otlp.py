@@ -65,7 +65,7 @@ class Event:
     place: Place | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Span:
     trace_id: str
     span_id: str
