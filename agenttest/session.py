@@ -210,7 +210,7 @@ class Session:
 
     def watch(self, plan: Plan, source: Inputs, caller: Caller, chosen: Chosen, said: Diagnostics) -> Watch:
         """The console (and the event stream) that watch the run, told of its header and warnings."""
-        self.header = header_of(plan, source.describe(len(plan.cases)), caller.catalog, chosen.selected)
+        self.header = header_of(plan, self.config, source.describe(len(plan.cases)), caller.catalog, chosen.selected)
         self.outputs = self._outputs(source, caller.catalog.app.root)
         spool = reporting.Spool() if any(o.lower().endswith(".json") for o in self.outputs) else None
         watch = Watch(self.config, plan, self.out, self.events, self.secrets, source.message is not None, len(source.files) > 1, spool)

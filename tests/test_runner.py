@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from agenttest.runner import case as case_run
 from agenttest.runner import scheduling as runner
 from agenttest.app.folders import App
 from agenttest.agents.caller import Caller
@@ -20,7 +21,8 @@ from agenttest.config import RunConfig
 from agenttest.model import Plan
 from agenttest.resolution.planning import plan_of
 from agenttest.resolution.resolve import Resolved
-from agenttest.runner.scheduling import RunState, run_case
+from agenttest.runner.case import run_case
+from agenttest.runner.scheduling import RunState
 
 MOCK_RULES = """
 rules:
@@ -92,7 +94,7 @@ def go(plan: Plan, caller: Caller) -> list:
     async def main() -> list:
         caller.loop = asyncio.get_running_loop()
         state = RunState()
-        await runner.run(plan, caller, state)
+        await runner.Scheduler(plan, caller).run(state)
         await caller.catalog.aclose()
         return state.ordered()
 
@@ -161,7 +163,7 @@ def test_a_before_hook_that_hangs_is_a_timeout_and_the_run_goes_on(bot):
 
 
 def test_an_after_hook_that_hangs_makes_the_case_a_timeout(bot, monkeypatch):
-    monkeypatch.setattr(runner, "AFTER_GRACE", 0.2)
+    monkeypatch.setattr(case_run, "AFTER_GRACE", 0.2)
     plan, caller = make(bot, [{"id": "hang-after", "input": "hi", "after": "env_test.After", "timeout": "0.2s"}])
     (result,) = go(plan, caller)
     assert result.status == "timeout" and result.warnings == ()  # said once, as the error
@@ -241,7 +243,7 @@ def test_ctrl_c_stops_each_unit_once_so_a_slow_cleanup_is_not_cut_short(bot):
 
     async def main() -> None:
         caller.loop = asyncio.get_running_loop()
-        task = asyncio.create_task(runner.run(plan, caller, RunState(), executor=Executor()))
+        task = asyncio.create_task(runner.Scheduler(plan, caller, executor=Executor()).run(RunState()))
         await asyncio.sleep(0.1)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -29,7 +29,7 @@ from agenttest.model.exchanges import Answer, CallLog, Exchange, Retry
 from agenttest.model.evidence import Calibration, Disagreement, Estimate, Evidence, Judged, Mover, Paired
 from agenttest.model.diagnostics import Diagnostics
 from agenttest.model.keys import CaseKey
-from agenttest.model.plan import Plan, ResolvedCase
+from agenttest.model.plan import Plan, ResolvedCase, RunSettings
 from agenttest.model.kinds import FaultKind, Message, Mode, OutputFrom, Role, Status, UsageSource
 from agenttest.model.results import (
                       AssertionResult,
@@ -89,6 +89,7 @@ __all__ = [
     "Role",
     "RunHeader",
     "RunReport",
+    "RunSettings",
     "ScriptedTurn",
     "SimulatorSpec",
     "Spend",

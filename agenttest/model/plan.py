@@ -1,13 +1,13 @@
-"""The plan of a run: every selected case resolved once — the connector it runs on and the label its
-results carry, its runs, gate, budget and hooks — so that the runner, the gates, the budgets and the
-reports read one answer instead of each working it out again."""
+"""The plan of a run: every selected case resolved once — the connector it runs on and the key its results
+carry, its runs, gate, budget, deadline, mode, attachment policy and hooks — and the few settings running it
+needs, so that the runner, the gates, the budgets and the reports read one answer instead of each working it
+out again."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenttest.config import RunConfig
 from agenttest.model.cases import Budget, Case
 from agenttest.model.keys import CaseKey
 
@@ -22,6 +22,9 @@ class ResolvedCase:
     runs: int
     min_pass_rate: float
     budget: Budget | None  # the case's limits over --budget's
+    deadline: float = 300.0  # seconds: the case's timeout, else --timeout
+    mode: Any = None  # the mode that runs it (modes.Mode: a built-in, or a plug-in that claims it)
+    attachments: Any = None  # where its file:// parts may come from (runtime.attachments.Policy)
     before: Any = None  # the case's Before and After hook functions
     after: Any = None
 
@@ -32,12 +35,30 @@ class ResolvedCase:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunSettings:
+    """What running a plan needs of the flags (the rest of ``RunConfig`` is the session's): how many cases at once,
+    the global hooks' deadline, when to stop early, the faults' seed, what the reports keep of a tool world."""
+
+    parallel: int = 1
+    timeout: float = 300.0  # the global hooks' deadline (a case's is its ResolvedCase's)
+    runs: int = 1  # --runs
+    early_stop: bool = False
+    fail_fast: bool = False
+    seed: int = 0  # faults given with a rate
+    strict: bool = False  # --strict: a reply cut at its token limit fails its case
+    full_world: bool = True  # --report-world full: the initial and final world beside the changes
+    calls: str = "failed"  # --calls none|failed|all: which results keep their model calls
+    connector: str | None = None  # -c, one connector
+    matrix: tuple[str, ...] = ()  # -c a,b: every case on each
+
+
+@dataclass(frozen=True, kw_only=True)
 class Plan:
-    """A resolved run: the agent under test, each case × connector resolved, the global hooks and the flags."""
+    """A resolved run: the agent under test, each case × connector resolved, the global hooks and the settings."""
 
     agent: str  # the agent under test
     items: tuple[ResolvedCase, ...]  # case by case, connector by connector (the report's order)
-    config: RunConfig = field(default_factory=lambda: RunConfig(inputs=()))
+    settings: RunSettings = field(default_factory=RunSettings)
     before_all: Any = None  # --before: a resolved hook function
     after_all: Any = None
 
@@ -52,11 +73,11 @@ class Plan:
     @property
     def connectors(self) -> tuple[str | None, ...]:
         """The connectors every case runs on: the matrix, else the one override (or None: the case's own)."""
-        return self.config.matrix or (self.config.connector,)
+        return self.settings.matrix or (self.settings.connector,)
 
     @property
     def matrix(self) -> tuple[str, ...]:
-        return self.config.matrix
+        return self.settings.matrix
 
     @property
     def total(self) -> int:

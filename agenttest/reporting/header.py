@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from agenttest.agents.catalog import Catalog
+from agenttest.config import RunConfig
 from agenttest.errors import AgentTestError
 from agenttest.model import Plan, RunHeader
 
 
-def header_of(plan: Plan, described: str, catalog: Catalog, selected: int) -> RunHeader:
-    """The header of ``plan``: its agent, connector(s), simulators, input (``described``), limits and notes."""
-    config = plan.config
+def header_of(plan: Plan, config: RunConfig, described: str, catalog: Catalog, selected: int) -> RunHeader:
+    """The header of ``plan`` (run with ``config``): its agent, connector(s), simulators, input (``described``), limits and notes."""
     per_case = not config.connector and any(c.options.get("connector") for c in plan.cases)
     try:
         connector = "per case" if per_case else catalog.agent(plan.agent).connector_id(config.connector)

@@ -9,7 +9,9 @@ from collections.abc import Awaitable, Callable
 from agenttest.agents.catalog import Catalog
 from agenttest.config import RunConfig
 from agenttest.errors import AgentTestError, InputError, Problem
-from agenttest.model import Case, CaseKey, Diagnostics, Plan, ResolvedCase
+from agenttest import modes
+from agenttest.model import Case, CaseKey, Diagnostics, Plan, ResolvedCase, RunSettings
+from agenttest.runtime import attachments
 from agenttest.resolution.resolve import Resolved, resolve, tools_of, unknown_tools
 from agenttest.accounting import budgets
 
@@ -40,20 +42,30 @@ async def build(cases: list[Case], catalog: Catalog, agent_id: str | None, confi
 
 
 def plan_of(cases: list[Case], agent_id: str | None, config: RunConfig, catalog: Catalog, resolved: Resolved | None = None) -> Plan:
-    """The Plan of ``cases``: each on each connector of the run, its figures and hooks computed once."""
+    """The Plan of ``cases``: each on each connector of the run, its figures, deadline, mode, attachment policy and
+    hooks computed once; the settings running it needs."""
     hooks = resolved.hooks if resolved is not None else {}
+    policy = attachments.app_policy(catalog.app.root, config.max_attachment)  # one for every case of the app
     items = tuple(
         ResolvedCase(key=CaseKey(file=case.file, id=case.id, connector=_label(catalog, agent_id, scheduled or case.options.get("connector"))),
                      case=case, scheduled=scheduled,
                      runs=case.runs if case.runs is not None else config.runs,
                      min_pass_rate=case.min_pass_rate if case.min_pass_rate is not None else config.min_pass_rate,
                      budget=case.budget.over(config.budget) if case.budget is not None else config.budget,
+                     deadline=case.timeout or config.timeout, mode=modes.get(case), attachments=policy,
                      before=hooks.get(case.before) if case.before else None, after=hooks.get(case.after) if case.after else None)
         for case in cases for scheduled in (config.matrix or (config.connector,))
     )
-    return Plan(agent=agent_id or "", items=items, config=config,
+    return Plan(agent=agent_id or "", items=items, settings=settings_of(config),
                 before_all=resolved.before_all if resolved is not None else None,
                 after_all=resolved.after_all if resolved is not None else None)
+
+
+def settings_of(config: RunConfig) -> RunSettings:
+    """What running a plan needs of the flags."""
+    return RunSettings(parallel=config.parallel, timeout=config.timeout, runs=config.runs, early_stop=config.early_stop,
+                       fail_fast=config.fail_fast, seed=config.seed, strict=config.strict, full_world=config.report_world == "full", calls=config.calls,
+                       connector=config.connector, matrix=config.matrix)
 
 
 def _label(catalog: Catalog, agent_id: str | None, chosen: str | None) -> str:

@@ -85,9 +85,9 @@ class Pool:
         --parallel at once itself: with --parallel 1 it no longer waits a round trip to the controller between
         cases. Not with --early-stop or --fail-fast (a unit held ahead would run where it could be saved)."""
         self.launch.plan = plan
-        self.timeout = plan.config.timeout
-        self.strict = plan.config.strict
-        config = plan.config
+        self.timeout = plan.settings.timeout
+        self.strict = plan.settings.strict
+        config = plan.settings
         self.lookahead = getattr(self.launch, "lookahead", 0) if self.size == 1 and not config.early_stop and not config.fail_fast else 0
         if self.lookahead:
             self.launch.limit = config.parallel  # type: ignore[attr-defined]

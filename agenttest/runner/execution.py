@@ -36,13 +36,13 @@ class Finished:
                    not_run=max(0, state.total - len(state.results) - saved) if (state.stopped_early or interrupted) else 0)
 
 
-async def execute(plan: Plan, caller: Caller, watch: Any, signals: Signals, workers: scheduling.Executor | None = None) -> Finished:
+async def execute(plan: Plan, caller: Caller, watch: scheduling.Listener, signals: Signals, workers: scheduling.Executor | None = None) -> Finished:
     """Run ``plan`` (on the ``workers``, if any); ``watch`` is told of every start, result and run saved by --early-stop."""
     done = Finished(RunState())
     if workers is None:  # cases run here: their clients are made before the first (workers make their own)
         caller.catalog.import_sdks()
         caller.catalog.warm()
-    task = signals.task = asyncio.create_task(scheduling.run(plan, caller, done.state, watch.started, watch.finished, watch.saved, workers))
+    task = signals.task = asyncio.create_task(scheduling.Scheduler(plan, caller, watch, workers).run(done.state))
     try:
         with usercalls.capturing():
             await task

@@ -242,7 +242,7 @@ class ActorWorker:
         return True
 
     async def run(self, index: int) -> tuple[CaseResult, dict[str, Any], Any, str | None]:
-        from agenttest.runner.scheduling import run_case
+        from agenttest.runner.case import run_case
         from agenttest.runner.local.wire import tapes_of
         from agenttest.runtime import fdcapture
 

@@ -19,7 +19,9 @@ from agenttest.model import CaseResult, Plan
 from agenttest.resolution import planning
 from agenttest.runner import containment, processes, slots
 from agenttest.runner.local.wire import EAGER, HEARTBEAT, STOP_GRACE, Channel, tapes_of
-from agenttest.runner.scheduling import Unit, internal_error, run_case, units
+from agenttest.runner.capture import internal_error
+from agenttest.runner.case import run_case
+from agenttest.runner.scheduling import Unit, units
 from agenttest.runtime import fdcapture, usercalls
 
 

@@ -21,7 +21,7 @@ from agenttest import model
 from agenttest.agents.caller import Caller
 from agenttest.connectors.cassettes import Cassettes, cassette_name
 from agenttest.model import Case, CaseResult
-from agenttest.runner.scheduling import AFTER_GRACE
+from agenttest.runner.case import AFTER_GRACE
 from agenttest.speed import records
 
 

@@ -22,7 +22,8 @@ from agenttest.runner import processes, slots
 from agenttest.runner.controller import StartFailed, WorkerLost
 from agenttest.runner.local.child import child
 from agenttest.runner.local.wire import HEARTBEAT, SILENCE, STOP_GRACE, Channel, absorb
-from agenttest.runner.scheduling import Unit, internal_error
+from agenttest.runner.capture import internal_error
+from agenttest.runner.scheduling import Unit
 
 
 class LocalWorker:
