@@ -42,11 +42,28 @@ SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}  # 
 
 
 class Option(click.Option):
-    """An option that belongs to a section of ``--help``."""
+    """An option that belongs to a section of ``--help``; ``formats`` fills ``{formats}`` in its help, when the help
+    is shown, with the formats the registry knows (``reporting.formats``: ``report`` or ``comparison``)."""
 
-    def __init__(self, *args: Any, section: str = "Other", **kwargs: Any):
+    def __init__(self, *args: Any, section: str = "Other", formats: str = "", **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.section = section
+        self.formats = formats
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        if self.formats and self.help and "{formats}" in self.help:
+            from agenttest.reporting import formats
+
+            known = formats.report_formats() if self.formats == "report" else _comparison_formats()
+            self.help = self.help.replace("{formats}", " ".join(known))
+        return super().get_help_record(ctx)
+
+
+def _comparison_formats() -> list[str]:
+    from agenttest.history import diffs  # noqa: F401 — registers the built-in comparison formats
+    from agenttest.reporting import formats
+
+    return formats.comparison_formats()
 
 
 # flags of ``yao agent test`` that agent-test does not have, and what to use instead
@@ -339,7 +356,7 @@ def main() -> None:
               metavar="LEVEL", cls=Option, section="Output",
               help="Level of every interval: Wilson per case, the bootstrap over cases for the suite (docs/statistics.md).")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE", cls=Option, section="Output",
-              help="Report file, repeatable; format by extension: .json .jsonl .md .html .xml; missing folders are made  [default: reports/output-<timestamp>.json in the app root, for a case file]")
+              formats="report", help="Report file, repeatable; format by extension: {formats}; missing folders are made  [default: reports/output-<timestamp>.json in the app root, for a case file]")
 @click.option("--report-world", type=click.Choice(["full", "changes"]), default="full", show_default=True, cls=Option, section="Output",
               help="What reports keep of each case's tool world: the initial and final world and their changes, or the changes only.")
 @click.option("--calls", type=click.Choice(["none", "failed", "all"]), default="failed", show_default=True, cls=Option, section="Output",
@@ -395,7 +412,7 @@ def run_command(**flags: Any) -> None:
 @click.argument("base", metavar="BASE")
 @click.argument("new", metavar="NEW")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
-              help="Also write the comparison, repeatable: .md (a pull-request comment), .html or .json  [default: the console only]")
+              cls=Option, formats="comparison", help="Also write the comparison, repeatable: {formats} (.md: a pull-request comment)  [default: the console only]")
 @click.option("--fail-on-regression", "fail_on", is_flag=False, flag_value="significant", default=None, type=click.Choice(["significant", "any"]),
               metavar="[=any]", help="Exit 1 on a significant regression (the paired test of the suite at --alpha, or a case's "
               "Fisher test after Holm) or when NEW was cut short before a case of BASE; =any: when any case passed in BASE and not in NEW  [default: exit 0]")
@@ -499,7 +516,7 @@ def rescore_command(ctx: click.Context, report: str, inputs: tuple[str, ...]) ->
 @main.command("merge", short_help="Join the JSON reports of shards (--shard K/N) into one.", context_settings=SETTINGS)
 @click.argument("reports", nargs=-1, required=True, metavar="REPORT...")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
-              help="The merged report (several allowed); format by extension: .json .jsonl .md .html .xml")
+              cls=Option, formats="report", help="The merged report (several allowed); format by extension: {formats}")
 @click.option("--partial", is_flag=True, help="Join the shards there are when some are missing (never exits 0).")
 def merge_command(reports: tuple[str, ...], outputs: tuple[str, ...], partial: bool) -> None:
     """Join the JSON reports of shards (--shard K/N) into one report; exit 1 when a case did not pass.

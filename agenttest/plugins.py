@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
@@ -32,8 +34,12 @@ class Registry(Generic[T]):
     def defer(self, name: str, module: str) -> None:
         """A built-in known by name at once and imported when first asked for (``-o x.html`` imports the HTML
         writer; a run without one never pays for it)."""
-        if name not in self._items:
+        if module not in sys.modules:  # one imported already registered what it holds
             self._deferred[name] = module
+
+    def pending(self, name: str) -> bool:
+        """Whether ``name``'s deferred built-in is yet to be imported (it will register the name, or add to it)."""
+        return name in self._deferred
 
     def add(self, name: str, item: T) -> T:
         self._items[name] = item
@@ -46,12 +52,16 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T | None:
         module = self._deferred.pop(name, None)
-        if module is not None and name not in self._items:
+        if module is not None:  # a deferred built-in: imported now, it registers the name (or adds to what it holds)
             importlib.import_module(module)
         return self._items.get(name)
 
     def names(self) -> list[str]:
         return sorted({*self._items, *self._deferred})
+
+    def known(self) -> list[str]:
+        """Every name, deferred ones included, in the order they became known (the built-ins' order first)."""
+        return list(dict.fromkeys([*self._deferred, *self._items]))
 
     def values(self) -> list[T]:
         return [item for item in (self.get(n) for n in self.names()) if item is not None]
@@ -82,10 +92,11 @@ class Registry(Generic[T]):
 
 ASSERTIONS: Registry[Any] = Registry("assertion type")  # name → assertions.registry.AssertionType
 CONNECTORS: Registry[Any] = Registry("connector type")  # type name → factory(ConnectorSpec) → Connector
-REPORTS: Registry[Any] = Registry("report format")  # file extension → render(RunReport) → text or chunks
+REPORTS: Registry[Any] = Registry("report format")  # file extension → reporting.formats.ReportFormat (a run's report; a comparison's)
 SOURCES: Registry[Any] = Registry("input source")  # -i prefix ("agents:") → factory(text after it) → Source
 MODES: Registry[Any] = Registry("mode")  # name → a mode (run, partial; optional claims(case) and fields)
 
+<<<<<<< HEAD
 # Every built-in plug-in, listed once; each module registers what it holds when imported.
 BUILTINS = (
     "agenttest.assertions.static", "agenttest.assertions.judge", "agenttest.assertions.script", "agenttest.assertions.state",
@@ -97,26 +108,51 @@ BUILTINS = (
     "agenttest.modes.standard", "agenttest.modes.dynamic", "agenttest.modes.scripted", "agenttest.modes.scripttest",
     "agenttest.modes.scenario", "agenttest.inputs.formats.b.source", "agenttest.modes.judged",
 )
+=======
+@dataclass(frozen=True)
+class Builtin:
+    """A built-in plug-in module: it registers what it holds when imported, as a third party's does. ``reports``:
+    the report formats it registers, known by name from the start (the CLI's help, ``-o``'s did-you-mean) and
+    imported when first asked for — a run that writes JSON only never imports the HTML viewer."""
+>>>>>>> acdb32f (One format registry: a report format (REPORTS: extension → ReportFormat) writes a run's report and, when it can, a comparison of two runs — history.diffs registers the .md, .html and .json comparisons (register_comparison) — and the CLI's help (-o of run and merge, diff -o), -o's check and diff -o's check and writing all read it; DEFERRED is a field of the built-in's entry (Builtin(module, reports=…)); a deferred module is imported when asked for even once a comparison was added under its name; the conftest fixture keeps the assertion registry with the built-ins registered first (issue 52))
 
-# Built-ins imported only when asked for by name (kind, name, module); each is in BUILTINS too.
-DEFERRED = (
-    (REPORTS, ".md", "agenttest.reporting.markdown"), (REPORTS, ".html", "agenttest.reporting.html"),
-    (REPORTS, ".xml", "agenttest.reporting.junit"),
+    module: str
+    reports: tuple[str, ...] = ()
+
+
+# Every built-in plug-in, listed once.
+BUILTINS = (
+    Builtin("agenttest.assertions.static"), Builtin("agenttest.assertions.judge"), Builtin("agenttest.assertions.script"),
+    Builtin("agenttest.assertions.state"), Builtin("agenttest.assertions.trajectory"), Builtin("agenttest.assertions.budget"),
+    Builtin("agenttest.assertions.cel"),
+    Builtin("agenttest.connectors.openai"), Builtin("agenttest.connectors.mock"),
+    Builtin("agenttest.reporting.jsonfile", reports=(".json", ".jsonl")), Builtin("agenttest.reporting.markdown", reports=(".md",)),
+    Builtin("agenttest.reporting.html", reports=(".html",)), Builtin("agenttest.reporting.junit", reports=(".xml",)),
+    Builtin("agenttest.inputs.sources.messages"), Builtin("agenttest.inputs.sources.generators"),
+    Builtin("agenttest.modes.standard"), Builtin("agenttest.modes.dynamic"), Builtin("agenttest.modes.scripted"),
+    Builtin("agenttest.modes.scripttest"), Builtin("agenttest.modes.scenario"), Builtin("agenttest.inputs.formats.b.source"),
 )
 
 _loaded: set[str] = set()
 
 
+def index() -> None:
+    """Every deferred built-in known by name (once): nothing is imported."""
+    if "index" not in _loaded:
+        _loaded.add("index")
+        for builtin in BUILTINS:
+            for name in builtin.reports:
+                REPORTS.defer(name, builtin.module)
+
+
 def builtins() -> None:
-    """Import the built-in plug-ins (once)."""
+    """Import the built-in plug-ins (once); the deferred ones are known by name."""
+    index()
     if "builtins" not in _loaded:
         _loaded.add("builtins")
-        for registry, name, module in DEFERRED:
-            registry.defer(name, module)
-        deferred = {module for _, _, module in DEFERRED}
-        for module in BUILTINS:
-            if module not in deferred:
-                importlib.import_module(module)
+        for builtin in BUILTINS:
+            if not builtin.reports:
+                importlib.import_module(builtin.module)
 
 
 def load() -> None:

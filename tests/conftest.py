@@ -29,6 +29,7 @@ def _history_apart(tmp_path, monkeypatch):
 @pytest.fixture(autouse=True)
 def _assertion_registry():
     """Assertion types a test registers are gone after it (the case schema is derived from them)."""
+    from agenttest import assertions  # noqa: F401 — the built-in types registered before the registry is kept
     from agenttest.plugins import ASSERTIONS
 
     with ASSERTIONS.kept():

@@ -13,13 +13,13 @@ from agenttest.reporting.codec import paired_dict, result_dict
 from agenttest.model import CaseResult, RunReport
 from agenttest.reporting import evidence, viewer
 from agenttest.reporting.console import RULE, THIN, cut, safe
+from agenttest.reporting.formats import comparer, comparison_formats, register_comparison
 from agenttest.reporting.markdown import _code, _text
 from agenttest.util.files import prepare
 
 ICONS = {"regressed": "🔴", "fixed": "🟢", "still failing": "❌", "new": "🆕", "not run": "⏸", "removed": "➖", "flaky": "🟡",
          "changed": "🔄", "unchanged": "⚪"}
 COLORS = {"regressed": "31", "fixed": "32", "still failing": "31", "flaky": "33", "new": "36", "not run": "33", "removed": "2", "changed": "36"}
-FORMATS = (".md", ".html", ".json")
 
 
 def headline(comparison: Comparison) -> str:
@@ -130,7 +130,9 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
     }
 
 
-def to_markdown(comparison: Comparison) -> str:
+@register_comparison(".md")
+def to_markdown(comparison: Comparison, base: RunReport | None = None, new: RunReport | None = None) -> str:
+    """The comparison as a pull-request comment."""
     lines = [f"## agent-test: {headline(comparison)}", "",
              f"Comparing {_code(os.path.basename(comparison.base) or comparison.base)} → {_code(os.path.basename(comparison.new) or comparison.new)}.", "",
              *[line for n in comparison.notes for line in (f"> ⚠ {_text(n)}", "")]]
@@ -183,6 +185,7 @@ def _runs(d: CaseDiff, report: RunReport | None) -> list[dict[str, Any]]:
     return [result_dict(r) for r in (same_file or runs)]
 
 
+@register_comparison(".html")
 def to_html(comparison: Comparison, base: RunReport | None = None, new: RunReport | None = None) -> str:
     """The comparison in the viewer: regressions first, each changed case before and after in full."""
     data = to_dict(comparison)
@@ -194,21 +197,24 @@ def to_html(comparison: Comparison, base: RunReport | None = None, new: RunRepor
     return viewer.page("diff", {"diff": data}, "agent-test diff", _static(comparison))
 
 
-def render(comparison: Comparison, path: str, base: RunReport | None = None, new: RunReport | None = None) -> str:
-    ext = os.path.splitext(path)[1].lower()
-    if ext == ".md":
-        return to_markdown(comparison)
-    if ext == ".html":
-        return to_html(comparison, base, new)
+@register_comparison(".json")
+def to_json(comparison: Comparison, base: RunReport | None = None, new: RunReport | None = None) -> str:
     return json.dumps(to_dict(comparison), ensure_ascii=False, indent=2) + "\n"
+
+
+def render(comparison: Comparison, path: str, base: RunReport | None = None, new: RunReport | None = None) -> str:
+    """The comparison in the format of ``path``'s extension (checked by ``check_path``)."""
+    compare = comparer(os.path.splitext(path)[1].lower())
+    assert compare is not None, path
+    return compare(comparison, base, new)
 
 
 def check_path(path: str) -> None:
     """-o of ``diff``: a known format and a place that can be written (its folder made), before anything is read."""
     ext = os.path.splitext(path)[1].lower()
-    if ext not in FORMATS:
-        raise AgentTestError(f"-o {path}: diff writes {', '.join(FORMATS)}, not '{ext or '(none)'}'")
+    if comparer(ext) is None:
+        raise AgentTestError(f"-o {path}: diff writes {', '.join(comparison_formats())}, not '{ext or '(none)'}'")
     prepare(path)
 
 
-__all__ = ["KINDS", "check_path", "console_lines", "gate_lines", "headline", "regression_line", "render", "to_dict", "to_html", "to_markdown"]
+__all__ = ["KINDS", "check_path", "console_lines", "gate_lines", "headline", "regression_line", "render", "to_dict", "to_html", "to_json", "to_markdown"]

@@ -9,14 +9,15 @@ from agenttest.errors import AgentTestError, did_you_mean
 from agenttest.model import RunReport
 from agenttest.util.files import prepare, rescue, write_atomic
 from agenttest.util.secrets import Secrets
-from agenttest.reporting.formats import Render, register, registered, renderer
+from agenttest.reporting.formats import Render, register, renderer, report_formats
 from agenttest.reporting.jsonfile import Spool, json_chunks, to_json
 
 __all__ = ["Render", "Spool", "check_path", "extensions", "register", "render", "write", "write_atomic"]
 
 
 def extensions() -> list[str]:
-    return registered()
+    """The report formats, sorted (as -o's messages list them)."""
+    return sorted(report_formats())
 
 
 def check_path(path: str) -> None:
