@@ -96,25 +96,12 @@ REPORTS: Registry[Any] = Registry("report format")  # file extension → reporti
 SOURCES: Registry[Any] = Registry("input source")  # -i prefix ("agents:") → factory(text after it) → Source
 MODES: Registry[Any] = Registry("mode")  # name → a mode (run, partial; optional claims(case) and fields)
 
-<<<<<<< HEAD
-# Every built-in plug-in, listed once; each module registers what it holds when imported.
-BUILTINS = (
-    "agenttest.assertions.static", "agenttest.assertions.judge", "agenttest.assertions.script", "agenttest.assertions.state",
-    "agenttest.assertions.trajectory", "agenttest.assertions.budget", "agenttest.assertions.cel",
-    "agenttest.assertions.pairwise",
-    "agenttest.connectors.openai", "agenttest.connectors.mock",
-    "agenttest.reporting.jsonfile", "agenttest.reporting.markdown", "agenttest.reporting.html", "agenttest.reporting.junit",
-    "agenttest.inputs.sources.messages", "agenttest.inputs.sources.generators", "agenttest.inputs.sources.rescored",
-    "agenttest.modes.standard", "agenttest.modes.dynamic", "agenttest.modes.scripted", "agenttest.modes.scripttest",
-    "agenttest.modes.scenario", "agenttest.inputs.formats.b.source", "agenttest.modes.judged",
-)
-=======
+
 @dataclass(frozen=True)
 class Builtin:
     """A built-in plug-in module: it registers what it holds when imported, as a third party's does. ``reports``:
     the report formats it registers, known by name from the start (the CLI's help, ``-o``'s did-you-mean) and
     imported when first asked for — a run that writes JSON only never imports the HTML viewer."""
->>>>>>> acdb32f (One format registry: a report format (REPORTS: extension → ReportFormat) writes a run's report and, when it can, a comparison of two runs — history.diffs registers the .md, .html and .json comparisons (register_comparison) — and the CLI's help (-o of run and merge, diff -o), -o's check and diff -o's check and writing all read it; DEFERRED is a field of the built-in's entry (Builtin(module, reports=…)); a deferred module is imported when asked for even once a comparison was added under its name; the conftest fixture keeps the assertion registry with the built-ins registered first (issue 52))
 
     module: str
     reports: tuple[str, ...] = ()
@@ -124,13 +111,15 @@ class Builtin:
 BUILTINS = (
     Builtin("agenttest.assertions.static"), Builtin("agenttest.assertions.judge"), Builtin("agenttest.assertions.script"),
     Builtin("agenttest.assertions.state"), Builtin("agenttest.assertions.trajectory"), Builtin("agenttest.assertions.budget"),
-    Builtin("agenttest.assertions.cel"),
+    Builtin("agenttest.assertions.cel"), Builtin("agenttest.assertions.pairwise"),
     Builtin("agenttest.connectors.openai"), Builtin("agenttest.connectors.mock"),
     Builtin("agenttest.reporting.jsonfile", reports=(".json", ".jsonl")), Builtin("agenttest.reporting.markdown", reports=(".md",)),
     Builtin("agenttest.reporting.html", reports=(".html",)), Builtin("agenttest.reporting.junit", reports=(".xml",)),
     Builtin("agenttest.inputs.sources.messages"), Builtin("agenttest.inputs.sources.generators"),
+    Builtin("agenttest.inputs.sources.rescored"),
     Builtin("agenttest.modes.standard"), Builtin("agenttest.modes.dynamic"), Builtin("agenttest.modes.scripted"),
     Builtin("agenttest.modes.scripttest"), Builtin("agenttest.modes.scenario"), Builtin("agenttest.inputs.formats.b.source"),
+    Builtin("agenttest.modes.judged"),
 )
 
 _loaded: set[str] = set()

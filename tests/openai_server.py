@@ -120,7 +120,7 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             return True
 
-    def _generate(self, owner: "OpenAIServer", delay: float) -> bool:
+    def _generate(self, owner: OpenAIServer, delay: float) -> bool:
         """Spend ``delay`` seconds "generating"; False when the client left meanwhile (then nothing is sent).
         With ``finishes_abandoned``, a client that left is noticed only before and after, as llama-cpp-python
         notices it (a non-streaming generation, once started, runs to its end)."""
@@ -142,7 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(min(0.02, max(0.0, ends - time.monotonic())))
         return True
 
-    def _post(self, owner: "OpenAIServer", body: dict[str, Any]) -> None:
+    def _post(self, owner: OpenAIServer, body: dict[str, Any]) -> None:
         with owner.lock:
             generation = owner.generation  # requests left over from an earlier test do not count
             owner.in_flight += 1

@@ -16,6 +16,7 @@ from typing import Any
 from agenttest.connectors import ChatRequest, Connector, ConnectorSpec
 from agenttest.errors import AgentTestError, CallError, Location, Problem
 from agenttest.model import Case, Completion, ToolCall, Usage
+from agenttest.model.kinds import UsageSource
 from agenttest.model.parameters import CHAT_PARAMETERS
 from agenttest.connectors.requestdiff import first_difference, nearest
 from agenttest.util.text import loads
@@ -100,7 +101,7 @@ def completion_of(response: dict[str, Any]) -> Completion:
         raise CallError(str(response["error"]))
     calls = tuple(ToolCall(name=str(c.get("name", "")), arguments=c.get("arguments", {}), id=str(c.get("id", ""))) for c in response.get("tool_calls") or ())
     usage = response.get("usage") or {}
-    source = usage.get("source") if usage.get("source") in ("estimated", "unknown") else "endpoint"
+    source: UsageSource = "estimated" if usage.get("source") == "estimated" else "unknown" if usage.get("source") == "unknown" else "endpoint"
     return Completion(str(response.get("content") or ""), calls,
                       Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), int(usage.get("total_tokens", 0)),
                             source=source),

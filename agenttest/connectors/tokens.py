@@ -30,7 +30,7 @@ def encoder() -> Any:
         try:
             with warnings.catch_warnings():  # its data files are read through a deprecated importlib call
                 warnings.simplefilter("ignore", DeprecationWarning)
-                import bpe_openai  # type: ignore[import-untyped]
+                import bpe_openai  # type: ignore[import-untyped,import-not-found,unused-ignore]  # the tokens extra
 
                 _encoder = bpe_openai.get_encoding(ENCODING)
         except Exception:  # noqa: BLE001 — not installed, or broken: the usage is then unknown, said so

@@ -173,7 +173,8 @@ SHAPES: dict[type, tuple[Key, ...]] = {
     CallLog: (Key("messages"), Key("tools", when=_set), Key("exchanges")),
     CaseResult: (
         Key("id"), Key("name", when=_set), Key("description", when=_set), Key("tags", when=_set), Key("status"), Key("input"),
-        Key("output"), Key("output_from", when=_set), Key("truncated", when=_set), Key("error_by", when=_set), Key("duration_ms", put=_ms), Key("skip_reason", when=lambda r, v: r.status == "skipped" and bool(v)),
+        Key("output"), Key("output_from", when=_set), Key("truncated", when=_set), Key("error_by", when=_set), Key("duration_ms", put=_ms),
+        Key("skip_reason", when=lambda r, v: r.status == "skipped" and bool(v)),
         Key("error", when=_not_passed, put=lambda r: r.reasons[0], derived=True),  # read back by _result_fields
         Key("assertion_errors", when=_not_passed, put=lambda r: r.assertion_errors, derived=True),
         Key("run"), Key("assertions"), Key("tool_calls"), Key("usage"), Key("simulator", when=_given), Key("turns", when=_conversation), Key("checkpoints", when=_dynamic),
