@@ -169,6 +169,11 @@ def test_a_third_party_input_source_and_mode_load_through_the_entry_point(tmp_pa
     r = subprocess.run([sys.executable, "-m", "agenttest", "-i", "inline:" + json.dumps(typo), "-n", "bot", "--app", str(app)],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "'echo_bak' is not a field; did you mean 'echo_back'?" in r.stderr, r.stderr
+    # the mode is open: --list names the plug-in mode that claims a case, a built-in's name the others
+    mixed = [*cases[:1], {"id": "plain", "input": "hi"}]
+    r = subprocess.run([sys.executable, "-m", "agenttest", "-i", "inline:" + json.dumps(mixed), "-n", "bot", "--app", str(app), "--list"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "good  echo  " in r.stdout and "plain  standard  " in r.stdout, r.stdout + r.stderr
 
 
 def test_built_in_report_formats_are_known_at_once_and_imported_when_asked_for(tmp_path):

@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from agenttest import modes
 from agenttest.errors import AgentTestError
 from agenttest.inputs.documents import SUFFIXES
 from agenttest.model import Case
@@ -31,7 +32,7 @@ def list_cases(cases: Iterable[Case], out: TextIO, secrets: Secrets | None = Non
     count = 0
     for case in cases:
         tags = f" [{', '.join(case.tags)}]" if case.tags else ""
-        out.write(printable(hide(f"{case.id}  {case.mode}{tags}  {case.location}")) + "\n")
+        out.write(printable(hide(f"{case.id}  {modes.name_of(case)}{tags}  {case.location}")) + "\n")
         count += 1
     out.write(f"{count} {'case' if count == 1 else 'cases'} selected\n")
 

@@ -30,7 +30,7 @@ from agenttest.model.evidence import Calibration, Disagreement, Estimate, Eviden
 from agenttest.model.diagnostics import Diagnostics
 from agenttest.model.keys import CaseKey
 from agenttest.model.plan import Plan, ResolvedCase, RunSettings
-from agenttest.model.kinds import FaultKind, Message, Mode, OutputFrom, Role, Status, UsageSource
+from agenttest.model.kinds import BuiltinMode, FaultKind, Message, Mode, OutputFrom, Role, Status, UsageSource
 from agenttest.model.results import (
                       AssertionResult,
                       CaseResult,
@@ -51,6 +51,7 @@ __all__ = [
     "AssertionResult",
     "AssertionSpec",
     "Budget",
+    "BuiltinMode",
     "Calibration",
     "CallLog",
     "Case",

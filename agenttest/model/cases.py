@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from agenttest.errors import Location
 from agenttest.model.calls import ToolCall
-from agenttest.model.kinds import FaultKind, Message, Mode, OutputFrom
+from agenttest.model.kinds import BuiltinMode, FaultKind, Message, OutputFrom
 from agenttest.model.scenario import Scenario
 
 
@@ -150,7 +150,8 @@ class Case:
         return self.raw.get("input")
 
     @property
-    def mode(self) -> Mode:
+    def mode(self) -> BuiltinMode:
+        """The built-in mode the case's fields make it (a plug-in mode may claim it: ``modes.name_of``)."""
         if self.given is not None:
             return "judged"
         if self.script is not None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 Status = Literal["passed", "failed", "error", "timeout", "skipped"]
-Mode = Literal["standard", "dynamic", "scripted", "script", "scenario", "judged"]
+BuiltinMode = Literal["standard", "dynamic", "scripted", "script", "scenario", "judged"]  # what a case's own fields make it
+Mode = str  # a mode's registered name: a built-in's, or a plug-in mode's (one that claims the case)
 Role = Literal["agent", "simulator", "validator", "generator"]
 FaultKind = Literal["error", "timeout", "malformed", "empty", "rate_limit", "server_error", "permission_denied"]
 OutputFrom = Literal["text", "tool_result"]  # what an agent's output is: its final reply, or its first tool result

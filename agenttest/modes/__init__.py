@@ -11,7 +11,7 @@ from agenttest import plugins
 from agenttest.model import Case
 from agenttest.modes.base import CaseEnv, Mode
 
-__all__ = ["CaseEnv", "Mode", "get"]
+__all__ = ["CaseEnv", "Mode", "get", "name_of"]
 
 
 _claiming: tuple[int, list[Mode]] = (-1, [])  # the registry's version, its modes with a claims()
@@ -28,3 +28,9 @@ def get(case: Case) -> Mode:
             return mode
     builtin: Mode = plugins.MODES.get(case.mode)  # type: ignore[assignment]  # every case.mode is a built-in
     return builtin
+
+
+def name_of(case: Case) -> str:
+    """The registered name of the mode that runs ``case``: a plug-in mode's that claims it, else its built-in's."""
+    mode = get(case)
+    return next((name for name, m in plugins.MODES.mapping.items() if m is mode), case.mode)
