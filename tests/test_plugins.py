@@ -242,3 +242,32 @@ def test_a_registry_kept_over_a_block_is_as_it_was_after_it():
     with reg.kept():
         pass
     assert reg.version == version + 3  # nothing changed: the version too
+
+
+def test_the_worked_examples_of_the_architecture_page_work(tmp_path):
+    """docs/architecture.md shows a new assertion type and a new report format as one file and one registration
+    each: both, run as written, are used by a case file and by -o."""
+    import re
+
+    import pytest
+
+    from agenttest import plugins
+    from agenttest.inputs.reading import parse_text
+    from agenttest.model import CaseKey, CaseResult, RunReport
+    from agenttest.reporting import formats, write
+
+    page = (REPO / "docs" / "architecture.md").read_text()
+    assertion, report_format = re.findall(r"### Worked example: [^\n]*\n.*?```python\n(.*?)```", page, re.S)
+    with plugins.ASSERTIONS.kept(), plugins.REPORTS.kept():
+        exec(compile(assertion, "starts_with.py", "exec"), {"__name__": "starts_with"})
+        exec(compile(report_format, "csv.py", "exec"), {"__name__": "reporting_csv"})
+        (case,) = parse_text(json.dumps({"id": "a", "input": "hi", "assert": {"type": "starts_with", "value": "Hel"}}), "c.jsonl")
+        assert case.assertions[0].type == "starts_with"
+        with pytest.raises(Exception, match="did you mean 'value'"):  # its fields are checked at load time
+            parse_text(json.dumps({"id": "a", "input": "hi", "assert": {"type": "starts_with", "valeu": "Hel"}}), "c.jsonl")
+        report = RunReport(results=(CaseResult(key=CaseKey(id="a", connector="m"), status="failed", error="why"),), started_at="",
+                           completed_at="", duration_ms=0.0)
+        assert ".csv" in formats.report_formats()
+        write(report, str(tmp_path / "r.csv"))
+        assert (tmp_path / "r.csv").read_text().splitlines() == ["id,connector,run,status,reason", "a,m,1,failed,why"]
+    assert ".csv" not in formats.report_formats()
