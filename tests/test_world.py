@@ -382,7 +382,7 @@ def case(**fields):
 
 
 def test_intercept_counts_calls_per_tool_with_server_prefixes():
-    world = ToolWorld(case(faults=(Fault("lookup", "error", at=(2,)),), mocks=(Mock(tool="lookup", times=2, returns=1),)), {})
+    world = ToolWorld(case(faults=(Fault(tool="lookup", kind="error", at=(2,)),), mocks=(Mock(tool="lookup", times=2, returns=1),)), {})
     outcomes = [world.intercept(name, {}) for name in ("mcp__lookup", "other", "lookup", "lookup", "lookup")]
     assert [(o.fault, o.mocked) if o else None for o in outcomes] == [(None, True), None, ("error", False), (None, True), None]
 

@@ -246,4 +246,4 @@ def mock_of(raw: dict[str, Any]) -> Mock:
 
 def fault_of(raw: dict[str, Any]) -> Fault:
     """A validated ``faults`` item → Fault."""
-    return Fault(raw["tool"], raw["kind"], tuple(raw.get("at") or ()), raw.get("rate"), raw.get("message"))
+    return Fault(tool=raw["tool"], kind=raw["kind"], at=tuple(raw.get("at") or ()), rate=raw.get("rate"), message=raw.get("message"))

@@ -81,7 +81,7 @@ class Mock:
     times: int | None = None  # uses; None: unlimited
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Fault:
     """A fault injected into calls of ``tool`` (a name or ``*``): at the given call numbers, at a rate, or always."""
 

@@ -12,7 +12,7 @@ from agenttest.errors import Location
 OPS = ("create", "read", "update", "list", "delete", "search")  # what a pack's tool does to its collection
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorldTool:
     """A tool the case's world brings (a pack's ``email.send``): offered to the agent beside its own tools,
     acting on ``world[pack][collection]`` by ``op`` — or, with ``function``, a Python function ``fn(ctx, **args)``."""
@@ -83,7 +83,7 @@ def model_name(dotted: str) -> str:
     return f"{pack.replace('.', '_')}__{tool}" if dot else dotted
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScenarioRecord:
     """What a scenario's run adds to its result: the reproduction identity, why it stopped (``BUDGET_EXCEEDED``),
     the virtual clock at its end, the turns delivered and the world events that happened, each at its virtual time."""

@@ -53,7 +53,7 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
-    result = CaseResult(id=case.id, status=status, name=case.name, input=case.input, error=error, tool_calls=tuple(in_order(trace.tool_calls)), usage=trace.agent_usage)
+    result = CaseResult(status=status, name=case.name, input=case.input, error=error, tool_calls=tuple(in_order(trace.tool_calls)), usage=trace.agent_usage)
     return _recorded(result, trace)
 
 

@@ -38,7 +38,7 @@ class BudgetExceeded(CallLimit):
 
 def iso(seconds: float) -> str:
     """A virtual time as ISO 8601 in UTC: ``2025-03-14T13:00:08Z``."""
-    moment = dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+    moment = dt.datetime.fromtimestamp(seconds, dt.UTC)
     text = moment.isoformat(timespec="milliseconds" if seconds % 1 else "seconds")
     return text.replace("+00:00", "Z")
 
@@ -151,7 +151,7 @@ class ScenarioRun:
         if turn.when and not self._holds(turn, number):
             return {"status": TURN_NOT_READY, "turn": number}
         self.delivered.append({"turn": number, "vt": iso(self.call_vt), "user": turn.user})
-        for i, event in enumerate(turn.events):
+        for event in turn.events:
             at = self.call_vt + event.at if event.relative else event.at
             self.due.append((at, len(self.due), event))
         self.due.sort(key=lambda d: (d[0], d[1]))

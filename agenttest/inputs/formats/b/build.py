@@ -256,7 +256,7 @@ class _Builder:
         self.identity.update(f"\0from_file:{value}:{worlds.digest_file(file)}".encode())
         for collection, data in worlds.fixture_rows(file, self.doc.problems):
             if collection not in pack.collections:
-                self.doc.problems.append(Problem(f"pack '{pack.name}' has no collection '{collection}'", Location(file), 
+                self.doc.problems.append(Problem(f"pack '{pack.name}' has no collection '{collection}'", Location(file),
                                                  reader.suggestion(collection, list(pack.collections), "collections"), reader.UNKNOWN_COLLECTION))
                 continue
             self.seed(world[pack.name][collection], data, pack.collections[collection], None)

@@ -20,7 +20,7 @@ TOOL_FIELDS = ("description", "op", "collection", "parameters", "defaults", "fie
 WRITES = ("create", "update", "delete")  # the ops a world event may use
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Pack:
     name: str
     collections: dict[str, str]  # collection → its key field
@@ -71,13 +71,13 @@ def load(path: str) -> Loaded:
             doc.add(reader.BAD_PACK, f"event '{event.name}' must create, update or delete (not {event.op!r})", ("events", event.name.split(".", 1)[1]))
     if doc.problems:
         return Loaded(problems=doc.problems)
-    return Loaded(Pack(name, collections, tools, events, digest.hexdigest(), path))
+    return Loaded(Pack(name=name, collections=collections, tools=tools, events=events, digest=digest.hexdigest(), path=path))
 
 
 def _collections(doc: reader.Document, value: Any) -> dict[str, str]:
     """``[inbox, sent]`` or ``{inbox: {key: id}}``: each collection and the field that identifies its entities."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return {v: "id" for v in value}
+        return dict.fromkeys(value, "id")
     if isinstance(value, dict):
         out = {}
         for name, spec in value.items():

@@ -198,5 +198,5 @@ def timestamp(value: Any) -> float:
     else:
         raise ValueError(f"{value!r} is not a time")
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
+        moment = moment.replace(tzinfo=dt.UTC)
     return moment.timestamp()
