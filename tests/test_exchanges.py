@@ -22,7 +22,7 @@ class Mocked:
 
 
 def pending(messages, tools=TOOLS, completion=None, **fields):
-    p = exchanges.Pending("agent", "mock", ChatRequest(messages, tools, {"seed": 7}), Mocked(), **fields)
+    p = exchanges.Pending(role="agent", connector="mock", request=ChatRequest(messages, tools, {"seed": 7}), source=Mocked(), **fields)
     exchanges.ended(p, completion)
     return p
 
@@ -50,7 +50,7 @@ def test_a_connector_that_makes_its_own_body_is_asked_for_it():
         def endpoint(self):
             return "http://127.0.0.1:1/v1/chat/completions"
 
-    p = exchanges.Pending("agent", "e", ChatRequest([SYSTEM]), Endpoint())
+    p = exchanges.Pending(role="agent", connector="e", request=ChatRequest([SYSTEM]), source=Endpoint())
     exchanges.ended(p, Completion("ok"))
     (call,) = exchanges.log_of([p]).exchanges
     assert call.url.endswith("/chat/completions") and call.parameters == {"model": "real", "stream": True} and call.tools == -1
@@ -70,11 +70,11 @@ def test_an_attachment_is_summarised_by_its_type_size_and_hash():
 
 
 def test_a_call_with_no_answer_says_why():
-    p = exchanges.Pending("agent", "mock", ChatRequest([SYSTEM]), Mocked())
+    p = exchanges.Pending(role="agent", connector="mock", request=ChatRequest([SYSTEM]), source=Mocked())
     exchanges.ended(p, None, asyncio.CancelledError())
     cancelled = exchanges.log_of([p]).exchanges[0]
     assert cancelled.response is None and cancelled.error.startswith("no answer: the call was cancelled")
-    open_call = exchanges.log_of([exchanges.Pending("agent", "mock", ChatRequest([SYSTEM]), Mocked())]).exchanges[0]
+    open_call = exchanges.log_of([exchanges.Pending(role="agent", connector="mock", request=ChatRequest([SYSTEM]), source=Mocked())]).exchanges[0]
     assert open_call.error == "no answer: the case ended while the call ran"
 
 

@@ -118,9 +118,9 @@ EFFECTS: dict[str, dict[str, Probe | str]] = {
     "faults": {m: ([{"tool": "peek", "kind": "empty"}], lambda a, b: a["tool_calls"][0].get("fault") == "empty" and not b["tool_calls"][0].get("fault")) for m in MODES},
     "output": {"standard": ("given", lambda a, b: a["output"] == "given" and not a["tool_calls"] and b["output"].startswith("seen:")),  # no agent call
                "dynamic": "a judge-only case (with 'output') cannot have 'checkpoints'"},
-    "tool_calls": {m: "'tool_calls' belongs to a judge-only case: give its 'output' too" for m in MODES},
-    "history": {m: "'history' belongs to a judge-only case: give its 'output' too" for m in MODES},
-    "judge": {m: "'judge' gates the judges of this case's labelled assertions, and it has none" for m in MODES},
+    "tool_calls": dict.fromkeys(MODES, "'tool_calls' belongs to a judge-only case: give its 'output' too"),
+    "history": dict.fromkeys(MODES, "'history' belongs to a judge-only case: give its 'output' too"),
+    "judge": dict.fromkeys(MODES, "'judge' gates the judges of this case's labelled assertions, and it has none"),
 }
 MARKED = {"before", "after"}  # their effect is the hook having run, seen in the marks file
 REFUSED_VALUES = {"skip_reason": "not today", "max_turns": 2, "simulator": {"use": "sim"}, "end": "simulator", "end_tools": ["peek"],

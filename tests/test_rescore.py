@@ -54,7 +54,7 @@ def test_a_changed_rubric_judges_the_recorded_outputs_and_compares_them_paired(r
     assert outputs[("c03", 1)] == "answer q03 run 1" and outputs[("c03", 2)] == "answer q03 run 2"  # each run's own output
     assert [r["status"] for r in data["results"] if r["id"] == "c03"] == ["passed", "failed"]
     sent = [json.loads(last_user(b)) for b in server.bodies()[-24:]]
-    assert {s["output"] for s in sent} == {o for o in outputs.values()} and all(s["criteria"] == "mentions:run 1" for s in sent)
+    assert {s["output"] for s in sent} == set(outputs.values()) and all(s["criteria"] == "mentions:run 1" for s in sent)
     assert result.exit_code == 1, result.output  # 12 of 12 cases worse: the sign-flip test says so
     assert "worse: -50.0 points" in result.output and "Baseline gate fails" in result.output
     assert data["metadata"]["options"]["baseline"] == str(base)

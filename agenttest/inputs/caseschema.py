@@ -223,6 +223,9 @@ def _simple_check(field: Schema) -> Any:
 
 # ---- the fast check ------------------------------------------------------------------------------
 
+CASE_KEYS = frozenset(CASE_FIELDS)  # a case's own keys (what a case file beside its list of cases may not set)
+
+
 def case_fields() -> dict[str, Schema]:
     """The fields of a case: the built-in ones and those the plug-in modes read (a mode's ``fields``)."""
     plugins.builtins()

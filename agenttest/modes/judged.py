@@ -23,13 +23,13 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
     results = await evaluate_all(expectations(case), obs)
     status = verdict(results)
     errored = next((r for r in results if r.error), None) if status == "error" else None
-    return CaseResult(id=case.id, name=case.name, status=status, input=said, output=output, error=errored.message if errored else "",
+    return CaseResult(name=case.name, status=status, input=said, output=output, error=errored.message if errored else "",
                       traceback=errored.traceback if errored else "", assertions=results, tool_calls=calls)
 
 
 def partial(case: Case, trace: Trace, status: Status, error: str) -> CaseResult:
     output = case.given.output if case.given is not None else None
-    return CaseResult(id=case.id, status=status, name=case.name, input=case.input, output=output, error=error)
+    return CaseResult(status=status, name=case.name, input=case.input, output=output, error=error)
 
 
 MODES.add("judged", sys.modules[__name__])  # the built-in mode registers as a plug-in would

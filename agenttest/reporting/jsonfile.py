@@ -222,10 +222,9 @@ def _shaped(cls: type) -> Callable[[Any, str, list[str]], None]:
             sep = comma
         append("{}" if sep is first else newline + "}")
 
-    if cls.__name__ in KEPT:
-        write = _kept(write)
-    _WRITERS[cls] = write
-    return write
+    writer = _kept(write) if cls.__name__ in KEPT else write
+    _WRITERS[cls] = writer
+    return writer
 
 
 # the parts of a result that the controller rebuilds as one object per value (runner/local/wire._SHARED: a verdict, a

@@ -22,7 +22,7 @@ from agenttest.model.parameters import request_options
 from agenttest.runtime.trace import Trace, current_role
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Pending:
     """One model call while it runs (mutable: the layers under the boundary fill it in)."""
 
@@ -66,7 +66,7 @@ async def served(purpose: str, awaitable: Any) -> Any:
 
 def begin(trace: Trace, connector: str, request: Any, source: Any) -> Pending:
     """A call of the current role through ``connector`` begins: kept in the case's trace, in the order calls begin."""
-    pending = Pending(current_role.get(), connector, request, source, trace.turn, current_purpose.get())
+    pending = Pending(role=current_role.get(), connector=connector, request=request, source=source, turn=trace.turn, served=current_purpose.get())
     trace.exchanges.append(pending)
     return pending
 

@@ -17,7 +17,7 @@ Thresholds = tuple[float | None, float | None]  # (min_agreement, min_kappa)
 SHOWN = 50  # disagreements a judge's record keeps (the report's results hold every verdict)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Tally:
     pairs: list[tuple[bool, bool]] = field(default_factory=list)
     disagreements: list[Disagreement] = field(default_factory=list)

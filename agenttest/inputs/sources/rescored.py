@@ -88,12 +88,12 @@ def rescored(loaded: Loaded, recorded: RunReport, name: str) -> Loaded:
     seen: set[tuple[str, str]] = set()
     parts: set[str] = set()
     for case in loaded.cases:
-        had = runs.get((case.file, case.id)) or _only(by_id.get(case.id))  # the same file, or the one case of that id
-        if had is None:
+        ran = runs.get((case.file, case.id)) or _only(by_id.get(case.id))  # the same file, or the one case of that id
+        if ran is None:
             continue
-        seen.add((had[0].file, case.id))
+        seen.add((ran[0].file, case.id))
         parts |= _left_out(case)
-        out.cases.append(_judged(case, had))
+        out.cases.append(_judged(case, ran))
     gone = [key for key in runs if key not in seen]
     if gone:
         shown = ", ".join(case_id for _, case_id in gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
