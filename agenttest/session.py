@@ -35,6 +35,7 @@ from agenttest.runner import execution, executors
 from agenttest.runner.controller import Pool, crashes
 from agenttest.runtime import fdcapture
 from agenttest.runtime.context import Identity, read_ctx
+from agenttest.runtime.exchanges import generated_calls
 from agenttest.runtime.trace import Trace, current_trace
 from agenttest.selection import lastfailed, shards
 from agenttest.selection.filters import select
@@ -226,6 +227,7 @@ class Session:
                     + crashes(done.state.ordered()))
         return decide(
             plan, done.ran(), self.config.confidence, self.config.alpha, generation=spend_of(self.generation.by_connector, self.generation.calls, catalog.prices),
+            generation_calls=generated_calls(self.generation, self.config.calls, done.state.ordered()),
             agent_id=header.agent, agent_path=catalog.agent(plan.agent).spec.path, connector=header.connector,
             simulator=header.simulator, input_source=", ".join(source.files) or ", ".join(self.config.inputs),
             output_file=(self.outputs or [""])[0], environment=caller.identity.environment(), options=self.config.options(),

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import calls  # noqa: E402
 import load  # noqa: E402
 import scaleout  # noqa: E402
 import viewer  # noqa: E402
@@ -322,6 +323,7 @@ class Bench:
             "mock_10k": lambda: load.mock_10k(self), "huge_mock": lambda: load.huge_mock(self), "first_request": lambda: load.first_request(self),
             **scaleout.workloads(self),
             "viewer": lambda: viewer.viewer(self),
+            "calls": lambda: calls.calls(self),
         }
 
     def all(self, only: str | None = None) -> None:
@@ -358,7 +360,8 @@ SMOKE_WORKLOADS = ("agent-test --help", "start-up: 1 case", "standard, 0 ms", "o
                    "in flight allowed (429 + Retry-After beyond)", "standard, 200 ms, --parallel 200", "SDK alone (create), same workload, runs interleaved",
                    "on the mock connector, --parallel 20 (memory", "standard on the mock connector (median of", "start-up to the first request",
                    "one worker process", "with --workers 2",
-                   "HTML report size vs its JSON report", "report to its first screen", "a filter chip applied", "a search applied")
+                   "HTML report size vs its JSON report", "report to its first screen", "a filter chip applied", "a search applied",
+                   "--calls none:", "--calls all:", "report keeping every call", "model call card opened")
 
 
 def main() -> None:

@@ -193,3 +193,18 @@ def test_a_replayed_call_says_so(app, server, tmp_path):
     (call,) = report(tmp_path / "replay.json")["results"][0]["calls"]["exchanges"]
     assert call["replayed"] is True and call["response"]["content"] == "recorded answer"
     assert call["url"] == f"{server.url}/chat/completions"  # where it would go: the copied request still has its endpoint
+
+
+def test_a_generators_calls_are_kept_in_the_summary(app, server, tmp_path):
+    app.agent("bot")
+    app.agent("gen", files={"prompts.yml": "- role: system\n  content: You generate.\n"})
+    cases = [{"id": "g1", "input": "hello", "assertions": [{"type": "contains", "value": "never"}]}]
+    server.responder = lambda req: Answer(json.dumps(cases) if req["messages"][0].get("content") == "You generate." else "hi")
+    assert cli("-i", "agents:gen?count=1", "-n", "bot", "-o", str(tmp_path / "r.json"), cwd=app.root).exit_code == 1
+    data = report(tmp_path / "r.json")
+    (call,) = data["summary"]["generation_calls"]["exchanges"]
+    assert call["role"] == "generator" and json.loads(call["response"]["content"]) == cases
+    assert data["summary"]["generation_calls"]["messages"][0] == {"role": "system", "content": "You generate."}
+    assert [e["role"] for e in data["results"][0]["calls"]["exchanges"]] == ["agent"]
+    assert cli("-i", "agents:gen?count=1", "-n", "bot", "--calls", "none", "-o", str(tmp_path / "n.json"), cwd=app.root).exit_code == 1
+    assert "generation_calls" not in report(tmp_path / "n.json")["summary"]

@@ -97,7 +97,7 @@ def _report(seed: int) -> RunReport:
         output_file="r.json", environment={"user_id": "u", "locale": "en-us"}, options={"runs": 3, "connectors": ["a", "b"]},
         interrupted=seed % 2 == 0, terminated=seed % 4 == 0,
         stopped_early=seed % 3 == 0, not_run=seed % 4, warnings=("w1", "w2"), gates=(gate,), matrix=("a", "b"),
-        generation=(Spend("generator", "mock", Usage(1, 2, 3), 1, None),),
+        generation=(Spend("generator", "mock", Usage(1, 2, 3), 1, None),), generation_calls=_calls(rng) if seed % 2 else None,
         load=(EndpointLoad(connector="mock", requests=10, rate_limited=2, absorbed=2, retries=1, overloaded=0, limit=4, lowest_limit=2, peak_in_flight=4, unreachable=False),),
     )
 

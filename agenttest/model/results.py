@@ -384,6 +384,7 @@ class RunReport:
     gates: tuple[Gate, ...] = ()  # one per case (× connector): the verdicts that decide the exit code
     matrix: tuple[str, ...] = ()  # the connectors of a model matrix (-c a,b), in order
     generation: tuple[Spend, ...] = ()  # what generating the cases cost (-i agents:…)
+    generation_calls: CallLog | None = None  # what the generators were sent and answered (--calls)
     load: tuple[EndpointLoad, ...] = ()  # per connector: requests, 429s absorbed, retries, concurrency
     evidence: Evidence | None = None  # intervals, matrix comparisons, judges (verdicts.evidence.of: made from the results when None)
 

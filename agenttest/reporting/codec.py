@@ -369,6 +369,8 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
         out["costs"] = spent
     if report.generation:
         out["generation"] = [spend_dict(sp) for sp in report.generation]
+    if report.generation_calls is not None:
+        out["generation_calls"] = encode(report.generation_calls)
     for flag in ("interrupted", "terminated", "stopped_early"):  # terminated: by SIGTERM, not Ctrl-C
         if getattr(report, flag):
             out[flag] = True
@@ -492,7 +494,8 @@ def report_of(data: Any) -> RunReport:
         terminated=get(summary, "terminated", bool, s, False),
         not_run=get(summary, "not_run", int, s, 0), warnings=get(meta, "warnings", tuple[str, ...], m, ()),
         gates=get(summary, "gates", tuple[Gate, ...], s, ()), matrix=get(summary, "matrix", tuple[str, ...], s, ()),
-        generation=get(summary, "generation", tuple[Spend, ...], s, ()), load=_load(summary.get("load"), s + ["load"]),
+        generation=get(summary, "generation", tuple[Spend, ...], s, ()), generation_calls=get(summary, "generation_calls", CallLog, s, None),
+        load=_load(summary.get("load"), s + ["load"]),
     )
 
 

@@ -114,6 +114,16 @@ def _is_failure(exc: BaseException) -> bool:
 # -- a case's calls made into its CallLog ---------------------------------------------------------------------------
 
 
+def generated_calls(generation: Trace, keep: str, results: Sequence[Any]) -> CallLog | None:
+    """The generators' calls (made while the cases were loaded), kept as a result's would be: ``all``, or ``failed``
+    when a generated case did not pass (where the cases came from explains them)."""
+    if not generation.exchanges or keep == "none":
+        return None
+    if keep == "failed" and all(r.status in ("passed", "skipped") for r in results):
+        return None
+    return log_of(generation.exchanges)
+
+
 def log_of(pending: Sequence[Pending]) -> CallLog:
     """The CallLog of a case's calls: each body as sent, each distinct message and tool list once."""
     table = _Table()

@@ -17,7 +17,7 @@ _UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", 
 
 @cache
 def asset(name: str) -> str:
-    """One of the viewer's files (viewer.js, viewer.css), as shipped in the package."""
+    """One of the viewer's files (viewer.js, calls.js, viewer.css), as shipped in the package."""
     return files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
@@ -40,5 +40,5 @@ def page(kind: Kind, data: dict[str, Any], title: str, static: str) -> str:
         # <noscript>: with JavaScript the static content is not even parsed into elements (a 10,000-row table costs seconds)
         f"<noscript><div id=\"static\">{static}</div></noscript><div id=\"app\"></div>"
         f"<script type=\"application/json\" id=\"agent-test-data\">{embed({'kind': kind, **data})}</script>"
-        f"<script>{asset('viewer.js')}</script></body></html>\n"
+        f"<script>{asset('calls.js')}\n{asset('viewer.js')}</script></body></html>\n"
     )

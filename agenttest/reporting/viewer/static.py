@@ -59,6 +59,10 @@ def _transcript(r: CaseResult) -> str:
         parts.append(f"<p><b>Tool calls</b></p><ul>{calls}</ul>")
     if r.world is not None:
         parts.append(_world(r))
+    if r.calls is not None and r.calls.exchanges:  # what each model was sent and answered: drawn by the viewer's script
+        n = len(r.calls.exchanges)
+        parts.append(f'<p class="meta">{n} model call{"s" if n != 1 else ""} kept (requests as sent, responses as received): '
+                     "shown with JavaScript on; the JSON report has them.</p>")
     return "".join(parts)
 
 

@@ -79,6 +79,8 @@
     return [{ role: "user", content: typeof input === "string" ? input : text(input) }];
   }
   function inputText(input) { return messages(input).map(m => contentText(m.content)).join("\n"); }
+  // what each model was sent and answered (calls.js, loaded before this file): cards under the turn or check they served
+  const CALLS = agentTestCalls({ h, text, ms, shorten, contentText });
 
   // ---- a run report as cases ---------------------------------------------------------------------------
   function verdictOf(runs, gate) {
@@ -221,7 +223,7 @@
       headerOf(report, cases, count), toolbar, table, more);
     refresh();
     performance.mark("viewer:rows");
-    put(overview, chartsOf(report, cases), warningsOf(report));
+    put(overview, passKOf(report), generationOf(report), chartsOf(report, cases), warningsOf(report));
 
     const failing = cases.filter(c => RANK[c.verdict] === 0);
     const byAnchor = new Map(cases.map(c => [c.anchor, c]));
@@ -267,6 +269,36 @@
       sum.costs && sum.costs.total != null ? card("Cost", money(sum.costs.total) + counted, "") : null)];
   }
 
+  // the suite's pass^k and pass@k (tau-bench's table) with their intervals; every k up to 12 runs, then some (as the console)
+  function shownK(n) { if (n <= 12) return [...Array(n).keys()]; return [1, 2, 3, 4, 5, 10, 20, 50, 100, 200, 500].filter(k => k < n).map(k => k - 1).concat([n - 1]); }
+  function passKOf(report) {
+    const sum = report.summary || {};
+    const tables = sum.pass_k ? [["", sum.pass_k]] : [];
+    for (const c of Object.keys(sum.pass_k_by_connector || {})) if ((sum.matrix || []).length) tables.push([c, sum.pass_k_by_connector[c]]);
+    if (!tables.length) return null;
+    const level = Math.round((sum.confidence || 0.95) * 1000) / 10 + "% CI";
+    const fig = (v, iv) => [h("span", { text: v.toFixed(3) }), iv ? h("span", { class: "interval", text: iv[0].toFixed(2) + "–" + iv[1].toFixed(2) }) : null];
+    const one = ([conn, t]) => {
+      const cols = shownK(t.k.length);
+      return h("div", { class: "passk", "data-connector": conn || null }, conn ? h("h3", { text: conn }) : null,
+        h("table", { class: "passk-table" }, h("thead", null, h("tr", null, h("th", { text: "k" }), cols.map(i => h("th", { text: t.k[i] })))),
+          h("tbody", null,
+            h("tr", { "data-row": "pass_hat" }, h("td", null, "pass^k", t.pass_hat_interval ? h("span", { class: "interval", text: level }) : null), cols.map(i => h("td", null, fig(t.pass_hat[i], (t.pass_hat_interval || [])[i])))),
+            h("tr", { "data-row": "pass_at" }, h("td", null, "pass@k", t.pass_at_interval ? h("span", { class: "interval", text: level }) : null), cols.map(i => h("td", null, fig(t.pass_at[i], (t.pass_at_interval || [])[i])))),
+            h("tr", { "data-row": "cases" }, h("td", { class: "meta", text: "cases" }), cols.map(i => h("td", { class: "meta", text: t.cases[i] }))))));
+    };
+    const first = tables[0][1];
+    return h("section", { id: "pass-k" }, h("h2", { text: "pass^k" }),
+      h("p", { class: "meta", text: "The chance that k runs of a case all pass (pass^k) or that one of them does (pass@k), unbiased over each case's runs, averaged over the " +
+        first.cases[0] + " cases that ran " + first.k[first.k.length - 1] + " times" + (shownK(first.k.length).length < first.k.length ? "; some k shown, the JSON report has each" : "") + "." }),
+      tables.map(one));
+  }
+
+  function generationOf(report) { // what the generators (-i agents:…) were sent and answered: where the cases came from
+    const log = (report.summary || {}).generation_calls;
+    return log ? section("How the cases were generated", CALLS.of({ calls: log, id: "generation" }, "generation").rest()) : null;
+  }
+
   function warningsOf(report) {
     const list = [...((report.metadata || {}).warnings || [])];
     for (const r of report.results || []) for (const w of r.warnings || []) list.push(r.id + ": " + w);
@@ -305,7 +337,8 @@
     return box;
   }
 
-  function runView(r) {
+  function runView(r, where) {
+    const C = CALLS.of(r, where);
     const reasons = r.status === "passed" ? [] : [r.error || r.skip_reason, ...(r.assertion_errors || [])].filter((x, i, a) => x && a.indexOf(x) === i);
     const usage = r.usage || {};
     return h("div", { class: "run" },
@@ -314,14 +347,16 @@
         r.cost != null ? " · " + money(r.cost) + usageMark(usage) : "", r.connector ? " · " + r.connector : "",
         r.truncated ? h("span", { class: "reason", "data-truncated": "true", text: " · reply cut at its token limit" }) : "",
         r.error_by ? h("span", { class: "reason", text: " · the " + (r.error_by === "validator" ? "judge" : r.error_by) + "'s error, not the agent's" }) : "",
-        (r.model_calls || []).length ? " · models: " + [...new Set(r.model_calls.map(m => m.role + " " + (m.model || m.connector)))].join(", ") : ""),
-      section("Conversation", conversation(r)),
-      (r.assertions || []).length ? section("Assertions", assertions(r.assertions)) : null,
+        (r.model_calls || []).length ? " · models: " + [...new Set(r.model_calls.map(m => (CALLS.ROLE[m.role] || m.role) + " " + (m.model || m.connector)))].join(", ") : "",
+        C.any ? " · " + plural(r.calls.exchanges.length, "model call") + " kept" : (r.model_calls || []).length && r.status !== "passed" ? " · model calls not kept (--calls none)" : ""),
+      section("Conversation", conversation(r, C)),
+      (r.assertions || []).length ? section("Assertions", assertions(r.assertions, C, "")) : null,
       (r.checkpoints || []).length ? section("Checkpoints", checkpoints(r.checkpoints)) : null,
       r.world ? section("World", world(r.world)) : null,
       ["stdout", "stderr", "traceback"].map(k => r[k] ? section(k, pre(r[k], k === "traceback" ? "reason" : "")) : null),
       (r.logs || []).length ? section("Logs", pre(r.logs.join("\n"))) : null,
-      (r.warnings || []).length ? section("Warnings", h("ul", null, r.warnings.map(w => h("li", { class: "warn", text: w })))) : null);
+      (r.warnings || []).length ? section("Warnings", h("ul", null, r.warnings.map(w => h("li", { class: "warn", text: w })))) : null,
+      C.any ? (x => x ? section("Other model calls", x) : null)(C.rest()) : null);  // last: what no turn or check claimed
   }
 
   function bubble(role, content, who) {
@@ -335,7 +370,15 @@
       h("div", { class: "meta small", text: "arguments" }), pre(c.arguments),
       c.error != null ? [h("div", { class: "reason small", text: "error" }), pre(c.error, "reason")] : [h("div", { class: "meta small", text: "result" }), pre(c.result)]);
   }
-  function conversation(r) {
+  function reply(output, who, truncated) { // the agent's bubble; an empty reply is said, never an empty box
+    if (output == null || output === "") return h("div", { class: "msg assistant empty", "data-empty": "true" }, h("span", { class: "who", text: who }), h("span", { class: "meta", text: "(empty reply)" }));
+    return bubble("assistant", text(output), who + (truncated ? " (cut at its token limit)" : ""));
+  }
+  function turnChecks(t, C) { // a scripted turn's own assertions, each with its judge's calls
+    return h("div", { class: "turn-checks" }, h("span", { class: "meta small", text: t.passed === false ? "this turn's checks: not all passed" : "this turn's checks" }),
+      assertions(t.assertions, C, "turn " + t.turn + " "));
+  }
+  function conversation(r, C) {
     const chat = h("div", { class: "chat" });
     if (r.simulator && (r.simulator.persona || r.simulator.goal || r.simulator.use)) {
       chat.append(h("div", { class: "sim" }, h("b", { text: "Simulator" }), r.simulator.use ? " " + r.simulator.use : "",
@@ -348,8 +391,10 @@
           t.simulator_reasoning ? h("div", { class: "reasoning", text: "simulator: " + t.simulator_reasoning }) : null,
           bubble("user", text(t.input) + ((t.attachments || []).length ? "\n+ " + t.attachments.join(", ") : "")),
           (t.tool_calls || []).map(toolCall),
-          t.error ? h("div", { class: "reason", text: t.error }) : bubble("assistant", text(t.output), "agent" + (t.truncated ? " (cut at its token limit)" : "")),
-          (t.checkpoints || []).length ? h("div", null, t.checkpoints.map(id => h("span", { class: "cp", "data-checkpoint": id, text: "✓ " + id }))) : null));
+          t.error ? h("div", { class: "reason", text: t.error }) : reply(t.output, "agent", t.truncated),
+          (t.checkpoints || []).length ? h("div", null, t.checkpoints.map(id => h("span", { class: "cp", "data-checkpoint": id, text: "✓ " + id }))) : null,
+          (t.assertions || []).length ? turnChecks(t, C) : null,
+          C.turn(t.turn), C.checks(t.turn)));
       }
       const missing = (r.checkpoints || []).filter(c => !c.reached);
       if (missing.length) chat.append(h("div", { id: "missing" }, h("span", { class: "meta", text: "missing checkpoints " }),
@@ -358,20 +403,22 @@
       for (const m of messages(r.input)) chat.append(bubble(m.role || "user", m.content));
       (r.tool_calls || []).forEach(c => chat.append(toolCall(c)));
       if (r.output_from === "tool_result") chat.append(h("div", { class: "meta", "data-output-from": "tool_result", text: "output: the first tool result (the agent's answer is its tool call)" }), pre(r.output));
-      else if (r.output != null && r.output !== "") chat.append(bubble("assistant", text(r.output), "agent"));
-      else if (r.status !== "skipped") chat.append(h("div", { class: "meta", text: (r.tool_calls || []).length ? "(the agent's last reply was empty)" : "(no output)" }));
+      else if (r.output != null && r.output !== "") chat.append(bubble("assistant", text(r.output), "agent" + (r.truncated ? " (cut at its token limit)" : "")));
+      else if (r.status !== "skipped") chat.append(h("div", { class: "msg assistant empty", "data-empty": "true" }, h("span", { class: "meta", text: (r.tool_calls || []).length ? "(the agent's last reply was empty)" : "(no output)" })));
+      put(chat, C.turn(1));
     }
     return chat;
   }
-  function assertions(list) {
-    return h("table", { class: "assertions" }, list.map(a => h("tr", { class: "assertion" },
+  function assertions(list, C, prefix) {
+    return h("table", { class: "assertions" }, list.map((a, i) => h("tr", { class: "assertion", "data-assertion": prefix + "assertion " + (i + 1) },
       h("td", { class: a.passed ? "passed" : "failed", text: a.passed ? "✓" : a.severity === "minor" ? "✗ minor" : "✗" }),
       h("td", null, a.id ? a.id + ": " : "", h("code", { text: a.type }), a.weight != null ? h("span", { class: "meta", text: " weight " + a.weight }) : null),
       h("td", null, a.message || (a.passed ? "" : "failed"), a.score != null ? h("span", { class: "meta", text: " score " + a.score }) : null,
         !a.passed && (a.expected != null || a.actual != null)
           ? h("div", { class: "ea" }, h("div", null, h("div", { class: "meta small", text: a.negated ? "expected not" : "expected" }), pre(a.expected)), h("div", null, h("div", { class: "meta small", text: "actual" }), pre(a.actual)))
           : a.checked ? h("div", { class: "meta small", text: shorten(a.checked, 200) })  // what it looked at ("not: …" when negated)
-          : a.expected != null ? h("div", { class: "meta small", text: "expected " + shorten(text(a.expected), 200) }) : null))));
+          : a.expected != null ? h("div", { class: "meta small", text: "expected " + shorten(text(a.expected), 200) }) : null,
+        C ? C.served(prefix + "assertion " + (i + 1)) : null))));
   }
   function checkpoints(list) {
     return h("ul", null, list.map(c => h("li", null, h("span", { class: c.reached ? "cp" : "cp missing", text: (c.reached ? "✓ " : "✗ ") + c.id }),
@@ -498,7 +545,7 @@
         const a = before[i], b = after[i];
         const [da, db] = words(a ? text(a.output) : "", b ? text(b.output) : "");
         const col = (r, out, title) => h("div", null, h("h3", null, title, " ", r ? badge(r.status) : h("span", { class: "meta", text: "(none)" })),
-          r ? [h("div", { class: "meta small", text: "output" }), h("pre", { class: "output" }, out), runView(r)] : null);
+          r ? [h("div", { class: "meta small", text: "output" }), h("pre", { class: "output" }, out), runView(r, title.split(" ")[0].toLowerCase() + " · " + label(x) + (r.run > 1 ? " run " + r.run : ""))] : null);
         runs.push(h("div", { class: "side", style: "grid-template-columns:1fr 1fr" }, col(a, da, "Before" + (pairs > 1 ? " · run " + (i + 1) : "")), col(b, db, "After" + (pairs > 1 ? " · run " + (i + 1) : ""))));
       }
       return h("div", null, nav, h("h1", null, badge(x.kind), " ", label(x)), h("p", { text: verdicts(x) }),
