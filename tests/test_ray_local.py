@@ -183,3 +183,14 @@ def test_under_ray_an_exit_is_not_a_segfault_and_a_segfault_is_an_error_not_a_ti
     # Ray's own lines (its raylet's, its C++ logs) are not the run's console
     assert [json.loads(line)["event"] for line in out.splitlines()][-1] == "summary"
     assert "(raylet)" not in out + err and not re.search(r"^\[\d{4}-\d\d-\d\d", err, re.M), err
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:1", "ray://127.0.0.1:1"])
+def test_an_address_where_no_ray_answers_is_exit_2_at_once_without_rays_own_lines(app_dir, tmp_path, address):
+    """Ray tries such an address for minutes, its C++ logs on stderr, deaf to Ctrl-C meanwhile."""
+    proc = start(app_dir, [{"id": "a", "input": "hi"}], "--ray-address", address, "-o", str(tmp_path / "r.json"))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, out + err
+    assert f"Error: --executor ray: cannot connect to Ray at {address}: connection refused" in err
+    assert "Traceback" not in err and not re.search(r"^\[\d{4}-\d\d-\d\d", err, re.M), err
+    assert not (tmp_path / "r.json").exists()

@@ -25,6 +25,7 @@ from agenttest.runner.scheduling import Unit
 from agenttest.runner.local.wire import SILENCE as LOCAL_SILENCE, absorb, seconds
 
 HEARTBEAT = 0.5
+CONNECT, START = 60.0, 300.0  # seconds to join a cluster by its address, to start a local Ray
 # an actor call crosses Ray's scheduler (and maybe a network): a ping gets longer to come back than a local worker's beat
 SILENCE = seconds("AGENTTEST_RAY_SILENCE", max(15.0, LOCAL_SILENCE))
 
@@ -39,6 +40,10 @@ class Actors:
         self.cluster: raycluster.Cluster | None = None
         self.actor_class: Any = None
         self._connecting = asyncio.Lock()
+        self._failed: AgentTestError | None = None  # joining Ray failed: every slot says so at once
+
+    def _address(self) -> str | None:
+        return self.config.ray_address or os.environ.get("RAY_ADDRESS") or None
 
     def _connect(self) -> None:
         """Join the cluster, or start a local Ray (``raycluster.join``), once."""
@@ -52,7 +57,17 @@ class Actors:
     async def __call__(self, slot: int) -> RayWorker:
         assert self.plan is not None
         async with self._connecting:  # off the loop: starting a local Ray takes seconds, and Ctrl-C must still work
-            await asyncio.to_thread(self._connect)
+            if self._failed is not None:
+                raise self._failed
+            try:
+                # Ray keeps trying an address that does not answer, for minutes: a run waits so long for none
+                await asyncio.wait_for(asyncio.to_thread(self._connect), CONNECT if self._address() else START)
+            except TimeoutError:
+                where = f"at {self._address()}" if self._address() else "(a local Ray)"
+                self._failed = AgentTestError(f"--executor ray: no answer from Ray {where} within "
+                                              f"{CONNECT if self._address() else START:g} s",
+                                              hint="check RAY_ADDRESS / --ray-address, or unset both to start a local Ray")
+                raise self._failed from None
         assert self.cluster is not None
         root = "" if self.cluster.shipped else self.caller.catalog.app.root
         cases = list(self.plan.cases)  # data only: each actor resolves its own hooks and connectors

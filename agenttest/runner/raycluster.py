@@ -14,6 +14,7 @@ import ipaddress
 import logging
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -72,6 +73,10 @@ def join(config: RunConfig, app_root: str) -> Cluster:
         return Cluster(address, started=False, shipped=False)
     if address is None:
         return _start_local()
+    refused = _probe(address)  # Ray tries an address that does not answer for minutes, its C++ logs on stderr
+    if refused is not None:
+        raise AgentTestError(f"--executor ray: cannot connect to Ray at {address}: {refused}",
+                             hint="check RAY_ADDRESS / --ray-address, or unset both to start a local Ray")
     env = {"working_dir": app_root, "excludes": excludes(app_root, config)}
     try:
         with _loopback_node() if _on_loopback(address) else contextlib.nullcontext():  # a Ray of this machine's, as given
@@ -114,6 +119,19 @@ def _start_local() -> Cluster:
         raise AgentTestError(f"--executor ray: the local Ray listened beyond loopback ({', '.join(open_to_all[:3])}); it was stopped",
                              hint="this Ray version cannot be kept on loopback: give a cluster you secured with --ray-address")
     return cluster
+
+
+def _probe(address: str, wait: float = 5.0) -> str | None:
+    """Why nothing answers at ``address`` (``host:port``, ``ray://host:port``), or None (it answers, or it is
+    not an address to try: ``auto``)."""
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=wait):
+            return None
+    except OSError as exc:
+        return (exc.strerror or str(exc) or type(exc).__name__).lower()
 
 
 def _on_loopback(address: str) -> bool:
