@@ -52,10 +52,10 @@ def _row(b: Any, name: str, seconds: float | None, target: str, met: bool | None
 TIME_FORMATS = """
 import json, sys, time
 from agenttest.reporting.codec import read
-from agenttest.reporting.formats import registered, renderer
+from agenttest.reporting.formats import renderer, report_formats
 report = read(sys.argv[1])
 took = {}
-for ext in registered():
+for ext in report_formats():
     best = None
     for _ in range(int(sys.argv[2])):
         start = time.perf_counter()
