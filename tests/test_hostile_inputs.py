@@ -350,10 +350,10 @@ def test_a_colon_inside_a_string_is_not_a_key_written_twice(bot):
 def test_a_preview_says_the_warnings_a_run_says(bot, mode):
     """--list and --dry-run check what a run checks: an unknown key ignored is said on stderr (stdout keeps
     the lines a program reads), as the run's header says it."""
-    path = bot.cases("cases.jsonl", [{"id": "w1", "input": "x", "foo": 1}, {"id": "w2", "input": "東京", "bar": {}}])
+    path = bot.cases("cases.jsonl", [{"id": "w1", "input": "x", "note": 1}, {"id": "w2", "input": "東京", "comment": {}}])
     ran, previewed = run(bot, "-i", str(path)), run(bot, "-i", str(path), mode)
     assert ran.exit_code == 0 and previewed.exit_code == 0
-    for text in (f"{path}:1:28: 'foo' is not a field of a case; ignored", f"{path}:2:39: 'bar' is not a field of a case; ignored"):
+    for text in (f"{path}:1:28: 'note' is not a field of a case; ignored", f"{path}:2:39: 'comment' is not a field of a case; ignored"):
         assert text in ran.stdout and f"warning: {text}" in previewed.stderr, (ran.stdout, previewed.stderr)
         assert text not in previewed.stdout
     if mode == "--dry-run":

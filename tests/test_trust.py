@@ -427,7 +427,7 @@ def test_same_id_in_two_files_each_result_names_its_file_and_chat_ids_differ(off
     assert xml.count(f'file="{one}"') == 1 and xml.count(f'file="{two}"') == 1
     (offline_app.root / "assistants/bot/tests/one.jsonl").write_text('{"id": "a", "input": "x"}\n{"id": "a", "input": "y"}\n')
     dup = cli("-i", str(one))
-    assert dup.exit_code == 2 and f"{one}:2:1: duplicate id 'a' (first used at line 1); ids must be unique in a file" in dup.stderr
+    assert dup.exit_code == 2 and f"{one}:2:8: duplicate id 'a' (first used at line 1); ids must be unique in a file" in dup.stderr
 
 
 PREVIEW_BAD = {

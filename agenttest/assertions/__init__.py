@@ -17,6 +17,7 @@ from agenttest.assertions.registry import (
     evaluate,
     evaluate_all,
     get,
+    meant,
     names,
     needs,
     register,
@@ -25,4 +26,4 @@ from agenttest.assertions.registry import (
 )
 
 __all__ = ["AssertionType", "Check", "CheckProblem", "Judge", "Need", "Observation", "check", "describe", "evaluate",
-           "evaluate_all", "get", "names", "needs", "register", "types", "version"]
+           "evaluate_all", "get", "meant", "names", "needs", "register", "types", "version"]

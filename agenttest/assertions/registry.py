@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agenttest.errors import did_you_mean
+from agenttest.errors import did_you_mean, typo_of
 from agenttest.speed.records import hot, replace
 from agenttest.plugins import ASSERTIONS
 from agenttest.model import AssertionResult, AssertionSpec, Case, Message, ToolCall
@@ -30,8 +31,10 @@ COMMON_FIELDS: dict[str, Schema] = {
     "id": {"type": "string", "description": "the assertion's own name, shown with its result"},
     "severity": {"enum": ["minor", "major"], "description": "minor: a failure is reported but never fails the case (default major)"},
     "weight": {"type": "number", "minimum": 0, "description": "its share of the case's weighted score (default 1)"},
+    "description": {"type": "string", "description": "a note for the reader; checks nothing"},
 }
-SHOWN_APART = ("type", "message", "negate", "options", "id", "severity", "weight")  # not what it checks
+SHOWN_APART = ("type", "message", "negate", "options", "id", "severity", "weight", "description")  # not what it checks
+MEANT = {"expected": "value", "expect": "value", "expected_value": "value"}  # keys other tools give the expected value
 
 
 class Judge(Protocol):
@@ -162,8 +165,7 @@ def check(params: dict[str, Any]) -> list[CheckProblem]:
     problems: list[CheckProblem] = []
     for key, value in params.items():
         if key not in spec.params:
-            hint = did_you_mean(key, spec.fields) or f"'{kind}' takes: {', '.join(sorted(spec.fields))}"
-            problems.append((key, f"'{key}' is not a field of a '{kind}' assertion", hint))
+            problems.append((key, f"'{key}' is not a field of a '{kind}' assertion", _unknown_hint(spec, key, params)))
         elif spec.params[key] and (key not in COMMON_FIELDS or key in ("id", "severity", "weight")):
             message = _schema_problem(spec.params[key], value)
             if message:
@@ -174,6 +176,27 @@ def check(params: dict[str, Any]) -> list[CheckProblem]:
         except (TypeError, AttributeError, KeyError, ValueError):
             pass  # a shape already reported above
     return problems
+
+
+def meant(spec: AssertionType, key: str) -> str | None:
+    """The parameter an unknown ``key`` of an assertion of type ``spec`` stands for: ``expected`` for ``value``
+    (Yao's case field, promptfoo's word), or a small misspelling."""
+    other = MEANT.get(key)
+    return other if other in spec.params else typo_of(key, spec.fields)
+
+
+def _unknown_hint(spec: AssertionType, key: str, params: dict[str, Any]) -> str:
+    """What an unknown key of an assertion was most likely meant as."""
+    if spec.name == "tool_called" and key in ("arguments", "args"):
+        name = json.dumps(params.get("name", params.get("value", "NAME")), ensure_ascii=False)
+        args = json.dumps(params[key], ensure_ascii=False)
+        return (f'\'tool_called\' checks arguments inside its value: "value": {{"name": {name}, "arguments": {args}}}; '
+                f'or use {{"type": "tool_args", "tool": {name}, "arguments": {args}}}')
+    other = meant(spec, key)
+    if other is not None:
+        return f"did you mean '{other}'?"
+    own = sorted(set(spec.params) - set(COMMON_FIELDS))
+    return f"'{spec.name}' takes {', '.join(own) or 'no parameters'} (and {', '.join(COMMON_FIELDS)})"
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {

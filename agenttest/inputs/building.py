@@ -13,6 +13,7 @@ from typing import Any
 
 from agenttest.accounting import budgets
 from agenttest.errors import Location, Problem
+from agenttest.inputs import unknown
 from agenttest.inputs.caseschema import plainly_valid
 from agenttest.inputs.documents import FILES, MAX_DEPTH, Document, KeyPolicy, Lines, Loaded, too_deep
 from agenttest.inputs.validation import Path, assertion_list, at_item, container, misnamed, schema_problems, semantic_problems, type_name
@@ -53,12 +54,15 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
             extra = semantic_problems(raw, default_simulator)
         except (TypeError, AttributeError, KeyError):
             extra = []  # a shape the schema already rejected
+        # an assertion's unknown key as its type says it, not as the schema does (unless both see the same typo)
+        named = {f.path: f.typo for f in extra if f.unknown}
+        found = [f for f in found if not (f.unknown and f.path in named and (f.typo is None or named[f.path] != f.typo))]
         seen = {f.path for f in found}
-        found = at_item(misnamed(found + [f for f in extra if f.path not in seen], raw, policy.is_error("")), raw)
+        found = at_item(misnamed(found + [f for f in extra if f.path not in seen], raw, not policy.lenient), raw)
         for f in found:
-            if not f.unknown or policy.is_error(f.typo):
-                hint = f.hint if not (f.unknown and policy.strict and not f.typo) else "unknown keys are errors with --strict"
-                path, key = f.path, f.key
+            error, f = unknown.judged(f, raw, policy.strict, policy.lenient) if f.unknown else (True, f)
+            if error:
+                path, key, hint = f.path, f.key, f.hint
                 if doc.node is not None and not f.unknown:  # what YAML made of plain text says more than a general hint
                     path, key, hint = yaml_hint(doc, path, key, f.message) or (path, key, hint)
                 loaded.problems.append(Problem(f.message, doc.locate(path, key), hint))

@@ -86,6 +86,8 @@ class Document:
             # a .jsonl line is read again only when a place inside it is needed: 100,000 cases need not keep their text
             if self.text is None and not full:
                 return Location(self.source, self.line_offset + 1, 1)
+            if self.text is None:
+                linecache.checkcache(self.source)  # a file written again since (by the same process) is read again
             text = self.text if self.text is not None else linecache.getline(self.source, self.line_offset + 1)
             line, col = line_col(text, json_offset(text, full, key))
             col += self.col_offset if line == 1 else 0

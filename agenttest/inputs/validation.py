@@ -72,11 +72,11 @@ def misnamed(found: list[Finding], raw: Any, typos_fail: bool = True) -> list[Fi
     for f in found:
         if f.unknown and f.typo is None:
             unknown.setdefault(f.path[:-1], []).append(f)
-        elif f.unknown and typos_fail:
+        elif f.unknown and (typos_fail or container(f.path) == "an assertion"):  # an assertion's typo always fails
             typos.add((f.path[:-1], f.typo))  # type: ignore[arg-type]
     if not unknown and not typos:
         return found
-    out = []
+    out, told = [], set()
     for f in found:
         need = None if f.unknown else _NEEDS.search(f.message)
         owner = f.path if f.path in unknown or any(t[0] == f.path for t in typos) else f.path[:-1]
@@ -84,6 +84,7 @@ def misnamed(found: list[Finding], raw: Any, typos_fail: bool = True) -> list[Fi
             continue  # said by the typo's own problem: 'inptu' … did you mean 'input'?
         if need is not None and len(unknown.get(owner, ())) == 1 and f"'{unknown[owner][0].path[-1]}'" not in f.message:
             key = unknown[owner][0]  # (a message that names the key already says what it is: 'contains' is a type)
+            told.add(key.path)  # its own problem would say it again
             f = f._replace(path=key.path, key=True,
                            hint=f"'{key.path[-1]}' is not a field of {container(key.path)}: did you mean '{need.group(1)}'?")
         elif f.unknown and f.typo is None and len(f.path) == 3 and f.path[0] == "mocks" and len(unknown[f.path[:-1]]) == 1:
@@ -91,7 +92,7 @@ def misnamed(found: list[Finding], raw: Any, typos_fail: bool = True) -> list[Fi
             if isinstance(mock, dict) and "returns" not in mock and "error" not in mock:
                 f = f._replace(hint="did you mean 'returns'? (a mock with neither 'returns' nor 'error' answers null)", typo="returns")
         out.append(f)
-    return out
+    return [f for f in out if not (f.unknown and f.path in told)] if told else out
 
 
 def at_item(found: list[Finding], raw: Any) -> list[Finding]:
@@ -200,6 +201,10 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
     out: list[Finding] = []
     if "assert" in raw and "assertions" in raw:
         out.append(Finding(("assertions",), "give 'assert' or 'assertions', not both", None, True))
+    listed = next((k for k in ("assert", "assertions") if raw.get(k) not in (None, [])), None)
+    if listed is not None and "expected" in raw:  # Yao lets 'assert' win and drops 'expected' without a word
+        out.append(Finding(("expected",), f"give '{listed}' or 'expected', not both: 'expected' would be ignored",
+                           f"check it among the assertions: {{\"type\": \"equals\", \"value\": …}} in '{listed}'", True))
     for path, params in assertion_list(raw, "assert") + assertion_list(raw, "assertions"):
         out += _assertion_problems(path, params)
     if "timeout" in raw and isinstance(raw["timeout"], (str, int, float)):
@@ -347,8 +352,7 @@ def _assertion_problems(path: Path, params: Any) -> list[Finding]:
         if field is None:
             out.append(Finding(path, message, hint, False))
         elif kind is not None and field in params and field not in kind.fields:
-            typo = typo_of(field, kind.fields)
-            out.append(Finding(path + (field,), message, f"did you mean '{typo}'?" if typo else hint, True, True, typo))
+            out.append(Finding(path + (field,), message, hint, True, True, assertions.meant(kind, field)))
         else:
             out.append(Finding(path + (field,), message, hint, field in params))
     return out
