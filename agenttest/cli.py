@@ -287,7 +287,7 @@ def main() -> None:
 @click.option("--dry-run", is_flag=True, cls=Option, section="Input and selection",
               help="Load (or generate) the cases and print them as JSON lines without running  [default: off]")
 @click.option("--strict", is_flag=True, cls=Option, section="Input and selection",
-              help="Unknown keys in cases, --ctx and package.yao are errors, not ignored with a warning  [default: off]")
+              help="Unknown keys in cases, --ctx and package.yao are errors, not ignored with a warning; a case that checks nothing fails  [default: off]")
 @click.option("--max-cases", default=10_000, show_default=True, type=click.IntRange(1, None), metavar="N", cls=Option,
               section="Input and selection", help="Most cases a file's scripted variants may make (counted before any is made).")
 @click.option("--app", "app", metavar="DIR", cls=Option, section="Input and selection",

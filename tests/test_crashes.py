@@ -56,7 +56,8 @@ def run(app_dir: Path, cases: list[dict], *args: str) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
-CASES = [{"id": "flaky", "input": "call abort_once"}, {"id": "other", "input": "call fine"}]
+DONE = {"type": "contains", "value": "done"}  # a case that checks something: --strict also fails one that checks nothing
+CASES = [{"id": "flaky", "input": "call abort_once", "assert": DONE}, {"id": "other", "input": "call fine", "assert": DONE}]
 
 
 def test_a_case_that_crashed_its_worker_once_passes_but_every_output_says_so(app_dir, tmp_path):

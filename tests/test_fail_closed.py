@@ -134,3 +134,57 @@ def test_an_assertions_description_is_a_note(books):
                         "--strict", "-v")
     assert result.exit_code == 0, result.output
     assert "count" in result.output and "description=" not in result.output and "a note" not in result.output
+
+
+# ---- item 9: a case that checks nothing says so -------------------------------------------------------
+
+NOTHING = [
+    {"id": "bare", "input": "hi"},
+    {"id": "empty", "input": "hi", "assert": []},
+    {"id": "checked", "input": "hi", "assert": {"type": "contains", "value": "count"}},
+    {"id": "optional", "simulator": {"script": ["hi"]},
+     "checkpoints": [{"id": "c", "required": False, "assert": {"type": "contains", "value": "zz"}}]},
+    {"id": "sim", "end": "simulator", "simulator": {"script": ["hi"]}},
+    {"id": "budgeted", "input": "hi", "budget": {"turns": 3}},
+    {"id": "expected", "input": "hi", "expected": {"count": 1}},
+    {"id": "skipped", "input": "hi", "skip": True},
+]
+SAID = ("4 cases (bare, empty, optional, sim) checked nothing but that the agent answered "
+        "(no assertion, expected, required checkpoint or budget).")
+
+
+def test_cases_that_check_nothing_are_counted_in_the_summary_and_every_report(books):
+    out = books.root / "r"
+    path, result = _run(books, NOTHING, "-o", f"{out}.json", "-o", f"{out}.md", "-o", f"{out}.xml", "-o", f"{out}.html", "-o", f"{out}.jsonl")
+    assert result.exit_code == 0, result.output  # Yao's rule stands: an answer passes them
+    assert ("⚠ 4 cases check nothing but that the agent answers (no assertion, expected, required checkpoint or budget): "
+            "bare, empty, optional, sim — they pass whenever it answers; add assertions, or --strict fails them") in result.stdout
+    assert f"  Checked nothing: {SAID}" in result.stdout
+    assert "✨ ALL TESTS PASSED ✨ (4 of them checked nothing but that the agent answered)" in result.stdout
+    data = report(f"{out}.json")
+    assert data["summary"]["checked_nothing"] == 4
+    assert [r["id"] for r in data["results"] if r.get("checked_nothing")] == ["bare", "empty", "optional", "sim"]
+    assert f"> ⚠ **Checked nothing:** {SAID}" in (books.root / "r.md").read_text()
+    xml = (books.root / "r.xml").read_text()
+    assert '<property name="checked_nothing" value="4" />' in xml and xml.count('<property name="checked_nothing" value="true" />') == 4
+    assert f"<b>Checked nothing:</b> {SAID}" in (books.root / "r.html").read_text()
+    lines = [json.loads(line) for line in (books.root / "r.jsonl").read_text().splitlines()]
+    assert sum(1 for line in lines if line.get("checked_nothing") is True) == 4
+
+
+def test_strict_fails_a_case_that_checks_nothing(books):
+    out = books.root / "r.json"
+    path, result = _run(books, NOTHING, "--strict", "-o", str(out))
+    assert result.exit_code == 1
+    rows = {r["id"]: r for r in report(out)["results"]}
+    assert {i for i, r in rows.items() if r["status"] == "failed"} == {"bare", "empty", "optional", "sim"}
+    assert rows["bare"]["error"] == ("checks nothing but that the agent answered (no assertion, expected, required checkpoint or "
+                                     "budget), which --strict does not pass: add assertions to the case")
+    assert "— they pass whenever it answers; --strict fails them" in result.stdout
+    path, result = _run(books, [NOTHING[2], NOTHING[5]], "--strict")
+    assert result.exit_code == 0 and "check nothing" not in result.stdout
+
+
+def test_a_literal_message_is_a_look_at_the_reply_not_a_case_that_checks_nothing(books):
+    result = cli("-i", "hello there", "-n", "bot", "--app", str(books.root), "--strict")
+    assert result.exit_code == 0 and "checked nothing" not in result.output

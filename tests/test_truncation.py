@@ -57,7 +57,7 @@ def test_every_report_says_a_reply_was_cut(cut, suffix, mark):
 
 def test_a_whole_reply_is_not_marked(app, server):
     app.agent("bot")
-    result, out = run(app, [{"id": "c", "input": "hi"}], "--strict")
+    result, out = run(app, [{"id": "c", "input": "hi", "assert": {"type": "regex", "pattern": "\\S"}}], "--strict")  # a case that checks
     (r,) = report(out)["results"]
     assert r["status"] == "passed" and "truncated" not in r
 

@@ -166,6 +166,17 @@ class Case:
     def dynamic(self) -> bool:
         return self.mode == "dynamic"
 
+    @property
+    def checks_nothing(self) -> bool:
+        """Whether it passes whenever the agent answers (Yao's rule for a case with no checks): no assertion, no
+        ``expected``, no required checkpoint, no turn's assertion. A script test checks itself, a scenario (seed format
+        B) has its own budgets and checks; a literal message (``-i "hello"``) is a look at the reply, not a test. (A
+        budget checks too: ``ResolvedCase`` knows it.)"""
+        if (self.assertions or self.has_expected or self.script is not None or self.scenario is not None
+                or self.location.file == "<message>"):
+            return False
+        return not any(cp.required for cp in self.checkpoints) and not any(t.assertions for t in self.turns)
+
     def locate(self, path: Sequence[Any] = (), key: bool = False) -> Location:
         """Where ``path`` inside this case was written; the case's own location when unknown."""
         return self.locator(path, key, self.location.line) if self.locator is not None else self.location

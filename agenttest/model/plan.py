@@ -51,6 +51,11 @@ class RunSettings:
     connector: str | None = None  # -c, one connector
     matrix: tuple[str, ...] = ()  # -c a,b: every case on each
 
+    @property
+    def checks_nothing(self) -> bool:
+        """Passes whenever the agent answers: the case checks nothing and has no budget to keep."""
+        return self.budget is None and self.case.checks_nothing
+
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:

@@ -142,6 +142,7 @@ class CaseResult:
     score: float | None = None  # the weighted score of its assertions (0–1), when any carries a weight
     scenario: ScenarioRecord | None = None  # a scenario's run (FORMATS §18)
     calls: CallLog | None = None  # every model call of the run as sent and answered (--calls keeps them)
+    checked_nothing: bool = False  # its case checks nothing but that the agent answers (Case.checks_nothing)
 
     @property
     def id(self) -> str:
@@ -410,6 +411,13 @@ class RunReport:
     def stability(self) -> tuple[Gate, ...]:
         """Yao's stability figures of a repeated run: the gate of each case (× connector) that ran, in order."""
         return tuple(g for g in self.gates if g.runs) if self.repeated else ()
+
+    @cached_property
+    def checked_nothing(self) -> list[str]:
+        """The ids of the cases that ran and check nothing but that the agent answers (each case × connector once, in
+        input order): they passed on an answer alone (or failed under --strict)."""
+        keys = dict.fromkeys((r.file, r.id, r.connector) for r in self.results if r.checked_nothing and r.status != "skipped")
+        return [case_id for _, case_id, _ in keys]
 
     @cached_property
     def files(self) -> frozenset[str]:

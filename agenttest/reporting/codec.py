@@ -179,7 +179,8 @@ SHAPES: dict[type, tuple[Key, ...]] = {
         Key("assertion_errors", when=_not_passed, put=lambda r: r.assertion_errors, derived=True),
         Key("run"), Key("assertions"), Key("tool_calls"), Key("usage"), Key("simulator", when=_given), Key("turns", when=_conversation), Key("checkpoints", when=_dynamic),
         Key("total_turns", when=_conversation, put=lambda r: len(r.turns), derived=True),
-        Key("turns_not_run", attr="not_run_turns", when=_set), Key("variants", when=_set), Key("world", when=_given),
+        Key("turns_not_run", attr="not_run_turns", when=_set), Key("variants", when=_set), Key("checked_nothing", when=_set),
+        Key("world", when=_given),
         Key("warnings", when=_set), Key("logs", when=_set), Key("file", when=_set),
         Key("line", when=lambda r, v: bool(r.file and v)), Key("connector", when=_set), Key("spend", when=_set),
         Key("cost", when=lambda r, v: bool(r.spend) and costs.total(r.spend) is not None, put=lambda r: _usd(costs.total(r.spend) or 0),
@@ -376,6 +377,8 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
             out[flag] = True
     if report.not_run:
         out["not_run"] = report.not_run
+    if report.checked_nothing:
+        out["checked_nothing"] = len(report.checked_nothing)
     if report.load:
         out["load"] = load_dict(report.load)
     return out

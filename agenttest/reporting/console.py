@@ -341,6 +341,8 @@ class Console:
         rows += [(k, v) for k, v in (("Errors", _errors(report, s["errors"])), ("Timeouts", s["timeouts"]), ("Skipped", s["skipped"])) if v]
         ran = s["total"] - report.not_run - s["skipped"]
         rows.append(("Pass Rate", words.pass_rate_text(report, s["pass_rate"]) + (f" (of the {ran} that ran)" if report.interrupted else "")))
+        if report.checked_nothing:
+            rows.append(("Checked nothing", figures.unchecked_text(report.checked_nothing)))
         took = format_duration(report.duration_ms / 1000)
         finished = len(report.results)  # an interrupted run: the tests that ran, not those selected
         if self.parallel > 1 and finished:
@@ -461,6 +463,9 @@ class Console:
             what = "cases × connectors" if report.matrix else ("case" if none == 1 else "cases")
             return self.paint(f"⚠ GATES PASSED — {none} {what} passed none of {'its' if none == 1 else 'their'} runs "
                               f"(min_pass_rate 0)", "yellow")
+        if report.checked_nothing:
+            n = len(report.checked_nothing)
+            return self.paint(f"✨ ALL TESTS PASSED ✨ ({n} of them checked nothing but that the agent answered)", "yellow")
         return self.paint("✨ ALL TESTS PASSED ✨", "green")
 
 

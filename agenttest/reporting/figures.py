@@ -34,7 +34,16 @@ def run_state(report: RunReport) -> list[tuple[str, str]]:
         out.append(("Partial merge:", f"shard{'s' if len(lacking) > 1 else ''} {', '.join(map(str, lacking))} missing — their cases are in no figure here."))
     if report.not_run:
         out.append(("Not run:", str(report.not_run)))
+    if report.checked_nothing:
+        out.append(("Checked nothing:", unchecked_text(report.checked_nothing)))
     return out
+
+
+def unchecked_text(ids: list[str]) -> str:
+    """``2 cases (a, b) checked nothing but that the agent answered`` (at most ten ids named)."""
+    shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+    return (f"{len(ids)} case{'s' if len(ids) > 1 else ''} ({shown}) checked nothing but that the agent answered "
+            "(no assertion, expected, required checkpoint or budget).")
 
 
 def percent(rate: float) -> str:

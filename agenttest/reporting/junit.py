@@ -71,7 +71,8 @@ def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate
     if first is not None and first.file:
         case.set("file", first.file)  # as pytest's JUnit: ids are unique per file only
     full = gate is not None and (gate.planned > 1 or bool(report.matrix) or gate.min_pass_rate < 1)
-    _properties(case, gate, full, tags=first.tags if first else (), confidence=evidence.of(report).confidence)
+    _properties(case, gate, full, tags=first.tags if first else (), confidence=evidence.of(report).confidence,
+                unchecked=first is not None and first.checked_nothing)
     if _single(runs, gate) and first is not None:
         _outcome(case, first)
     elif gate is not None and status in ("failed", "error"):
@@ -96,7 +97,7 @@ def _suite_properties(suite: ET.Element, report: RunReport) -> None:
               "pass_rate": round(rate.rate, 4) if rate is not None else None,
               "pass_rate_interval": f"{rate.low:.4f}-{rate.high:.4f}" if rate is not None else None,
               "confidence": known.confidence if rate is not None else None,
-              "cases": rate.cases if rate is not None else None}
+              "cases": rate.cases if rate is not None else None, "checked_nothing": len(report.checked_nothing) or None}
     for c in known.judges:  # each judge against the labels: judge.<validator>@<connector>.<figure>
         name = f"judge.{c.validator}@{c.connector}"
         values |= {f"{name}.labelled": c.labelled or None, f"{name}.agreement": _figure(c.agreement.rate if c.agreement else None),
@@ -108,9 +109,13 @@ def _suite_properties(suite: ET.Element, report: RunReport) -> None:
                 ET.SubElement(props, "property", name=key, value=str(value))
 
 
-def _properties(case: ET.Element, gate: Gate | None, full: bool, tags: tuple[str, ...] = (), confidence: float = evidence.CONFIDENCE) -> None:
-    """The case's tags, the gate's figures (with several runs, a lower gate or a matrix) and its cost (when priced)."""
+def _properties(case: ET.Element, gate: Gate | None, full: bool, tags: tuple[str, ...] = (), confidence: float = evidence.CONFIDENCE,
+                unchecked: bool = False) -> None:
+    """The case's tags, the gate's figures (with several runs, a lower gate or a matrix), its cost (when priced), and
+    ``checked_nothing`` for a case with nothing to check but an answer."""
     values: dict[str, object] = {"tags": ",".join(tags)} if tags else {}
+    if unchecked:
+        values["checked_nothing"] = True
     if gate is not None and full:
         interval = evidence.case_interval(gate, confidence)
         values |= {"runs": gate.runs, "planned": gate.planned, "passed": gate.passed, "pass_rate": round(gate.pass_rate, 4),

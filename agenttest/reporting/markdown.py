@@ -107,7 +107,7 @@ def _table(table: figures.Table) -> list[str]:
 
 def _state(report: RunReport, s: dict) -> list[str]:
     """Interrupted, stopped early, not run: said before anything else."""
-    lines = [f"> {'⚠ ' if label != 'Not run:' else ''}**{label}** {text}" for label, text in figures.run_state(report)]
+    lines = [f"> {'⚠ ' if label != 'Not run:' else ''}**{label}** {_text(text)}" for label, text in figures.run_state(report)]
     return lines + [""] if lines else []
 
 

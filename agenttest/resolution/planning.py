@@ -38,7 +38,19 @@ async def build(cases: list[Case], catalog: Catalog, agent_id: str | None, confi
         found += await mcp_tools(cases, catalog, agent_id) if agent_id else []
     if found:
         raise InputError(found)
-    return plan, Diagnostics.of(resolved.warnings)
+    return plan, Diagnostics.of(resolved.warnings, unchecked(plan))
+
+
+def unchecked(plan: Plan) -> list[str]:
+    """The warning that some cases check nothing but that the agent answers (they pass whenever it does), or none."""
+    ids = list(dict.fromkeys((i.case.file, i.case.id) for i in plan.items if i.checks_nothing and not i.case.skip))
+    if not ids:
+        return []
+    shown = ", ".join(case_id for _, case_id in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    what = "it" if len(ids) == 1 else "they"
+    then = f"--strict fails {'it' if len(ids) == 1 else 'them'}" if plan.config.strict else f"add assertions, or --strict fails {'it' if len(ids) == 1 else 'them'}"
+    return [f"{len(ids)} case{'s' if len(ids) > 1 else ''} check{'s' if len(ids) == 1 else ''} nothing but that the agent answers "
+            f"(no assertion, expected, required checkpoint or budget): {shown} — {what} pass whenever it answers; {then}"]
 
 
 def plan_of(cases: list[Case], agent_id: str | None, config: RunConfig, catalog: Catalog, resolved: Resolved | None = None) -> Plan:

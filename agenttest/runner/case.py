@@ -157,6 +157,10 @@ class CaseRun:
         if trace.notes:
             extra["warnings"] = (*result.warnings, *trace.notes)
         fdcapture.end(self.printed, self.printed.ran)
+        if self.item.checks_nothing:
+            extra["checked_nothing"] = True
+            if self.settings.strict and result.status == "passed" and "status" not in extra:
+                extra.update(status="failed", error=UNCHECKED)
         stdout, stderr = self.printed.text()
         if stdout or stderr:
             extra.update(stdout=stdout, stderr=stderr)
@@ -165,6 +169,10 @@ class CaseRun:
         if trace.exchanges and keeps(self.settings.calls, extra.get("status", result.status)):  # --calls: what each model was sent and answered
             extra["calls"] = exchanges.log_of(trace.exchanges)
         return replace(result, **extra) if extra else result  # as it is: identity is matched on it; what shows it hides the secrets
+
+
+UNCHECKED = ("checks nothing but that the agent answered (no assertion, expected, required checkpoint or budget), "
+             "which --strict does not pass: add assertions to the case")
 
 
 def truncated_marks(result: CaseResult, strict: bool) -> dict[str, Any]:

@@ -252,6 +252,11 @@
     if (lacking && lacking.length) banners.push("Partial merge: shard" + (lacking.length > 1 ? "s " : " ") + lacking.join(", ") + " missing — their cases are in no figure here.");
     const vacuous = (sum.gates || []).filter(g => g.verdict === "passed" && g.runs > 0 && g.passed === 0).length;
     if (vacuous) banners.push(vacuous + (vacuous === 1 ? " case passed its gate" : " cases passed their gates") + " with no passing run (min_pass_rate 0).");
+    if (sum.checked_nothing) {
+      const ids = [...new Set((report.results || []).filter(r => r.checked_nothing && r.status !== "skipped").map(r => r.id))];
+      banners.push("Checked nothing: " + sum.checked_nothing + (sum.checked_nothing === 1 ? " case (" : " cases (") + ids.slice(0, 10).join(", ")
+        + (ids.length > 10 ? " and " + (ids.length - 10) + " more" : "") + ") checked nothing but that the agent answered (no assertion, expected, required checkpoint or budget).");
+    }
     if (sum.not_run) banners.push("Not run: " + sum.not_run + ((sum.gates || []).some(g => g.planned > 1) || sum.matrix ? " runs" : ""));  // --runs, a matrix: runs, not cases
     const tokens = (sum.usage || {}).total_tokens || 0;
     const counted = usageMark(sum.usage);
