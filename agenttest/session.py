@@ -215,7 +215,7 @@ class Session:
         self.outputs = self._outputs(source, caller.catalog.app.root)
         spool = reporting.Spool() if any(o.lower().endswith(".json") for o in self.outputs) else None
         watch = Watch(self.config, plan, self.out, self.events, self.secrets, source.message is not None, len(source.files) > 1, spool)
-        watch.header(self.header, iso(time.time()), list(said))
+        watch.header(self.header, iso(time.time()), list(said + self.header.warnings))
         caller.catalog.traffic.listen(watch.warning)
         return watch
 
@@ -223,7 +223,7 @@ class Session:
         """5 decide: the report of what ran — verdicts, gates, costs — and what the run said."""
         catalog, header = caller.catalog, self.header
         assert header is not None
-        warnings = (said + done.state.warnings + self._short_secrets() + catalog.traffic.warnings() + filter(None, [fdcapture.warning()])
+        warnings = (said + header.warnings + done.state.warnings + self._short_secrets() + catalog.traffic.warnings() + filter(None, [fdcapture.warning()])
                     + crashes(done.state.ordered()))
         return decide(
             plan, done.ran(), self.config.confidence, self.config.alpha, generation=spend_of(self.generation.by_connector, self.generation.calls, catalog.prices),
@@ -231,7 +231,7 @@ class Session:
             agent_id=header.agent, agent_path=catalog.agent(plan.agent).spec.path, connector=header.connector,
             simulator=header.simulator, input_source=", ".join(source.files) or ", ".join(self.config.inputs),
             output_file=(self.outputs or [""])[0], environment=caller.identity.environment(), options=self.config.options(),
-            warnings=warnings.warnings, load=catalog.traffic.load())
+            warnings=warnings.warnings, load=catalog.traffic.load(), players=header.players)
 
     def verdict(self, report: RunReport, baseline: Baseline | None) -> tuple[ExitCode, Comparison | None]:
         """The exit code: the gates', or with --baseline the comparison's."""

@@ -188,3 +188,51 @@ def test_strict_fails_a_case_that_checks_nothing(books):
 def test_a_literal_message_is_a_look_at_the_reply_not_a_case_that_checks_nothing(books):
     result = cli("-i", "hello there", "-n", "bot", "--app", str(books.root), "--strict")
     assert result.exit_code == 0 and "checked nothing" not in result.output
+
+
+# ---- item 10: the header names who judges -------------------------------------------------------------
+
+def _cast(app):
+    app.agent("bot", connector="mock", files={"mock.yml": "default: hi\n"})
+    app.agent("judge", connector="mock", files={"mock.yml": 'default: \'{"passed": true, "reason": "fine"}\'\n'})
+    app.agent("sim", connector="mock", files={"mock.yml": 'default: \'{"message": "bye", "goal_achieved": true}\'\n'})
+    return app.cases("assistants/bot/tests/t.jsonl", [
+        {"id": "judged", "input": "hi", "assert": {"type": "agent", "use": "agents:judge", "value": "polite"}},
+        {"id": "talk", "simulator": {"use": "sim"}, "checkpoints": [{"id": "c", "assert": {"type": "contains", "value": "hi"}}]},
+        {"id": "real-judge", "input": "hi", "assert": {"type": "agent", "use": "agents:judge", "value": "polite", "options": {"connector": "fake"}}},
+    ])
+
+
+def test_a_judge_or_simulator_left_on_the_mock_under_a_real_agent_is_named_and_warned_of(app, tmp_path):
+    path = _cast(app)
+    out = tmp_path / "r"
+    result = cli("-i", str(path), "-c", "fake", "-o", f"{out}.json", "-o", f"{out}.md", "-o", f"{out}.xml")
+    assert "ℹ Connector: fake\n" in result.stdout and "ℹ Simulator: sim on mock\n" in result.stdout
+    assert "ℹ Judges: judge on mock, judge on fake\n" in result.stdout
+    judge = ("the validator judge runs on the mock connector 'mock' while the agent under test runs on 'fake': its verdicts are the "
+             "mock's canned rules, not a model's judgement — give it a connector of its own (\"options\": {\"connector\": …} on the "
+             "assertion, or its package.yao)")
+    sim = ("the simulator sim runs on the mock connector 'mock' while the agent under test runs on 'fake': the user it plays follows "
+           "the mock's canned rules — give it a connector of its own (simulator.options.connector, or its package.yao)")
+    assert f"⚠ {judge}\n" in result.stdout and f"⚠ {sim}\n" in result.stdout
+    data = report(f"{out}.json")
+    assert data["summary"]["roles"] == [{"role": "agent", "agent": "bot", "connector": "fake"},
+                                        {"role": "simulator", "agent": "sim", "connector": "mock", "mock": True},
+                                        {"role": "validator", "agent": "judge", "connector": "mock", "mock": True},
+                                        {"role": "validator", "agent": "judge", "connector": "fake"}]
+    assert judge in data["metadata"]["warnings"] and sim in data["metadata"]["warnings"]
+    roles = "agent bot on fake; simulator sim on mock (a mock); validator judge on mock (a mock); validator judge on fake"
+    assert f"- **Roles:** {roles}" in (tmp_path / "r.md").read_text()
+    assert f'<property name="roles" value="{roles}" />' in (tmp_path / "r.xml").read_text()
+    from agenttest.reporting.codec import read
+
+    assert [p.connector for p in read(f"{out}.json").players] == ["fake", "mock", "mock", "fake"]  # read back as written
+
+
+def test_all_on_the_mock_names_the_roles_without_a_warning(app, tmp_path):
+    path = _cast(app)
+    result = cli("-i", str(path), "-o", str(tmp_path / "r.json"))
+    assert "ℹ Judges: judge on mock, judge on fake\n" in result.stdout and "runs on the mock connector" not in result.output
+    plain = app.cases("assistants/bot/tests/plain.jsonl", [{"id": "a", "input": "hi", "assert": {"type": "contains", "value": "hi"}}])
+    result = cli("-i", str(plain), "-c", "fake", "-o", str(tmp_path / "p.json"))
+    assert "Judges" not in result.stdout and "roles" not in report(tmp_path / "p.json")["summary"]

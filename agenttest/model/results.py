@@ -12,7 +12,7 @@ from agenttest.model.calls import EndpointLoad, ModelCall, Spend, ToolCall, Usag
 from agenttest.model.evidence import Evidence, Judged
 from agenttest.model.exchanges import CallLog
 from agenttest.model.keys import CaseKey
-from agenttest.model.kinds import Status
+from agenttest.model.kinds import Role, Status
 from agenttest.model.scenario import ScenarioRecord
 
 
@@ -346,6 +346,17 @@ def pass_ats(n: int, c: int) -> tuple[float, ...]:
     return tuple(1 - h for h in pass_hats(n, n - c))
 
 
+@dataclass(frozen=True, slots=True)
+class Player:
+    """Who plays a role in a run and on which connector: the agent under test, a simulator, a validator (a judge).
+    ``mock``: that connector is of type ``mock`` (canned answers, no model)."""
+
+    role: Role
+    agent: str
+    connector: str
+    mock: bool = False
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunHeader:
     """What the console header and the report say about a run before it starts."""
@@ -361,6 +372,8 @@ class RunHeader:
     dynamic: bool = False  # every case is dynamic
     mixed: bool = False  # some cases are dynamic, some not
     notes: tuple[tuple[str, str], ...] = ()  # more header lines: ("Replay", "cassettes/ (every role)"), …
+    players: tuple[Player, ...] = ()  # each role's agent and connector (simulators and validators when there are any)
+    warnings: tuple[str, ...] = ()  # a judge or simulator on a mock under an agent on a model, …
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -388,6 +401,7 @@ class RunReport:
     generation_calls: CallLog | None = None  # what the generators were sent and answered (--calls)
     load: tuple[EndpointLoad, ...] = ()  # per connector: requests, 429s absorbed, retries, concurrency
     evidence: Evidence | None = None  # intervals, matrix comparisons, judges (verdicts.evidence.of: made from the results when None)
+    players: tuple[Player, ...] = ()  # each role's agent and connector, when a simulator or validator agent takes part
 
     def count(self, status: str) -> int:
         return self.summary.counts.get(status, 0)

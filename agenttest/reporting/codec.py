@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from agenttest.errors import AgentTestError, Location
 from agenttest.model import (Answer, AssertionResult, Calibration, CallLog, CaseKey, CaseResult, CheckpointResult, EndpointLoad, Estimate, Exchange, Gate,
-                             Judged, ModelCall, Paired, PassK, Retry, RunReport, Spend, ToolCall, Turn, Usage, WorldChange, WorldRecord)
+                             Judged, ModelCall, Paired, PassK, Player, Retry, RunReport, Spend, ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from agenttest.model.scenario import ScenarioRecord
 from agenttest.util.positions import json_offset, line_col
 from agenttest.util.text import safe_text
@@ -205,6 +205,7 @@ SHAPES: dict[type, tuple[Key, ...]] = {
                                        "std_ms": g.std_ms}, derived=True),  # read back by _gate_fields
         Key("tokens"), Key("cost", when=_given, put=_usd), Key("total_cost", when=_given, put=_usd),
     ),
+    Player: (Key("role"), Key("agent"), Key("connector"), Key("mock", when=_set)),
 }
 
 
@@ -338,6 +339,8 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
     }
     if report.simulator:
         out["simulator"] = report.simulator
+    if report.players:
+        out["roles"] = [encode(p) for p in report.players]
     out["usage"] = s.usage.as_dict()
     out["pass_rate"] = s.pass_rate
     out.update(evidence_dict(report))
@@ -498,7 +501,7 @@ def report_of(data: Any) -> RunReport:
         not_run=get(summary, "not_run", int, s, 0), warnings=get(meta, "warnings", tuple[str, ...], m, ()),
         gates=get(summary, "gates", tuple[Gate, ...], s, ()), matrix=get(summary, "matrix", tuple[str, ...], s, ()),
         generation=get(summary, "generation", tuple[Spend, ...], s, ()), generation_calls=get(summary, "generation_calls", CallLog, s, None),
-        load=_load(summary.get("load"), s + ["load"]),
+        load=_load(summary.get("load"), s + ["load"]), players=get(summary, "roles", tuple[Player, ...], s, ()),
     )
 
 

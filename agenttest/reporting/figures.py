@@ -10,7 +10,7 @@ from agenttest.util.durations import format_duration
 from agenttest.accounting.costs import counted, money, totals
 from agenttest.verdicts import evidence
 from agenttest.verdicts.gates import pass_k, runs_saved, shown
-from agenttest.model import CaseKey, Gate, RunReport, Usage
+from agenttest.model import CaseKey, Gate, Player, RunReport, Usage
 from agenttest.reporting import evidence as words
 
 MARK = {True: "✓", False: "✗"}
@@ -37,6 +37,11 @@ def run_state(report: RunReport) -> list[tuple[str, str]]:
     if report.checked_nothing:
         out.append(("Checked nothing:", unchecked_text(report.checked_nothing)))
     return out
+
+
+def players_text(players: tuple[Player, ...]) -> str:
+    """``agent bot on fake; validator judge on mock (a mock)``: who played each role, on which connector."""
+    return "; ".join(f"{p.role} {p.agent} on {p.connector}" + (" (a mock)" if p.mock else "") for p in players)
 
 
 def unchecked_text(ids: list[str]) -> str:

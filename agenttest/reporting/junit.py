@@ -11,7 +11,7 @@ from agenttest.verdicts import evidence
 from agenttest.verdicts.gates import runs_saved
 from agenttest.model import CaseResult, Gate, RunReport
 from agenttest.util.text import BIDI, as_text
-from agenttest.reporting.figures import percents
+from agenttest.reporting.figures import percents, players_text
 from agenttest.reporting.formats import register
 
 
@@ -97,7 +97,8 @@ def _suite_properties(suite: ET.Element, report: RunReport) -> None:
               "pass_rate": round(rate.rate, 4) if rate is not None else None,
               "pass_rate_interval": f"{rate.low:.4f}-{rate.high:.4f}" if rate is not None else None,
               "confidence": known.confidence if rate is not None else None,
-              "cases": rate.cases if rate is not None else None, "checked_nothing": len(report.checked_nothing) or None}
+              "cases": rate.cases if rate is not None else None, "checked_nothing": len(report.checked_nothing) or None,
+              "roles": players_text(report.players) or None}
     for c in known.judges:  # each judge against the labels: judge.<validator>@<connector>.<figure>
         name = f"judge.{c.validator}@{c.connector}"
         values |= {f"{name}.labelled": c.labelled or None, f"{name}.agreement": _figure(c.agreement.rate if c.agreement else None),

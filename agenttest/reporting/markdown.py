@@ -181,6 +181,7 @@ def to_markdown(report: RunReport) -> str:
         "",
         f"- **Agent:** {_text(report.agent_id or '—')}",
         f"- **Connector:** {_text(report.connector or '—')}",
+        *([f"- **Roles:** {_text(figures.players_text(report.players))}"] if report.players else []),
         f"- **Input:** {_text(report.input_source)}",
         f"- **Started:** {report.started_at}",
         "",

@@ -168,7 +168,8 @@ def report(report: RunReport) -> str:
     rows = "".join(_row(r, report, len(report.results) <= ALL_DETAILS, repeated) for r in ordered)
     return (
         f"<h1>Agent Test Report</h1><p class=\"meta\">Agent <b>{escape(report.agent_id or '—')}</b> · connector "
-        f"<b>{escape(report.connector or '—')}</b> · input {escape(report.input_source)} · started {escape(report.started_at)}</p>"
+        f"<b>{escape(report.connector or '—')}</b> · input {escape(report.input_source)} · started {escape(report.started_at)}"
+        + (f" · roles: {escape(figures.players_text(report.players))}" if report.players else "") + "</p>"
         f"<div class=\"cards\">{cards}</div>{_state(report)}<table><tr><th>ID</th><th>Input</th><th>Status</th><th>Duration</th><th></th></tr>"
         f"{rows}</table>{_figures(report)}"
     )

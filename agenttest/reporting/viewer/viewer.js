@@ -244,7 +244,8 @@
     const sum = report.summary || {}, meta = report.metadata || {};
     const metaLine = h("p", { class: "meta" }, "Agent ", h("b", { text: sum.agent_id || "—" }), " · connector ", h("b", { text: sum.connector || "—" }),
       " · input ", meta.input_file || "—", " · started ", meta.started_at || "—", meta.version ? " · agent-test " + meta.version : "",
-      (meta.options || {}).merged ? " · merged from " + meta.options.merged.join(", ") : "");
+      (meta.options || {}).merged ? " · merged from " + meta.options.merged.join(", ") : "",
+      (sum.roles || []).length ? " · roles: " + sum.roles.map(p => p.role + " " + p.agent + " on " + p.connector + (p.mock ? " (a mock)" : "")).join("; ") : "");
     const banners = [];
     if (sum.interrupted) banners.push("Interrupted (" + (sum.terminated ? "SIGTERM" : "Ctrl-C") + "): the report holds the results that finished.");
     else if (sum.stopped_early) banners.push("Stopped early (--fail-fast): no case was started after the first failure.");
