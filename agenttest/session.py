@@ -311,6 +311,10 @@ class Session:
         else:
             for output in self.config.outputs:
                 reporting.check_path(output)
+            if self.config.history and not self.config.no_history and not self.config.list_only:
+                from agenttest.history import store
+
+                store.check_path(self.here(self.config.history), self.config.history)  # --history /dev/null: said before the run, not after it
 
     def _agent_id(self, source: Inputs, app: App) -> str | None:
         """-n, else the agent the inputs imply; a preview of case files needs none (it then checks all that

@@ -15,7 +15,7 @@ from agenttest.reporting import codec
 from agenttest.model import (Answer, AssertionResult, CallLog, CaseResult, CheckpointResult, EndpointLoad, Exchange, Gate, ModelCall, Retry, RunReport, Spend,
                              ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from agenttest.errors import AgentTestError
-from helpers import cli
+from helpers import REPO, cli
 
 
 def _value(rng: random.Random, depth: int = 0):
@@ -285,3 +285,22 @@ def test_a_score_that_is_not_a_number_is_left_out_and_the_report_reads_back(scor
     data = json.loads(json.dumps(codec.report_dict(report)))
     assert "score" not in data["results"][0]["assertions"][0]
     assert codec.report_of(data).results[0].assertions[0].score is None
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda r: r.update(run=0), "0 is less than the minimum of 1"),
+    (lambda r: r.update(colour="red"), "Additional properties are not allowed ('colour' was unexpected)"),
+    (lambda r: r.update(duration_ms=-5), "-5 is less than the minimum of 0"),
+])
+def test_what_only_the_schema_refuses_is_still_refused_at_its_place(tmp_path, change, said):
+    """The typed decode lets these through; the compiled schema says no and jsonschema says where."""
+    data = json.loads((REPO / "tests" / "golden" / "report.json").read_text())
+    change(data["results"][2])
+    path = tmp_path / "bad.json"
+    text = json.dumps(data, indent=2)
+    path.write_text(text)
+    with pytest.raises(AgentTestError) as caught:
+        codec.read(str(path))
+    line = caught.value.format_message().split(":")[1]
+    assert said in caught.value.format_message() and f"{path}:" in caught.value.format_message()
+    assert 1 < int(line) and text.splitlines()[int(line) - 1].strip().startswith(('"run"', '"colour"', '"duration_ms"', "{"))

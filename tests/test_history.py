@@ -94,16 +94,19 @@ def test_the_command_records_its_run_from_a_copy_of_itself(app, tmp_path):
         assert zlib.decompress(blob).decode() == (app / "out.json").read_text(encoding="utf-8")
         second = history.report(2)
         assert second is not None and len(second["results"]) == 7 and [v.verdict for v in history.case("greets")] == ["passed"] * 2
-    (app / "taken").mkdir()
-    failed = run("-i", "tests", "-q", "--history", "taken")
-    assert failed.returncode == 0 and "warning: the run was not added to the history taken" in failed.stderr
+    (app / "taken").write_text("a file where the history's folder would be")
+    failed = run("-i", "tests", "-q", "--history", "taken/h.sqlite")
+    assert failed.returncode == 0 and "warning: the run was not added to the history taken/h.sqlite" in failed.stderr
     assert "Traceback" not in failed.stderr
 
 
 def test_a_history_that_cannot_be_written_is_a_warning_not_a_failure(app):
-    (app / "taken").mkdir()
-    result = cli("-i", "tests", "-q", "--history", "taken", cwd=app)
-    assert result.exit_code == 0 and "warning: the run was not added to the history taken" in result.stderr
+    (app / "taken").write_text("a file where the history's folder would be")
+    result = cli("-i", "tests", "-q", "--history", "taken/h.sqlite", cwd=app)
+    assert result.exit_code == 0 and "warning: the run was not added to the history taken/h.sqlite" in result.stderr
+    (app / "folder").mkdir()  # a folder or a device is known to be wrong before the run: said then
+    result = cli("-i", "tests", "-q", "--history", "folder", cwd=app)
+    assert result.exit_code == 2 and "Error: --history folder is a folder: the run history is a SQLite file" in result.stderr
 
 
 def test_a_failing_run_is_recorded_with_its_verdicts_and_exit_code(tmp_path):
@@ -314,7 +317,7 @@ def test_the_server_pages(app):
         status, body = _get(url + "run/1")
         assert status == 200 and '"kind":"report"' in body and '"links":{"home":"/","case":"/case"}' in body
         assert _get(url + "case?id=greets")[0] == 200 and _get(url + "compare?a=1&b=2")[0] == 200
-        assert _get(url + "run/7")[0] == 404 and _get(url + "run/x")[0] == 404 and _get(url + "nothing")[0] == 404
+        assert _get(url + "run/7")[0] == 404 and _get(url + "run/x")[0] == 400 and _get(url + "nothing")[0] == 404
         assert _get(url, host="evil.example:80")[0] == 403  # a DNS name pointed at 127.0.0.1 is refused
     finally:
         httpd.shutdown()
@@ -356,3 +359,71 @@ def test_agent_test_view_serves_until_stopped(app):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_the_runs_page_escapes_every_column_of_the_database(app):
+    """The history is a file anyone with the folder can write: a column holds text where a number belongs."""
+    cli("-i", "tests", "-q", cwd=app)
+    path = app / ".agent-test" / "history.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET exit_code = '<img src=x onerror=alert(1)>', connector = '<b>c</b>'")
+    httpd, _ = server.start(server.Pages(history=str(path)))
+    try:
+        status, body = _get(server.url_of(httpd))
+        static = body[body.index('<div id="static">'):]
+        assert status == 200 and "<img src=x" not in static and "<b>c</b>" not in static
+        assert "&lt;img src=x onerror=alert(1)&gt;" in static and "&lt;b&gt;c&lt;/b&gt;" in static
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_bad_address_or_a_damaged_report_is_a_page_and_the_server_goes_on(app):
+    cli("-i", "tests", "-q", cwd=app)
+    cli("-i", "tests", "-q", cwd=app)
+    path = app / ".agent-test" / "history.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET report = ? WHERE id = 1", (zlib.compress(b'{"results": 5}'),))
+        db.execute("UPDATE runs SET report = X'00ff' WHERE id = 2")
+    httpd, _ = server.start(server.Pages(history=str(path)))
+    url = server.url_of(httpd)
+    try:
+        status, body = _get(url + "compare?a=%C2%B2&b=1")
+        assert status == 400 and "<h1>Bad request</h1><p>&#x27;²&#x27; is not a run number</p>" in body
+        assert _get(url + "run/%C2%B2")[0] == 400
+        status, body = _get(url + "run/" + "9" * 21)
+        assert status == 404 and f"run {'9' * 21}" in body
+        status, body = _get(url + "run/1")
+        assert status == 500 and f"the report of run #1 in {path} cannot be read: &#x27;results&#x27; is missing or not a list" in body
+        status, body = _get(url + "compare?a=2&b=1")
+        assert status == 500 and "Cannot show this" in body and "internal error: error: Error -3 while decompressing data" in body
+        assert _get(url)[0] == 200  # still serving
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_history_of_a_foreign_database_or_a_device_is_exit_2_and_changes_nothing(tmp_path, app):
+    foreign = tmp_path / "notes.sqlite"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE notes (x TEXT)")
+    clash = tmp_path / "clash.sqlite"
+    with sqlite3.connect(clash) as db:
+        db.execute("CREATE TABLE runs (id INTEGER, started_at TEXT)")
+        db.execute("PRAGMA user_version = 3")
+    for db, tables in ((foreign, "notes"), (clash, "runs")):
+        result = cli("history", "--history", str(db))
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert f"Error: {db}: not a run history of agent-test: a SQLite database of something else (its tables: {tables}; " in result.stderr
+        assert "; pass --history FILE for another file, or --no-history" in result.stderr
+    with sqlite3.connect(foreign) as db:  # neither migrated into nor switched to WAL
+        assert db.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    said = ("Error: --history /dev/null is not a regular file (a device, a pipe or a socket): the run history is a SQLite file; "
+            "pass --history FILE for a file, or --no-history not to record the run")
+    for command in (("history", "--history", "/dev/null"), ("-i", "tests", "--history", "/dev/null")):
+        result = cli(*command, cwd=app)
+        assert result.exit_code == 2 and said in result.stderr and "PASSED" not in result.output
+    assert not (tmp_path / "dev-null-journal").exists() and not __import__("os").path.exists("/dev/null-journal")
+    run = cli("-i", "tests", "--history", str(foreign), cwd=app)  # a run's recording stays best effort: a warning
+    assert run.exit_code == 0 and f"warning: the run was not added to the history {foreign}: {foreign}: not a run history" in run.stderr

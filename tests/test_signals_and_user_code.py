@@ -145,7 +145,8 @@ def test_a_global_hook_that_calls_os_exit_ends_its_call_not_agent_test(app_dir, 
     """BeforeAll and AfterAll run in the controller: os._exit there ended agent-test at once, with the hook's
     exit code (4, 5), no report and no message, after every case had run."""
     out = tmp_path / "r.json"
-    code, stdout, stderr = agent_test(app_dir, [{"id": "a", "input": "hi"}], "--after", "env_test.ExitAll", "--workers", workers, "-o", str(out))
+    code, stdout, stderr = agent_test(app_dir, [{"id": "a", "input": "hi", "assert": {"type": "type", "value": "string"}}], "--after",
+                                      "env_test.ExitAll", "--workers", workers, "-o", str(out))
     assert code == 0 and "Traceback" not in stderr, stderr
     data = report(out)
     assert [r["status"] for r in data["results"]] == ["passed"]

@@ -25,6 +25,10 @@ class NotFound(Exception):
     pass
 
 
+class BadRequest(Exception):
+    """A request the pages cannot mean: a run number that is not one."""
+
+
 class Pages:
     """The pages the server shows: HTML for a path and query (NotFound when there is none) — no HTTP in here."""
 
@@ -52,17 +56,25 @@ class Pages:
         raise NotFound(path)
 
     def _report(self, history: History, run_id: str) -> RunReport:
-        data = history.report(int(run_id)) if run_id.isdigit() else None
+        """A recorded run's report: a run id that is not one (``²``, 21 digits) is not found; a stored report that
+        cannot be read is said as such."""
+        if not (run_id.isascii() and run_id.isdigit()):
+            raise BadRequest(f"'{run_id}' is not a run number")
+        number = int(run_id) if len(run_id) <= 18 else None  # past SQLite's integers: no such run
+        data = history.report(number) if number is not None else None
         if data is None:
             raise NotFound(f"run {run_id}")
-        return report_of(data)
+        try:
+            return report_of(data)
+        except Exception as exc:  # a report damaged in the database: the page says so, the server goes on
+            raise AgentTestError(f"the report of run #{number} in {history.path} cannot be read: {exc}") from None
 
     def _runs(self, history: History) -> str:
         listed = history.runs()
         runs = [{**vars(r), "cases_text": r.cases_text(), "pass_rate_text": r.pass_rate_text()} for r in listed]
-        rows = "".join(f'<tr><td><a href="/run/{r.id}">#{r.id}</a></td><td>{escape(r.started_at)}</td><td>{escape(r.inputs)}</td>'
-                       f'<td>{escape(r.connector)}</td><td>{escape(r.cases_text())}</td><td>{escape(r.pass_rate_text())}</td><td>{r.exit_code}</td></tr>'
-                       for r in listed)
+        rows = "".join(f'<tr><td><a href="/run/{_e(r.id)}">#{_e(r.id)}</a></td><td>{_e(r.started_at)}</td><td>{_e(r.inputs)}</td>'
+                       f'<td>{_e(r.connector)}</td><td>{_e(r.cases_text())}</td><td>{_e(r.pass_rate_text())}</td><td>{_e(r.exit_code)}</td></tr>'
+                       for r in listed)  # every column escaped: the database is a file anyone with the folder can write
         static = (f"<h1>Run history</h1><p>{escape(history.path)}</p><table><tr><th>Run</th><th>When</th><th>Inputs</th><th>Connector</th>"
                   f"<th>Cases</th><th>Pass rate</th><th>Exit</th></tr>{rows}</table>")
         judges = [vars(j) for j in history.judges(len(listed))]  # judge agreement over the same runs
@@ -70,10 +82,15 @@ class Pages:
 
     def _case(self, history: History, case_id: str, file: str | None) -> str:
         verdicts = [vars(v) for v in history.case(case_id, file)]
-        rows = "".join(f'<tr><td><a href="/run/{v["run_id"]}">#{v["run_id"]}</a></td><td>{escape(v["started_at"])}</td>'
-                       f'<td>{escape(v["verdict"])}</td><td>{escape(v["reason"] or v["output"])}</td></tr>' for v in verdicts)
+        rows = "".join(f'<tr><td><a href="/run/{_e(v["run_id"])}">#{_e(v["run_id"])}</a></td><td>{_e(v["started_at"])}</td>'
+                       f'<td>{_e(v["verdict"])}</td><td>{_e(v["reason"] or v["output"])}</td></tr>' for v in verdicts)
         static = f"<h1>{escape(case_id)}</h1><table><tr><th>Run</th><th>When</th><th>Verdict</th><th></th></tr>{rows}</table>"
         return viewer.page("case", {"case": {"id": case_id, "file": file or ""}, "history": verdicts}, f"{case_id} — agent-test history", static)
+
+
+def _e(value: Any) -> str:
+    """Any value of the database as inert HTML text (a column may hold text where a number belongs)."""
+    return escape(str(value))
 
 
 def _handler(pages: Pages) -> type[BaseHTTPRequestHandler]:
@@ -86,10 +103,15 @@ def _handler(pages: Pages) -> type[BaseHTTPRequestHandler]:
             query = {k: v[0] for k, v in parse_qs(url.query).items()}
             try:
                 self._send(200, pages.get(url.path, query))
+            except BadRequest as exc:
+                self._send(400, f"<h1>Bad request</h1><p>{escape(str(exc))}</p><p><a href=\"/\">Run history</a></p>")
             except NotFound as exc:
                 self._send(404, f"<h1>Not found</h1><p>{escape(str(exc))}</p><p><a href=\"/\">Run history</a></p>")
             except AgentTestError as exc:
-                self._send(500, f"<h1>Cannot show this</h1><p>{escape(exc.format_message())}</p>")
+                self._send(500, f"<h1>Cannot show this</h1><p>{escape(exc.format_message())}</p><p><a href=\"/\">Run history</a></p>")
+            except Exception as exc:  # noqa: BLE001 — a bug of ours, or a database damaged under us: a page, never a dropped connection
+                self._send(500, f"<h1>Cannot show this</h1><p>internal error: {escape(type(exc).__name__)}: {escape(str(exc))}</p>"
+                                "<p><a href=\"/\">Run history</a></p>")
 
         def _send(self, status: int, body: str) -> None:
             data = body.encode("utf-8")

@@ -5,6 +5,7 @@ has its secrets redacted first."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -174,6 +175,7 @@ class History:
     """An open history database (created and migrated as needed)."""
 
     def __init__(self, path: str, create: bool = True):
+        check_path(path)
         if not create and not os.path.isfile(path):
             raise AgentTestError(f"{path}: no run history yet", hint="run agent-test first (every run is recorded), or pass --history FILE")
         try:
@@ -181,9 +183,19 @@ class History:
                 os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             self.db = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+            self.db.execute("BEGIN")  # its version and its tables read as of one moment (another run may be creating them)
+            try:
+                found = self.db.execute("PRAGMA user_version").fetchone()[0]
+                if found <= VERSION:  # another program's database is refused before anything is changed in it (its journal mode)
+                    _ours(self.db, found)
+            finally:
+                self.db.execute("ROLLBACK")
             _use_wal(self.db)
             self.db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+        except AgentTestError as exc:
+            self.db.close()
+            raise AgentTestError(f"{path}: {exc.problems[0].message}", hint=exc.problems[0].hint) from None
         except sqlite3.OperationalError as exc:
             if not _busy(exc):
                 raise AgentTestError(f"{path}: cannot open the run history: {exc}",
@@ -203,9 +215,11 @@ class History:
             if current > VERSION:
                 raise AgentTestError(f"the run history was written by a newer agent-test (schema {current}, this one knows {VERSION})",
                                      hint="upgrade agent-test, or pass --history FILE for another file")
+            _ours(self.db, current)
             for step in MIGRATIONS[current:]:
                 for statement in _statements(step):
                     self.db.execute(statement)
+            _ours(self.db, VERSION)
             self.db.execute(f"PRAGMA user_version = {VERSION}")
             self.db.execute("COMMIT")
         except BaseException:
@@ -296,6 +310,46 @@ class History:
             " ORDER BY v.run_id DESC, v.connector", (case_id, file, file))
         names = list(VerdictRow.__dataclass_fields__)
         return [replace(VerdictRow(**dict(zip(names, row))), flaky=bool(row[8])) for row in rows]
+
+
+def check_path(path: str, shown: str | None = None) -> None:
+    """A history is a regular file (or none yet): ``--history /dev/null``, a folder or a pipe is said before SQLite
+    opens it (and leaves a ``/dev/null-journal`` beside it). ``shown``: the path as the user wrote it."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        what = "a folder" if os.path.isdir(path) else "not a regular file (a device, a pipe or a socket)"
+        raise AgentTestError(f"--history {shown or path} is {what}: the run history is a SQLite file",
+                             hint="pass --history FILE for a file, or --no-history not to record the run")
+
+
+@functools.cache
+def _schema_at(version: int) -> dict[str, tuple[str, ...]]:
+    """The tables and columns a history of schema ``version`` has: its migrations run on an empty database in memory."""
+    db = sqlite3.connect(":memory:")
+    try:
+        for step in MIGRATIONS[:version]:
+            for statement in _statements(step):
+                db.execute(statement)
+        names = [n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        return {n: tuple(c[1] for c in db.execute(f"PRAGMA table_info({n})")) for n in names}
+    finally:
+        db.close()
+
+
+def _ours(db: sqlite3.Connection, version: int) -> None:
+    """The database is a run history of schema ``version`` (0: an empty file): a SQLite file of something else
+    is refused, never migrated into (the caller's transaction is rolled back)."""
+    tables = {name: [c[1] for c in db.execute(f"PRAGMA table_info({name})")]
+              for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+    if version == 0 and not tables:
+        return
+    expected = _schema_at(version or VERSION)
+    missing = [f"{table}.{column}" for table, columns in expected.items() for column in columns if column not in tables.get(table, ())]
+    if missing or version == 0:  # tables, but no schema version of ours: another program's database
+        held = ", ".join(sorted(tables)) or "none"
+        said = missing or [f"{t}.{c}" for t, cs in expected.items() for c in cs]
+        raise AgentTestError(f"not a run history of agent-test: a SQLite database of something else (its tables: {held}; "
+                             f"a history has {', '.join(said[:4])}{' …' if len(said) > 4 else ''})",
+                             hint="pass --history FILE for another file, or --no-history")
 
 
 def _busy(exc: sqlite3.Error) -> bool:

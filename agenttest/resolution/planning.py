@@ -47,10 +47,10 @@ def unchecked(plan: Plan) -> list[str]:
     if not ids:
         return []
     shown = ", ".join(case_id for _, case_id in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-    what = "it" if len(ids) == 1 else "they"
+    what = "it passes" if len(ids) == 1 else "they pass"
     then = f"--strict fails {'it' if len(ids) == 1 else 'them'}" if plan.config.strict else f"add assertions, or --strict fails {'it' if len(ids) == 1 else 'them'}"
     return [f"{len(ids)} case{'s' if len(ids) > 1 else ''} check{'s' if len(ids) == 1 else ''} nothing but that the agent answers "
-            f"(no assertion, expected, required checkpoint or budget): {shown} — {what} pass whenever it answers; {then}"]
+            f"(no assertion, expected, required checkpoint or budget): {shown} — {what} whenever it answers; {then}"]
 
 
 def plan_of(cases: list[Case], agent_id: str | None, config: RunConfig, catalog: Catalog, resolved: Resolved | None = None) -> Plan:

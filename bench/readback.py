@@ -1,0 +1,66 @@
+"""Reading a report back (``merge``, ``diff``, ``--baseline``, ``view FILE``): the time ``codec.read`` takes for
+reports of N results, and the share of it that checks the report against its schema — compiled
+(``util/schemas.py``) next to ``jsonschema`` walking the same document, as the codec did before.
+
+    python bench/readback.py [N …]        (default: 10000 100000)
+
+Each report is made of results like a run's (an input history, two assertions, a tool call, usage, spend),
+written by the codec itself; times are the best of three."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from agenttest.reporting import codec  # noqa: E402
+from agenttest.model import AssertionResult, CaseResult, RunReport, Spend, ToolCall, Usage  # noqa: E402
+
+
+def report(n: int) -> RunReport:
+    results = tuple(
+        CaseResult(id=f"case-{i}", status="passed" if i % 20 else "failed", input=[{"role": "user", "content": f"book {i} nights"}],
+                   output=f"Booked {i} nights: reference BK-{i:06d}", duration_ms=12.5, run=1, index=i, file="tests/cases.jsonl", line=i + 1,
+                   assertions=(AssertionResult("contains", True, checked='value="Booked"'),
+                               AssertionResult("tool_called", i % 20 != 0, "" if i % 20 else "not called", "book", None)),
+                   tool_calls=(ToolCall("book", {"nights": i}, f"call_{i}", {"ok": True, "ref": f"BK-{i:06d}"}, None, 0.4),),
+                   usage=Usage(120, 14, 134), connector="mock", spend=(Spend("agent", "mock", Usage(120, 14, 134), 1, None),))
+        for i in range(n))
+    return RunReport(results=results, started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:09Z", duration_ms=9000.0,
+                     agent_id="bot", connector="mock", input_source="tests/cases.jsonl",
+                     environment={"user_id": "test-user", "team_id": "test-team", "locale": "en-us"})
+
+
+def best(fn, times: int = 3) -> float:
+    out = float("inf")
+    for _ in range(times):
+        start = time.perf_counter()
+        fn()
+        out = min(out, time.perf_counter() - start)
+    return out
+
+
+def main(sizes: list[int]) -> None:
+    print("| results | report | read (s) | schema check, compiled (s) | schema check, jsonschema (s) |")
+    print("|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(codec.report_dict(report(n)), fh, indent=2)
+            size = os.path.getsize(path) / 1e6
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+            read = best(lambda: codec.read(path))
+            check = codec._schema_check()
+            compiled = best(lambda: check(data))
+            walked = best(lambda: list(codec._schema_validator().iter_errors(data)), 1) if n <= 20_000 else float("nan")
+            print(f"| {n:,} | {size:.0f} MB | {read:.2f} | {compiled:.2f} | {walked:.2f} |")
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [10_000, 100_000])
