@@ -276,3 +276,19 @@ def test_yao_style_hyphenated_script_names(app, server, tmp_path):
     app.file("scripts/tests.py", "def validate_expense(output, input, value):\n    return value['min_amount'] < 100\n")
     _, r = run_agent_case(app, tmp_path, {"type": "script", "use": "scripts:tests.validate-expense", "options": {"metadata": {"min_amount": 10}}})
     assert r["status"] == "passed"
+
+
+def test_a_generator_on_an_openai_connector_leaves_no_unclosed_session_on_stderr(generating, server, tmp_path):
+    """The generator's client is made in the controller before the workers fork: a worker lets its copy be, never
+    collecting it (aiohttp says "Unclosed client session" of a session collected unclosed)."""
+    import os
+    import subprocess
+    import sys
+
+    server.responder = gen_route(json.dumps(GENERATED))
+    for workers in ("1", "2"):
+        proc = subprocess.run([sys.executable, "-m", "agenttest", "-i", "agents:gen?count=2", "-n", "bot", "--workers", workers,
+                               "-o", str(tmp_path / "r.json")], cwd=generating.root, capture_output=True, text=True, timeout=120,
+                              env=os.environ)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "Unclosed" not in proc.stderr and proc.stderr == "", proc.stderr

@@ -27,6 +27,11 @@ from agenttest.util.secrets import Secrets
 from agenttest.app.yaofiles import function, load_module
 
 
+_INHERITED: list[dict[str, Any]] = []  # a forked worker's copies of the controller's connectors: the network clients
+# in them are the controller's (its loop, its sockets), so they are neither closed nor let go — a collected aiohttp
+# session says "Unclosed client session" on stderr; the worker ends with os._exit
+
+
 class Catalog:
     def __init__(self, app: App, secrets: Secrets | None = None, strict: bool = False, cassettes: Cassettes | None = None,
                  traffic: Traffic | None = None, recorded: bool = False):
@@ -129,6 +134,7 @@ class Catalog:
         """In a forked worker: make the connectors again, since their network clients belong to the controller's
         event loop and sockets (they were checked before the fork)."""
         made = list(self._connectors)
+        _INHERITED.append(dict(self._connectors))  # the controller's clients: kept, never closed nor collected here
         self._connectors.clear()
         for connector_id in made:
             self.connector(connector_id)
