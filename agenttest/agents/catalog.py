@@ -110,11 +110,15 @@ class Catalog:
 
         wanted = {"openai": ["openai", "openai.types.chat"]}
         modules = [m for c in self._connectors.values() for m in wanted.get(c.spec.type, [])]
-        if any(agent.spec.mcp for agent in self._agents.values()):
-            modules += ["mcp", "mcp.client.stdio", "mcp.client.sse", "mcp.client.streamable_http"]
+        mcp = ["mcp", "mcp.client.stdio", "mcp.client.sse", "mcp.client.streamable_http"] if any(a.spec.mcp for a in self._agents.values()) else []
         with collector.importing():  # ~55,000 objects, no garbage (speed/collector.py)
             for name in dict.fromkeys(modules):
                 importlib.import_module(name)
+            for name in mcp:
+                try:
+                    importlib.import_module(name)
+                except ImportError:  # an SDK too old (or none): the server's start says so, exit 2 (agents/mcpsdk.py)
+                    break
             if "openai" in modules:  # the SDK's aiohttp transport imports aiohttp (~65 ms) when its first client is made
                 for name in ("openai._vendor.httpx_aiohttp.transport", "httpcore2"):
                     try:

@@ -10,13 +10,11 @@ import inspect
 import os
 import tempfile
 import weakref
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agenttest.runtime import usercalls
-from agenttest.agents import stdio
+from agenttest.agents import mcpsdk, stdio
 from agenttest.agents.agent import AgentSpec, McpUse, Tool
 from agenttest.app.folders import App
 from agenttest.errors import AgentTestError, CallError, InputError, Location, did_you_mean
@@ -62,15 +60,6 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-@asynccontextmanager
-async def _http(url: str, http: Any) -> AsyncIterator[Any]:
-    """The SDK's streamable-HTTP transport over our HTTP client."""
-    from mcp.client.streamable_http import streamable_http_client
-
-    async with http, streamable_http_client(url, http_client=http) as streams:
-        yield streams
-
-
 class Connection:
     """A server reached through the ``mcp`` SDK. Its client lives in a task of its own, because the SDK's
     anyio scopes must close in the task that opened them while cases (other tasks) call its tools."""
@@ -91,41 +80,36 @@ class Connection:
     def _transport(self) -> Any:
         spec = self.spec
         if spec.transport == "stdio":
-            from mcp.client.stdio import StdioServerParameters, stdio_client
-
             self._stderr = tempfile.TemporaryFile()
             stdio.quiet_stdout_noise()
             # env: the SDK's default environment (PATH, HOME, …) plus the file's own "env" — never the run's
             # whole environment, which holds connector keys a server could hand to the model
-            params = StdioServerParameters(command=spec.command, args=list(spec.arguments), env=dict(spec.env), cwd=spec.cwd or None)
-            return stdio_client(params, errlog=self._stderr)
+            return mcpsdk.stdio(spec.command, list(spec.arguments), dict(spec.env), spec.cwd or None, self._stderr)
         headers = {"Authorization": spec.authorization_token} if spec.authorization_token else None  # as is, as Yao sends it
         if spec.transport == "sse":
-            from mcp.client.sse import sse_client
-
-            return sse_client(spec.url, headers=headers, httpx_client_factory=self._http_client)
-        return _http(spec.url, self._http_client(headers))
+            return mcpsdk.sse(spec.url, headers, self._http_client)
+        return mcpsdk.streamable_http(spec.url, headers, self._http_client)
 
     def _http_client(self, headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
-        """An HTTP client for the SDK's transports that notes refusals (401, 404, …) for start errors."""
-        import httpx2
+        """An HTTP client for the SDK's transports (httpx2 for 2.x, httpx for 1.x) that notes refusals (401, 404, …)
+        for start errors."""
+        http = mcpsdk.http_module()
 
         async def seen(response: Any) -> None:
             if response.status_code >= 400:
                 self._refused = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
 
-        return httpx2.AsyncClient(headers=headers, timeout=timeout or httpx2.Timeout(30.0, read=300.0), auth=auth,
-                                  event_hooks={"response": [seen]})
+        follow = {"follow_redirects": True} if mcpsdk.major() == 1 else {}  # as 1.x's own client factory does
+        return http.AsyncClient(headers=headers, timeout=timeout or http.Timeout(30.0, read=300.0), auth=auth,
+                                event_hooks={"response": [seen]}, **follow)
 
     def _detail(self, reason: str) -> str:
         refused = self._refused and self._refused.split()[1] not in reason  # not said twice
         return (f" (the server answered {self._refused})" if refused else "") + self.stderr_tail()
 
     async def _serve(self, ready: asyncio.Future[list[ToolInfo]]) -> None:
-        from mcp import Client
-
         try:
-            async with Client(self._transport(), read_timeout_seconds=self.spec.timeout, cache=None) as client:
+            async with mcpsdk.session(self._transport(), self.spec.timeout) as client:
                 listing = await _listing(client)
                 self._client = client
                 ready.set_result(listing)
@@ -142,7 +126,7 @@ class Connection:
 
     async def start(self) -> list[ToolInfo]:
         """Start (or connect to) the server and list its tools; a failure is a usage error naming it."""
-        _need_sdk_2(self.spec)
+        _need_sdk(self.spec)
         ready: asyncio.Future[list[ToolInfo]] = asyncio.get_running_loop().create_future()
         if self.spec.transport == "stdio":
             await self._spawn(ready)
@@ -269,43 +253,37 @@ class Connection:
 
 
 
-def _need_sdk_2(spec: ServerSpec) -> None:
-    """agent-test's MCP client is the 2.x SDK; an environment that has 1.x instead (``pip install 'mcp<2'`` for
-    a server's sake) is exit 2 saying how to keep both, not a traceback."""
+def _need_sdk(spec: ServerSpec) -> None:
+    """agent-test's MCP client works with the mcp SDK 2.x or 1.x from 1.10 on (agents/mcpsdk.py); an older or
+    missing one is exit 2 saying so, not a traceback."""
     try:
-        from mcp import Client  # noqa: F401
-    except ImportError:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            found = f"mcp {version('mcp')}"
-        except PackageNotFoundError:
-            found = "no usable mcp"
-        raise AgentTestError(f"mcp server '{spec.id}': agent-test's MCP client needs the mcp SDK 2.x, but this environment has {found}",
-                             Location(spec.path), "install agent-test where mcp>=2 is, and run a server written for mcp 1.x from its own "
-                             "environment: \"command\": \".venv-mcp1/bin/python\" (docs/mcp.md, 'Servers written for mcp 1.x')") from None
+        mcpsdk.major()
+    except mcpsdk.Unusable as exc:
+        oldest = ".".join(map(str, mcpsdk.OLDEST))
+        raise AgentTestError(f"mcp server '{spec.id}': agent-test's MCP client needs the mcp SDK {oldest} or later (1.x or 2.x), "
+                             f"but this environment has {exc}", Location(spec.path), f"pip install 'mcp>={oldest}'") from None
 
 
-async def _listing(client: Any) -> list[ToolInfo]:
+async def _listing(client: mcpsdk.Session) -> list[ToolInfo]:
     tools, cursor = [], None
     for _ in range(100):  # a server whose pages never end cannot hang the start
-        page = await client.list_tools(cursor=cursor)
-        tools += [ToolInfo(t.name, t.description or "", dict(t.input_schema or {"type": "object", "properties": {}})) for t in page.tools]
+        page = await client.list_tools(cursor)
+        tools += [ToolInfo(name, description, schema) for name, description, schema in page.tools]
         cursor = page.next_cursor
         if not cursor:
             break
     return tools
 
 
-def _value(result: Any) -> Any:
+def _value(result: mcpsdk.Called) -> Any:
     """A tool result as the trace keeps it: its text (text blocks joined), else its content blocks."""
-    blocks = list(result.content or [])
+    blocks = result.content
     if blocks and all(getattr(b, "type", None) == "text" for b in blocks):
         value: Any = "\n".join(b.text for b in blocks)
     elif blocks:
         value = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in blocks]
     else:
-        value = result.structured_content
+        value = result.structured
     if result.is_error:
         message = value if isinstance(value, str) and value else "the tool reported an error"
         raise CallError(message)

