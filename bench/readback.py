@@ -57,10 +57,10 @@ def main(sizes: list[int]) -> None:
             size = os.path.getsize(path) / 1e6
             with open(path, encoding="utf-8") as fh:
                 data = json.load(fh)
-            read = best(lambda: codec.read(path), 3 if n <= 20_000 else 1)
+            read = best(lambda path=path: codec.read(path), 3 if n <= 20_000 else 1)
             check = getattr(codec, "_schema_check", lambda: None)()  # None: a tree from before the compiled check
-            compiled = best(lambda: check(data)) if check is not None else float("nan")
-            walked = best(lambda: list(codec._schema_validator().iter_errors(data)), 1) if n <= 20_000 else float("nan")
+            compiled = best(lambda check=check, data=data: check(data)) if check is not None else float("nan")
+            walked = best(lambda data=data: list(codec._schema_validator().iter_errors(data)), 1) if n <= 20_000 else float("nan")
             print(f"| {n:,} | {size:.0f} MB | {read:.2f} | {compiled:.2f} | {walked:.2f} |")
 
 

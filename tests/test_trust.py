@@ -374,8 +374,9 @@ def test_init_says_what_is_in_the_way_in_a_line(tmp_path):
 
 def test_k_matches_the_case_files_name(offline_app):
     offline_app.agent("bot", connector="mock", files={"mock.yml": "default: hi\n"})
-    offline_app.cases("assistants/bot/tests/smoke.jsonl", [{"id": "a", "input": "x"}])
-    offline_app.cases("assistants/bot/tests/deep.jsonl", [{"id": "b", "input": "x"}, {"id": "c", "input": "x", "tags": ["smoke"]}])
+    offline_app.cases("assistants/bot/tests/smoke.jsonl", [{"id": "a", "input": "x", "expected": "hi"}])
+    offline_app.cases("assistants/bot/tests/deep.jsonl", [{"id": "b", "input": "x", "expected": "hi"},
+                                                          {"id": "c", "input": "x", "tags": ["smoke"], "expected": "hi"}])
     folder = str(offline_app.root / "assistants/bot/tests")
     listed = cli("-i", folder, "--list", "-k", "smoke")
     assert listed.exit_code == 0 and "2 cases selected" in listed.output

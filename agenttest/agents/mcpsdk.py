@@ -78,9 +78,7 @@ def streamable_http(url: str, headers: dict[str, str] | None, client: Callable[.
     """The streamable-HTTP transport over an HTTP client made by ``client``."""
     if major() == 2:
         return _streamable_2(url, client(headers))
-    from mcp.client.streamable_http import (
-        streamablehttp_client,  # 1.10 … 1.x: the factory form every 1.x has
-    )
+    from mcp.client.streamable_http import streamablehttp_client  # type: ignore[attr-defined, unused-ignore]  # 1.x only: the factory form every 1.x has
 
     return streamablehttp_client(url, headers=headers, httpx_client_factory=client)
 
@@ -147,6 +145,6 @@ async def session(transport: Any, read_timeout: float | None) -> AsyncIterator[S
 
     async with transport as streams:
         wait = timedelta(seconds=read_timeout) if read_timeout else None
-        async with ClientSession(streams[0], streams[1], read_timeout_seconds=wait) as client:
+        async with ClientSession(streams[0], streams[1], read_timeout_seconds=wait) as client:  # type: ignore[arg-type, unused-ignore]  # 1.x: a timedelta
             await client.initialize()
             yield Session(client)

@@ -33,6 +33,11 @@ class ResolvedCase:
         """What the case calls: the scheduled connector, else the case's own (None: the agent's)."""
         return self.scheduled or self.case.options.get("connector")
 
+    @property
+    def checks_nothing(self) -> bool:
+        """Passes whenever the agent answers: the case checks nothing and has no budget to keep."""
+        return self.budget is None and self.case.checks_nothing
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunSettings:
@@ -50,11 +55,6 @@ class RunSettings:
     calls: str = "failed"  # --calls none|failed|all: which results keep their model calls
     connector: str | None = None  # -c, one connector
     matrix: tuple[str, ...] = ()  # -c a,b: every case on each
-
-    @property
-    def checks_nothing(self) -> bool:
-        """Passes whenever the agent answers: the case checks nothing and has no budget to keep."""
-        return self.budget is None and self.case.checks_nothing
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -48,7 +48,7 @@ def unchecked(plan: Plan) -> list[str]:
         return []
     shown = ", ".join(case_id for _, case_id in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
     what = "it passes" if len(ids) == 1 else "they pass"
-    then = f"--strict fails {'it' if len(ids) == 1 else 'them'}" if plan.config.strict else f"add assertions, or --strict fails {'it' if len(ids) == 1 else 'them'}"
+    then = f"--strict fails {'it' if len(ids) == 1 else 'them'}" if plan.settings.strict else f"add assertions, or --strict fails {'it' if len(ids) == 1 else 'them'}"
     return [f"{len(ids)} case{'s' if len(ids) > 1 else ''} check{'s' if len(ids) == 1 else ''} nothing but that the agent answers "
             f"(no assertion, expected, required checkpoint or budget): {shown} — {what} whenever it answers; {then}"]
 

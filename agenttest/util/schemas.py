@@ -7,8 +7,8 @@ is asked where and why. A schema with any other keyword raises ``Unsupported`` a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sized
+from typing import Any, cast
 
 Check = Callable[[Any], bool]
 _NOTES = frozenset({"$schema", "$id", "title", "description", "$defs", "$comment", "default", "examples"})
@@ -115,7 +115,7 @@ def _part(key: str, s: dict[str, Any], make: Callable[[Any], Check], ref: Callab
         return lambda v: not _is_number(v) or not (v <= bound if low else v >= bound)
     if key in _SIZED:
         kind, least = _SIZED[key]
-        return lambda v: not isinstance(v, kind) or (len(v) >= value if least else len(v) <= value)
+        return lambda v: not isinstance(v, kind) or (len(cast(Sized, v)) >= value if least else len(cast(Sized, v)) <= value)
     if key == "pattern":
         found = re.compile(value).search
         return lambda v: not isinstance(v, str) or found(v) is not None
