@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import urllib.request
+from typing import Any
 
 import pytest
 
@@ -252,3 +253,34 @@ def test_a_truncated_reply_and_estimated_usage_are_shown_as_such(page, tmp_path)
     assert "reply cut at its token limit" in page.inner_text(".run [data-truncated]")
     assert "agent (cut at its token limit)" in page.inner_text(".msg.assistant")
     assert "(estimated)" in page.inner_text(".run .meta")
+
+
+def test_each_judges_call_is_under_what_it_served_and_a_retry_is_said(page, tmp_path):
+    from agenttest.model import Answer, AssertionResult, CallLog, CaseKey, CaseResult, CheckpointResult, Exchange, Turn, Usage
+    from agenttest.model.exchanges import Retry
+    from agenttest.reporting import write
+    from agenttest.verdicts.outcome import make_report
+
+    def call(role: str, turn: int, served: str = "", said: str = "ok", **more: Any) -> Exchange:
+        return Exchange(role=role, connector="mock", turn=turn, served=served, messages=(0,), parameters={"model": "m"},
+                        response=Answer(content=said, usage=Usage(5, 1, 6)), duration_ms=2.0, **more)
+
+    log = CallLog(messages=({"role": "user", "content": "hi"},), exchanges=(
+        call("agent", 1, said="Hello!"), call("validator", 1, "checkpoint greets", '{"passed": true}'),
+        call("agent", 2, said="Done", retries=(Retry(kind="rate_limit", status=429, waited_ms=1500.0),)),
+        call("validator", 2, "turn 2 assertion 1", '{"passed": false}'), call("validator", 0, "a hook's own judge")))
+    turns = (Turn(turn=1, input="hi", output="Hello!"),
+             Turn(turn=2, input="book it", output="Done", assertions=(AssertionResult(type="agent", passed=False, message="not booked"),)))
+    result = CaseResult(key=CaseKey(id="trip", connector="mock"), status="failed", input="hi", output="Done", turns=turns, scripted=True,
+                        checkpoints=(CheckpointResult(id="greets", reached=True, required=True, reached_at_turn=1),), dynamic=True,
+                        error="turn 2: not booked", calls=log)
+    write(make_report([result], 1795953600.0, 10.0, agent_id="bot", connector="mock"), str(tmp_path / "r.html"))
+    page.goto((tmp_path / "r.html").as_uri() + "#trip")
+    placed = "cs => cs.map(c => c.dataset.role + ':' + (c.dataset.for || ''))"
+    assert page.eval_on_selector_all(".turn[data-turn='1'] details.mcall", placed) == ["agent:", "validator:checkpoint greets"]
+    assert page.eval_on_selector_all(".turn[data-turn='2'] .turn-checks details.mcall", placed) == ["validator:turn 2 assertion 1"]
+    assert "1 retry" in page.inner_text(".turn[data-turn='2'] details.mcall[data-role=agent] summary")
+    opened(page, ".turn[data-turn='2'] details.mcall[data-role=agent]")
+    assert "rate_limit 429" in page.inner_text(".retries") and "waited 1.5" in page.inner_text(".retries")
+    other = page.locator("section", has_text="Other model calls")
+    assert other.locator("details.mcall").count() == 1 and other.locator("details.mcall").get_attribute("data-for") == "a hook's own judge"
