@@ -4,11 +4,37 @@ that uses it."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from agenttest.errors import AgentTestError
+
 
 MAX_RUNS = 1000  # the most runs of a case: --runs, and a case's own "runs"
+
+# the environment's settings a run reads (docs/scale.md, docs/connectors.md): each name, what it accepts
+SILENCES = ("AGENTTEST_WORKER_SILENCE", "AGENTTEST_RAY_SILENCE")  # seconds a worker, an actor may stay silent
+TRANSPORTS = ("aiohttp", "httpx")  # AGENTTEST_HTTP: the openai connector's HTTP transport
+
+
+def check_environment() -> None:
+    """The run's settings from the environment, each as it accepts it, before anything runs. Raises AgentTestError."""
+    for name in SILENCES:
+        text = os.environ.get(name)
+        if not text:
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0 < value < float("inf"):
+            raise AgentTestError(f"{name}={text!r}: give the seconds a worker may stay silent before it is taken for lost, "
+                                 "a positive number", hint=f"e.g. {name}=10, or unset it for the default")
+    transport = os.environ.get("AGENTTEST_HTTP")
+    if transport and transport.strip().lower() not in TRANSPORTS:
+        raise AgentTestError(f"AGENTTEST_HTTP={transport!r}: give the openai connector's HTTP transport, "
+                             f"{' or '.join(TRANSPORTS)}", hint="e.g. AGENTTEST_HTTP=httpx, or unset it for the default (aiohttp when installed)")
 
 
 def _reported(name: str | None = None, show: Any = None) -> Any:

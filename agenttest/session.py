@@ -19,7 +19,7 @@ from agenttest.accounting.costs import spend_of
 from agenttest.agents.caller import Caller
 from agenttest.agents.catalog import Catalog
 from agenttest.app.folders import App, find_root
-from agenttest.config import RunConfig
+from agenttest.config import RunConfig, check_environment
 from agenttest.connectors.cassettes import Cassettes
 from agenttest.connectors.throttle import Traffic
 from agenttest.errors import AgentTestError, ExitCode, InputError, InternalError, Interrupted
@@ -107,7 +107,9 @@ class Session:
 
     def inputs(self) -> tuple[Inputs, Baseline | None]:
         """-o: every target checked (its folder made); --baseline read; -i: files, folders, globs, messages and
-        generators, a missing file said as such (with a did-you-mean) before anything asks for its agent."""
+        generators, a missing file said as such (with a did-you-mean) before anything asks for its agent; the
+        environment's settings (AGENTTEST_*) checked."""
+        check_environment()
         self._check_outputs()
         baseline = None
         if self.config.baseline:

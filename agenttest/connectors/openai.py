@@ -155,7 +155,7 @@ def http_client(timeout: float) -> Any | None:
     """The SDK's aiohttp transport (``openai[aiohttp]``: ~0.7× the CPU per call of its default httpx
     one, bench/RESULTS.md), or None for the SDK's default httpx client when aiohttp is not installed.
     ``AGENTTEST_HTTP=httpx`` chooses httpx (to compare, or to work around a transport problem)."""
-    if os.environ.get("AGENTTEST_HTTP", "").lower() == "httpx":
+    if os.environ.get("AGENTTEST_HTTP", "").strip().lower() == "httpx":  # config.check_environment: httpx or aiohttp
         return None
     try:
         from openai import DefaultAioHttpClient

@@ -23,28 +23,9 @@ def parse(text: str) -> int:
     return value
 
 
-SILENCES = ("AGENTTEST_WORKER_SILENCE", "AGENTTEST_RAY_SILENCE")  # seconds a worker, an actor may stay silent
-
-
-def check_environment() -> None:
-    """The environment's settings of the workers, each a positive number of seconds. Raises AgentTestError."""
-    for name in SILENCES:
-        text = os.environ.get(name)
-        if not text:
-            continue
-        try:
-            value = float(text)
-        except ValueError:
-            value = -1.0
-        if not 0 < value < float("inf"):
-            raise AgentTestError(f"{name}={text!r}: give the seconds a worker may stay silent before it is taken for lost, "
-                                 "a positive number", hint=f"e.g. {name}=10, or unset it for the default")
-
-
 def pool_for(config: RunConfig, caller: Caller) -> Pool | None:
     """The workers a run uses (started by ``Pool.start`` once the plan is resolved); None when its cases
     run in this process."""
-    check_environment()
     if config.executor == "ray":
         try:
             import ray  # noqa: F401

@@ -32,7 +32,7 @@ EAGER = 4  # a worker's results go out at least this often (frames), not only wh
 
 
 def seconds(name: str, default: float) -> float:
-    """A number of seconds from the environment (``executors.check_environment`` says what is wrong with one)."""
+    """A number of seconds from the environment (``config.check_environment`` says what is wrong with one)."""
     try:
         value = float(os.environ.get(name) or default)
     except ValueError:
