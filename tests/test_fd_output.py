@@ -18,7 +18,7 @@ import pytest
 from helpers import REPO, report, tool_app
 
 FORGED = '{"event": "result", "id": "forged", "status": "passed"}'
-TOOLS = ("shout", "garble", "flood")
+TOOLS = ("shout", "garble", "flood", "alternate")
 TOOLS_PY = f"""
 import os, subprocess, sys
 FORGED = {FORGED!r}
@@ -34,6 +34,11 @@ def garble(ctx):
 def flood(ctx):
     os.write(1, b"y" * (3 * 1024 * 1024))
     return "flooded"
+def alternate(ctx):
+    for i in range(200):
+        os.write(1, b"fd %d\\n" % i)
+        print("python", i)
+    return "alternated"
 """
 HOOKS_PY = f"""
 import os, subprocess, sys
@@ -105,3 +110,15 @@ def test_output_outside_any_case_is_shown_on_stderr_escaped_and_said(app_dir, tm
     assert stderr.count("forged") == 2  # the stdout of BeforeAll's and AfterAll's subprocess, shown on stderr
     warnings = report(out)["metadata"]["warnings"]
     assert any("written to stdout outside any case" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_what_a_case_writes_below_python_and_through_print_keeps_its_order(app_dir, tmp_path, workers):
+    """The bytes on fd 1 reach the case through a pipe that a thread reads; a print goes to the case at once. A
+    print's text came before the bytes written just ahead of it, and split its line ('python' + fd bytes + ' 7'):
+    under load, a case's 'python level' line was lost that way."""
+    out = tmp_path / "r.json"
+    code, stdout, stderr = run(app_dir, [{"id": "a", "input": "call alternate"}], "-o", str(out), "--workers", workers)
+    assert code == 0, stdout + stderr
+    (result,) = report(out)["results"]
+    assert result["stdout"] == "".join(f"fd {i}\npython {i}\n" for i in range(200)), result["stdout"][:2000]

@@ -104,6 +104,16 @@ class Descriptors:
             if capture in self.running:
                 self.running.remove(capture)
 
+    def settle(self, capture: Any) -> None:
+        """Before ``capture`` takes text written at the Python level: the bytes its case wrote below Python before
+        it, read first — the thread that reads the pipes may not have yet, and the print would come before them
+        (and split a line in two)."""
+        if len(self.running) != 1 or self.running[0] is not capture:
+            return
+        with self.lock:
+            if self._poll.poll(0):
+                self._take()
+
     def drain(self) -> None:
         with self.lock:
             self._take()
@@ -174,6 +184,12 @@ def redact_with(redact: Callable[[str], str]) -> None:
 def begin(capture: Any) -> None:
     if _active is not None:
         _active.begin(capture)
+
+
+def settle(capture: Any) -> None:
+    """Before a print of ``capture``'s case is kept: what the case wrote below Python until then is kept first."""
+    if _active is not None:
+        _active.settle(capture)
 
 
 def end(capture: Any, wrote: bool) -> None:

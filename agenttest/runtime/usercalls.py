@@ -57,6 +57,11 @@ class Capture:
             if text:
                 (self._out if at == 0 else self._err).append(text)
 
+    def at_line_start(self, stream: str) -> bool:
+        """Whether what ``stream`` kept so far ends a line (or is nothing yet)."""
+        kept = self._out if stream == "stdout" else self._err
+        return not kept or kept[-1].endswith("\n")
+
     def text(self) -> tuple[str, str]:
         with self._lock:
             return _told(self._out, self._more[0]), _told(self._err, self._more[1])
@@ -95,6 +100,8 @@ class _Router(io.TextIOBase):
         capture = current_capture.get()
         if capture is None:
             return self.real.write(text)
+        if capture.at_line_start(self.name):  # what the case wrote below Python before this line comes first (a syscall: once a line)
+            fdcapture.settle(capture)
         capture.write(self.name, text)
         return len(text)
 
