@@ -127,7 +127,7 @@ def report(path: Path) -> dict[str, Any]:
     return data
 
 
-__all__ = ["Answer", "AppBuilder", "OpenAIServer", "cli", "last_user", "report"]
+__all__ = ["Answer", "AppBuilder", "OpenAIServer", "alive", "cli", "last_user", "report", "survivors"]
 
 
 def tool_app(root: Path, tools: tuple[str, ...], tools_py: str) -> Path:
@@ -153,4 +153,15 @@ def alive(pid: int) -> bool:
             return fh.read().split(") ")[-1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def survivors(pids: list[int], within: float = 30.0) -> list[int]:
+    """The pids still alive once all ended or ``within`` seconds passed: a process being killed takes a moment
+    to go, longer on a loaded machine."""
+    import time
+
+    ends = time.monotonic() + within
+    while time.monotonic() < ends and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
 

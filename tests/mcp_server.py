@@ -46,7 +46,10 @@ def env(name: str) -> str:
 
 @app.tool()
 async def nap(seconds: float) -> str:
-    """Sleep, then answer."""
+    """Sleep, then answer (``$MCP_NAP_FILE``, when set, says that the nap began)."""
+    if os.environ.get("MCP_NAP_FILE"):
+        with open(os.environ["MCP_NAP_FILE"], "a") as fh:
+            fh.write("napping\n")
     await anyio.sleep(seconds)
     return "awake"
 

@@ -15,7 +15,9 @@ carry no usage, whatever ``stream_options`` asks), ``null_content_500`` (a 500 f
 ``interrupt_streams`` (with ``one_at_a_time``: a request waiting for the model ends the stream in progress
 without a ``finish_reason``), ``finishes_abandoned`` (an answer being made is made to its end when its client
 has gone; one whose client left while it waited is skipped).
-``disconnected`` counts the requests whose client closed the connection before the answer was sent."""
+``disconnected`` counts the requests whose client closed the connection before the answer was sent (``left()``
+waits for them): a test that a call was interrupted, not waited out, gives it a delay no run waits for and
+checks that the client left — never how long the run took (the machine may be loaded)."""
 
 from __future__ import annotations
 
@@ -351,6 +353,15 @@ class OpenAIServer:
         """Answer 429 (with ``header: retry_after``) to every request beyond ``k`` in flight."""
         self.max_in_flight = k
         self.retry_headers = {header: retry_after}
+
+    def left(self, n: int = 1, within: float = 60.0) -> int:
+        """The requests whose client closed the connection before the answer, once ``n`` of them were seen (or
+        ``within`` seconds passed): the client stopped waiting, it did not wait the answer out. The server notices
+        a close within ~20 ms, maybe after the client's run has ended."""
+        ends = time.monotonic() + within
+        while self.disconnected < n and time.monotonic() < ends:
+            time.sleep(0.02)
+        return self.disconnected
 
     def bodies(self) -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests]

@@ -34,7 +34,7 @@ MIXED = [
     case("pass", "say:Expense submitted", assert_=None, assertions=[{"type": "contains", "value": "submitted"}]),
     case("fail", "say:Expense filed", assertions=[{"type": "contains", "value": "approved"}, {"type": "regex", "value": "filed"}]),
     case("error", "fail:500"),
-    case("timeout", "slow:6:late", timeout="0.5s"),
+    case("timeout", "slow:60:late", timeout="0.5s"),
     case("skip", "say:x", skip=True, skip_reason="not today"),
 ]
 for c in MIXED:
@@ -44,11 +44,9 @@ for c in MIXED:
 def test_mixed_verdicts_console_json_and_exit_code(bot, server):
     path = bot.cases("assistants/bot/tests/inputs.jsonl", MIXED)
     out = bot.root / "report.json"
-    start = time.perf_counter()
     result = cli("-i", str(path), "-n", "bot", "-o", str(out))
-    took = time.perf_counter() - start
     assert result.exit_code == 1, result.output
-    assert took < 4.5  # the 6 s reply was interrupted at its 0.5 s deadline (a bound, not a benchmark)
+    assert server.left() == 1  # the 60 s reply was interrupted at its 0.5 s deadline: its connection closed, not waited out
     text = result.stdout
     assert "Agent Test" in text and "ℹ Agent: bot" in text and "ℹ Connector: fake" in text
     assert "ℹ Input: " in text and "(5 test cases)" in text and "ℹ Timeout: 5m0s" in text
@@ -56,7 +54,7 @@ def test_mixed_verdicts_console_json_and_exit_code(bot, server):
     assert "► [fail] say:Expense filed FAILED (" in text
     assert "  └─ output does not contain 'approved': Expense filed" in text
     assert "► [error] fail:500 ERROR (" in text and "model error 500" in text
-    assert "► [timeout] slow:6:late TIMEOUT (" in text and "timeout after 0.5s" in text
+    assert "► [timeout] slow:60:late TIMEOUT (" in text and "timeout after 0.5s" in text
     assert "► [skip] say:x SKIPPED" in text and "not today" in text
     assert "❌ 1 failed, 1 timed out, 1 error — 3 of 5 tests did not pass" in text
     assert "\x1b[" not in text  # not a terminal: no colour

@@ -8,7 +8,6 @@ import os
 import ssl
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -120,17 +119,16 @@ def test_unreachable_host_is_an_agent_error(monkeypatch, transport):
 
 
 def test_slow_reply_is_interrupted_by_a_deadline(server):
-    server.responder = lambda req: Answer("late", delay=6)
+    server.responder = lambda req: Answer("late", delay=60)
     conn = connector(server)
 
     async def go():
         async with asyncio.timeout(0.3):
             await conn.complete(ChatRequest([{"role": "user", "content": "x"}]))
 
-    start = time.perf_counter()
     with pytest.raises(TimeoutError):
         asyncio.run(go())
-    assert time.perf_counter() - start < 4.5  # interrupted, not waited out
+    assert server.left() == 1  # interrupted: the connection closed before the 60 s answer, not waited out
 
 
 def test_malformed_json_response_is_an_agent_error(server):

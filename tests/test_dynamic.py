@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 
@@ -167,10 +166,9 @@ def test_validator_checkpoint_keeps_the_verdict(world_app, server):
 
 
 def test_timeout_interrupts_the_call_in_flight(world_app, server):
-    world = World(["I need to file an expense", "Dinner, $50", "yes"], agent_delay=6)
-    start = time.perf_counter()
+    world = World(["I need to file an expense", "Dinner, $50", "yes"], agent_delay=60)
     result, data = run(world_app, server, world, [dynamic(timeout="0.6s")])
-    assert time.perf_counter() - start < 4.5  # interrupted, not waited out
+    assert server.left() == 1  # interrupted: the connection closed before the 60 s answer, not waited out
     r = data["results"][0]
     assert r["status"] == "timeout" and r["error"].startswith("timeout after 0.6s (during turn 1)")
     assert "TIMEOUT" in result.stdout

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from helpers import REPO, Answer, cli, last_user, report
+from helpers import REPO, Answer, cli, last_user, report, survivors
 from test_mcp import alive
 
 SERVER = str(REPO / "tests" / "mcp_hostile_server.py")
@@ -68,30 +68,29 @@ def test_grandchildren_of_a_stdio_server_do_not_outlive_the_run(app, server, tmp
     assert result.exit_code == 0, result.output
     started = [int(p) for p in pids.read_text().split()]
     assert len(started) == 2  # the server and the grandchild its tool started
-    deadline = time.time() + 5
-    while time.time() < deadline and any(alive(p) for p in started):
-        time.sleep(0.05)
-    assert not any(alive(p) for p in started)
+    assert survivors(started) == []
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_while_servers_start_is_honoured_at_once(app, server, tmp_path, sig, code):
     pids = tmp_path / "pids"
-    server_file(app, "--slow", "30", env={"MCP_PID_FILE": str(pids)})
+    """The server takes 600 s to start and has as long to (its "timeout"): only the signal can end the run, and a
+    run that waited for either would not have ended when the test stops waiting."""
+    server_file(app, "--slow", "600", env={"MCP_PID_FILE": str(pids)}, timeout="600s")
     path = app.cases("c.jsonl", [{"id": "a", "input": "x"}])
     proc = subprocess.Popen([sys.executable, "-m", "agenttest", "-i", str(path), "-n", "bot", "-o", str(tmp_path / "r.json")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=app.root)
-    deadline = time.time() + 20
-    while time.time() < deadline and not pids.exists():  # the server process is starting
-        time.sleep(0.05)
-    time.sleep(0.3)
-    proc.send_signal(sig)
-    sent = time.perf_counter()
-    stdout, stderr = proc.communicate(timeout=20)
-    took = time.perf_counter() - sent
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not pids.exists():  # the server process is starting
+            time.sleep(0.05)
+        time.sleep(0.3)
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
     assert proc.returncode == code, stdout + stderr
     assert "Traceback" not in stderr
-    assert took < 3, took  # not the server's 30 s start, nor the 30 s start timeout
     (pid,) = [int(p) for p in pids.read_text().split()]
     assert not alive(pid)
     assert server.requests == []

@@ -20,7 +20,7 @@ from agenttest.assertions.static import name_matches
 from agenttest.agents.catalog import Catalog
 from agenttest.model import Context
 from agenttest.runtime.trace import Trace, current_trace
-from helpers import REPO, Answer, alive, cli, report
+from helpers import REPO, Answer, alive, cli, report, survivors
 from mcp_server import HttpServer
 
 SERVER = str(REPO / "tests" / "mcp_server.py")
@@ -147,7 +147,7 @@ def test_a_server_that_dies_between_calls_is_started_again_at_most_three_times(a
     error = asyncio.run(scenario())
     assert type(error).__name__ == "CallError"
     assert str(error).startswith("mcp server 'calc' exited and was started again 3 times already; it is not restarted any more")
-    assert len(pids(pid_file)) == 4 and not any(alive(pid) for pid in pids(pid_file))
+    assert len(pids(pid_file)) == 4 and survivors(pids(pid_file)) == []
 
 
 def test_a_tool_call_that_ends_its_server_costs_that_case_only(app, server, tmp_path):
@@ -172,7 +172,7 @@ def test_a_tool_call_that_ends_its_server_costs_that_case_only(app, server, tmp_
     (note,) = data["results"][2]["warnings"]
     assert note.startswith("mcp server 'kit' had exited") and note.endswith("(1 of at most 3 restarts)")
     assert "warnings" not in data["results"][3]
-    assert len(pids(pid_file)) == 2 and not any(alive(pid) for pid in pids(pid_file))
+    assert len(pids(pid_file)) == 2 and survivors(pids(pid_file)) == []
 
 
 # ---- HTTP and SSE -------------------------------------------------------------------------------
@@ -346,38 +346,41 @@ def test_the_sdk_is_imported_only_when_a_server_starts():
 
 
 def slow_model(request):
-    return Answer("late", delay=5)
+    return Answer("late", delay=600)  # no run waits for it: only the signal ends the run
 
 
 def slow_tool(request):
     if request["messages"][-1]["role"] == "tool":
         return Answer("awake")
-    return Answer("", tool_calls=[{"name": "calc__nap", "arguments": {"seconds": 5}}])
+    return Answer("", tool_calls=[{"name": "calc__nap", "arguments": {"seconds": 600}}])
 
 
 @pytest.mark.parametrize("sig, code, responder", [(signal.SIGINT, 130, slow_model), (signal.SIGTERM, 143, slow_tool)],
                          ids=["ctrl-c-while-the-model-thinks", "sigterm-while-a-tool-runs"])
 def test_a_signal_stops_the_run_and_its_stdio_server(app, server, tmp_path, sig, code, responder):
-    pid_file = tmp_path / "pids"
-    stdio(app, "mcps/calc.mcp.yao", pid_file)
+    """The model's answer and the tool's nap take 600 s: only the signal ends the run."""
+    pid_file, napping = tmp_path / "pids", tmp_path / "napping"
+    stdio(app, "mcps/calc.mcp.yao", None, env={"MCP_PID_FILE": str(pid_file), "MCP_NAP_FILE": str(napping)})
     app.agent("bot", mcp={"servers": ["calc"]})
     server.responder = responder
     path = app.cases("c.jsonl", [{"id": "slow", "input": "x"}])
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "agenttest", "-i", str(path), "-n", "bot", "-o", str(tmp_path / "r.json")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=app.root)
-    deadline = time.time() + 20
-    while time.time() < deadline and not server.requests:  # the server is up and the case is under way
-        time.sleep(0.05)
-    time.sleep(0.3)
-    (pid,) = pids(pid_file)
-    assert alive(pid)
-    proc.send_signal(sig)
-    stdout, stderr = proc.communicate(timeout=20)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not (napping.exists() if responder is slow_tool else server.requests):
+            time.sleep(0.05)  # the server is up and the case is under way: the model thinks, or the tool naps
+        (pid,) = pids(pid_file)
+        assert alive(pid)
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
     assert proc.returncode == code, stderr
     assert "Traceback" not in stderr
     assert "INTERRUPTED after 0 of 1 tests" in stdout
-    assert not alive(pid)
+    assert survivors([pid]) == []
 
 
 # ---- the tool world applies to MCP tools too ---------------------------------------------------

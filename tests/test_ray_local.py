@@ -19,7 +19,7 @@ from pathlib import Path
 
 import proctree
 import pytest
-from helpers import REPO, alive, report, tool_app
+from helpers import REPO, report, survivors, tool_app
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
@@ -112,8 +112,7 @@ def test_a_local_ray_listens_on_loopback_only_copies_no_secret_and_leaves_nothin
     assert all(SECRET not in p.read_text(errors="replace") for p in copied if p.is_file() and p.stat().st_size < 10**6)
     assert ".env" not in look["seen"] or Path(look["cwd"]).resolve() == app_dir.resolve(), look
     # nothing outlives the run: not Ray's processes, not its folder
-    time.sleep(0.5)
-    assert [p for p in processes if alive(p)] == []
+    assert survivors(processes) == []
     assert list((tmp_path / "tmp").iterdir()) == []
     assert "Traceback" not in err and "(raylet)" not in out + err
 
