@@ -64,7 +64,7 @@ def run_in_terminal(args: list[str], env: dict[str, str]) -> str:
     os.close(child)
     chunks = []
     while True:
-        ready, _, _ = select.select([main], [], [], 30)
+        ready, _, _ = select.select([main], [], [], 120)
         if not ready:
             break
         try:
@@ -74,7 +74,7 @@ def run_in_terminal(args: list[str], env: dict[str, str]) -> str:
         if not data:
             break
         chunks.append(data)
-    proc.wait(timeout=30)
+    proc.wait(timeout=120)
     os.close(main)
     return b"".join(chunks).decode("utf-8", "replace")
 

@@ -158,7 +158,7 @@ def test_a_timed_out_request_is_closed_on_the_wire(app, server):
     server.responder = lambda req: Answer("late", delay=5)
     result, data = run(app, [{"id": "a", "input": "hi", "timeout": "0.5s"}])
     assert data["results"][0]["status"] == "timeout"
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while not server.disconnected and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.disconnected == 1  # the server saw the connection close: it may stop generating

@@ -358,7 +358,7 @@ def test_agent_test_view_serves_until_stopped(app):
         assert status == 200 and '"id":"greets"' in body
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)
 
 
 def test_the_runs_page_escapes_every_column_of_the_database(app):

@@ -154,7 +154,7 @@ def test_a_sigkilled_controllers_leftovers_are_ended_by_its_watchdog(app_dir, tm
     started = pids(app_dir, "daemon") + pids(app_dir, "child")
     assert len(started) == 2 and all(alive(p) for p in started), (started, proc.poll())
     proc.kill()  # SIGKILL: no clean-up of its own runs
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=120)
     assert gone(started, 30) == [], started
     assert alive(bystander.pid)
 

@@ -131,11 +131,11 @@ def test_ctrl_c_before_any_case_finished_is_not_a_100_percent_pass_rate(offline_
     path = offline_app.cases("assistants/bot/tests/t.jsonl", [{"id": f"c{i}", "input": "slow"} for i in range(3)])
     proc = subprocess.Popen([sys.executable, "-m", "agenttest", "-i", str(path), "-o", str(tmp_path / "r.json")], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-    seen, deadline = "", time.time() + 20
+    seen, deadline = "", time.time() + 120
     while "► [c0]" not in seen and time.time() < deadline:  # the first case is running
         seen += os.read(proc.stdout.fileno(), 4096).decode()
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=20)
+    stdout, stderr = proc.communicate(timeout=120)
     stdout = seen + stdout
     assert proc.returncode == 130, stderr
     assert "Pass Rate: 0.0% (of the 0 that ran)" in stdout and "100.0%" not in stdout
@@ -471,11 +471,11 @@ def test_ctrl_c_with_runs_counts_runs_and_cases_apart(offline_app, tmp_path):
     path = offline_app.cases("assistants/bot/tests/t.jsonl", [{"id": "c0", "input": "x"}, {"id": "c1", "input": "x"}, {"id": "c2", "input": "slow"}])
     proc = subprocess.Popen([sys.executable, "-m", "agenttest", "-i", str(path), "--runs", "2", "--no-history", "-o", str(tmp_path / "r.json")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-    seen, deadline = "", time.time() + 20
+    seen, deadline = "", time.time() + 120
     while "► [c2] (run 1/2)" not in seen and time.time() < deadline:  # c0 and c1 are done, c2 is running
         seen += os.read(proc.stdout.fileno(), 4096).decode()
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=20)
+    stdout, stderr = proc.communicate(timeout=120)
     stdout = seen + stdout
     assert proc.returncode == 130, stderr
     assert "INTERRUPTED after 4 of 6 runs (2 of 3 cases ran)" in stdout and "Not run:   2 runs (interrupted)" in stdout, stdout

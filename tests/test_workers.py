@@ -169,7 +169,7 @@ def test_os_exit_0_in_a_tool_is_never_a_green_run(app_dir, tmp_path):
 def test_a_worker_killed_mid_case_has_its_case_run_again_on_a_fresh_worker(app_dir, tmp_path):
     out = tmp_path / "r.json"
     proc = agent_test(app_dir, [{"id": "victim", "input": "call once"}, {"id": "other", "input": "hi"}], "-o", str(out), wait=False)
-    deadline = time.time() + 30
+    deadline = time.time() + 120
     while time.time() < deadline and not mark(app_dir, "once"):
         time.sleep(0.05)
     first = int(mark(app_dir, "once").split()[0])
@@ -194,7 +194,7 @@ def test_sigterm_while_mcp_servers_start_leaves_no_process_behind(app_dir, tmp_p
     (app_dir / "assistants" / "bot" / "package.yao").write_text(json.dumps({**package, "mcp": {"servers": ["slow"]}}))
     out = tmp_path / "r.json"
     proc = agent_test(app_dir, [{"id": "a", "input": "hi"}], "-o", str(out), "--workers", "2", wait=False)
-    deadline = time.time() + 30
+    deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None and len(pid_file.read_text().split() if pid_file.exists() else []) < 4:
         time.sleep(0.05)  # two servers (one per worker), each with its child
     assert proc.poll() is None, proc.communicate()
