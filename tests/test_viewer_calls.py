@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from browser import chromium, expect
-from calls_demo import KEY, SAID, SIMULATOR, SYSTEM, build
+from calls_demo import JUDGE, KEY, SAID, SIMULATOR, SYSTEM, build
 from openai_server import OpenAIServer
 
 
@@ -58,6 +58,10 @@ def test_the_cards_are_closed_and_filed_under_the_turn_and_check_they_served(pag
     assert cards.count() == 8 and page.locator("details.mcall[open]").count() == 0  # collapsed by default
     for turn, roles in ((1, ["simulator", "agent"]), (2, ["simulator", "agent", "agent"]), (3, ["simulator", "agent"])):
         assert page.eval_on_selector_all(f".turn[data-turn='{turn}'] details.mcall", "cs => cs.map(c => c.dataset.role)") == roles
+    for turn in (1, 2, 3):  # the simulator's call right under the user message it wrote, before the agent's reply
+        follows = page.eval_on_selector(f".turn[data-turn='{turn}'] details.mcall[data-role=simulator]",
+                                        "c => c.parentElement.previousElementSibling.className")
+        assert follows == "msg user", follows
     judge = page.locator("tr[data-assertion='assertion 1'] details.mcall")
     assert judge.count() == 1 and judge.get_attribute("data-role") == "validator" and "JUDGE" in judge.locator(".badge").inner_text()
     assert "never says when the order arrives" in page.inner_text("tr[data-assertion='assertion 1']")
@@ -284,3 +288,23 @@ def test_each_judges_call_is_under_what_it_served_and_a_retry_is_said(page, tmp_
     assert "rate_limit 429" in page.inner_text(".retries") and "waited 1.5" in page.inner_text(".retries")
     other = page.locator("section", has_text="Other model calls")
     assert other.locator("details.mcall").count() == 1 and other.locator("details.mcall").get_attribute("data-for") == "a hook's own judge"
+
+
+def test_agent_test_view_shows_a_recorded_runs_calls(page, demo, tmp_path):
+    from agenttest.history import server
+    from agenttest.history.store import History
+    from agenttest.reporting.codec import read
+
+    made, _ = demo
+    with History(str(tmp_path / "h.sqlite")) as history:
+        history.record(read(str(made["json"])), 1, ["tests"])
+    httpd, _ = server.start(server.Pages(history=str(tmp_path / "h.sqlite")))
+    try:
+        page.goto(server.url_of(httpd) + "run/1#order-status")
+        assert page.locator("details.mcall").count() == 8
+        judge = opened(page, "tr[data-assertion='assertion 1'] details.mcall")
+        assert JUDGE in judge.locator("pre.system").inner_text() and "the assistant never says when the order arrives" in judge.locator(".mres").inner_text()
+        assert KEY not in page.content()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

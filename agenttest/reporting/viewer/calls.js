@@ -24,7 +24,8 @@ function agentTestCalls(lib) { // eslint-disable-line no-unused-vars
     const at = pred => all.map((e, i) => [e, i]).filter(([e, i]) => !used.has(i) && pred(e)).map(([, i]) => i);
     return {
       any: all.length > 0,
-      turn: n => cards(at(e => !e.for && (e.turn || 0) === n)), // the agent's and the simulator's calls of a turn
+      wrote: n => cards(at(e => !e.for && e.role === "simulator" && (e.turn || 0) === n)), // the simulator's call that wrote a turn's message
+      turn: n => cards(at(e => !e.for && (e.turn || 0) === n)), // the agent's calls of a turn (and the simulator's, where wrote() was not asked)
       checks: n => cards(at(e => e.for && e.for.startsWith("checkpoint ") && (e.turn || 0) === n)), // checkpoint judges at a turn
       served: what => cards(at(e => e.for === what)), // a judge's calls under the assertion they served
       rest: () => cards(at(() => true)), // whatever is left, in order

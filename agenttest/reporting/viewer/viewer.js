@@ -396,6 +396,7 @@
         chat.append(h("div", { class: "turn", "data-turn": t.turn }, h("div", { class: "turn-head", text: "Turn " + t.turn + " · " + ms(t.duration_ms) }),
           t.simulator_reasoning ? h("div", { class: "reasoning", text: "simulator: " + t.simulator_reasoning }) : null,
           bubble("user", text(t.input) + ((t.attachments || []).length ? "\n+ " + t.attachments.join(", ") : "")),
+          C.wrote(t.turn),  // the simulator's call that wrote this message, under it
           (t.tool_calls || []).map(toolCall),
           t.error ? h("div", { class: "reason", text: t.error }) : reply(t.output, "agent", t.truncated),
           (t.checkpoints || []).length ? h("div", null, t.checkpoints.map(id => h("span", { class: "cp", "data-checkpoint": id, text: "✓ " + id }))) : null,
