@@ -99,7 +99,8 @@ def test_copy_as_curl_and_as_json_make_a_request_the_server_answers_as_it_did(pa
     card = opened(page, ".turn[data-turn='2'] details.mcall[data-role=agent]")  # the call that asked for the tool
     recorded = report["exchanges"][int(card.get_attribute("data-call"))]
     curl = copied(page, card, "curl")
-    assert KEY not in curl and "$OPENAI_API_KEY" in curl and curl.startswith(f"curl {server.url}/chat/completions")
+    assert KEY not in curl
+    assert "$OPENAI_API_KEY" in curl and curl.startswith(f"curl '{server.url}/chat/completions' ")
     before = len(server.bodies())
     done = subprocess.run(["bash", "-c", curl], capture_output=True, text=True, env={**os.environ, "OPENAI_API_KEY": KEY}, check=True)
     answer = json.loads(done.stdout)["choices"][0]["message"]
@@ -308,3 +309,15 @@ def test_agent_test_view_shows_a_recorded_runs_calls(page, demo, tmp_path):
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_the_copied_curl_keeps_a_query_string_and_a_quote_for_the_shell(page, demo):
+    made, server = demo
+    page.goto(made["html"].as_uri())
+    url = f"{server.url}/chat/completions?api-version=2024-10-21&deployment=shop"
+    body = {"model": "shop-large", "messages": [{"role": "user", "content": "it's 'quoted' & $HOME `here`"}]}
+    curl = page.evaluate("([url, body]) => agentTestCalls({}).curl(url, body)", [url, body])
+    subprocess.run(["bash", "-c", curl], capture_output=True, text=True, env={**os.environ, "OPENAI_API_KEY": KEY}, check=True)
+    sent = server.requests[-1]
+    assert sent["path"].endswith("/chat/completions?api-version=2024-10-21&deployment=shop")  # all of it reached the server
+    assert sent["body"] == body and sent["headers"]["Authorization"] == "Bearer " + KEY

@@ -140,9 +140,9 @@ function agentTestCalls(lib) { // eslint-disable-line no-unused-vars
 
   // ---- copy ---------------------------------------------------------------------------------------------------
   const HEADERS = { "Content-Type": "application/json", "Authorization": "Bearer $OPENAI_API_KEY" };
+  function quoted(value) { return "'" + value.replace(/'/g, "'\\''") + "'"; } // for a shell: a URL's ? and & stay in it
   function curl(url, sent) {
-    const json = JSON.stringify(sent);
-    return "curl " + url + " \\\n  -H 'Content-Type: application/json' \\\n  -H \"Authorization: Bearer $OPENAI_API_KEY\" \\\n  -d '" + json.replace(/'/g, "'\\''") + "'";
+    return "curl " + quoted(url) + " \\\n  -H 'Content-Type: application/json' \\\n  -H \"Authorization: Bearer $OPENAI_API_KEY\" \\\n  -d " + quoted(JSON.stringify(sent));
   }
   function asJson(url, sent) { return JSON.stringify({ method: "POST", url: url || null, headers: HEADERS, body: sent }, null, 2); }
   function copy(value, said) {
