@@ -20,17 +20,19 @@ if not os.environ.get("PYTHONPATH"):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from agenttest.reporting import codec  # noqa: E402
-from agenttest.model import AssertionResult, CaseResult, RunReport, Spend, ToolCall, Usage  # noqa: E402
+from agenttest.model import AssertionResult, CaseKey, CaseResult, RunReport, Spend, ToolCall, Usage  # noqa: E402
 
 
 def report(n: int) -> RunReport:
     results = tuple(
-        CaseResult(id=f"case-{i}", status="passed" if i % 20 else "failed", input=[{"role": "user", "content": f"book {i} nights"}],
-                   output=f"Booked {i} nights: reference BK-{i:06d}", duration_ms=12.5, run=1, index=i, file="tests/cases.jsonl", line=i + 1,
-                   assertions=(AssertionResult("contains", True, checked='value="Booked"'),
-                               AssertionResult("tool_called", i % 20 != 0, "" if i % 20 else "not called", "book", None)),
-                   tool_calls=(ToolCall("book", {"nights": i}, f"call_{i}", {"ok": True, "ref": f"BK-{i:06d}"}, None, 0.4),),
-                   usage=Usage(120, 14, 134), connector="mock", spend=(Spend("agent", "mock", Usage(120, 14, 134), 1, None),))
+        CaseResult(key=CaseKey("tests/cases.jsonl", f"case-{i}", "mock"), status="passed" if i % 20 else "failed",
+                   input=[{"role": "user", "content": f"book {i} nights"}],
+                   output=f"Booked {i} nights: reference BK-{i:06d}", duration_ms=12.5, run=1, index=i, line=i + 1,
+                   assertions=(AssertionResult(type="contains", passed=True, checked='value="Booked"'),
+                               AssertionResult(type="tool_called", passed=i % 20 != 0, message="" if i % 20 else "not called", expected="book")),
+                   tool_calls=(ToolCall(name="book", arguments={"nights": i}, id=f"call_{i}", result={"ok": True, "ref": f"BK-{i:06d}"},
+                                        duration_ms=0.4),),
+                   usage=Usage(120, 14, 134), spend=(Spend("agent", "mock", Usage(120, 14, 134), 1, None),))
         for i in range(n))
     return RunReport(results=results, started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:09Z", duration_ms=9000.0,
                      agent_id="bot", connector="mock", input_source="tests/cases.jsonl",

@@ -103,3 +103,42 @@ create(ConnectorSpec(id="m", type="mock", options={}))
 print(json.dumps({"on": gc.isenabled(), "thresholds": gc.get_threshold(), "frozen": gc.get_freeze_count()}))
 """)
     assert state == {"on": True, "thresholds": [1234, 5, 6], "frozen": 0}
+
+
+def test_reading_a_report_back_runs_no_collection_and_leaves_the_collector_as_it_was(tmp_path, monkeypatch):
+    """A report read back is millions of objects and no cycle: the collector does not pass over them while
+    they are made (``collector.paused``), and is on again after — also when the report is refused."""
+    from agenttest.errors import AgentTestError
+    from agenttest.model import CaseKey, CaseResult, RunReport
+    from agenttest.reporting import codec
+
+    results = tuple(CaseResult(key=CaseKey("t.jsonl", f"c{i}", "mock"), status="passed", input=f"hi {i}", output="ok", index=i)
+                    for i in range(3 * gc.get_threshold()[0]))  # enough objects to start collections
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(codec.report_dict(RunReport(results=results, started_at="2026-12-01T10:00:00Z", completed_at="2026-12-01T10:00:01Z",
+                                                           duration_ms=1000.0, environment={"user_id": "u", "team_id": "t", "locale": "en-us"}))))
+    starts: list[int] = []
+    inside: list[int] = []
+    decoded = codec._decoded
+
+    def watched(where: str, text: str):
+        before = len(starts)
+        try:
+            return decoded(where, text)
+        finally:
+            inside.append(len(starts) - before)
+
+    monkeypatch.setattr(codec, "_decoded", watched)
+    gc.callbacks.append(lambda phase, info: starts.append(1) if phase == "start" else None)
+    try:
+        assert gc.isenabled()
+        assert len(codec.read(str(path)).results) == len(results)
+        assert inside == [0] and gc.isenabled()
+        path.write_text('{"results": 5}')
+        try:
+            codec.read(str(path))
+        except AgentTestError:
+            pass
+        assert inside == [0, 0] and gc.isenabled()
+    finally:
+        gc.callbacks.pop()

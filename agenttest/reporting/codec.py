@@ -21,6 +21,7 @@ from functools import cache
 from typing import Any, Literal
 
 from agenttest.errors import AgentTestError, Location
+from agenttest.speed import collector
 from agenttest.model import (Answer, AssertionResult, Calibration, CallLog, CaseKey, CaseResult, CheckpointResult, EndpointLoad, Estimate, Exchange, Gate,
                              Judged, ModelCall, Paired, PassK, Player, Retry, RunReport, Spend, ToolCall, Turn, Usage, WorldChange, WorldRecord)
 from agenttest.model.scenario import ScenarioRecord
@@ -453,6 +454,11 @@ def read(path: str) -> RunReport:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise AgentTestError(f"{path}: cannot be read: {exc}", hint=HINT) from None
+    with collector.paused():  # what it makes has no cycle: no pass of the collector over it (speed/collector.py)
+        return _decoded(path, text)
+
+
+def _decoded(path: str, text: str) -> RunReport:
     try:
         data = json.loads(text)
     except RecursionError:
