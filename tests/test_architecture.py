@@ -211,3 +211,43 @@ def test_every_package_says_its_job():
         if "templates" in init.relative_to(PACKAGE).parts:
             continue
         assert ast.get_docstring(ast.parse(init.read_text())), f"{init.relative_to(REPO)} needs a docstring saying its job"
+
+
+CLOCKS = {"perf_counter", "monotonic", "time", "perf_counter_ns", "monotonic_ns", "time_ns"}
+
+
+def _reads_a_clock(node: ast.AST, clocked: set[str]) -> bool:
+    """Whether ``node`` calls a clock (``time.perf_counter()``, ``loop.time()`` …) or names a value made from one."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in CLOCKS and not sub.args:
+            return True
+        if isinstance(sub, ast.Name) and sub.id in clocked:
+            return True
+    return False
+
+
+def timed_asserts(source: str) -> list[int]:
+    """The lines of ``assert``s that compare a clock's reading: a duration measured by the test itself."""
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        clocked: set[str] = set()
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call | ast.BinOp) and _reads_a_clock(node.value, clocked):
+                if isinstance(node.value, ast.BinOp) or isinstance(node.value.func, ast.Attribute) and node.value.func.attr in CLOCKS:
+                    clocked.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        found += [node.lineno for node in ast.walk(function) if isinstance(node, ast.Assert) and _reads_a_clock(node.test, clocked)]
+    return found
+
+
+def test_no_test_asserts_a_duration():
+    """Performance is measured in benchmarks (bench/), not timed tests: a bound on wall time fails when the machine is
+    loaded, whatever the code does. Assert the behaviour instead — the connection closed before the answer, the mark
+    never written, the count of calls, the order of events."""
+    offenders = [f"tests/{path.name}:{line}" for path in sorted((REPO / "tests").glob("*.py")) for line in timed_asserts(path.read_text())]
+    assert not offenders, offenders
+    assert timed_asserts("def t():\n    start = time.perf_counter()\n    go()\n    took = time.perf_counter() - start\n    assert took < 4.5\n") == [5]
+    assert timed_asserts("def t():\n    start = time.monotonic()\n    assert time.monotonic() - start < 5\n") == [3]
+    assert timed_asserts("def t():\n    deadline = time.time() + 20\n    while time.time() < deadline:\n        pass\n    assert done\n") == []
+

@@ -307,11 +307,11 @@ def test_end_simulator_cases_take_the_simulator_flag(conv_app, server):
 
 
 def test_a_timeout_stops_a_scripted_conversation(offline_app):
-    rules = 'rules:\n  - user: "slow"\n    delay: 3\n    reply: "late"\ndefault: "echo: {{ user }}"\n'
-    offline_app.agent("bot", connector="mock", files={"mock.yml": rules})
-    path = offline_app.cases("c.jsonl", [{"id": "t", "timeout": "0.5s", "turns": [{"input": "hi"}, {"input": "slow"}, {"input": "bye"}]}])
+    rules = 'rules:\n  - user: "slow"\n    delay: 600\n    reply: "late"\ndefault: "echo: {{ user }}"\n'
+    offline_app.agent("bot", connector="mock", files={"mock.yml": rules})  # turn 1 has its 2 s on a loaded machine; turn 2 never ends
+    path = offline_app.cases("c.jsonl", [{"id": "t", "timeout": "2s", "turns": [{"input": "hi"}, {"input": "slow"}, {"input": "bye"}]}])
     out = offline_app.root / "r.json"
     result = cli("-i", str(path), "-n", "bot", "-o", str(out), "--app", str(offline_app.root))
     r = report(out)["results"][0]
-    assert result.exit_code == 1 and r["status"] == "timeout" and r["error"] == "timeout after 0.5s (during turn 2)"
+    assert result.exit_code == 1 and r["status"] == "timeout" and r["error"] == "timeout after 2s (during turn 2)"
     assert r["total_turns"] == 1 and r["turns_not_run"] == 2 and "1 turn, 2 not run" in result.stdout

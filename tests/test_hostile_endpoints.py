@@ -121,7 +121,8 @@ def test_retry_after_as_an_http_date():
     from email.utils import formatdate
     import time
 
-    assert 8 <= retry_after({"retry-after": formatdate(time.time() + 10, usegmt=True)}) <= 10
+    in_ten_seconds = formatdate(time.time() + 10, usegmt=True)  # a date, whole seconds: 9–10 s from now as it is read
+    assert 8 <= retry_after({"retry-after": in_ten_seconds}) <= 10
 
 
 def test_a_503_storm_suggests_a_lower_parallel(hostile, server):

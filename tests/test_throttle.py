@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 
 import pytest
 
@@ -214,15 +213,12 @@ def test_rpm_spaces_the_starts(monkeypatch):
 
     async def go():
         t = Throttle("x", Limits(ceiling=10, rpm=600))  # one start every 0.1 s
-        starts = []
         for _ in range(4):
             await t.acquire()
-            starts.append(asyncio.get_running_loop().time())
-        return starts
 
-    starts = asyncio.run(go())
-    assert len(waits) == 3 and all(0 < w <= 0.1 for w in waits), waits  # the first at once, each other one waited for its turn
-    assert starts[-1] - starts[0] >= 0.29, starts  # spaced by the schedule: at least 0.1 s a start, never sooner
+    asyncio.run(go())
+    # the first at once, each other one waited for its turn: 0.1 s after the one before (less what it took to come)
+    assert len(waits) == 3 and all(0 < w <= 0.1 for w in waits), waits
 
 
 @pytest.mark.parametrize("options, parallel, ceiling", [({}, 7, 7), ({"max_concurrency": 3}, 7, 3), ({"max_concurrency": 30}, 7, 7)])
@@ -273,13 +269,13 @@ def test_retry_after_in_whole_seconds_and_in_ms_are_honoured(server, monkeypatch
         calls = []
 
         def responder(req, header=header, value=value, calls=calls):
-            calls.append(time.monotonic())
+            calls.append(req)
             return Answer(status=429, error="slow down", headers={header: value}) if len(calls) == 1 else Answer("ok")
 
         server.responder = responder
         waits = sleeps(monkeypatch)
         assert asyncio.run(once(Traffic(2).wrap(create(spec(server.host))), "hi")).content == "ok"
-        assert wait in waits and calls[1] - calls[0] >= wait - 0.02, waits  # the header's wait, waited
+        assert waits == [wait] and len(calls) == 2, waits  # the header's wait, once, then the call again
 
 
 def test_a_rate_limit_the_budget_cannot_absorb_is_the_calls_error(server):
