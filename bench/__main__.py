@@ -49,9 +49,10 @@ class Server:
         with urllib.request.urlopen(urllib.request.Request(self.host + path, data=data, method="POST" if data else "GET")) as r:
             return json.loads(r.read())
 
-    def configure(self, latency: float, jitter: float = 0.1, limit: int = 0, retry_after: str = "1") -> None:
-        """Latency (± jitter), and with ``limit`` a 429 with Retry-After to any request beyond it in flight."""
-        self.call("/config", {"latency": latency, "jitter": jitter, "limit": limit, "retry_after": retry_after})
+    def configure(self, latency: float, jitter: float = 0.1, limit: int = 0, retry_after: str = "1", retry_after_ms: str = "") -> None:
+        """Latency (± jitter), and with ``limit`` a 429 with Retry-After (and retry-after-ms, when given) to any
+        request beyond it in flight."""
+        self.call("/config", {"latency": latency, "jitter": jitter, "limit": limit, "retry_after": retry_after, "retry_after_ms": retry_after_ms})
 
     def stats(self) -> dict:
         return self.call("/stats")
@@ -319,7 +320,7 @@ class Bench:
             "standard_200ms": lambda: self.standard(400, 0.2, 50, "≤ 1.2 × ideal", lambda wall, ideal: wall <= 1.2 * ideal),
             "standard_exact": lambda: self.standard(400, 0.2, 50, "", None, jitter=0.0),
             "dynamic": self.dynamic, "early_stop": self.early_stop, "replay": self.replay, "dry_run": self.dry_run, "scale": self.scale,
-            "rate_limited": lambda: load.rate_limited(self), "wide": lambda: load.wide(self),
+            "rate_limited": lambda: load.rate_limited(self), "rate_limited_ms": lambda: load.rate_limited_ms(self), "wide": lambda: load.wide(self),
             "mock_10k": lambda: load.mock_10k(self), "huge_mock": lambda: load.huge_mock(self), "first_request": lambda: load.first_request(self),
             **scaleout.workloads(self),
             "viewer": lambda: viewer.viewer(self),
@@ -357,7 +358,9 @@ def machine() -> str:
 SMOKE_WORKLOADS = ("agent-test --help", "start-up: 1 case", "standard, 0 ms", "openai SDK alone (create)", "openai SDK alone (post)",
                    "runner's own CPU per case vs SDK post", "standard, 50 ms, --parallel 20", "standard, 200 ms, --parallel 50",
                    "dynamic × 3 turns", "--early-stop: requests saved", "replay of the recorded", "--dry-run of", "(memory)",
-                   "in flight allowed (429 + Retry-After beyond)", "standard, 200 ms, --parallel 200", "SDK alone (create), same workload, runs interleaved",
+                   "in flight allowed (429 + Retry-After beyond)",
+                   "in flight allowed (429, Retry-After: 1, retry-after-ms: 100)", "its run phase at the server",
+                   "standard, 200 ms, --parallel 200", "SDK alone (create), same workload, runs interleaved",
                    "on the mock connector, --parallel 20 (memory", "standard on the mock connector (median of", "start-up to the first request",
                    "one worker process", "with --workers 2",
                    "HTML report size vs its JSON report", "report to its first screen", "a filter chip applied", "a search applied",

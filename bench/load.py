@@ -14,6 +14,13 @@ from typing import Any
 from workloads import standard_cases
 
 
+class Measure:
+    """A wall time alone (a phase measured at the server), shaped as the harness's Measure for its row."""
+
+    def __init__(self, wall: float):
+        self.wall, self.cpu, self.rss_mb, self.code = wall, 0.0, 0.0, 0
+
+
 def rate_limited(b: Any) -> None:
     """600 cases at --parallel 50 through an endpoint that allows R in flight: wall against the limit's
     ideal (N × latency / R), and every case must pass (none lost to a 429)."""
@@ -33,6 +40,46 @@ def rate_limited(b: Any) -> None:
     ideal = n * latency / limit + b.startup
     b.row(f"{n} standard, {latency * 1000:.0f} ms, {limit} in flight allowed (429 + Retry-After beyond), --parallel {parallel}: "
           f"{lost} lost, {absorbed} × 429 absorbed", m, n, ideal, peak, "0 lost; ≤ 1.3 × ideal", lost == 0 and m.wall <= 1.3 * ideal)
+
+
+def rate_limited_ms(b: Any) -> None:
+    """Issue 57's stub: 200 × 100 ms at --parallel 20 through an endpoint that takes 4 in flight and answers the
+    rest with 429, ``Retry-After: 1`` and ``retry-after-ms: 100`` (OpenAI sends both). Every case must pass, within
+    1.15 × the limit's ideal (N × latency / 4 plus start-up); the row says the concurrency the throttle found and the
+    429s it took, and a note shows its limit over the run (the report's ``summary.load`` timeline)."""
+    n, latency, limit, parallel = b.size(200), 0.1, 4, 20
+    path = b.cases("rate-limited-ms", standard_cases(n))
+    out = os.path.join(b.tmp, "rate-limited-ms.json")
+
+    def once() -> tuple[Any, tuple[dict, float]]:
+        b.server.configure(latency, 0.1, limit=limit, retry_after="1", retry_after_ms="100")
+        m = b.invoke(["-i", path, "-n", "bot", "--parallel", str(parallel), "-o", out])
+        stats = b.server.stats()
+        with open(out) as fh:
+            return m, (json.load(fh)["summary"], stats["last_at"] - stats["first_at"])
+
+    m, (summary, phase) = b.median(once)
+    lost = summary["errors"] + summary["timeouts"] + summary["failed"]
+    load = summary.get("load", {})
+    conn = next(iter(load.get("connectors", {}).values()), {})
+    ideal = n * latency / limit + b.startup
+    b.row(f"{n} standard, {latency * 1000:.0f} ms, {limit} in flight allowed (429, Retry-After: 1, retry-after-ms: 100), --parallel {parallel}: "
+          f"{lost} lost, {load.get('rate_limited', 0)} × 429, concurrency found {conn.get('found', '?')}", m, n, ideal, conn.get("peak_in_flight", "—"),
+          "0 lost; ≤ 1.15 × ideal", lost == 0 and m.wall <= 1.15 * ideal)
+    work = n * latency / limit  # the run phase's ideal: the endpoint busy at its limit from the first request to the last answer
+    b.row("  its run phase at the server (first request → last answer; ideal: N × latency / limit)", Measure(phase), n, work, "—",
+          "(the throttle alone, start-up aside)", None)
+    b.notes.append(f"The throttle's concurrency over the {n} × {latency * 1000:.0f} ms run through {limit} in flight (the median run; "
+                   f"seconds from its first request → the limit): {timeline_text(conn.get('timeline', []))}.")
+    print(b.notes[-1], flush=True)
+
+
+def timeline_text(points: list[list[float]], most: int = 40) -> str:
+    """``0.00 s 20 → 0.11 s 4 → …``: the limit's changes, the first ``most`` and the last few when there are more."""
+    said = [f"{t:.2f} s {level}" for t, level in points]
+    if len(said) > most:
+        said = said[:most - 5] + [f"… ({len(said) - most} more)"] + said[-5:]
+    return " → ".join(said) or "no change"
 
 
 def wide(b: Any) -> None:

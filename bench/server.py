@@ -3,9 +3,10 @@
 It answers ``POST /v1/chat/completions`` after a configurable latency (``asyncio.sleep``, so a
 thousand requests in flight cost no threads), with keep-alive and ``TCP_NODELAY`` (without it Nagle
 and delayed ACK add ~40 ms to every keep-alive request). ``GET /stats`` returns the request count and
-the peak number in flight (and when the first request came); ``POST /config {"latency": s, "jitter": f,
-"limit": R, "retry_after": s}`` sets them and resets the counters (the flaky cases' too): with a ``limit``,
-a request beyond R in flight is answered at once with 429 and ``Retry-After`` (a rate-limited endpoint).
+the peak number in flight (and when the first request came and the last answer left); ``POST /config {"latency": s, "jitter": f,
+"limit": R, "retry_after": s, "retry_after_ms": ms}`` sets them and resets the counters (the flaky cases' too): with a
+``limit``, a request beyond R in flight is answered at once with 429, ``Retry-After`` and, when given,
+``retry-after-ms`` (a rate-limited endpoint, as OpenAI's answers: both headers, the finer one first).
 Replies follow bench/workloads.py: the agent under test answers by turn, the simulator with JSON.
 
 Run: ``python bench/server.py PORT`` (prints ``ready`` when listening)."""
@@ -27,12 +28,14 @@ class State:
     jitter = 0.0
     limit = 0  # 0: no limit
     retry_after = "1"
+    retry_after_ms = ""  # also sent as retry-after-ms when set
     requests = 0
     rejected = 0
     in_flight = 0
     peak = 0
     seen: dict[str, int] = {}  # flaky cases: requests so far per message
     first_at = 0.0  # time.time() of the first chat request since /config
+    last_at = 0.0  # time.time() of the last chat answer (a 429 included)
 
 
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -56,6 +59,8 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 if State.limit and State.in_flight >= State.limit:
                     State.rejected += 1
                     status, extra = b"429 Too Many Requests", b"Retry-After: %s\r\n" % State.retry_after.encode()
+                    if State.retry_after_ms:
+                        extra += b"retry-after-ms: %s\r\n" % State.retry_after_ms.encode()
                     payload = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
                 else:
                     State.in_flight += 1
@@ -67,16 +72,21 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                     finally:
                         State.in_flight -= 1
             elif path == "/stats":
-                payload = {"requests": State.requests, "peak_in_flight": State.peak, "rejected": State.rejected, "first_at": State.first_at}
+                payload = {"requests": State.requests, "peak_in_flight": State.peak, "rejected": State.rejected, "first_at": State.first_at,
+                           "last_at": State.last_at}
             elif path == "/config":
                 State.latency, State.requests, State.peak, State.rejected, State.first_at = float(body.get("latency", 0)), 0, 0, 0, 0.0
+                State.last_at = 0.0
                 State.seen = {}
                 State.jitter = float(body.get("jitter", 0))
                 State.limit, State.retry_after = int(body.get("limit", 0)), str(body.get("retry_after", "1"))
+                State.retry_after_ms = str(body.get("retry_after_ms", ""))
                 payload = {"ok": True}
             else:
                 payload = {"error": {"message": f"no route {path}"}}
             data = json.dumps(payload).encode()
+            if path.endswith("/chat/completions"):
+                State.last_at = time.time()
             writer.write(b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s" % (status, len(data), extra, data))
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):

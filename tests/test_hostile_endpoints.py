@@ -112,6 +112,9 @@ def test_connection_failures_are_worded_truthfully(cause, kind, words):
 @pytest.mark.parametrize("headers, seconds", [
     ({"retry-after": "2"}, 2.0), ({"retry-after": "0.5"}, 0.5), ({"retry-after-ms": "250"}, 0.25),
     ({"retry-after": "soon"}, None), ({}, None), ({"retry-after": "-3"}, 0.0), ({"retry-after": "nan"}, None),
+    ({"retry-after": "1", "retry-after-ms": "100"}, 0.1),  # OpenAI sends both: the finer one first
+    ({"retry-after": "1", "retry-after-ms": "soon"}, 1.0), ({"retry-after": "1", "retry-after-ms": "-5"}, 1.0),  # nonsense: the other
+    ({"retry-after-ms": "nan"}, None),
 ])
 def test_retry_after_forms(headers, seconds):
     assert retry_after(headers) == seconds

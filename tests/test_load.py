@@ -33,7 +33,28 @@ def test_a_rate_limited_run_loses_no_case_and_says_how_many_429s_it_absorbed(app
     assert rejected > 0 and load["rate_limited"] == load["absorbed"] == rejected
     conn = load["connectors"]["fake"]
     assert conn["lowest_limit"] <= 2 and conn["peak_in_flight"] == 10 and conn["requests"] == len(server.requests)
-    assert f"Load:      {rejected} × 429 absorbed; fake: concurrency" in result.stdout
+    assert 1 <= conn["found"] <= 2 and conn["timeline"][0] == [0.0, 10] and [t for t, _ in conn["timeline"]] == sorted(t for t, _ in conn["timeline"])
+    assert min(level for _, level in conn["timeline"]) == conn["lowest_limit"] and conn["timeline"][-1][1] == conn["limit"]
+    assert f"Load:      {rejected} × 429 absorbed; fake: concurrency found {conn['found']} (lowest {conn['lowest_limit']}" in result.stdout
+
+
+def test_retry_after_ms_is_honoured_before_retry_after_and_the_json_summary_says_what_was_found(app, server):
+    server.limit(2)
+    server.retry_headers = {"retry-after": "1", "retry-after-ms": "100"}  # as OpenAI answers: both
+    server.responder = lambda req: Answer("ok", delay=0.05)
+    app.agent("bot")
+    path = app.cases("assistants/bot/tests/inputs.jsonl", cases(12))
+    out = app.root / "r.json"
+    result = cli("-i", str(path), "-o", str(out), "--parallel", "6", "--calls", "all", "--json")
+    assert result.exit_code == 0, result.output
+    data = report(out)
+    waits = [retry["waited_ms"] for r in data["results"] for call in r["calls"]["exchanges"] for retry in call.get("retries", ())]
+    rejected = sum(1 for r in server.requests if r["rejected"])
+    assert rejected and len(waits) == rejected and set(waits) == {100.0}  # 100 ms each, not Retry-After's second
+    summary = events_of(result.stdout)[-1]
+    assert summary["event"] == "summary" and summary["load"] == data["summary"]["load"]
+    conn = summary["load"]["connectors"]["fake"]
+    assert summary["load"]["rate_limited"] == rejected and 1 <= conn["found"] <= 2 and conn["timeline"][0] == [0.0, 6]
 
 
 def test_without_rate_limits_the_console_says_nothing_of_load(app, server):
@@ -49,9 +70,13 @@ def test_without_rate_limits_the_console_says_nothing_of_load(app, server):
 def test_the_load_line_names_429s_only_when_there_were_any():
     from agenttest.reporting.console import load_line
 
-    one = {"connectors": {"fake": {"rate_limited": 3, "limit": 4, "lowest_limit": 2}}}
-    assert load_line({"absorbed": 3, "rate_limited": 3, "retries": 1, **one}) == "3 × 429 absorbed, 1 retries; fake: concurrency 4 (lowest 2)"
-    assert load_line({"absorbed": 0, "rate_limited": 2, "retries": 0, **one}) == "0 × 429 absorbed; fake: concurrency 4 (lowest 2)"
+    one = {"connectors": {"fake": {"rate_limited": 3, "limit": 4, "lowest_limit": 2, "found": 4}}}
+    assert load_line({"absorbed": 3, "rate_limited": 3, "retries": 1, **one}) == "3 × 429 absorbed, 1 retries; fake: concurrency found 4 (lowest 2)"
+    assert load_line({"absorbed": 0, "rate_limited": 2, "retries": 0, **one}) == "0 × 429 absorbed; fake: concurrency found 4 (lowest 2)"
+    probing = {"connectors": {"fake": {"rate_limited": 3, "limit": 5, "lowest_limit": 2, "found": 4}}}
+    assert load_line({"absorbed": 3, "rate_limited": 3, "retries": 0, **probing}) == "3 × 429 absorbed; fake: concurrency found 4 (lowest 2, at the end 5)"
+    older = {"connectors": {"fake": {"rate_limited": 3, "limit": 4, "lowest_limit": 2}}}  # a report from before 'found'
+    assert load_line({"absorbed": 3, "rate_limited": 3, "retries": 0, **older}) == "3 × 429 absorbed; fake: concurrency found 4 (lowest 2)"
     assert load_line({"absorbed": 0, "rate_limited": 0, "retries": 20, "connectors": {"fake": {"rate_limited": 0}}}) == "20 retries"
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import math
 import time
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -79,18 +80,21 @@ def disguised(exc: BaseException) -> bool:
 
 
 def retry_after(headers: Any) -> float | None:
-    """Seconds the server asked to wait: ``retry-after-ms`` (OpenAI), ``Retry-After`` in seconds or as an
-    HTTP date; None when it did not say (or said nonsense)."""
+    """Seconds the server asked to wait: ``retry-after-ms`` (OpenAI's, the finer) before ``Retry-After`` in
+    seconds or as an HTTP date; None when it did not say (or said nonsense in both)."""
     if headers is None:
         return None
     try:
         ms = headers.get("retry-after-ms")
-        if ms is not None:
-            value = float(ms) / 1000
-            return value if 0 <= value < 1e6 else None
         raw = headers.get("retry-after")
     except (TypeError, ValueError, AttributeError):
         return None
+    try:
+        value = float(ms) / 1000 if ms is not None else math.nan
+    except (TypeError, ValueError):
+        value = math.nan
+    if 0 <= value < 1e6:
+        return value
     if raw is None:
         return None
     try:

@@ -26,6 +26,7 @@ BASE_DELAY, MAX_DELAY = 0.5, 8.0  # exponential backoff when the server does not
 UNBOUNDED = 1000  # the ceiling when no --parallel is known (a Catalog used as a library): the CLI's own maximum
 PROBE_WINDOWS = 3  # past the last good level, grow by one per this many windows of successes (bench/RESULTS.md)
 MOST_PROBE_WINDOWS = 48  # each probe refused at the same level doubles the windows before the next, up to this
+TIMELINE_POINTS = 256  # the limit's changes kept for the report; past this, every other one is dropped
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,12 @@ class Throttle:
         self.stats = {"requests": 0, "rate_limited": 0, "absorbed": 0, "retries": 0, "overloaded": 0}
         self.lowest = self.limit
         self.peak = 0
+        self._clock: Callable[[], float] = time.monotonic
+        self._began: float | None = None  # the first request
+        self._shown = self.limit  # the limit as the timeline last said it
+        self._since = 0.0  # when the limit became _shown (seconds from the first request)
+        self._held: dict[int, float] = {}  # seconds the limit spent at each level
+        self.timeline: list[tuple[float, int]] = []  # (seconds from the first request, the limit from then on)
 
     async def acquire(self) -> int:
         """Wait for a slot (and the ``rpm`` spacing); returns the epoch the call was sent in."""
@@ -94,6 +101,8 @@ class Throttle:
             await self._space()
         self.peak = max(self.peak, self.in_flight)
         self.stats["requests"] += 1
+        if self._began is None:
+            self._start()
         return self.epoch
 
     def try_acquire(self) -> int | None:
@@ -103,7 +112,33 @@ class Throttle:
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
         self.stats["requests"] += 1
+        if self._began is None:
+            self._start()
         return self.epoch
+
+    def _start(self) -> None:
+        self._began = self._clock()
+        self._shown = self.limit
+        self.timeline.append((0.0, self.limit))
+
+    def _moved(self) -> None:
+        """The limit may have changed: the timeline and the time spent at each level follow it."""
+        if self.limit == self._shown or self._began is None:
+            return
+        now = self._clock() - self._began
+        self._held[self._shown] = self._held.get(self._shown, 0.0) + now - self._since
+        self._shown, self._since = self.limit, now
+        self.timeline.append((round(now, 3), self.limit))
+        if len(self.timeline) > TIMELINE_POINTS:  # thinned evenly, the first and the latest kept
+            self.timeline = self.timeline[:-1:2] + self.timeline[-1:]
+
+    def found(self) -> int:
+        """The concurrency the run settled at: the level the limit held longest (the ceiling before any request)."""
+        if self._began is None:
+            return self.limit
+        held = dict(self._held)
+        held[self._shown] = held.get(self._shown, 0.0) + self._clock() - self._began - self._since
+        return max(held, key=lambda level: (held[level], level))
 
     async def _queue(self) -> None:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -158,6 +193,7 @@ class Throttle:
             if self._probe >= self._windows * self.limit and self.limit < self.limits.ceiling:
                 self.limit, self._probe, self._probing = self.limit + 1, 0, True
                 self.recover_to = self.limit
+        self._moved()
         self._wake()
 
     def rate_limited(self, epoch: int) -> None:
@@ -166,6 +202,11 @@ class Throttle:
         was accepted): a burst of 20 that meets a limit of 4 settles at 4 at once, not after waves of 429s."""
         self.stats["rate_limited"] += 1
         self._failures_in_a_row = 0
+        self._lowered(epoch)
+        self._moved()
+
+    def _lowered(self, epoch: int) -> None:
+        """The limit and the level to grow back to after a 429 for a call sent in ``epoch``."""
         if epoch != self.epoch:  # sent before the last decrease: that decrease already answered it
             if epoch == self.epoch - 1 and self.recover_to > 1:
                 self.recover_to -= 1
@@ -206,7 +247,8 @@ class Throttle:
     def load(self) -> EndpointLoad:
         s = self.stats
         return EndpointLoad(connector=self.name, requests=s["requests"], rate_limited=s["rate_limited"], absorbed=s["absorbed"], retries=s["retries"], overloaded=s["overloaded"],
-                            limit=self.limit, lowest_limit=self.lowest, peak_in_flight=self.peak, unreachable=self.down is not None)
+                            limit=self.limit, lowest_limit=self.lowest, peak_in_flight=self.peak, unreachable=self.down is not None,
+                            found=self.found(), timeline=tuple(self.timeline))
 
 
 def backoff(attempt: int) -> float:

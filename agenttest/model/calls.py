@@ -126,6 +126,8 @@ class EndpointLoad:
     lowest_limit: int = 0
     peak_in_flight: int = 0
     unreachable: bool = False  # marked down after consecutive connection failures
+    found: int = 0  # the concurrency the limit held longest: what the endpoint was found to take
+    timeline: tuple[tuple[float, int], ...] = ()  # (seconds from the first request, the limit from then on)
 
 
 @dataclass(frozen=True, kw_only=True)

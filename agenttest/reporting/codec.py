@@ -337,7 +337,8 @@ def load_dict(load: tuple[EndpointLoad, ...]) -> dict[str, Any]:
         "rate_limited": sum(e.rate_limited for e in load),
         "absorbed": sum(e.absorbed for e in load),
         "retries": sum(e.retries for e in load),
-        "connectors": {e.connector: {k: v for k, v in dataclasses.asdict(e).items() if k != "connector"} for e in load},
+        "connectors": {e.connector: {k: [list(p) for p in v] if k == "timeline" else v for k, v in dataclasses.asdict(e).items() if k != "connector"}
+                       for e in load},
     }
 
 
@@ -630,7 +631,10 @@ def _decoder(tp: Any) -> Decoder:
     if origin is Literal:
         return _literal(typing.get_args(tp))
     if origin is tuple:
-        return _items(_decoder(typing.get_args(tp)[0]))
+        args = typing.get_args(tp)
+        if len(args) != 2 or args[1] is not Ellipsis:  # a fixed shape: tuple[float, int]
+            return _fixed(tuple(_decoder(a) for a in args))
+        return _items(_decoder(args[0]))
     if origin is dict or tp is dict:
         return _object
     if tp in SHAPES:
@@ -664,6 +668,25 @@ def _items(inner: Decoder) -> Decoder:
                     exc.path.insert(0, i)
                     break
             raise
+
+    return decode
+
+
+def _fixed(inner: tuple[Decoder, ...]) -> Decoder:
+    """A list of exactly ``len(inner)`` items, each read by its own decoder (``tuple[float, int]``)."""
+    def decode(v: Any) -> tuple[Any, ...]:
+        if not isinstance(v, list):
+            raise _Bad(f"must be a list, not {_kind(v)}")
+        if len(v) != len(inner):
+            raise _Bad(f"must be a list of {len(inner)}, not of {len(v)}")
+        out = []
+        for i, (read, item) in enumerate(zip(inner, v)):
+            try:
+                out.append(read(item))
+            except _Bad as exc:
+                exc.path.insert(0, i)
+                raise
+        return tuple(out)
 
     return decode
 

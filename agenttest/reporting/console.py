@@ -27,11 +27,18 @@ WORLD_LINES = 10  # changes of the world shown under a case with -v
 
 
 def load_line(load: dict[str, Any]) -> str:
-    """``12 × 429 absorbed, 3 retries; fake: concurrency 4 (lowest 2)``; without a 429, ``3 retries``."""
+    """``12 × 429 absorbed, 3 retries; fake: concurrency found 4 (lowest 2, at the end 5)``; without a 429,
+    ``3 retries``. The level found is the one the adaptive limit held longest (a report without it: the end's)."""
     parts = ([f"{load['absorbed']} × 429 absorbed"] if load["rate_limited"] or load["absorbed"] else []) + (
         [f"{load['retries']} retries"] if load["retries"] else [])
-    limits = [f"{name}: concurrency {e['limit']} (lowest {e['lowest_limit']})" for name, e in load["connectors"].items() if e["rate_limited"]]
+    limits = [_limits(name, e) for name, e in load["connectors"].items() if e["rate_limited"]]
     return "; ".join([", ".join(parts), *limits])
+
+
+def _limits(name: str, e: dict[str, Any]) -> str:
+    found = e.get("found") or e["limit"]
+    end = f", at the end {e['limit']}" if e["limit"] != found else ""
+    return f"{name}: concurrency found {found} (lowest {e['lowest_limit']}{end})"
 
 
 def cut(text: Any, limit: int) -> str:
