@@ -8,7 +8,6 @@ from __future__ import annotations
 from agenttest.speed import collector
 
 with collector.importing():  # the CLI's own imports (click, the run's configuration): ~20,000 objects, no garbage
-    import asyncio
     import difflib
     import importlib
     import os
@@ -390,6 +389,8 @@ def run_command(**flags: Any) -> None:
 
     def work() -> int:
         with collector.importing():  # the run's modules: ~60,000 objects, no garbage (frozen: speed.install claimed the process)
+            import asyncio  # here, not at the top: --version, --help and the subcommands that need no event loop never import it
+
             from agenttest.runner import containment
             from agenttest.runtime import fdcapture
             from agenttest.session import Session

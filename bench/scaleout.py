@@ -40,6 +40,36 @@ def speed_up(b: Any) -> None:
          f"{two.cpu / n * 1000:.2f} ms", "≥ 1.6x on 2 cores", one.wall / two.wall >= 1.6)
 
 
+def workers_pay(b: Any) -> None:
+    """Issue 57, item 4: a CPU-bound workload (each case one tool call doing ~20 ms of Python, on the mock
+    connector) with ``--workers 2`` against ``--workers 1``, and an I/O-bound one (200 × 50 ms at 20) with
+    ``--workers 1`` and ``2`` against ``--workers 0``; the variants interleaved, medians."""
+    n = b.size(400)
+    cpu = b.cases(f"cpu{n}", standard_cases(n))
+    walls: dict[str, list[Any]] = {"1": [], "2": []}
+    for _ in range(b.repeats()):
+        for workers in walls:
+            walls[workers].append(b.agent_test(cpu, 0.0, 20, "--workers", workers, agent="cpubot")[0])
+    one, two = (sorted(walls[w], key=lambda m: m.wall)[len(walls[w]) // 2] for w in ("1", "2"))
+    _row(b, f"{n} cases × a 20 ms Python tool (CPU-bound), --parallel 20, --workers 1 (median of {b.repeats()})", f"{one.wall:.2f} s",
+         "—", "—", f"{one.cpu / n * 1000:.2f} ms", "", None)
+    _row(b, "  the same with --workers 2 (speed-up in ratio)", f"{two.wall:.2f} s", f"{one.wall:.2f} s", f"{one.wall / two.wall:.2f}x",
+         f"{two.cpu / n * 1000:.2f} ms", "≥ 1.6x on 2 cores", one.wall / two.wall >= 1.6)
+    n = b.size(200)
+    io = b.cases(f"io{n}", standard_cases(n))
+    runs: dict[str, list[Any]] = {"0": [], "1": [], "2": []}
+    for _ in range(b.repeats()):
+        for workers in runs:
+            runs[workers].append(b.agent_test(io, 0.05, 20, "--workers", workers)[0])
+    med = {w: sorted(r, key=lambda m: m.wall)[len(r) // 2] for w, r in runs.items()}
+    _row(b, f"{n} standard, 50 ms, --parallel 20 (I/O-bound), --workers 0 (median of {b.repeats()})", f"{med['0'].wall:.2f} s", "—", "—",
+         f"{med['0'].cpu / n * 1000:.2f} ms", "(its ideal)", None)
+    for w in ("1", "2"):
+        ratio = med[w].wall / med["0"].wall
+        _row(b, f"  the same with --workers {w} (÷ --workers 0)", f"{med[w].wall:.2f} s", f"{med['0'].wall:.2f} s", f"{ratio:.2f}",
+             f"{med[w].cpu / n * 1000:.2f} ms", "≤ 1.05 × --workers 0", ratio <= 1.05)
+
+
 def ray_overhead(b: Any) -> None:
     """Ray actors against local workers: the wall time each case adds (the slope between 100 and 400 cases)."""
     if b.smoke or importlib.util.find_spec("ray") is None:
@@ -58,4 +88,5 @@ def ray_overhead(b: Any) -> None:
 
 
 def workloads(b: Any) -> dict[str, Any]:
-    return {"workers_start_up": lambda: start_up(b), "workers_speed_up": lambda: speed_up(b), "ray_overhead": lambda: ray_overhead(b)}
+    return {"workers_start_up": lambda: start_up(b), "workers_speed_up": lambda: speed_up(b), "workers_pay": lambda: workers_pay(b),
+            "ray_overhead": lambda: ray_overhead(b)}

@@ -27,11 +27,34 @@ def make_app(root: str, host: str) -> None:
         json.dump({"name": "mockbot", "connector": "mock"}, fh)
     with open(os.path.join(root, "assistants", "mockbot", "mock.yml"), "w") as fh:
         fh.write(f"default: 'Expense {NEEDLE}! Reference EXP-001.'\n")
+    cpu = os.path.join(root, "assistants", "cpubot")  # CPU-bound: one tool call doing ~20 ms of Python a case
+    os.makedirs(os.path.join(cpu, "src"), exist_ok=True)
+    with open(os.path.join(cpu, "package.yao"), "w") as fh:
+        json.dump({"name": "cpubot", "connector": "mock",
+                   "tools": [{"name": "burn", "description": "work", "parameters": {"type": "object", "properties": {}}}]}, fh)
+    with open(os.path.join(cpu, "mock.yml"), "w") as fh:
+        fh.write(f"rules:\n  - tool: burn\n    reply: 'Expense {NEEDLE}! {{{{ tool_result }}}}'\n"
+                 "  - user: '.'\n    tool_calls:\n      - name: burn\n        arguments: {}\n"
+                 f"default:\n  reply: 'Expense {NEEDLE}!'\n")
+    with open(os.path.join(cpu, "src", "tools.py"), "w") as fh:
+        fh.write(BURN)
     for agent, prompt in (("bot", "You are the agent under test."), ("sim", "SIM")):
         with open(os.path.join(root, "assistants", agent, "package.yao"), "w") as fh:
             json.dump({"name": agent, "connector": "bench"}, fh)
         with open(os.path.join(root, "assistants", agent, "prompts.yml"), "w") as fh:
             fh.write(f"- role: system\n  content: {prompt}\n")
+
+
+BURN = '''import time
+
+
+def burn(ctx):
+    """~20 ms of pure Python (holds the GIL): the CPU-bound tool of the workers' workload."""
+    end, n = time.thread_time() + 0.02, 0
+    while time.thread_time() < end:
+        n += sum(range(200))
+    return {"n": n}
+'''
 
 
 def standard_cases(n: int) -> list[dict[str, Any]]:

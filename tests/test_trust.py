@@ -287,6 +287,32 @@ def test_the_sdk_is_imported_before_the_first_case_not_during_it(app, server, tm
     assert seen.read_text() == "True"
 
 
+def test_list_and_dry_run_check_the_connectors_without_importing_the_sdk(app, tmp_path):
+    """--list and --dry-run make the run's connectors to check them (a bad option is still their problem) but send
+    nothing: the SDK's import (0.5–1 s) is left to a run (issue 57: --list under 0.2 s)."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import REPO
+
+    app.agent("bot")
+    path = app.cases("assistants/bot/tests/t.jsonl", [{"id": "a", "input": "hi"}])
+    probe = ("import sys\nfrom agenttest import cli\n"
+             "try:\n    cli.main(prog_name='agent-test')\nexcept SystemExit:\n    pass\n"
+             "print('openai imported' if 'openai' in sys.modules else 'no openai')\n")
+    for flag in ("--list", "--dry-run"):
+        done = subprocess.run([sys.executable, "-c", probe, "-i", str(path), flag], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+        assert done.stdout.splitlines()[-1] == "no openai", done.stdout + done.stderr
+        assert "a" in done.stdout  # the case was listed
+    app.connector("fake", {"type": "openai", "options": {"model": "m1", "key": "k", "timeout": "soon"}})
+    done = subprocess.run([sys.executable, "-m", "agenttest", "-i", str(path), "--list"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+    assert done.returncode == 2, done.stderr  # the connector was still made and checked
+    assert "connector fake (" in done.stderr and "'timeout' must be a number of seconds > 0, not 'soon'" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_init_writes_a_gitignore_and_default_reports_go_to_one_folder(tmp_path, monkeypatch):
     monkeypatch.delenv("AGENTTEST_APP", raising=False)
     assert cli("init", str(tmp_path / "shop")).exit_code == 0

@@ -111,6 +111,10 @@ class Catalog:
         wanted = {"openai": ["openai", "openai.types.chat"]}
         modules = [m for c in self._connectors.values() for m in wanted.get(c.spec.type, [])]
         mcp = ["mcp", "mcp.client.stdio", "mcp.client.sse", "mcp.client.streamable_http"] if any(a.spec.mcp for a in self._agents.values()) else []
+        if "openai" in modules:
+            from agenttest.connectors.openai import prepare
+
+            prepare()  # the TLS context and platform facts, on another thread while the SDK imports
         with collector.importing():  # ~55,000 objects, no garbage (speed/collector.py)
             for name in dict.fromkeys(modules):
                 importlib.import_module(name)

@@ -214,7 +214,11 @@ class OpenAIConnector:
         self.stream = bool(opts.get("stream", False))
         self.stream_tools = bool(opts.get("stream_tools", True))  # false: a request that offers tools is never streamed
         self.tool_content, self.tool_content_given = dialects.tool_content_of(opts, spec.id, spec.path)
-        self.request_timeout = float(opts.get("timeout", 600))
+        timeout = opts.get("timeout", 600)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+            where = f"connector {spec.id}" + (f" ({spec.path})" if spec.path else "")
+            raise AgentTestError(f"{where}: 'timeout' must be a number of seconds > 0, not {timeout!r}")  # was a crash (exit 3)
+        self.request_timeout = float(timeout)
         self.headers = opts.get("headers") or None
         self.organization = opts.get("organization") or None
         capabilities = opts.get("capabilities")
@@ -227,10 +231,10 @@ class OpenAIConnector:
         self._options: list[dict[str, Any]] = []  # each client's post_options
         self._in_flight = self._peak = self._turn = 0
         self._shard = SHARD  # calls in flight per client; unbounded once the first client is on aiohttp
-        # The SDK's import takes 0.7–1 s (``openai.types`` builds every API model with pydantic); made lazily,
-        # it was the first case's latency, and its deadline's. Connectors are made while resolving, before any case.
-        prepare()  # meanwhile, on another thread
-        import openai  # noqa: F401
+        # The SDK's import takes 0.7–1 s (``openai.types`` builds every API model with pydantic); made in a case, it
+        # was the first case's latency, and its deadline's. A run imports it before its first case
+        # (``Catalog.import_sdks``, then ``start``); --list and --dry-run, which make the connectors to check them
+        # but send nothing, never do.
 
     def _client(self) -> int:
         """The index of the SDK client to use (in ``_clients``, its ``post_options`` in ``_options``), made on
@@ -238,6 +242,7 @@ class OpenAIConnector:
         ever in flight at once, taken in turn (so each keeps its connections alive)."""
         self._peak = max(self._peak, self._in_flight + 1)
         while len(self._clients) * self._shard < self._peak:
+            prepare()  # the TLS context and platform facts, on another thread while the SDK imports (once per process)
             from openai import AsyncOpenAI
 
             # aiohttp refuses credentials in the URL next to the key's Authorization header: httpx then
