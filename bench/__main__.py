@@ -25,6 +25,7 @@ sys.path.insert(0, HERE)
 
 import calls  # noqa: E402
 import load  # noqa: E402
+import raytwo  # noqa: E402
 import scaleout  # noqa: E402
 import viewer  # noqa: E402
 from sdk_alone import transport_name  # noqa: E402
@@ -333,7 +334,7 @@ class Bench:
             "dynamic": self.dynamic, "early_stop": self.early_stop, "replay": self.replay, "dry_run": self.dry_run, "scale": self.scale,
             "rate_limited": lambda: load.rate_limited(self), "rate_limited_ms": lambda: load.rate_limited_ms(self), "wide": lambda: load.wide(self),
             "mock_10k": lambda: load.mock_10k(self), "huge_mock": lambda: load.huge_mock(self), "first_request": lambda: load.first_request(self),
-            **scaleout.workloads(self),
+            **scaleout.workloads(self), "ray_two_node": lambda: raytwo.ray_two_node(self),
             "viewer": lambda: viewer.viewer(self),
             "calls": lambda: calls.calls(self),
         }
@@ -341,8 +342,12 @@ class Bench:
     def all(self, only: str | None = None) -> None:
         workloads = self.workloads()
         if only:
+            unknown = [name for name in only.split(",") if name not in workloads]
+            if unknown:
+                raise SystemExit(f"--only: no workload {', '.join(unknown)} (there are: {', '.join(workloads)})")
             self.start_up()
-            workloads[only]()
+            for name in only.split(","):
+                workloads[name]()
             return
         for workload in workloads.values():
             workload()
@@ -383,7 +388,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="every workload once at a tiny size (no targets)")
     parser.add_argument("--write", action="store_true", help="write the table into bench/RESULTS.md")
     parser.add_argument("--peer", choices=["promptfoo", "inspect", "all"], help="run the peers' workloads side by side with agent-test and the SDK alone (never in CI)")
-    parser.add_argument("--only", metavar="WORKLOAD", help="run one workload (for working on it; never --write)")
+    parser.add_argument("--only", metavar="WORKLOAD", help="run one workload, or several separated by commas (for working on them; never --write)")
     parser.add_argument("--against", metavar="TREE", help="another agent-test source tree (a git worktree of an older commit): "
                                                           "the mock workload runs through it too, interleaved")
     args = parser.parse_args()
