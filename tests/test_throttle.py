@@ -363,3 +363,31 @@ def test_try_acquire_grants_a_free_slot_at_once_and_nothing_when_full_or_spaced(
     t.release()
     assert t.try_acquire() == 0 and t.peak == 2
     assert Throttle("y", Limits(ceiling=2, rpm=60)).try_acquire() is None  # spacing needs the async path
+
+
+def test_the_limit_over_the_run_and_the_concurrency_found():
+    """The timeline starts at the first request, has a point per change, is thinned evenly past its bound (the first
+    and the latest kept); the concurrency found is the level the limit held longest, not where it ended."""
+    now = [100.0]
+    t = Throttle("x", Limits(ceiling=8))
+    t._clock = lambda: now[0]
+    assert t.load().found == 8 and t.load().timeline == ()  # no request yet
+    epochs = [t.try_acquire() for _ in range(8)]
+    now[0] += 0.5
+    t.rate_limited(epochs[0])  # 8 → 4, at 0.5 s
+    for _ in range(8):
+        t.release()
+    now[0] += 10.0  # ten seconds at 4
+    t.succeeded()  # 4 → 5 (growing back towards 7)
+    now[0] += 1.0
+    load = t.load()
+    assert load.timeline == ((0.0, 8), (0.5, 4), (10.5, 5)) and load.found == 4 and load.limit == 5
+    from agenttest.connectors import throttle as module
+
+    for i in range(3 * module.TIMELINE_POINTS):  # many changes: thinned, never longer than the bound (and the latest)
+        now[0] += 0.01
+        t.limit = 1 + i % 2
+        t._moved()
+    points = t.load().timeline
+    assert len(points) <= module.TIMELINE_POINTS + 1 and points[0] == (0.0, 8) and points[-1][1] == t.limit
+    assert [p[0] for p in points] == sorted(p[0] for p in points) and t.load().found == 4

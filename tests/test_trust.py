@@ -270,7 +270,7 @@ def test_a_reader_that_leaves_early_gets_no_broken_pipe_traceback_and_the_report
 
 def test_the_sdk_is_imported_before_the_first_case_not_during_it(app, server, tmp_path):
     """The first call to a local endpoint took 0.7–1.1 s: the openai SDK's import, made at that call. It is
-    made while resolving now, so a case's time (and deadline) is the call's own. (A fresh process: the test's
+    made before the first case now (when the run warms its connectors), so a case's time (and deadline) is the call's own. (A fresh process: the test's
     own process has imported the SDK long ago.)"""
     import os
     import subprocess
