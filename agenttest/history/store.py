@@ -175,7 +175,9 @@ class History:
     """An open history database (created and migrated as needed)."""
 
     def __init__(self, path: str, create: bool = True):
-        check_path(path)
+        """``create``: for a run, which records itself (else ``agent-test history`` or ``view``, which only read)."""
+        check_path(path, reading=not create)
+        remedy = "pass --history FILE for another file" + (", or --no-history" if create else "")  # --no-history: a run's flag
         if not create and not os.path.isfile(path):
             raise AgentTestError(f"{path}: no run history yet", hint="run agent-test first (every run is recorded), or pass --history FILE")
         try:
@@ -187,7 +189,7 @@ class History:
             try:
                 found = self.db.execute("PRAGMA user_version").fetchone()[0]
                 if found <= VERSION:  # another program's database is refused before anything is changed in it (its journal mode)
-                    _ours(self.db, found)
+                    _ours(self.db, found, remedy)
             finally:
                 self.db.execute("ROLLBACK")
             _use_wal(self.db)
@@ -199,12 +201,11 @@ class History:
         except sqlite3.OperationalError as exc:
             if not _busy(exc):
                 raise AgentTestError(f"{path}: cannot open the run history: {exc}",
-                                     hint="pass --history FILE for another file, or --no-history") from None
+                                     hint=remedy) from None
             raise AgentTestError(f"{path}: the run history stayed locked by another process for {BUSY_MS / 1000:g} s ({exc})",
-                                 hint="let the other run finish, or pass --history FILE for another file, or --no-history") from None
+                                 hint=f"let the other run finish, or {remedy}") from None
         except sqlite3.DatabaseError as exc:
-            raise AgentTestError(f"{path}: not a run history database: {exc}",
-                                 hint="pass --history FILE for another file, or --no-history") from None
+            raise AgentTestError(f"{path}: not a run history database: {exc}", hint=remedy) from None
         self.path = path
 
     def _migrate(self) -> None:
@@ -312,13 +313,13 @@ class History:
         return [replace(VerdictRow(**dict(zip(names, row))), flaky=bool(row[8])) for row in rows]
 
 
-def check_path(path: str, shown: str | None = None) -> None:
+def check_path(path: str, shown: str | None = None, reading: bool = False) -> None:
     """A history is a regular file (or none yet): ``--history /dev/null``, a folder or a pipe is said before SQLite
     opens it (and leaves a ``/dev/null-journal`` beside it). ``shown``: the path as the user wrote it."""
     if os.path.exists(path) and not os.path.isfile(path):
         what = "a folder" if os.path.isdir(path) else "not a regular file (a device, a pipe or a socket)"
         raise AgentTestError(f"--history {shown or path} is {what}: the run history is a SQLite file",
-                             hint="pass --history FILE for a file, or --no-history not to record the run")
+                             hint="pass --history FILE for a file" + ("" if reading else ", or --no-history not to record the run"))
 
 
 @functools.cache
@@ -335,7 +336,7 @@ def _schema_at(version: int) -> dict[str, tuple[str, ...]]:
         db.close()
 
 
-def _ours(db: sqlite3.Connection, version: int) -> None:
+def _ours(db: sqlite3.Connection, version: int, remedy: str = "pass --history FILE for another file, or --no-history") -> None:
     """The database is a run history of schema ``version`` (0: an empty file): a SQLite file of something else
     is refused, never migrated into (the caller's transaction is rolled back)."""
     tables = {name: [c[1] for c in db.execute(f"PRAGMA table_info({name})")]
@@ -349,7 +350,7 @@ def _ours(db: sqlite3.Connection, version: int) -> None:
         said = missing or [f"{t}.{c}" for t, cs in expected.items() for c in cs]
         raise AgentTestError(f"not a run history of agent-test: a SQLite database of something else (its tables: {held}; "
                              f"a history has {', '.join(said[:4])}{' …' if len(said) > 4 else ''})",
-                             hint="pass --history FILE for another file, or --no-history")
+                             hint=remedy)
 
 
 def _busy(exc: sqlite3.Error) -> bool:
