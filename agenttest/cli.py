@@ -324,6 +324,8 @@ def main() -> None:
               help="Limits per case run, e.g. tokens=20000,cost=0.05,tool_calls=10,turns=8,duration=2m (a case's 'budget' wins)  [default: none]")
 @click.option("--seed", default=0, show_default=True, type=int, metavar="N", cls=Option, section="Running",
               help="Seed of the faults given with a rate: the same seed injects the same faults.")
+@click.option("--allow-external-writes", is_flag=True, cls=Option, section="Running",
+              help="Run the cases whose policy may create or change external records (write_policy: external); without it they are skipped  [default: off]")
 @click.option("-x", "--fail-fast", "fail_fast", is_flag=True, cls=Option, section="Running",
               help="Stop scheduling cases after the first that does not pass (with --runs: whose gate failed)  [default: off]")
 @click.option("--max-attachment", default="20MB", show_default=True, callback=_size, metavar="SIZE", cls=Option, section="Running",
@@ -509,6 +511,28 @@ def rescore_command(ctx: click.Context, report: str, inputs: tuple[str, ...]) ->
         if recorded.matrix and not given & {"-c", "--connector"}:
             args += ["-c", ",".join(recorded.matrix)]  # each connector's outputs judged as its own
         run_command.main([*args, *ctx.args], prog_name="agent-test rescore")  # exits with the run's code
+        return ExitCode.OK
+
+    finish(work)
+
+
+@main.command("convert", short_help="Write a seed-format file (scenario suites, world scenarios) as agent-test's own case file.",
+              context_settings=SETTINGS)
+@click.argument("file", metavar="FILE")
+@click.option("-o", "--output", metavar="CASES", help="The case file to write: .json, .yaml or .yml  [default: JSON on stdout]")
+def convert_command(file: str, output: str | None) -> None:
+    """Convert FILE — a scenario suite (format A) or a world scenario (format C), recognised by its shape or forced
+    with a:FILE / c:FILE — into agent-test's own case file, which runs to the same verdicts (docs/formats-a.md,
+    docs/formats-c.md)."""
+
+    def work() -> int:
+        from agenttest.inputs.converting import convert
+
+        written = convert(file, output)
+        if output is None:
+            click.echo(written, nl=False)
+        else:
+            click.echo(f"wrote {output}")
         return ExitCode.OK
 
     finish(work)

@@ -73,6 +73,7 @@ class RunConfig:
     strict: bool = False  # unknown keys are errors, not warnings
     max_cases: int = field(default=10_000, metadata=_reported(show=lambda v: v if v != 10_000 else None))  # cases a file's variants may make
     seed: int = field(default=0, metadata=_reported(show=lambda v: v or None))  # --seed: faults with a rate
+    allow_external_writes: bool = field(default=False, metadata=_reported())  # cases whose policy writes external records run
     matrix: tuple[str, ...] = field(default=(), metadata=_reported("connectors", lambda v: list(v) or None))  # -c a,b
     min_pass_rate: float = field(default=1.0, metadata=_reported(show=lambda v: v if v != 1.0 else None))
     early_stop: bool = field(default=False, metadata=_reported())  # --early-stop

@@ -150,6 +150,12 @@ class CallError(Exception):
         self.traceback = traceback
         self.cause = cause or message  # the exception alone, ``ValueError: bad amount`` (what a model is told)
         self.location = location  # ``tools.py:12``: where in the user's code it was raised
+        self.denied = ""  # the reason, when user code refused by policy (PolicyDenied)
+
+
+class PolicyDenied(Exception):
+    """Raised by a tool (``ctx.deny(reason)``) that refuses a request on the grounds of the case's policy: the call
+    is an error result saying why, counted as a policy violation."""
 
 
 class CallLimit(CallError):

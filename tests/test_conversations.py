@@ -220,7 +220,6 @@ def test_variants_make_a_cartesian_product_of_cases(conv_app, server):
     (dyn(end="simulator", end_tools=["hand_off"]), "end_tools[0]: the agent has no tool 'hand_off'; did you mean 'handoff'?"),
     ({"id": "v", "turns": [{"variants": [{"input": "x"}]}]}, "missing required field 'id' in 'variants'"),
     ({"id": "v", "turns": [{"variants": [{"id": "a", "input": "x"}, {"id": "a", "input": "y"}]}]}, "duplicate variant id 'a'"),
-    ({"id": "v", "turns": [{"input": "x", "variants": [{"id": "a", "input": "y"}]}]}, "give a turn 'input' or 'variants', not both"),
     ({"id": "v", "turns": [{"assert": {"type": "contains", "value": "x"}}]}, "turn 1 needs an 'input' (or 'variants')"),
     ({"id": "v", "turns": [{"input": "x"}], "checkpoints": [{"id": "c", "assert": {"type": "contains", "value": "x"}}]},
      "a case has 'turns' (a scripted conversation) or 'checkpoints'"),

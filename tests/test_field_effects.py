@@ -121,6 +121,8 @@ EFFECTS: dict[str, dict[str, Probe | str]] = {
     "tool_calls": dict.fromkeys(MODES, "'tool_calls' belongs to a judge-only case: give its 'output' too"),
     "history": dict.fromkeys(MODES, "'history' belongs to a judge-only case: give its 'output' too"),
     "judge": dict.fromkeys(MODES, "'judge' gates the judges of this case's labelled assertions, and it has none"),
+    "policy": {m: ({"allowed_tools": [], "mine": 1}, lambda a, b: a["tool_calls"][0].get("violation") and not b["tool_calls"][0].get("violation")
+                   and "policy violation" in a["tool_calls"][0]["error"]) for m in MODES},
 }
 MARKED = {"before", "after"}  # their effect is the hook having run, seen in the marks file
 REFUSED_VALUES = {"skip_reason": "not today", "max_turns": 2, "simulator": {"use": "sim"}, "end": "simulator", "end_tools": ["peek"],
@@ -179,12 +181,16 @@ class Judge:
 
     def script(self, ref):
         return {"checks.has": lambda output, input, value: value in output,
-                "checks.other": lambda output, input, value: False}[ref]
+                "checks.other": lambda output, input, value: False,
+                "history.said": lambda subject: {"pass": subject["params"].get("ok", False), "message": str(subject["params"])},
+                "history.other": lambda subject: True}[ref]
 
 
 CALLS = (ToolCall(name="lookup", arguments={"id": 1, "q": "a"}, result={"ok": True}), ToolCall(name="lookup", arguments={"id": 2}), ToolCall(name="save", arguments={"id": 2}))
 OBS = Observation(output='{"a": 1, "b": [1, 2]} hello', tool_calls=CALLS, input="hi", case=None, judge=Judge(), world={"n": 2, "m": 1}, initial_world={"n": 1, "m": 1},
-                  spending=Spent(tokens=100, cost=0.5, tool_calls=3, turns=2, duration=5.0))
+                  spending=Spent(tokens=100, cost=0.5, tool_calls=3, turns=2, duration=5.0), counters={"refunds": 2},
+                  document={"response": {"status": "completed", "interaction": {"kind": "choice"}}, "checkpoint": {"facts": [{"type": "x", "n": 1}]}})
+CHECK = {"type": "check", "path": ["response", "status"], "operator": "equals", "value": "completed"}
 
 # (type, parameter) → two parameter sets that differ only in that parameter, and must give different results
 PARAMS: dict[tuple[str, str], tuple[dict, dict]] = {
@@ -234,13 +240,26 @@ PARAMS: dict[tuple[str, str], tuple[dict, dict]] = {
     ("script", "options"): ({"script": "scripts.checks.has", "options": {"metadata": "hello"}}, {"script": "scripts.checks.has", "options": {"metadata": "zzz"}}),
     ("cel", "expr"): ({"expr": "journal.count(\"lookup\") == 2"}, {"expr": "diff.n.changed && journal.count(\"save\") == 2"}),
     ("collateral", "allow_changes"): ({"allow_changes": ["n"]}, {"allow_changes": ["m"]}),
+    ("state", "op"): ({"path": "$.n", "op": "gte", "value": 2}, {"path": "$.n", "op": "gt", "value": 2}),
+    ("metric", "metric"): ({"metric": "calls", "value": 3}, {"metric": "refunds", "value": 3}),
+    ("metric", "op"): ({"metric": "refunds", "op": "lte", "value": 2}, {"metric": "refunds", "op": "lt", "value": 2}),
+    ("metric", "value"): ({"metric": "refunds", "value": 2}, {"metric": "refunds", "value": 1}),
+    ("check", "path"): ({"path": ["response", "status"], "operator": "exists"}, {"path": ["response", "nothing"], "operator": "exists"}),
+    ("check", "operator"): ({"path": ["response", "interaction"], "operator": "exists"}, {"path": ["response", "interaction"], "operator": "absent"}),
+    ("check", "value"): ({"path": ["checkpoint", "facts"], "operator": "contains", "value": {"type": "x"}},
+                         {"path": ["checkpoint", "facts"], "operator": "contains", "value": {"type": "y"}}),
+    ("all", "assertions"): ({"assertions": [CHECK]}, {"assertions": [CHECK, {**CHECK, "value": "failed"}]}),
+    ("any", "assertions"): ({"assertions": [{**CHECK, "value": "failed"}, CHECK]}, {"assertions": [{**CHECK, "value": "failed"}]}),
+    ("evaluator", "use"): ({"use": "scripts.history.other"}, {"use": "scripts.history.said"}),
+    ("evaluator", "params"): ({"use": "scripts.history.said", "params": {"ok": True}}, {"use": "scripts.history.said", "params": {"ok": False}}),
 }
-COMMON = {  # type/message/negate/id/severity/weight apply to every type: probed once, on contains
+COMMON = {  # type/message/negate/id/description/severity/weight apply to every type: probed once, on contains
     "message": ({"value": "nope", "message": "custom text"}, {"value": "nope"}),
     "negate": ({"value": "nope", "negate": True}, {"value": "nope"}),
     "id": ({"value": "nope", "id": "greets"}, {"value": "nope"}),  # named in every report
     "severity": ({"value": "nope", "severity": "minor"}, {"value": "nope"}),  # a minor failure never fails its case
     "weight": ({"value": "nope", "weight": 2}, {"value": "nope"}),  # the case's weighted score
+    "description": ({"value": "nope", "description": "It greets"}, {"value": "nope"}),  # named by it in every report
 }
 COMMON_NAMES = ("type", *COMMON)
 
@@ -267,4 +286,4 @@ def test_an_assertion_parameter_changes_the_result(kind, param):
 def test_the_common_parameters_change_the_result(param):
     first, second = COMMON[param]
     a, b = evaluate("contains", first), evaluate("contains", second)
-    assert (a.passed, a.message, a.label, a.severity, a.weight) != (b.passed, b.message, b.label, b.severity, b.weight), (a, b)
+    assert (a.passed, a.message, a.label, a.description, a.severity, a.weight) != (b.passed, b.message, b.label, b.description, b.severity, b.weight), (a, b)

@@ -194,13 +194,13 @@ def test_builder_shares_the_text_of_the_fields_it_is_told_to():
 
     build = builder(AssertionResult, ("type", "checked", "expected"))
     first, second = (build(("".join(["con", "tains"]), True, "".join(["m", "sg"]), "".join(["sub", "mitted"]), None, None, None, False, "",
-                                         f"value={n}", "", None, "", None, False))
+                                         f"value={n}", "", None, "", "", None, False))
                      for n in ("x", "x"))
     assert first == second and first.type is second.type is sys.intern("contains")
     assert first.expected is second.expected and first.checked is second.checked
     assert first.message == second.message and first.message is not second.message  # not a shared field
     odd = Label("contains")
-    kept = build((odd, True, "", ["a", "list"], None, None, None, False, "", "", "", None, "", None, False))
+    kept = build((odd, True, "", ["a", "list"], None, None, None, False, "", "", "", None, "", "", None, False))
     assert kept.type is odd and kept.expected == ["a", "list"]
     with pytest.raises(TypeError, match="no field 'nope'"):
         builder(AssertionResult, ("nope",))

@@ -136,11 +136,11 @@ def test_state_without_a_world_fails_with_a_reason():
 BAD = [
     ({"type": "tool_sequence"}, "'tool_sequence' needs 'value': a list of tool names"),
     ({"type": "tool_sequence", "value": "lookup"}, "'tool_sequence' needs 'value': a list of tool names"),
-    ({"type": "tool_sequence", "value": ["a"], "mode": "strictly"}, "'mode' 'strictly' is not one of"),
+    ({"type": "tool_sequence", "value": ["a"], "mode": "strictly"}, "'mode' cannot be 'strictly'"),
     ({"type": "tool_args", "arguments": {}}, "'tool_args' needs 'tool': a tool name"),
     ({"type": "tool_args", "tool": "t"}, "'tool_args' needs 'arguments': an object"),
     ({"type": "tool_args", "tool": "t", "arguments": {"a": "regex:("}}, "pattern 'regex:(' does not compile"),
-    ({"type": "tool_args", "tool": "t", "arguments": {}, "call": "second"}, "'call' 'second' is not one of"),
+    ({"type": "tool_args", "tool": "t", "arguments": {}, "call": "second"}, "'call' cannot be 'second'"),
     ({"type": "tool_count", "tool": "t"}, "'tool_count' needs 'min' and/or 'max'"),
     ({"type": "tool_count", "min": 3, "max": 1}, "'max' (1) is less than 'min' (3)"),
     ({"type": "tool_count", "min": -1}, "'min' -1 is less than the minimum of 0"),

@@ -51,6 +51,7 @@ def test_a_yao_app_runs_as_found(yao_app, server, tmp_path):
     assert text.count("'category' is not a field") == 1  # one warning per key and file
     data = report(out)
     assert any("'category' is not a field" in w for w in data["metadata"]["warnings"])  # in the report too
+    assert data["results"][0]["assertions"][0]["description"] == "Yao's note on an assertion"
     system = [m["content"] for m in server.bodies()[0]["messages"] if m["role"] == "system"]
     assert system[0] == "GLOBAL RULES for finance"  # the app's global prompts come first
     today = datetime.now().strftime("%Y-%m-%d")

@@ -33,6 +33,7 @@ YAO_KEYS = {"label", "type", "public", "placeholder", "prompts", "automated", "m
             "sandbox", "hooks", "capabilities", "share", "icon"}
 YAO_META_PREFIX = "__yao_"  # what Yao's store writes on save: __yao_created_by, __yao_team_id, …
 DEFAULT_TOOL_ROUNDS = 10
+PUBLISHED = ("interaction", "facts", "status")  # what a Next hook may publish for the observation beside its data
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,7 @@ class Agent:
         self.connect = connect
         self.warnings: list[str] = []
         src = os.path.join(spec.path, "src")
+        self.counters: tuple[str, ...] = ()  # the counters its tools module declares (METRICS): 0 until counted
         self.tools = {t.name: t for t in (*self._python_tools(os.path.join(src, "tools.py")), *tools)}
         self.schemas = tuple(t.schema for t in self.tools.values())
         index = os.path.join(src, "index.py")
@@ -234,9 +236,10 @@ class Agent:
                 raise port
         module = load_module(path) if os.path.isfile(path) else None
         names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")] if module else []
+        self.counters = _declared(getattr(module, "METRICS", ()), path)
         found, missing = [], []
         for schema in self.spec.tools:
-            fn = getattr(module, schema["name"], None)
+            fn = _function(module, schema["name"])
             if callable(fn):
                 found.append(python_tool(schema, fn))
                 continue
@@ -263,6 +266,10 @@ class Agent:
         past ``limits.model_calls`` raises CallLimit; a call of one of ``limits.end_tools`` ends the loop
         after its result, without asking the model again."""
         conversation = self._prompts(ctx) + list(messages)
+        world = tool_world()
+        if world is not None and self.counters:  # declared counters read 0 until a tool counts them
+            for name in self.counters:
+                world.counters.setdefault(name, 0)
         if self.create_hook is not None:  # its own copy: what it changes in place is sent, and no other case sees it
             conversation = fresh(conversation)
             created = await usercalls.call(self.create_hook, ctx, conversation, what="create hook")
@@ -329,7 +336,7 @@ class Agent:
             error = f"agent {self.spec.id} has no tool '{call.name}'"
         elif not isinstance(call.arguments, dict):
             error = f"invalid arguments for {call.name}: expected a JSON object, got {call.arguments!r}"
-        elif world is not None and (outcome := world.intercept(call.name, call.arguments)) is not None:
+        elif world is not None and (outcome := world.intercept(call.name, call.arguments)) is not None and not outcome.commit:
             if outcome.delay:
                 await asyncio.sleep(outcome.delay)
             result, error = outcome.result, outcome.error
@@ -338,10 +345,14 @@ class Agent:
                 result = sendable(await tool.call(ctx, call.arguments), f"tool {call.name}")
             except CallError as exc:
                 error, raised = exc.cause, exc
+            if outcome is not None:  # commit_timeout: it ran and took effect; its answer is lost on the way back
+                result, error, raised = None, outcome.error, None
         server = tool.server if tool is not None else None
+        violation = outcome.violation if outcome is not None else raised.denied if raised is not None else ""
         done = ToolCall(name=call.name, arguments=call.arguments, id=call.id, result=result, error=error, duration_ms=(time.perf_counter() - start) * 1000, server=server,
                         mocked=outcome is not None and outcome.mocked, fault=outcome.fault if outcome is not None else None,
-                        location=raised.location if raised else "", traceback=(raised.traceback or "") if raised else "", vt=vt)
+                        location=raised.location if raised else "", traceback=(raised.traceback or "") if raised else "", vt=vt,
+                        violation=violation)
         record_tool_call(done)
         return done
 
@@ -354,9 +365,32 @@ class Agent:
             "error": None,
         }
         result = await usercalls.call(self.next_hook, ctx, payload, what="next hook")  # type: ignore[arg-type]
-        if isinstance(result, dict) and "data" in result:  # the case's output: JSON as a tool's result is (sets as lists, …)
+        if not isinstance(result, dict):
+            return reply
+        published = {k: sendable(result[k], "next hook", f"its '{k}'") for k in PUBLISHED if k in result}
+        if published:  # what the turn's observation shows (docs/formats-a.md): the interaction, facts, status
+            reply = replace(reply, published=published)
+        if "data" in result:  # the case's output: JSON as a tool's result is (sets as lists, …)
             return replace(reply, data=sendable(result["data"], "next hook", "the case's output"), has_data=True)
         return reply
+
+
+def _function(module: Any, name: str) -> Any:
+    """The function of tool ``name`` in the tools module: its own name, or — for a dotted name such as
+    ``refund.create``, which Python cannot spell — the name with dots as underscores (``refund_create``)."""
+    fn = getattr(module, name, None)
+    if fn is None and "." in name:
+        fn = getattr(module, name.replace(".", "_"), None)
+    return fn if callable(fn) else None
+
+
+def _declared(raw: Any, where: str) -> tuple[str, ...]:
+    """A tools module's ``METRICS``: the names of the counters its tools keep (a list, or a dict name → meaning)."""
+    names = list(raw) if isinstance(raw, (list, tuple, dict)) else None
+    if names is None or not all(isinstance(n, str) and n for n in names):
+        raise AgentTestError(f"{where}: METRICS must be a list of counter names (or a dict of name → meaning)",
+                             hint='e.g. METRICS = ["refund_count", "refunded_cents"]')
+    return tuple(names)
 
 
 def _created(created: Any, conversation: list[Message], connector: str | None) -> tuple[list[Message], str | None]:

@@ -20,7 +20,7 @@ from agenttest.speed.records import hot, replace
 from agenttest.plugins import ASSERTIONS
 from agenttest.model import AssertionResult, AssertionSpec, Case, Message, ToolCall
 from agenttest.runtime import exchanges
-from agenttest.util.text import as_text
+from agenttest.util.text import as_text, written
 
 CheckProblem = tuple[str | None, str, str | None]
 Schema = dict[str, Any]
@@ -31,7 +31,7 @@ COMMON_FIELDS: dict[str, Schema] = {
     "id": {"type": "string", "description": "the assertion's own name, shown with its result"},
     "severity": {"enum": ["minor", "major"], "description": "minor: a failure is reported but never fails the case (default major)"},
     "weight": {"type": "number", "minimum": 0, "description": "its share of the case's weighted score (default 1)"},
-    "description": {"type": "string", "description": "a note for the reader; checks nothing"},
+    "description": {"type": "string", "description": "the acceptance criterion it stands for, shown with its result"},
 }
 SHOWN_APART = ("type", "message", "negate", "options", "id", "severity", "weight", "description")  # not what it checks
 MEANT = {"expected": "value", "expect": "value", "expected_value": "value"}  # keys other tools give the expected value
@@ -61,11 +61,21 @@ class Observation:
     initial_world: Any = None  # the world as the agent found it
     all_tool_calls: Sequence[ToolCall] | None = None  # the case's calls so far, across turns
     spending: Any = None  # budgets.Spent, or a function of no arguments that tells it (called only if an assertion asks)
+    counters: dict[str, Any] | None = None  # what the case's tools counted (ctx.count), and the counters they declare
+    document: Any = None  # the observation (docs/formats-a.md): a dict, or a function of no arguments that makes it
+    history: Sequence[Any] = ()  # the turns recorded before this check (a custom evaluator's history)
+    current: Any = None  # a turn's check: the turn being checked (its number, id, input and selection)
+    suite: Any = None  # a suite check's subject: {"summary", "status", "cases"}
 
     @property
     def spent(self) -> Any:
         """What the agent under test has spent so far (budgets.Spent; the budget assertion reads it)."""
         return self.spending() if callable(self.spending) else self.spending
+
+    @property
+    def observed(self) -> Any:
+        """The observation document that ``check`` assertions read (made when first asked for)."""
+        return self.document() if callable(self.document) else self.document
 
     @property
     def text(self) -> str:
@@ -105,6 +115,7 @@ class AssertionType:
     is_async: bool = False
     description: str = ""
     needs: Needs | None = None
+    nested: str | None = None  # the field holding assertions of its own (all, any): each checked as an assertion
 
     @property
     def fields(self) -> frozenset[str]:
@@ -116,7 +127,7 @@ _REGISTRY = ASSERTIONS.mapping  # name → AssertionType (the plug-in registry o
 
 def register(
     name: str, *, fields: Sequence[str] | Mapping[str, Schema] = (), check: Check | None = None, description: str = "",
-    needs: Needs | None = None,
+    needs: Needs | None = None, nested: str | None = None,
 ) -> Callable[[Evaluate], Evaluate]:
     """Register an assertion type. ``fields`` are the parameters it takes beyond type/message/negate:
     names, or names → JSON Schema (``{"threshold": {"type": "number"}}``), checked at load time. ``needs``
@@ -125,16 +136,31 @@ def register(
 
     def decorate(fn: Evaluate) -> Evaluate:
         doc = description or (fn.__doc__ or "").strip().split("\n")[0]
-        ASSERTIONS.add(name, AssertionType(name=name, evaluate=fn, params={**COMMON_FIELDS, **declared}, check=check, is_async=inspect.iscoroutinefunction(fn), description=doc, needs=needs))
+        ASSERTIONS.add(name, AssertionType(name=name, evaluate=fn, params={**COMMON_FIELDS, **declared}, check=check, is_async=inspect.iscoroutinefunction(fn), description=doc, needs=needs, nested=nested))
         return fn
 
     return decorate
 
 
 def needs(params: dict[str, Any]) -> list[Need]:
-    """What an assertion (already checked) will call at run time."""
+    """What an assertion (already checked) will call at run time — its nested assertions' needs too, each
+    ``field`` a path into it."""
     kind = _REGISTRY.get(params.get("type") or "equals")
-    return kind.needs(params) if kind is not None and kind.needs is not None else []
+    if kind is None:
+        return []
+    out = kind.needs(params) if kind.needs is not None else []
+    for i, child in enumerate(nested(params)):
+        out += [replace(n, field=(kind.nested, i, *((n.field,) if isinstance(n.field, str) else n.field))) for n in needs(child)]
+    return out
+
+
+def nested(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The assertions an all/any assertion holds (each a dict: a type name written alone is made one)."""
+    kind = _REGISTRY.get(params.get("type") or "equals")
+    children = params.get(kind.nested) if kind is not None and kind.nested else None
+    if not isinstance(children, list):
+        return []
+    return [{"type": c} if isinstance(c, str) else c for c in children if isinstance(c, (dict, str))]
 
 
 def types() -> list[AssertionType]:
@@ -166,7 +192,12 @@ def check(params: dict[str, Any]) -> list[CheckProblem]:
     for key, value in params.items():
         if key not in spec.params:
             problems.append((key, f"'{key}' is not a field of a '{kind}' assertion", _unknown_hint(spec, key, params)))
-        elif spec.params[key] and (key not in COMMON_FIELDS or key in ("id", "severity", "weight")):
+        elif spec.params[key] and (key not in COMMON_FIELDS or key in ("id", "severity", "weight", "description")):
+            choices = spec.params[key].get("enum")
+            if isinstance(choices, list) and value not in choices:  # said as a case's own fields are, with the near one
+                hint = did_you_mean(str(value), [str(c) for c in choices]) or f"one of {', '.join(map(str, choices))}"
+                problems.append((key, f"'{key}' cannot be {written(value)}", hint))
+                continue
             message = _schema_problem(spec.params[key], value)
             if message:
                 problems.append((key, f"'{key}' {message}", None))
@@ -275,9 +306,9 @@ def _same(x: Any, y: Any) -> bool:
 
 def _finished(spec: AssertionSpec, result: AssertionResult) -> AssertionResult:
     params = spec.params
-    if "severity" in params or "weight" in params or "id" in params:
+    if "severity" in params or "weight" in params or "id" in params or "description" in params:
         result = replace(result, severity=params.get("severity") if params.get("severity") == "minor" else "",
-                         weight=weight(params), label=params.get("id") or "")
+                         weight=weight(params), label=params.get("id") or "", description=params.get("description") or "")
     if not result.checked:
         what = checked(spec)
         if what:
@@ -326,6 +357,9 @@ def _evaluate_sync(spec: AssertionSpec, obs: Observation) -> AssertionResult:
 
 def checked(spec: AssertionSpec) -> str:
     """What an assertion checks, its parameters as ``key=value`` (``path=$.a value="x"``), for ``-v`` and reports."""
+    kind = _REGISTRY.get(spec.type)
+    if kind is not None and kind.nested and isinstance(spec.params.get(kind.nested), list):  # all/any: their own say the rest
+        return f"{len(spec.params[kind.nested])} assertions"
     shown = {k: v for k, v in spec.params.items() if k not in SHOWN_APART}
     text = " ".join(f"{k}={v if isinstance(v, str) and k in ('path', 'tool', 'mode', 'call', 'match') else as_text(v)}"
                     for k, v in shown.items())

@@ -35,7 +35,7 @@ def _check(params: dict[str, Any]) -> list[CheckProblem]:
     return []
 
 
-def _verdict(returned: Any) -> tuple[bool, str]:
+def verdict_of(returned: Any) -> tuple[bool, str]:
     if isinstance(returned, bool):
         return returned, ""
     if isinstance(returned, dict):
@@ -69,7 +69,7 @@ async def script(params: dict[str, Any], obs: Observation) -> AssertionResult:
         message = str(exc).replace(f"script {ref} failed: ", f"script {ref} raised ", 1)
         return AssertionResult(type="script", passed=False, message=message, expected=value, error=True, traceback=exc.traceback or "")
     try:
-        passed, message = _verdict(returned)
+        passed, message = verdict_of(returned)
     except ValueError as exc:
         return AssertionResult(type="script", passed=False, message=f"script {ref} {exc}", expected=value, error=True)
     if not passed:

@@ -1,8 +1,10 @@
 """The ``state`` assertion: JSONPath over the case's tool world (FORMATS §11) — a value where the agent
-left it (``path`` and ``value``, as ``json_path``), or paths it must have left alone (``unchanged``)."""
+left it (``path`` and ``value``, as ``json_path``; with ``op``, compared: eq, ne, lt, lte, gt, gte), or paths
+it must have left alone (``unchanged``)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agenttest.speed.records import replace
@@ -11,14 +13,18 @@ from agenttest.runtime.world import diff
 from agenttest.util.text import shorten
 from agenttest.assertions.registry import CheckProblem, Observation, register
 from agenttest.assertions.static import PATH, VALUE, json_path, parsed_path, path_problems
-from agenttest.util.matching import equal
+from agenttest.util.matching import OP_WORDS, OPS, compare, equal
 
 
 def _check_state(params: dict[str, Any]) -> list[CheckProblem]:
     if ("path" in params) == ("unchanged" in params):
         return [(None, "'state' needs 'path' (with an optional 'value') or 'unchanged', not both", "e.g. {\"type\": \"state\", \"path\": \"$.expenses[0].status\", \"value\": \"submitted\"}")]
     if "path" in params:
+        if "op" in params and "value" not in params:
+            return [(None, f"'op' compares with a 'value': give one", "e.g. {\"type\": \"state\", \"path\": \"$.stock\", \"op\": \"gte\", \"value\": 1}")]
         return path_problems(params, True)
+    if "op" in params:
+        return [("op", "'op' goes with 'path', not with 'unchanged'", None)]
     if "value" in params:
         return [("value", "'value' goes with 'path', not with 'unchanged'", None)]
     paths = params["unchanged"]
@@ -50,7 +56,8 @@ def _unchanged(paths: list[str], obs: Observation) -> AssertionResult:
     return AssertionResult(type="state", passed=False, message=f"world changed at {text}", expected=paths, actual=actual)
 
 
-@register("state", fields={"path": PATH, "value": VALUE, "unchanged": {"type": "array", "items": {"type": "string"},
+@register("state", fields={"path": PATH, "value": VALUE, "op": {"enum": list(OPS), "description": "compare: eq, ne, lt, lte, gt, gte"},
+                           "unchanged": {"type": "array", "items": {"type": "string"},
                                                                       "description": "JSONPaths whose values must equal their initial ones"}},
           check=_check_state)
 def state(params: dict[str, Any], obs: Observation) -> AssertionResult:
@@ -59,13 +66,56 @@ def state(params: dict[str, Any], obs: Observation) -> AssertionResult:
         return AssertionResult(type="state", passed=False, message="this case has no tool world to check", expected=params.get("value"), actual=None)
     if "unchanged" in params:
         return _unchanged(params["unchanged"], obs)
+    if "op" in params:
+        return _compared(params, obs.world)
     result = json_path({**params, "type": "json_path"}, Observation(output=obs.world))
     assert isinstance(result, AssertionResult)  # json_path is synchronous
     if not result.passed and "value" in params and result.actual is not None:
         differing = fields_differing(params["path"], params["value"], result.actual)
         if differing:
             return replace(result, type="state", message=f"world {differing}")
+    if not result.passed and result.actual is None:
+        result = _never(params["path"], obs.world) or result
     return replace(result, type="state", message=f"world {result.message}" if result.message else "")
+
+
+def _compared(params: dict[str, Any], world: Any) -> AssertionResult:
+    """Every value the path finds stands in relation ``op`` to ``value``."""
+    path, op, value = params["path"], params["op"], params["value"]
+    found = _values(path, world)
+    if not found:
+        return _never(path, world) or AssertionResult("state", False, f"world {path} matched nothing", value, None)
+    for v in found:
+        holds, why = compare(v, op, value)
+        if why:
+            return AssertionResult("state", False, f"world {path}: {why}", value, v, error=True)
+        if not holds:
+            return AssertionResult("state", False, f"world {path}: expected {OP_WORDS[op]} {shorten(value, 80)}, got {shorten(v, 80)}", value, v)
+    return AssertionResult("state", True, "", value, found[0] if len(found) == 1 else found)
+
+
+def _never(path: str, world: Any) -> AssertionResult | None:
+    """A filter that can never match — ``$.metrics[?(@.x <= 5)]`` filters the *children* of ``$.metrics``, and
+    none of them is an object with fields — said as the error it is, with the path that was meant."""
+    at = path.find("[?(")
+    if at < 0:
+        return None
+    parents = _values(path[:at], world)
+    if not parents or any(isinstance(v, (dict, list)) for p in parents for v in (p.values() if isinstance(p, dict) else p if isinstance(p, list) else ())):
+        return None
+    meant = _meant(path, at)
+    hint = f"; to compare a field, write {{\"path\": \"{meant[0]}\", \"op\": \"{meant[1]}\", \"value\": {meant[2]}}}" if meant else ""
+    return AssertionResult("state", False, f"{path} can never match: a filter [?(…)] tests the items of {path[:at]}, "
+                           f"and none of them is an object or a list{hint}", None, None, error=True)
+
+
+_FILTER = re.compile(r"\[\?\(@\.([\w-]+)\s*(==|!=|<=|>=|<|>)\s*(.+?)\)\]$")
+_WORDS = {"==": "eq", "!=": "ne", "<": "lt", "<=": "lte", ">": "gt", ">=": "gte"}
+
+
+def _meant(path: str, at: int) -> tuple[str, str, str] | None:
+    m = _FILTER.match(path, at)
+    return (f"{path[:at]}.{m.group(1)}", _WORDS[m.group(2)], m.group(3).strip()) if m else None
 
 
 FIELDS_SHOWN = 8  # differing fields named in a message; the report's expected and actual hold all of them

@@ -119,7 +119,8 @@ def products(case: Case) -> list[Case]:
         return [case]
     out = []
     for combo in itertools.product(*choices):
-        turns = tuple(t if v is None else replace(t, messages=normalize(v["input"]), input=v["input"]) for t, v in zip(case.turns, combo))
+        turns = tuple(t if v is None else replace(t, messages=normalize(v["input"]), input=v["input"], selection=v.get("selection"))
+                      for t, v in zip(case.turns, combo))
         ids = tuple(v["id"] for v in combo if v is not None)
         out.append(replace(case, id=f"{case.id}[{','.join(ids)}]", turns=turns, variants=ids))
     return out
@@ -215,10 +216,11 @@ def make_case(raw: dict[str, Any], doc: Document | Location, base_dir: str, defa
         end=raw.get("end", "checkpoints"),
         end_tools=tuple(raw.get("end_tools") or ()),
         output_from=raw.get("output_from"),
+        policy=raw.get("policy"),
         turns=tuple(
             ScriptedTurn(normalize(t.get("input")), t.get("input"),
                          tuple(spec(p, ("turns", i, *path)) for path, p in assertion_list(t, "assert") + assertion_list(t, "assertions")),
-                         t.get("id", ""))
+                         t.get("id", ""), t.get("selection"))
             for i, t in enumerate(raw.get("turns") or ())
         ),
         given=given_of(raw),

@@ -67,7 +67,18 @@ CASE_FIELDS: dict[str, Schema] = {
     "judge": {"type": "object", "additionalProperties": False, "minProperties": 1,
               "properties": {"min_agreement": {"type": "number", "minimum": 0, "maximum": 1}, "min_kappa": {"type": "number", "minimum": -1, "maximum": 1}},
               "description": "The judge gate for the validators of this case's labelled assertions: their agreement with the labels, and Cohen's kappa."},
+    "policy": {"$ref": "#/$defs/policy"},
 }
+POLICY_FIELDS: dict[str, Schema] = {
+    "allowed_tools": {"type": "array", "items": {"type": "string", "minLength": 1},
+                      "description": "the only tools the agent may call: a call of another is refused and counted as a violation"},
+    "write_policy": {"enum": ["read_only", "external"],
+                     "description": "external: the case may create or change external records (runs only with --allow-external-writes)"},
+}
+SELECTION = {"type": "object", "additionalProperties": False,
+             "properties": {"optionIndex": {"type": "integer", "minimum": 0}, "optionLabel": {"type": "string"},
+                            "optionId": {"type": "string"}},
+             "description": "a structured choice among the options the previous turn published: one of optionIndex, optionLabel, optionId"}
 BUDGET_FIELDS: dict[str, Schema] = {
     "tokens": {"type": "integer", "minimum": 0, "description": "the agent under test's tokens in one run"},
     "cost": {"type": "number", "minimum": 0, "description": "the agent under test's cost in USD in one run (needs the connector's pricing)"},
@@ -81,12 +92,16 @@ TURN_FIELDS: dict[str, Schema] = {
     "input": {"$ref": "#/$defs/input"},
     "assert": {"$ref": "#/$defs/assertions"},
     "assertions": {"$ref": "#/$defs/assertions"},
+    "selection": {"$ref": "#/$defs/selection"},
     "variants": {"type": "array", "minItems": 1, "items": {
         "type": "object", "required": ["id", "input"], "additionalProperties": False,
-        "properties": {"id": {"type": "string", "minLength": 1}, "input": {"$ref": "#/$defs/input"}}},
-        "description": "Inputs that each replace this turn's: the case runs once per combination."},
+        "properties": {"id": {"type": "string", "minLength": 1}, "input": {"$ref": "#/$defs/input"},
+                       "selection": {"$ref": "#/$defs/selection"}}},
+        "description": "Inputs that each replace this turn's (its input and selection): the case runs once per combination; "
+                       "an 'input' beside them is the baseline, not run."},
 }
-FAULT_KINDS = ["error", "timeout", "malformed", "empty", "rate_limit", "server_error", "permission_denied"]
+FAULT_KINDS = ["error", "timeout", "malformed", "empty", "rate_limit", "server_error", "permission_denied", "expired_credentials",
+               "commit_timeout"]
 MOCK_FIELDS: dict[str, Schema] = {
     "tool": {"type": "string", "minLength": 1, "description": "the tool's name"},
     "match": {"type": "object", "description": "a subset of the arguments; strings starting regex: are patterns"},
@@ -166,6 +181,9 @@ def build() -> Schema:
             "fault": {"type": "object", "required": ["tool", "kind"], "additionalProperties": False, "properties": FAULT_FIELDS},
             "budget": {"type": "object", "minProperties": 1, "additionalProperties": False, "properties": BUDGET_FIELDS,
                        "description": "Limits on one run of the case; exceeding one fails it."},
+            "policy": {"type": "object", "properties": POLICY_FIELDS,
+                       "description": "What the case allows: allowed_tools (enforced), write_policy; other keys are the app's (ctx.policy)."},
+            "selection": SELECTION,
         },
     }
 
@@ -363,7 +381,7 @@ def plainly_valid(raw: Any) -> bool:
         return False
     if not _world(raw) or not _gate(raw):
         return False
-    if raw.keys() & {"end", "end_tools", "turns", "output_from", "output", "tool_calls", "history", "judge"}:
+    if raw.keys() & {"end", "end_tools", "turns", "output_from", "output", "tool_calls", "history", "judge", "policy"}:
         return False  # rarer fields: jsonschema decides
     if "simulator" in raw:
         s = raw["simulator"]

@@ -129,7 +129,7 @@ def case_list(data: Any) -> tuple[Path, list[Any]]:
     raise ValueError(f"expected a list of cases or an object with 'cases': [...], not {type_name(data)}{hint}")
 
 
-WRAPPER_KEYS = ("$schema", "name", "description")  # what a case file may say beside its cases (read by nobody, lost by nothing)
+WRAPPER_KEYS = ("$schema", "name", "description", "suite")  # what a case file may say beside its cases ("suite": its checks, inputs/suites.py)
 
 
 def beside_cases(data: Any, base: Path, source: str, where: Callable[[Any], tuple[int, int]]) -> list[Problem]:

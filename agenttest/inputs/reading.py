@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from agenttest.errors import Location, Problem, closest
-from agenttest.inputs import yamlhints
+from agenttest.inputs import suites, yamlhints
 from agenttest.inputs.building import build_cases
 from agenttest.inputs.documents import (MAX_DEPTH, MAX_FILE_BYTES, SUFFIXES, Document, KeyPolicy, Loaded, beside_cases, case_list, twice_hint)
 from agenttest.inputs.validation import Path
@@ -66,6 +66,7 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
     """Parse case text of the kind given by ``kind`` or the source's extension."""
     kind = kind or os.path.splitext(source)[1].lower()
     loaded = Loaded()
+    wrapper: list[Document] = []  # a .json or .yaml file's {"suite": {...}, "cases": [...]}: the suite's place
     if kind == ".jsonl":
         docs = list(_jsonl_documents(text, source, loaded.problems, keep_text=not os.path.isfile(source)))
         if loaded.problems and _over_lines(text):  # pretty-printed JSON (a list, or objects as jq prints them) named .jsonl
@@ -74,9 +75,9 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
                                           Location(source, 1, 1), "write each case on a line of its own (jq -c prints them so), "
                                           "or name the file .json with the cases in a list ([{...}, {...}])")]
     elif kind in (".yaml", ".yml"):
-        docs = _yaml_documents(text, source, loaded.problems)
+        docs = _yaml_documents(text, source, loaded.problems, wrapper)
     elif kind == ".json":
-        docs = _json_documents(text, source, loaded.problems)
+        docs = _json_documents(text, source, loaded.problems, wrapper)
     else:
         loaded.problems.append(Problem(f"'{source}': unknown case file type '{kind}'", None, "use .jsonl, .json, .yaml or .yml"))
         return loaded
@@ -86,6 +87,8 @@ def parse(text: str, source: str, default_simulator: str | None = None, base_dir
     if escapes_surrogates(text):  # "\\ud83d" alone (a cut emoji): made safe before anything holds it
         docs = [replace(d, raw=cleaned(d.raw)) for d in docs]
     loaded.cases = build_cases(docs, base_dir, default_simulator, loaded, policy)
+    if wrapper:  # the file's suite: its checks run over these cases once the run ends (FORMATS §18)
+        loaded.cases = suites.attach(wrapper[0], loaded)
     if len(loaded.problems) > 1:  # in the file's order (a line's own, cause first, as found): parsing's come before building's
         loaded.problems.sort(key=_line_of)
     return loaded
@@ -259,7 +262,7 @@ def _sharing_hook(strings: dict[Any, Any]) -> Callable[[list[tuple[str, Any]]], 
     return hook
 
 
-def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Document]:
+def _json_documents(text: str, source: str, problems: list[Problem], wrapper: list[Document] | None = None) -> list[Document]:
     strings: dict[Any, Any] = {}  # shared across the file's cases as in a .jsonl file (_shared)
     try:
         data = json.loads(text, object_pairs_hook=_sharing_hook(strings))
@@ -274,6 +277,8 @@ def _json_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         return []
     if type(data) is dict:  # the wrapper's own keys: a second "cases" would drop the first list without a word
         problems += _repeated_keys(text, source, outermost=True)
+        if "suite" in data and wrapper is not None:
+            wrapper.append(Document(data, source, text=text))
     base, items = _listed(data, source, problems)  # a case nested too deeply is said at its place, as in .jsonl (build_cases)
     problems += beside_cases(data, base, source, lambda key: line_col(text, json_offset(text, (key,), key=True)))
     # each item's place from the end of the one before (a file on one line made this quadratic: 100,000 cases
@@ -316,7 +321,7 @@ def _repeated_keys(text: str, source: str, lines_before: int = 0, col_offset: in
             for key, line, col in json_repeated(text, outermost)]
 
 
-def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Document]:
+def _yaml_documents(text: str, source: str, problems: list[Problem], wrapper: list[Document] | None = None) -> list[Document]:
     import yaml
 
     fast = getattr(yaml, "CSafeLoader", None)  # libyaml's parser (PyYAML's wheels have it): ~5× the pure-Python one
@@ -355,6 +360,8 @@ def _yaml_documents(text: str, source: str, problems: list[Problem]) -> list[Doc
         return []
     base, items = _listed(data, source, problems)
     problems += beside_cases(data, base, source, lambda key: yaml_mark(node, (key,), key=True))
+    if isinstance(data, dict) and "suite" in data and wrapper is not None:
+        wrapper.append(Document(raw=data, source=source, node=node))
     return [Document(raw=raw, source=source, base=base + (i,), node=node) for i, raw in enumerate(items)]
 
 

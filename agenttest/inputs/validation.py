@@ -37,7 +37,7 @@ def container(path: Path) -> str:
     return {"assert": "an assertion", "assertions": "an assertion", "assertion": "an assertion", "checkpoints": "a checkpoint",
             "simulator": "a simulator", "input": "a message", "options": "the options",
             "turns": "a turn", "variants": "a variant", "mocks": "a mock", "faults": "a fault", "budget": "the budget",
-            "world": "the world"}.get(last, "a case")
+            "world": "the world", "policy": "the policy", "selection": "a selection"}.get(last, "a case")
 
 
 def unknown_key(path: Path, known: Any) -> Finding:
@@ -206,7 +206,7 @@ def semantic_problems(raw: dict[str, Any], default_simulator: str | None) -> lis
         out.append(Finding(("expected",), f"give '{listed}' or 'expected', not both: 'expected' would be ignored",
                            f"check it among the assertions: {{\"type\": \"equals\", \"value\": …}} in '{listed}'", True))
     for path, params in assertion_list(raw, "assert") + assertion_list(raw, "assertions"):
-        out += _assertion_problems(path, params)
+        out += assertion_problems(path, params)
     if "timeout" in raw and isinstance(raw["timeout"], (str, int, float)):
         try:
             parse_duration(raw["timeout"])
@@ -311,21 +311,38 @@ def _turns_problems(raw: dict[str, Any]) -> list[Finding]:
         if not isinstance(turn, dict):
             continue
         base = ("turns", i)
-        if "input" in turn and "variants" in turn:
-            out.append(Finding(base + ("variants",), "give a turn 'input' or 'variants', not both", "each variant replaces the turn's whole input", True))
-        elif "input" not in turn and "variants" not in turn:
+        if "input" not in turn and "variants" not in turn:
             out.append(Finding(base, f"turn {i + 1} needs an 'input' (or 'variants')", None, False))
-        elif turn.get("input") in ("", [], None) and "input" in turn:
+        elif turn.get("input") in ("", [], None) and "input" in turn and "variants" not in turn and "selection" not in turn:
             out.append(Finding(base + ("input",), f"turn {i + 1}'s 'input' is empty", None, False))
         if "assert" in turn and "assertions" in turn:
             out.append(Finding(base + ("assertions",), "give 'assert' or 'assertions', not both", None, True))
         for path, params in assertion_list(turn, "assert") + assertion_list(turn, "assertions"):
-            out += _assertion_problems(base + path, params)
+            out += assertion_problems(base + path, params)
+        out += _selection_problems(base, turn.get("selection"))
+        for j, variant in enumerate(turn.get("variants") or ()):
+            if isinstance(variant, dict):
+                out += _selection_problems(base + ("variants", j), variant.get("selection"))
         ids = [v.get("id") for v in turn.get("variants") or () if isinstance(v, dict)]
         for j, vid in enumerate(ids):
             if vid in ids[:j]:
                 out.append(Finding(base + ("variants", j, "id"), f"duplicate variant id '{vid}'", "variant ids name the cases they make", False))
     return out
+
+
+SELECTORS = ("optionIndex", "optionLabel", "optionId")
+
+
+def _selection_problems(base: Path, selection: Any) -> list[Finding]:
+    """A selection names exactly one option, by one of its three selectors (seed format A)."""
+    if not isinstance(selection, dict) or any(k not in SELECTORS for k in selection):  # an unknown key is said as such
+        return []
+    given = [k for k in SELECTORS if k in selection]
+    if len(given) == 1:
+        return []
+    if not given:
+        return [Finding(base + ("selection",), "a selection needs one of optionIndex, optionLabel, optionId", "e.g. {\"optionIndex\": 0}", False)]
+    return [Finding(base + ("selection", given[1]), f"a selection gives one selector, not {' and '.join(given)}", "keep one of them", True)]
 
 
 def _without_effect(raw: dict[str, Any], dynamic: bool) -> list[Finding]:
@@ -343,11 +360,14 @@ def _without_effect(raw: dict[str, Any], dynamic: bool) -> list[Finding]:
     return out
 
 
-def _assertion_problems(path: Path, params: Any) -> list[Finding]:
+def assertion_problems(path: Path, params: Any) -> list[Finding]:
     if not isinstance(params, dict):
         return []
     out = []
     kind = assertions.get(params.get("type") or "equals")
+    if kind is not None and kind.nested and isinstance(params.get(kind.nested), list):  # all/any: each of its own at its place
+        for i, child in enumerate(params[kind.nested]):
+            out += assertion_problems(path + (kind.nested, i), {"type": child} if isinstance(child, str) else child)
     for field, message, hint in assertions.check(params):
         if field is None:
             out.append(Finding(path, message, hint, False))
@@ -400,7 +420,7 @@ def _checkpoint_problems(checkpoints: list[Any]) -> list[Finding]:
         elif len(keys) == 2:
             out.append(Finding(base + ("assertion",), "give 'assert' or 'assertion', not both", None, True))
         else:
-            out += _assertion_problems(base + (keys[0],), cp[keys[0]])
+            out += assertion_problems(base + (keys[0],), cp[keys[0]])
         for j, dep in enumerate(cp.get("after") or []):
             if dep == cid:
                 out.append(Finding(base + ("after", j), f"checkpoint '{cid}' cannot come after itself", None, False))

@@ -23,6 +23,7 @@ from agenttest.model.cases import (
                       Mock,
                       ScriptedTurn,
                       SimulatorSpec,
+                      SuiteSpec,
                       astuple_shallow,
 )
 from agenttest.model.exchanges import Answer, CallLog, Exchange, Retry
@@ -41,6 +42,7 @@ from agenttest.model.results import (
                       Ran,
                       RunHeader,
                       RunReport,
+                      SuiteResult,
                       Summary,
                       Turn,
                       WorldChange,
@@ -97,6 +99,8 @@ __all__ = [
     "SimulatorSpec",
     "Spend",
     "Status",
+    "SuiteResult",
+    "SuiteSpec",
     "Summary",
     "ToolCall",
     "Turn",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
+from agenttest.errors import PolicyDenied
 from agenttest.model.kinds import FaultKind, Message, OutputFrom, UsageSource
 
 
@@ -67,6 +68,7 @@ class ToolCall:
     location: str = ""  # where the tool raised, in the user's code: ``tools.py:12``
     traceback: str = ""  # the user's frames of that exception
     vt: str = ""  # a scenario's virtual time when the call started (ISO)
+    violation: str = ""  # a policy refused the call (the tool did not run), or the tool denied it by policy: why
 
     def as_dict(self) -> dict[str, Any]:
         """The call as hooks, script tests and reports see it."""
@@ -87,6 +89,8 @@ class ToolCall:
             out["traceback"] = self.traceback
         if self.vt:
             out["vt"] = self.vt
+        if self.violation:
+            out["violation"] = self.violation
         return out
 
 
@@ -148,6 +152,7 @@ class Reply:
     def tool_output(self) -> bool:
         """Whether the output is a tool's result: declared so, no Next-hook data, and a tool call that succeeded."""
         return self.output_from == "tool_result" and not self.has_data and any(c.error is None for c in self.tool_calls)
+    published: dict[str, Any] | None = None  # what the Next hook published beside its data: interaction, facts, status
 
     @property
     def output(self) -> Any:
@@ -188,9 +193,24 @@ class Context:
     caller: Any = field(default=None, repr=False, compare=False)  # lets hooks and script tests call agents
     world: dict[str, Any] = field(default_factory=dict)  # the case's tool world: tools read and change it in place
     options: dict[str, Any] = field(default_factory=dict)  # the case's context options (Yao's mode, search, skip, …)
+    policy: dict[str, Any] = field(default_factory=dict)  # the case's policy: allowed_tools, write_policy, the app's own keys
+    metrics: dict[str, Any] = field(default_factory=dict)  # counters tools keep (ctx.count): the ``metric`` assertion reads them
 
     def get(self, key: str, default: Any = None) -> Any:
         return getattr(self, key, default)
+
+    def count(self, name: str, by: float = 1) -> None:
+        """Add ``by`` to the counter ``name`` (``ctx.count("refund_count")``, ``ctx.count("refunded_cents", 8000)``)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError("ctx.count needs a counter name")
+        if isinstance(by, bool) or not isinstance(by, (int, float)):
+            raise ValueError(f"ctx.count({name!r}, by): by must be a number, not {type(by).__name__}")
+        self.metrics[name] = self.metrics.get(name, 0) + by
+
+    def deny(self, reason: str) -> NoReturn:
+        """Refuse what a tool was asked on the grounds of the case's policy: the call is an error result that says
+        ``reason`` and counts as a policy violation (``metrics.violations``)."""
+        raise PolicyDenied(reason)
 
     def agent(self, agent_id: str) -> Any:
         """A handle to call an agent from a hook or script test: ``ctx.agent("expense").stream(messages)``."""

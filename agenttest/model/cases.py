@@ -49,6 +49,26 @@ class ScriptedTurn:
     input: Any  # as written (or the chosen variant's)
     assertions: tuple[AssertionSpec, ...] = ()
     id: str = ""
+    selection: dict[str, Any] | None = None  # a structured choice among the options the previous turn published
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteSpec:
+    """A case file's suite (``{"suite": {...}, "cases": [...]}``; seed format A's suite): its name, metadata and
+    the checks run over all its selected cases once the run ends (FORMATS §18)."""
+
+    id: str
+    file: str
+    name: str = ""
+    description: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    assertions: tuple[AssertionSpec, ...] = ()
+    location: Location | None = None
+    locator: Locator | None = field(default=None, repr=False, compare=False)
+
+    def locate(self, path: Sequence[Any] = ()) -> Location | None:
+        """Where ``path`` inside the suite was written (``("assertions", 0, "use")``)."""
+        return self.locator(path) if self.locator is not None else self.location
 
 
 @dataclass(frozen=True)
@@ -142,6 +162,8 @@ class Case:
     judge: tuple[float | None, float | None] | None = None  # the judge gate it sets: (min_agreement, min_kappa)
     output_from: OutputFrom | None = None  # what its assertions see (None: as its agent's package.yao says)
     scenario: Scenario | None = None  # a scenario's world: tools, turns, clock, budgets (FORMATS §18, seed format B)
+    policy: dict[str, Any] | None = None  # allowed_tools (enforced), write_policy, the app's own keys (ctx.policy)
+    suite: Any = None  # the suite its file declares (SuiteSpec): checks over all its cases once the run ends
     locator: Locator | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -176,6 +198,11 @@ class Case:
                 or self.location.file == "<message>"):
             return False
         return not any(cp.required for cp in self.checkpoints) and not any(t.assertions for t in self.turns)
+
+    @property
+    def external_writes(self) -> bool:
+        """Its policy says it may create or change external records (``write_policy: external``)."""
+        return self.policy is not None and self.policy.get("write_policy") == "external"
 
     def locate(self, path: Sequence[Any] = (), key: bool = False) -> Location:
         """Where ``path`` inside this case was written; the case's own location when unknown."""

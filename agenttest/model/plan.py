@@ -55,6 +55,7 @@ class RunSettings:
     calls: str = "failed"  # --calls none|failed|all: which results keep their model calls
     connector: str | None = None  # -c, one connector
     matrix: tuple[str, ...] = ()  # -c a,b: every case on each
+    allow_external_writes: bool = False  # cases whose write_policy is external run (else skipped, saying why)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,8 +31,27 @@ class AssertionResult:
     severity: str = ""  # "minor": its failure never fails the case
     weight: float | None = None  # its share of the case's weighted score
     label: str = ""  # the assertion's own id, as written
+    description: str = ""  # the acceptance criterion it stands for, as written (seed A's label, C's name)
     judged: Judged | None = None  # an agent or pairwise assertion: who judged, a person's label, every vote (FORMATS §19)
     negated: bool = False  # a ``negate: true`` assertion: ``expected`` is what the output must NOT be
+
+    @property
+    def name(self) -> str:
+        """How reports name it: its description and id as written (``Exactly one refund``, ``selection-recorded``,
+        ``The choice is recorded [selection-recorded]``), else its type."""
+        if self.description and self.label:
+            return f"{self.description} [{self.label}]"
+        return self.description or self.label or self.type
+
+    @property
+    def named(self) -> bool:
+        """It was given an id or a description."""
+        return bool(self.label or self.description)
+
+    @property
+    def said(self) -> str:
+        """Its failure as reasons give it: ``selection-recorded: no item of checkpoint.facts matches …`` when named."""
+        return f"{self.name}: {self.message}" if self.named else self.message
 
 
 def minor(result: AssertionResult) -> bool:
@@ -143,6 +162,7 @@ class CaseResult:
     scenario: ScenarioRecord | None = None  # a scenario's run (FORMATS §18)
     calls: CallLog | None = None  # every model call of the run as sent and answered (--calls keeps them)
     checked_nothing: bool = False  # its case checks nothing but that the agent answers (Case.checks_nothing)
+    metadata: dict[str, Any] | None = None  # the case's, as written (kept, never interpreted)
 
     @property
     def id(self) -> str:
@@ -180,13 +200,34 @@ class CaseResult:
     @property
     def assertion_errors(self) -> list[str]:
         """The message of every assertion that did not hold (a scripted turn's named by its turn)."""
-        turns = [f"{t.label}: {a.message}" for t in self.turns for a in t.assertions if blocks(a)]
-        return turns + [a.message for a in self.assertions if blocks(a)]
+        turns = [f"{t.label}: {a.said}" for t in self.turns for a in t.assertions if blocks(a)]
+        return turns + [a.said for a in self.assertions if blocks(a)]
 
     @property
     def minor_failures(self) -> list[str]:
         """The message of every ``severity: minor`` assertion that did not hold (they never fail the case)."""
-        return [a.message for t in self.turns for a in t.assertions if minor(a)] + [a.message for a in self.assertions if minor(a)]
+        return [a.said for t in self.turns for a in t.assertions if minor(a)] + [a.said for a in self.assertions if minor(a)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteResult:
+    """A suite's checks over its selected cases once the run ended (FORMATS §18): a failed one fails the run."""
+
+    id: str
+    file: str = ""
+    name: str = ""
+    connector: str = ""  # in a model matrix, the suite is judged per connector
+    assertions: tuple[AssertionResult, ...] = ()
+    metadata: dict[str, Any] | None = None
+
+    @property
+    def passed(self) -> bool:
+        return all(a.passed for a in self.assertions)
+
+    @property
+    def failures(self) -> list[str]:
+        """Each check that did not hold, named: ``unique-orders: …``."""
+        return [f"{a.name}: {a.message}" for a in self.assertions if not a.passed]
 
 
 def classify(pass_rate: float) -> str:
@@ -402,6 +443,7 @@ class RunReport:
     load: tuple[EndpointLoad, ...] = ()  # per connector: requests, 429s absorbed, retries, concurrency
     evidence: Evidence | None = None  # intervals, matrix comparisons, judges (verdicts.evidence.of: made from the results when None)
     players: tuple[Player, ...] = ()  # each role's agent and connector, when a simulator or validator agent takes part
+    suites: tuple[SuiteResult, ...] = ()  # the suite checks of the case files that declare a suite
 
     def count(self, status: str) -> int:
         return self.summary.counts.get(status, 0)
@@ -463,6 +505,7 @@ class Ran:
     terminated: bool = False  # by SIGTERM
     stopped_early: bool = False  # --fail-fast
     not_run: int = 0
+    suites: tuple[SuiteResult, ...] = ()  # the suite checks, judged once the cases ran (FORMATS §18)
 
 
 class Group(NamedTuple):

@@ -91,4 +91,4 @@ def world_view(trace: Trace) -> dict[str, Any]:
     world = trace.world
     if world is None:
         return {}
-    return {"world": snapshot(world.state), "initial_world": world.before}
+    return {"world": snapshot(world.state), "initial_world": world.before, "counters": dict(world.counters)}

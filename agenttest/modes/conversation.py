@@ -16,6 +16,7 @@ from agenttest.model.messages import last_user_content
 from agenttest.model import AssertionResult, AssertionSpec, Case, CaseResult, Limits, Message, Reply, Status, ToolCall, Turn, Usage
 from agenttest.model.results import blocks
 from agenttest.runtime.trace import Trace
+from agenttest.modes import observing
 from agenttest.modes.base import CaseEnv, world_view
 from agenttest.modes.standard import expectations
 
@@ -115,17 +116,21 @@ def check_budget(env: CaseEnv, trace: Trace, turn: int) -> None:
 
 
 async def final(case: Case, env: CaseEnv, conv: Conversation, trace: Trace,
-                specs: tuple[AssertionSpec, ...] | None = None) -> tuple[AssertionResult, ...]:
+                specs: tuple[AssertionSpec, ...] | None = None, **observed: Any) -> tuple[AssertionResult, ...]:
     """The case's own assertions (or its ``expected``), once, against the last reply, every tool call of
-    the conversation and the world as the conversation left it."""
+    the conversation and the world as the conversation left it; ``observed``: the last observation and the
+    history (a scripted conversation's), else the observation is made of the last reply."""
     specs = expectations(case) if specs is None else specs
     if not specs:
         return ()
     last = conv.last
     output = last.output if last is not None else None
     first_input = conv.turns[0].input if conv.turns else case.input
+    seen = world_view(trace)
+    if "document" not in observed and last is not None:
+        observed["document"] = lambda: observing.single(last, seen.get("world"))
     obs = Observation(output=output, tool_calls=conv.tool_calls, input=first_input, case=case, judge=env.caller, all_tool_calls=tuple(conv.tool_calls),
-                      spending=env.spent(trace, len(conv.turns)), **world_view(trace))
+                      spending=env.spent(trace, len(conv.turns)), **seen, **observed)
     return await evaluate_all(specs, obs)
 
 
@@ -134,4 +139,4 @@ def final_reason(assertions: tuple[AssertionResult, ...]) -> str:
     failed = next((a for a in assertions if blocks(a)), None)
     if failed is None:
         return ""
-    return ("final assertion could not be evaluated: " if failed.error else "final assertion failed: ") + failed.message
+    return ("final assertion could not be evaluated: " if failed.error else "final assertion failed: ") + failed.said

@@ -14,6 +14,7 @@ from agenttest.model import AssertionResult, AssertionSpec, Case, CaseResult, Li
 from agenttest.accounting import budgets
 from agenttest.model.results import blocks
 from agenttest.runtime.trace import Trace
+from agenttest.modes import observing
 from agenttest.modes.base import CaseEnv, output_notes, world_view
 
 
@@ -49,7 +50,9 @@ async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
         return partial(case, trace, "failed", f"{budgets.PREFIX}model_calls > {env.budget.model_calls}")
     except CallError as exc:
         return partial(case, trace, "error", f"agent error: {exc}")
-    obs = Observation(output=reply.output, tool_calls=reply.tool_calls, input=case.input, case=case, judge=env.caller, spending=partial_of(env.spent, trace, 1), **world_view(trace))
+    seen = world_view(trace)
+    obs = Observation(output=reply.output, tool_calls=reply.tool_calls, input=case.input, case=case, judge=env.caller, spending=partial_of(env.spent, trace, 1),
+                      document=partial_of(observing.single, reply, seen.get("world")), **seen)
     results = await evaluate_all(expectations(case), obs)
     status = verdict(results)
     errored = next((r for r in results if r.error), None) if status == "error" else None

@@ -23,7 +23,8 @@ from typing import Any, Literal
 from agenttest.errors import AgentTestError, Location
 from agenttest.speed import collector
 from agenttest.model import (Answer, AssertionResult, Calibration, CallLog, CaseKey, CaseResult, CheckpointResult, EndpointLoad, Estimate, Exchange, Gate,
-                             Judged, ModelCall, Paired, PassK, Player, Retry, RunReport, Spend, ToolCall, Turn, Usage, WorldChange, WorldRecord)
+                             Judged, ModelCall, Paired, PassK, Player, Retry, RunReport, Spend, SuiteResult, ToolCall, Turn, Usage, WorldChange,
+                             WorldRecord)
 from agenttest.model.scenario import ScenarioRecord
 from agenttest.util.positions import json_offset, line_col
 from agenttest.util.text import safe_text
@@ -166,13 +167,13 @@ SHAPES: dict[type, tuple[Key, ...]] = {
     AssertionResult: (Key("type"), Key("passed"), Key("message", when=_set), Key("expected", when=_given),
                       Key("actual", when=_given), Key("score", when=_finite), Key("details", when=_set), Key("error", when=_set),
                       Key("checked", when=_set), Key("traceback", when=_set), Key("id", attr="label", when=_set),
-                      Key("severity", when=_set), Key("weight", when=_given),
+                      Key("severity", when=_set), Key("weight", when=_given), Key("description", when=_set),
                       Key("judged", when=_given), Key("negated", when=_set)),
     Judged: (Key("validator"), Key("connector", when=_set), Key("verdict", when=_given), Key("label", when=_given), Key("votes", when=_set),
              Key("consistent", when=_given), Key("min_agreement", when=_given), Key("min_kappa", when=_given)),
     ToolCall: (Key("name"), Key("arguments"), Key("result"), Key("duration_ms", put=_ms), Key("id", when=_set),
                Key("error", when=_given), Key("server", when=_given), Key("mocked", when=_set), Key("fault", when=_given),
-               Key("location", when=_set), Key("traceback", when=_set), Key("vt", when=_set)),
+               Key("location", when=_set), Key("traceback", when=_set), Key("vt", when=_set), Key("violation", when=_set)),
     Turn: (Key("turn"), Key("input"), Key("output"), Key("tool_calls"), Key("checkpoints"), Key("duration_ms", put=_ms),
            Key("simulator_reasoning", when=_set), Key("attachments", when=_set), Key("id", when=_set), Key("assertions", when=_set),
            Key("passed", when=lambda t, v: bool(t.assertions), put=lambda t: all(a.passed for a in t.assertions), derived=True),
@@ -208,10 +209,12 @@ SHAPES: dict[type, tuple[Key, ...]] = {
         Key("stdout", when=_set), Key("stderr", when=_set), Key("traceback", when=_set), Key("model_calls", when=_set),
         Key("score", when=_finite), Key("minor_failures", when=lambda r, v: bool(r.minor_failures), put=lambda r: r.minor_failures, derived=True),
         Key("scenario", when=_given),
-        Key("calls", when=_given),
+        Key("calls", when=_given), Key("metadata", when=_set),
     ),
     ScenarioRecord: (Key("identity"), Key("code", when=_set), Key("started"), Key("ended"), Key("steps"), Key("turns"),
                      Key("events"), Key("pending", when=_set)),
+    SuiteResult: (Key("id"), Key("name", when=_set), Key("file", when=_set), Key("connector", when=_set),
+                  Key("passed", put=lambda s: s.passed, derived=True), Key("assertions"), Key("metadata", when=_set)),
     Gate: (
         Key("id"), Key("connector"), Key("file", when=_set), Key("verdict", put=lambda g: g.verdict, derived=True), Key("runs"),
         Key("planned"), Key("passed"), Key("pass_rate", put=lambda g: round(g.pass_rate, 4), derived=True), Key("min_pass_rate"),
@@ -405,6 +408,8 @@ def summary_dict(report: RunReport) -> dict[str, Any]:
         out["checked_nothing"] = len(report.checked_nothing)
     if report.load:
         out["load"] = load_dict(report.load)
+    if report.suites:  # the suite checks (FORMATS §18): a failed one fails the run
+        out["suites"] = [encode(suite) for suite in report.suites]
     return out
 
 
@@ -555,6 +560,7 @@ def report_of(data: Any) -> RunReport:
         gates=get(summary, "gates", tuple[Gate, ...], s, ()), matrix=get(summary, "matrix", tuple[str, ...], s, ()),
         generation=get(summary, "generation", tuple[Spend, ...], s, ()), generation_calls=get(summary, "generation_calls", CallLog, s, None),
         load=_load(summary.get("load"), s + ["load"]), players=get(summary, "roles", tuple[Player, ...], s, ()),
+        suites=get(summary, "suites", tuple[SuiteResult, ...], s, ()),
     )
 
 

@@ -226,8 +226,8 @@ class Console:
             score = f" (score {a.score:g})" if a.score is not None else ""
             weight = f" (weight {a.weight:g})" if a.weight is not None else ""
             what = f" {self._cut(a.checked, 120)}" if a.checked else ""
-            label = f"{safe(a.label)}: " if a.label else ""
-            self.line(f"{indent}{mark} {label}{safe(a.type)}{what}{score}{weight}" + ("" if a.passed else f": {safe(a.message)}"))
+            named = f"{safe(a.name)}: " if a.named else ""
+            self.line(f"{indent}{mark} {named}{safe(a.type)}{what}{score}{weight}" + ("" if a.passed else f": {safe(a.message)}"))
 
     def _reasons(self, r: CaseResult) -> None:
         for why in r.reasons:
@@ -265,7 +265,9 @@ class Console:
                 self.line(f"{indent}   {self.paint(printable(text), 'dim')}")
 
     def _marks(self, c: ToolCall) -> str:
-        """What answered a call instead of the tool: a mock, or an injected fault."""
+        """What answered a call instead of the tool: a mock, or an injected fault; a refusal by the case's policy."""
+        if c.violation:
+            return " " + self.paint("[policy violation]", "red")
         if c.fault is not None:
             return " " + self.paint(f"[fault: {c.fault}]", "yellow")
         return " " + self.paint("[mocked]", "cyan") if c.mocked else ""
@@ -310,7 +312,7 @@ class Console:
             cut = self.paint(" (cut at its token limit)", "yellow") if t.truncated else ""
             self.line(f"  {branch} {label}: \"{self._cut(as_text(t.input), width)}\"{attached} → {said}{cut}")
             leaves = [f"{self.paint('✓', 'green')} checkpoint: {safe(cp_id)}{safe(self._tool_of(r, cp_id))}" for cp_id in t.checkpoints]
-            leaves += [f"{self.paint('✓', 'green')} {safe(a.type)}" if a.passed else f"{self.paint('✗', 'red')} {safe(a.type)}: {reason(a.message)}"
+            leaves += [f"{self.paint('✓', 'green')} {safe(a.name)}" if a.passed else f"{self.paint('✗', 'red')} {safe(a.name)}: {reason(a.message)}"
                        for a in t.assertions]
             leaves += [self.paint(f"ended: {safe(t.ended)}", "dim")] if t.ended and self.verbose else []
             for j, leaf in enumerate(leaves):
@@ -367,6 +369,7 @@ class Console:
             if value not in ("", None):
                 self.line(f"  {label + ':':<10} {safe(value)}")
         self._figures(report, s, brief)
+        self._suites(report)
         if report.not_run:
             runs = " runs" if _in_runs(report, s) else ""
             self.line(f"  Not run:   {report.not_run}{runs} ({'interrupted' if report.interrupted else 'stopped early'})")
@@ -428,6 +431,21 @@ class Console:
             for more in lines[1:]:
                 self.line(f"             {safe(more)}")
 
+    def _suites(self, report: RunReport) -> None:
+        """Each suite's checks over its cases (FORMATS §18): one line when they held, each failed one when not."""
+        for suite in report.suites:
+            on = f" on {suite.connector}" if suite.connector else ""
+            if not suite.assertions:
+                self.line(f"  Suite:     {safe(suite.id)}{on}" + (f" ({safe(suite.name)})" if suite.name else "") + ": no suite checks")
+                continue
+            if suite.passed:
+                self.line(f"  Suite:     {self.paint('✓', 'green')} {safe(suite.id)}{on}: {plural(len(suite.assertions), 'suite check')} held")
+                continue
+            self.line(f"  Suite:     {self.paint('✗', 'red')} {safe(suite.id)}{on}: {len(suite.failures)} of "
+                      f"{plural(len(suite.assertions), 'suite check')} failed")
+            for failure in suite.failures:
+                self.line(f"             {self.paint('✗', 'red')} {safe(reason(failure))}")
+
     def _table(self, table: figures.Table) -> None:
         safe_table = figures.Table(table.headers, [[safe(c) for c in row] for row in table.rows], table.verdicts)
         lines = figures.aligned(safe_table)
@@ -453,7 +471,9 @@ class Console:
             ran = " that ran" if unrun_cases or incomplete else ""
             left = [f"{n} {what}" for n, what in ((unrun_cases, "not run"), (incomplete, "incomplete")) if n]
             unrun = f" ({', '.join(left)})" if left else ""
-            return self.paint(f"❌ {parts} — {bad} of {cases} {what}{ran} did not pass{unrun}", "red")
+            return self.paint(f"❌ {parts} — {bad} of {cases} {what}{ran} did not pass{unrun}{_suites_failed(report, '; ')}", "red")
+        if _suites_failed(report):
+            return self.paint(f"❌ {_suites_failed(report)} — the run fails", "red")
         if report.stopped_early:
             return self.paint("⚠ STOPPED EARLY", "yellow")
         if lacking := report.options.get("missing_shards"):
@@ -474,6 +494,12 @@ class Console:
             n = len(report.checked_nothing)
             return self.paint(f"✨ ALL TESTS PASSED ✨ ({n} of them checked nothing but that the agent answered)", "yellow")
         return self.paint("✨ ALL TESTS PASSED ✨", "green")
+
+
+def _suites_failed(report: RunReport, before: str = "") -> str:
+    """``2 suite checks failed`` (with ``before`` in front), or "" when every suite check held."""
+    failed = sum(len(s.failures) for s in report.suites)
+    return f"{before}{plural(failed, 'suite check')} failed" if failed else ""
 
 
 def _in_runs(report: RunReport, s: dict[str, Any]) -> bool:

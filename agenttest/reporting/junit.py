@@ -42,13 +42,14 @@ def _status(runs: list[CaseResult], gate: Gate | None) -> str:
 @register(".xml")
 def to_junit(report: RunReport) -> str:
     groups = [(runs, gate, _status(runs, gate)) for runs, gate in _groups(report)]
+    checks = report.suites
     suites = ET.Element("testsuites", name="agent-test")
     suite = ET.SubElement(
         suites,
         "testsuite",
         name=report.agent_id or "agent-test",
-        tests=str(len(groups)),
-        failures=str(sum(1 for *_, s in groups if s == "failed")),
+        tests=str(len(groups) + len(checks)),
+        failures=str(sum(1 for *_, s in groups if s == "failed") + sum(1 for c in checks if not c.passed)),
         errors=str(sum(1 for *_, s in groups if s == "error")),
         skipped=str(sum(1 for *_, s in groups if s in ("skipped", "not run"))),
         time=f"{report.duration_ms / 1000:.3f}",
@@ -57,6 +58,14 @@ def to_junit(report: RunReport) -> str:
     _suite_properties(suite, report)
     for runs, gate, status in groups:
         _testcase(suite, report, runs, gate, status)
+    for check in checks:  # a suite's checks over its cases (FORMATS §18): one testcase each suite
+        case = ET.SubElement(suite, "testcase", classname=report.agent_id or "agent-test", name=f"suite checks: {check.id}"
+                             + (f" [{check.connector}]" if check.connector else ""), time="0.000")
+        if check.file:
+            case.set("file", check.file)
+        if not check.passed:
+            failure = ET.SubElement(case, "failure", message=_clean(check.failures[0]), type="SuiteCheckFailed")
+            failure.text = _clean("\n".join(check.failures))
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + _clean(ET.tostring(suites, encoding="unicode")) + "\n"
 

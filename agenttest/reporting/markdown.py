@@ -95,7 +95,7 @@ def _captured(r: CaseResult) -> list[str]:
 
 
 def _expected_actual(a: AssertionResult) -> list[str]:
-    return [f"- {_code(a.type)}: {_text(a.message, 300)}", f"  - expected{' not' if a.negated else ''}: {_text(a.expected, 300)}",
+    return [f"- {_code(a.name)}: {_text(a.message, 300)}", f"  - expected{' not' if a.negated else ''}: {_text(a.expected, 300)}",
             f"  - actual: {_text(a.actual, 300)}"]
 
 
@@ -146,10 +146,18 @@ def _figures(report: RunReport) -> list[str]:
     costs = figures.cost_lines(report)
     if costs:
         lines += ["", "## Costs", "", *[f"- {_text(c)}" for c in costs]]
+    if report.suites:
+        lines += ["", "## Suite checks", ""]
+        for suite in report.suites:
+            on = f" on {_text(suite.connector)}" if suite.connector else ""
+            lines.append(f"- {ICONS['passed' if suite.passed else 'failed']} {_code(suite.id)}{on}" + (f" — {_text(suite.name)}" if suite.name else ""))
+            lines += [f"  - {'✓' if a.passed else '✗'} {_code(a.name)}" + ("" if a.passed else f": {_text(a.message, 300)}") for a in suite.assertions]
     return lines
 
 
 def _mark(c: ToolCall) -> str:
+    if c.violation:
+        return " *(policy violation)*"
     if c.fault is not None:
         return f" *(fault: {c.fault})*"
     return " *(mocked)*" if c.mocked else ""
@@ -163,7 +171,7 @@ def _turns(r: CaseResult) -> list[str]:
         said = f"error: {_text(t.error, 300)}" if t.error else f"“{_cell(t.output, 200)}”" + (" (cut at its token limit)" if t.truncated else "")
         lines.append(f"- Turn {t.turn}{f' ({_text(t.id)})' if t.id else ''}: “{_cell(t.input, 200)}” → {said}"
                      + (f" ✓ {', '.join(_code(c) for c in t.checkpoints)}" if t.checkpoints else "") + (f" — ended: {_text(t.ended)}" if t.ended else ""))
-        lines += [f"  - {'✓' if a.passed else '✗'} {_code(a.type)}" + ("" if a.passed else f": {_text(a.message, 300)}") for a in t.assertions]
+        lines += [f"  - {'✓' if a.passed else '✗'} {_code(a.name)}" + ("" if a.passed else f": {_text(a.message, 300)}") for a in t.assertions]
     if r.not_run_turns:
         lines.append(f"- {r.not_run_turns} later turn{'s' if r.not_run_turns != 1 else ''} not run")
     if not r.dynamic:

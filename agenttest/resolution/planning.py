@@ -77,6 +77,7 @@ def settings_of(config: RunConfig) -> RunSettings:
     """What running a plan needs of the flags."""
     return RunSettings(parallel=config.parallel, timeout=config.timeout, runs=config.runs, early_stop=config.early_stop,
                        fail_fast=config.fail_fast, seed=config.seed, strict=config.strict, full_world=config.report_world == "full", calls=config.calls,
+                       allow_external_writes=config.allow_external_writes,
                        connector=config.connector, matrix=config.matrix)
 
 

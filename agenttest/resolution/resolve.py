@@ -56,7 +56,7 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
         if agent is not None and case.mode != "script" and not connector and case.options.get("connector"):
             check(agent_id, case.options["connector"], case.locate(("options", "connector")))  # type: ignore[arg-type]
         named: list[tuple[str, str, Location | None]] = []  # tools the assertions name, checked below against the agent's
-        for spec in [*case.assertions, *(cp.assertion for cp in case.checkpoints)]:
+        for spec in [*case.assertions, *(cp.assertion for cp in case.checkpoints), *(a for t in case.turns for a in t.assertions)]:
             named += _assertion(spec, case, catalog, check, out)
         if case.dynamic and case.simulator is not None and case.simulator.script is None:
             conn = case.simulator.options.get("connector")
@@ -71,6 +71,7 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
             out.problems += unknown_tools(case, tools)
             _named_tools(named, tools, catalog.strict, out)
         out.warnings += _missing_attachments(case)
+    _suites(cases, catalog, out)
     _unknown_options(cases, catalog.strict, out)
     if agent is not None:
         if before:
@@ -92,6 +93,20 @@ def _assertion(spec: AssertionSpec, case: Case, catalog: Catalog, check: Any, ou
         else:
             out.attempt(where, catalog.script, need.ref)
     return tools
+
+
+def _suites(cases: list[Case], catalog: Catalog, out: Resolved) -> None:
+    """The evaluators a suite's checks name (FORMATS §18), each suite once."""
+    seen: set[int] = set()
+    for case in cases:
+        suite = case.suite
+        if suite is None or id(suite) in seen:
+            continue
+        seen.add(id(suite))
+        for spec in suite.assertions:
+            for need in assertions.needs(spec.params):
+                where = suite.locate(spec.path + (need.field if isinstance(need.field, tuple) else (need.field,)))
+                out.attempt(where, catalog.script, need.ref)
 
 
 def _named_tools(named: list[tuple[str, str, Location | None]], tools: list[str], strict: bool, out: Resolved) -> None:

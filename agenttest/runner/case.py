@@ -29,14 +29,17 @@ from agenttest.util.durations import format_timeout
 from agenttest.util.values import fresh
 
 AFTER_GRACE = 5.0  # seconds an After hook gets when its case ran out of time or was interrupted
+EXTERNAL_WRITES = "write_policy external: the case may create or change external records; run it with --allow-external-writes"
 
 
 async def run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller: Caller) -> CaseResult:
     """Run one case once on its connector, Before and After included. Never raises, except CancelledError."""
-    if item.case.skip:
-        case = item.case
-        return CaseResult(key=item.key, status="skipped", name=case.name, input=case.input, skip_reason=case.skip_reason, run=run, index=index,
-                          description=case.description, tags=case.tags, dynamic=case.dynamic, line=case.location.line or 0)
+    case = item.case
+    if case.skip or (case.external_writes and not plan.settings.allow_external_writes):
+        why = case.skip_reason if case.skip else EXTERNAL_WRITES
+        return CaseResult(key=item.key, status="skipped", name=case.name, input=case.input, skip_reason=why, run=run, index=index,
+                          description=case.description, tags=case.tags, dynamic=case.dynamic, line=case.location.line or 0,
+                          metadata=case.metadata or None)
     one = CaseRun(item, run, plan, caller)
     try:
         result = one.stamped(await one.before_and_mode(), index)
@@ -67,7 +70,7 @@ class CaseRun:
         fdcapture.begin(self.printed)  # what is written below Python while it runs alone is its own
         self.start = time.perf_counter()
         self.ctx = caller.context(case, run, connector=item.scheduled or "")
-        self.world = self.trace.world = ToolWorld(case, self.ctx.world, plan.settings.seed, run, self.trace.tool_calls)
+        self.world = self.trace.world = ToolWorld(case, self.ctx.world, plan.settings.seed, run, self.trace.tool_calls, counters=self.ctx.metrics)
         self.settings = plan.settings
         self.env = CaseEnv(caller=caller, agent=plan.agent, connector=item.connector, ctx=self.ctx, attachments=item.attachments,
                            budget=item.budget, output_from=case.output_from)
@@ -131,6 +134,8 @@ class CaseRun:
         """The mode's result with the case's identity (the plan's key), timing, tool world and spend: one copy."""
         case, trace = self.item.case, self.trace
         described: dict[str, Any] = {"description": case.description, "tags": case.tags} if case.description or case.tags else {}
+        if case.metadata:
+            described["metadata"] = case.metadata
         return replace(result, key=self.item.key, duration_ms=(time.perf_counter() - self.start) * 1000, run=self.run, index=index,
                        line=case.location.line or 0, world=self.world.record(self.settings.full_world), **described,
                        model_calls=tuple(trace.served), spend=spend_of(trace.by_connector, trace.calls, self.caller.catalog.prices))

@@ -12,8 +12,8 @@ from typing import Any
 
 from agenttest.agents.caller import Caller
 from agenttest.errors import AgentTestError
-from agenttest.model import Plan, Ran
-from agenttest.runner import scheduling
+from agenttest.model import Plan, Ran, SuiteResult
+from agenttest.runner import scheduling, suites
 from agenttest.runner.scheduling import RunState
 from agenttest.runtime import usercalls
 
@@ -25,6 +25,7 @@ class Finished:
     state: RunState
     signalled: signal.Signals | None = None
     failure: BaseException | None = None
+    suites: tuple[SuiteResult, ...] = ()  # the suite checks, judged once the cases ran
 
     def ran(self) -> Ran:
         """What the run did, as deciding its verdicts needs it (``verdicts.outcome.decide``)."""
@@ -33,7 +34,8 @@ class Finished:
         return Ran(results=state.ordered(), started_at=state.started_at, duration_ms=(time.perf_counter() - state.started) * 1000,
                    tallies=state.tallies, saved=state.saved, interrupted=interrupted, terminated=self.signalled == signal.SIGTERM,
                    stopped_early=state.stopped_early,
-                   not_run=max(0, state.total - len(state.results) - saved) if (state.stopped_early or interrupted) else 0)
+                   not_run=max(0, state.total - len(state.results) - saved) if (state.stopped_early or interrupted) else 0,
+                   suites=self.suites)
 
 
 async def execute(plan: Plan, caller: Caller, watch: scheduling.Listener, signals: Signals, workers: scheduling.Executor | None = None) -> Finished:
@@ -54,6 +56,10 @@ async def execute(plan: Plan, caller: Caller, watch: scheduling.Listener, signal
     except Exception as exc:  # a bug of ours outside any case: exit 3, after writing what ran
         done.failure = exc
     done.signalled = signals.caught
+    if done.signalled is None and done.failure is None and any(c.suite is not None for c in plan.cases):
+        state = done.state
+        ran = state.ordered()
+        done.suites = await suites.judge(plan, ran, suites.gates_of(plan, ran, state.tallies, state.saved), caller)
     return done
 
 

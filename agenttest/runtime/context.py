@@ -50,7 +50,7 @@ class Identity:
         options = fresh(context_options(case.options)) if case is not None else {}
         locale = options.get("locale") if isinstance(options.get("locale"), str) else None
         return Context(user_id=user, team_id=team, locale=locale or base.get("locale") or "en-us", chat_id=chat_id, metadata=meta, authorized=authorized, client=dict(base.get("client") or {}),
-                       test_mode=test_mode, caller=caller, world=world, options=options)
+                       test_mode=test_mode, caller=caller, world=world, options=options, policy=fresh(case.policy) if case is not None and case.policy else {})
 
     def environment(self) -> dict[str, Any]:
         """What the report says the run ran as."""

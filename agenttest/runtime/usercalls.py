@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 from collections.abc import Iterator
 
-from agenttest.errors import CallError
+from agenttest.errors import CallError, PolicyDenied
 from agenttest.runtime import fdcapture
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # agenttest/, whose frames are not the user's
@@ -292,6 +292,10 @@ def _failure(what: str, exc: BaseException) -> CallError:
         return CallError(f"{what} failed: {said(exc)}", exc.traceback or user_traceback(exc), exc.cause, exc.location)
     where = user_location(exc)
     text = said(exc)
+    if isinstance(exc, PolicyDenied):  # a refusal by policy, not a crash: said as the tool said it, counted as a violation
+        failure = CallError(f"{what} refused by policy: {text}", None, f"policy violation: {text}", where)
+        failure.denied = text or "denied by policy"
+        return failure
     cause = f"{_type_name(exc)}: {text}" if text else _type_name(exc)
     return CallError(f"{what} failed: {cause}" + (f" ({where})" if where else ""), user_traceback(exc), cause, where)
 

@@ -1,5 +1,6 @@
-"""The tool world of one case run (FORMATS §11): its state, the mocks that answer instead of tools, the
-faults injected into tool calls, and the difference between the world as the agent found and left it.
+"""The tool world of one case run (FORMATS §11): its state, the policy that refuses tools it does not allow, the
+mocks that answer instead of tools, the faults injected into tool calls, the counters tools keep, and the
+difference between the world as the agent found and left it.
 
 Fault draws are a pure function of the seed, the case, the run, the fault and the call number, so a run
 is reproducible whatever the order in which cases (or parallel tool calls) run."""
@@ -29,6 +30,8 @@ class Outcome:
     mocked: bool = False
     fault: FaultKind | None = None
     delay: float = 0.0
+    violation: str = ""  # the case's policy refused the call: the tool does not run
+    commit: bool = False  # commit_timeout: the tool runs (its effect stays), then its response is lost (``error``)
 
 
 def draw(seed: int, case_id: str, run: int, fault: int, call: int) -> float:
@@ -51,7 +54,8 @@ class ToolWorld:
     """One run of one case: the live world (``ctx.world``), mock uses left, and the calls made so far; for a
     scenario (``case.scenario``), its run: the tools the world offers, the clock, turns, events and budgets."""
 
-    def __init__(self, case: Case, state: dict[str, Any], seed: int = 0, run: int = 1, calls: list[ToolCall] | None = None):
+    def __init__(self, case: Case, state: dict[str, Any], seed: int = 0, run: int = 1, calls: list[ToolCall] | None = None,
+                 counters: dict[str, Any] | None = None):
         self.case = case
         self.state = state
         self.seed = seed
@@ -64,6 +68,7 @@ class ToolWorld:
             from agenttest.runtime.scenario import ScenarioRun
 
             self.scenario = ScenarioRun(case.scenario, state, lambda: self.initial, calls if calls is not None else [])
+        self.counters = counters if counters is not None else {}  # ctx.metrics: what tools counted
 
     def begin(self) -> None:
         """The agent starts now (after the Before hook, which may have seeded the world)."""
@@ -97,8 +102,12 @@ class ToolWorld:
             self.scenario.happen()
 
     def intercept(self, name: str, arguments: dict[str, Any]) -> Outcome | None:
-        """Count a call and say what answers it instead of the tool — a fault, else a mock — or None."""
+        """Count a call and say what answers it instead of the tool — the policy's refusal, a fault, else a mock — or
+        None."""
         self.called.append(name)
+        refused = refusal(self.case.policy, name)
+        if refused:
+            return Outcome(error=f"policy violation: {refused}", violation=refused)
         for index, fault in enumerate(self.case.faults):
             if self._fires(index, fault, name):
                 return _injected(fault, self.scenario.canonical(name) if self.scenario is not None else name)
@@ -134,16 +143,28 @@ class ToolWorld:
         return WorldRecord(self.initial, final, changes) if snapshots else WorldRecord(changes=changes)
 
 
-FAULT_ERRORS = {  # what the model is told by the kinds that fail a call (seed format B's; FORMATS §18)
+def refusal(policy: dict[str, Any] | None, name: str) -> str:
+    """Why the case's policy refuses a call of tool ``name`` (its ``allowed_tools`` do not name it), or ""."""
+    allowed = policy.get("allowed_tools") if policy else None
+    if not isinstance(allowed, list) or any(name_matches(a, name) for a in allowed if isinstance(a, str)):
+        return ""
+    listed = ", ".join(a for a in allowed if isinstance(a, str)) or "none"
+    return f"tool '{name}' is not allowed by the case's policy (allowed_tools: {listed})"
+
+
+FAULT_ERRORS = {  # what the model is told by the kinds that fail a call before it runs (FORMATS §11, §18)
     "rate_limit": "RATE_LIMITED: {tool}: too many requests (429); retry later",
     "server_error": "INTERNAL: {tool}: internal server error (500)",
     "permission_denied": "PERMISSION_DENIED: {tool}: the caller may not do this (403)",
+    "expired_credentials": "EXPIRED_CREDENTIALS: {tool}: the credentials have expired (401); not retryable: a person must sign in again",
 }
 
 
 def _injected(fault: Fault, tool: str) -> Outcome:
     if fault.kind in FAULT_ERRORS:
         return Outcome(error=fault.message or FAULT_ERRORS[fault.kind].format(tool=tool), fault=fault.kind)
+    if fault.kind == "commit_timeout":  # the request reached the service and took effect; its answer never came back
+        return Outcome(error=fault.message or f"{tool} timed out", fault="commit_timeout", commit=True)
     if fault.kind == "error":
         return Outcome(error=fault.message or f"{tool} failed: internal server error", fault="error")
     if fault.kind == "timeout":

@@ -58,3 +58,39 @@ def name_matches(wanted: str, called: str) -> bool:
     server, dot, tool = wanted.rpartition(".")
     return bool(dot and server and tool) and called == tool_name(server, tool)
 
+
+
+OPS = ("eq", "ne", "lt", "lte", "gt", "gte")  # the comparisons of ``state``/``metric`` (``op``) and seed format C
+_ORDER = {"lt": lambda a, b: a < b, "lte": lambda a, b: a <= b, "gt": lambda a, b: a > b, "gte": lambda a, b: a >= b}
+OP_WORDS = {"eq": "==", "ne": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+
+
+def compare(actual: Any, op: str, expected: Any) -> tuple[bool, str]:
+    """``actual op expected`` — eq and ne as ``equal``; the orderings between numbers (booleans are not numbers) or
+    between strings only. Returns (holds, why it cannot be compared: "" when it can)."""
+    if op == "eq":
+        return equal(actual, expected), ""
+    if op == "ne":
+        return not equal(actual, expected), ""
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (actual, expected))
+    if not numbers and not (isinstance(actual, str) and isinstance(expected, str)):
+        return False, f"{_kind(actual)} cannot be compared with {_kind(expected)} by {op}"
+    return bool(_ORDER[op](actual, expected)), ""
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    return {str: "a string", dict: "an object", list: "a list"}.get(type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
+
+
+def partial(expected: Any, actual: Any) -> bool:
+    """A partial match as seed format A's ``contains`` makes it: an object by the keys expected (recursively), a list
+    when each expected item matches one of its items, anything else by ``equal`` (no patterns)."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and partial(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, list):
+        return isinstance(actual, list) and all(any(partial(e, a) for a in actual) for e in expected)
+    return equal(expected, actual)

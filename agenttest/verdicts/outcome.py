@@ -40,13 +40,13 @@ def decide(plan: Plan, ran: Ran, confidence: float = 0.95, alpha: float = 0.05, 
     run — agent, connector, inputs, options, warnings …)."""
     report = make_report(list(ran.results), ran.started_at, ran.duration_ms, policies=ran.tallies or policies(plan), saved=dict(ran.saved),
                          matrix=plan.matrix, interrupted=ran.interrupted, terminated=ran.terminated, stopped_early=ran.stopped_early,
-                         not_run=ran.not_run, **fields)
+                         not_run=ran.not_run, suites=ran.suites, **fields)
     return replace(report, evidence=evidence.compute(report, confidence, alpha))
 
 
 def exit_code(report: RunReport) -> ExitCode:
     """0 when every gate passed; 1 when one failed (with no gates: when a result did not pass), or
-    --fail-fast stopped the run, or a partial merge lacks shards; 130/143 when interrupted."""
+    --fail-fast stopped the run, or a partial merge lacks shards, or a suite check failed; 130/143 when interrupted."""
     if report.interrupted:
         return ExitCode.TERMINATED if report.terminated else ExitCode.INTERRUPTED
     if report.gates:
@@ -55,6 +55,8 @@ def exit_code(report: RunReport) -> ExitCode:
     elif any(r.status in ("failed", "error", "timeout") for r in report.results):
         return ExitCode.FAILED
     if report.stopped_early or report.options.get("missing_shards"):  # a partial merge did not test every case
+        return ExitCode.FAILED
+    if any(not s.passed for s in report.suites):  # a suite check over the cases failed (FORMATS §18)
         return ExitCode.FAILED
     return judge_code(report)
 

@@ -38,7 +38,7 @@ def _transcript(r: CaseResult) -> str:
     if r.assertions:
         items = "".join(
             f'<li class="{"passed" if a.passed else "failed"}">{"✓" if a.passed else "✗ minor" if a.severity == "minor" else "✗"} '
-            f'{escape(a.label + ": ") if a.label else ""}<code>{escape(a.type)}</code> '
+            f'<code>{escape(a.name)}</code> '
             f"{escape(a.message or a.checked or as_text(a.expected))}{_expected_actual(a)}</li>"
             for a in r.assertions
         )
@@ -46,7 +46,7 @@ def _transcript(r: CaseResult) -> str:
     if r.turns:
         rows = "".join(
             f"<tr><td>{t.turn}</td><td>{escape(as_text(t.input))}</td><td>{escape(as_text(t.output))}</td>"
-            f"<td>{escape(', '.join([*t.checkpoints, *(('✓ ' if a.passed else '✗ ') + (a.message or a.type) for a in t.assertions)]))}"
+            f"<td>{escape(', '.join([*t.checkpoints, *(('✓ ' if a.passed else '✗ ') + (a.message or a.name) for a in t.assertions)]))}"
             f"{escape(' · ended: ' + t.ended) if t.ended else ''}</td></tr>"
             for t in r.turns
         )
@@ -74,6 +74,8 @@ def _expected_actual(a: AssertionResult) -> str:
 
 
 def _mark(c: ToolCall) -> str:
+    if c.violation:
+        return f' <span class="mark">[policy violation: {escape(c.violation)}]</span>'
     if c.fault is not None:
         return f' <span class="mark">[fault: {escape(c.fault)}]</span>'
     return ' <span class="mark">[mocked]</span>' if c.mocked else ""
@@ -171,8 +173,20 @@ def report(report: RunReport) -> str:
         f"<b>{escape(report.connector or '—')}</b> · input {escape(report.input_source)} · started {escape(report.started_at)}"
         + (f" · roles: {escape(figures.players_text(report.players))}" if report.players else "") + "</p>"
         f"<div class=\"cards\">{cards}</div>{_state(report)}<table><tr><th>ID</th><th>Input</th><th>Status</th><th>Duration</th><th></th></tr>"
-        f"{rows}</table>{_figures(report)}"
+        f"{rows}</table>{_suites(report)}{_figures(report)}"
     )
+
+
+def _suites(report: RunReport) -> str:
+    """Each suite's checks over its cases (a failed one fails the run)."""
+    out = []
+    for suite in report.suites:
+        items = "".join(f'<li class="{"passed" if a.passed else "failed"}">{"✓" if a.passed else "✗"} <code>{escape(a.name)}</code> '
+                        f"{escape(a.message)}</li>" for a in suite.assertions)
+        on = f" on {escape(suite.connector)}" if suite.connector else ""
+        verdict = "held" if suite.passed else "failed: the run fails"
+        out.append(f"<h2>Suite {escape(suite.id)}{on}: {verdict}</h2><ul>{items}</ul>")
+    return "".join(out)
 
 
 def _row(r: CaseResult, report: RunReport, details: bool, repeated: bool) -> str:

@@ -272,7 +272,12 @@
       sum.pass_rate_interval ? card("Runs passed", pct(sum.pass_rate_interval.rate), "", estimateNote(sum.pass_rate_interval, sum.confidence)) : null,
       (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
       card("Duration", ms(sum.duration_ms), ""), tokens || counted ? card("Tokens", (tokens ? tokens.toLocaleString("en") : "unknown") + counted, "") : null,
-      sum.costs && sum.costs.total != null ? card("Cost", money(sum.costs.total) + counted, "") : null)];
+      sum.costs && sum.costs.total != null ? card("Cost", money(sum.costs.total) + counted, "") : null,
+      (sum.suites || []).length ? card("Suite checks", (sum.suites || []).filter(x => x.passed).length + "/" + sum.suites.length,
+        (sum.suites || []).every(x => x.passed) ? "passed" : "failed") : null),
+      (sum.suites || []).map(x => h("div", { class: "suite", id: "suite-" + x.id },
+        section("Suite " + x.id + (x.connector ? " on " + x.connector : "") + (x.name ? " — " + x.name : "") + (x.passed ? " ✓" : " ✗ (the run fails)"),
+          assertions(x.assertions || [], null, "suite " + x.id + " "))))];
   }
 
   // the suite's pass^k and pass@k (tau-bench's table) with their intervals; every k up to 12 runs, then some (as the console)
@@ -370,7 +375,8 @@
       h("span", { class: "who", text: who || role }), typeof content === "string" ? content : contentText(content));
   }
   function toolCall(c) {
-    const marks = [c.server ? "server " + c.server : "", c.mocked ? "mocked" : "", c.fault ? "fault: " + c.fault : "", c.duration_ms ? ms(c.duration_ms) : ""].filter(Boolean);
+    const marks = [c.server ? "server " + c.server : "", c.mocked ? "mocked" : "", c.fault ? "fault: " + c.fault : "",
+      c.violation ? "policy violation" : "", c.duration_ms ? ms(c.duration_ms) : ""].filter(Boolean);
     return h("div", { class: "call" + (c.error != null ? " err" : ""), "data-tool": c.name },
       h("div", null, h("span", { class: "meta small", text: "tool call " }), h("code", { text: c.name }), marks.length ? h("span", { class: "mark small", text: "  " + marks.join(" · ") }) : null),
       h("div", { class: "meta small", text: "arguments" }), pre(c.arguments),
@@ -419,7 +425,8 @@
   function assertions(list, C, prefix) {
     return h("table", { class: "assertions" }, list.map((a, i) => h("tr", { class: "assertion", "data-assertion": prefix + "assertion " + (i + 1) },
       h("td", { class: a.passed ? "passed" : "failed", text: a.passed ? "✓" : a.severity === "minor" ? "✗ minor" : "✗" }),
-      h("td", null, a.id ? a.id + ": " : "", h("code", { text: a.type }), a.weight != null ? h("span", { class: "meta", text: " weight " + a.weight }) : null),
+      h("td", null, a.description || a.id ? h("b", { text: a.description ? a.description + (a.id ? " [" + a.id + "]" : "") : a.id }) : null,
+        a.description || a.id ? " " : null, h("code", { text: a.type }), a.weight != null ? h("span", { class: "meta", text: " weight " + a.weight }) : null),
       h("td", null, a.message || (a.passed ? "" : "failed"), a.score != null ? h("span", { class: "meta", text: " score " + a.score }) : null,
         !a.passed && (a.expected != null || a.actual != null)
           ? h("div", { class: "ea" }, h("div", null, h("div", { class: "meta small", text: a.negated ? "expected not" : "expected" }), pre(a.expected)), h("div", null, h("div", { class: "meta small", text: "actual" }), pre(a.actual)))
