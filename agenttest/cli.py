@@ -516,19 +516,20 @@ def rescore_command(ctx: click.Context, report: str, inputs: tuple[str, ...]) ->
     finish(work)
 
 
-@main.command("convert", short_help="Write a seed-format file (scenario suites, world scenarios) as agent-test's own case file.",
+@main.command("convert", short_help="Write a seed-format file (e.g. a scenario suite) as agent-test's own case file.",
               context_settings=SETTINGS)
 @click.argument("file", metavar="FILE")
-@click.option("-o", "--output", metavar="CASES", help="The case file to write: .json, .yaml or .yml  [default: JSON on stdout]")
-def convert_command(file: str, output: str | None) -> None:
-    """Convert FILE — a scenario suite (format A) or a world scenario (format C), recognised by its shape or forced
-    with a:FILE / c:FILE — into agent-test's own case file, which runs to the same verdicts (docs/formats-a.md,
-    docs/formats-c.md)."""
+@click.option("-o", "--output", metavar="CASES", help="The case file to write: .json, .yaml or .yml  [default: stdout]")
+@click.option("--format", "style", type=click.Choice(["json", "yaml"]), default=None,
+              help="JSON or YAML  [default: by -o's extension; JSON on stdout]")
+def convert_command(file: str, output: str | None, style: str | None) -> None:
+    """Convert FILE — a file in a seed format, e.g. a scenario suite (format A), recognised by its shape or forced
+    with its prefix (a:FILE) — into agent-test's own case file, which runs to the same verdicts (docs/formats-a.md)."""
 
     def work() -> int:
         from agenttest.inputs.converting import convert
 
-        written = convert(file, output)
+        written = convert(file, output, style)
         if output is None:
             click.echo(written, nl=False)
         else:

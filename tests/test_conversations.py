@@ -27,16 +27,16 @@ class Play:
             payload = json.loads(req["messages"][1]["content"])
             self.sim_payloads.append(payload)
             line = self.lines[min(len(self.sim_payloads) - 1, len(self.lines) - 1)]
-            return Answer(json.dumps(line if isinstance(line, dict) else {"message": line, "goal_achieved": False}))
+            return Answer(content=json.dumps(line if isinstance(line, dict) else {"message": line, "goal_achieved": False}))
         self.agent_requests += 1
         if req["messages"][-1]["role"] == "tool":
-            return Answer("looked")
+            return Answer(content="looked")
         text = last_user(req)
         if text.startswith("tool:"):
-            return Answer("", tool_calls=[{"name": text[5:], "arguments": {}}])
+            return Answer(content="", tool_calls=[{"name": text[5:], "arguments": {}}])
         if text == "boom":
             return Answer(status=400, error="bad request")
-        return Answer(f"echo: {text}")
+        return Answer(content=f"echo: {text}")
 
 
 @pytest.fixture
@@ -287,7 +287,7 @@ def test_state_failure_on_an_object_names_the_differing_fields():
 
 def test_budget_model_calls_bounds_a_standard_case_too(conv_app, server):
     play = Play()
-    server.responder = lambda req: Answer("", tool_calls=[{"name": "lookup", "arguments": {}}]) if play(req) else None
+    server.responder = lambda req: Answer(content="", tool_calls=[{"name": "lookup", "arguments": {}}]) if play(req) else None
     path = conv_app.cases("c.jsonl", [{"id": "s", "input": "loop", "budget": {"model_calls": 2}}])
     out = conv_app.root / "r.json"
     result = cli("-i", str(path), "-n", "bot", "-o", str(out))

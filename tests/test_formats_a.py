@@ -309,10 +309,26 @@ def test_convert_writes_json_on_stdout_and_refuses_what_is_not_a_seed_file(shop)
     assert result.exit_code == 2 and "is in no seed format agent-test converts" in result.output and "a:" in result.output
     result = cli("convert", SUITE, "-o", "out.txt", cwd=shop)
     assert result.exit_code == 2 and "convert writes .json, .yaml or .yml" in result.output
+    result = cli("convert", SUITE, "--format", "yaml", cwd=shop)
+    assert result.exit_code == 0 and yaml.safe_load(result.stdout)["cases"][0]["id"] == "browse-and-select"
+    result = cli("convert", SUITE, "--format", "yaml", "-o", "out.json", cwd=shop)
+    assert result.exit_code == 2 and "--format yaml does not match -o out.json" in result.output and not (shop / "out.json").exists()
+    result = cli("convert", SUITE, "--format", "toml", cwd=shop)
+    assert result.exit_code == 2 and "'toml' is not one of 'json', 'yaml'" in result.output
+    result = cli("convert", "missing.json", cwd=shop)
+    assert result.exit_code == 2 and "input file 'missing.json' does not exist" in result.output
     bad = copy.deepcopy(json.loads((shop / SUITE).read_text()))
     bad["scenarios"][0]["writePolicy"] = "never"
     result = cli("convert", write(shop, "bad.json", bad), cwd=shop)
     assert result.exit_code == 2 and "'writePolicy' cannot be 'never'" in result.output
+
+
+def test_convert_says_a_b_scenario_runs_as_found(shop):
+    found = REPO / "examples" / "b" / "assistants" / "desk" / "tests" / "refund-and-reschedule.yaml"
+    for given in (str(found), "b:" + str(found)):
+        result = cli("convert", given, cwd=shop)
+        assert result.exit_code == 2 and "a 'b:' input has no case file of agent-test's own to convert into" in result.output, result.output
+        assert "convert reads a:FILE" in result.output and "Traceback" not in result.output
 
 
 def test_record_and_replay_give_the_same_verdicts(shop):

@@ -52,15 +52,15 @@ CATALOGUE = [{"id": "p-1", "name": "Desk lamp"}, {"id": "p-2", "name": "Chair"},
 def brain(req):
     """Shows products when asked; selects the product the user's selection names; answers after a tool."""
     if req["messages"][-1]["role"] == "tool":
-        return Answer("Here you are.")
+        return Answer(content="Here you are.")
     said = last_user(req)
     content = [m for m in req["messages"] if m["role"] == "user"][-1]["content"]
     if isinstance(content, list):  # the text, then the selection as a data part sent as its JSON text
         chosen = json.loads(content[-1]["text"])["selection"]
-        return Answer("", tool_calls=[{"name": "product_select", "arguments": {"id": chosen["id"]}}])
+        return Answer(content="", tool_calls=[{"name": "product_select", "arguments": {"id": chosen["id"]}}])
     if "show" in said.lower():
-        return Answer("", tool_calls=[{"name": "products_search", "arguments": {}}])
-    return Answer("Hello.")
+        return Answer(content="", tool_calls=[{"name": "products_search", "arguments": {}}])
+    return Answer(content="Hello.")
 
 
 @pytest.fixture

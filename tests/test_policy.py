@@ -43,8 +43,8 @@ def brain(req):
     done = sum(1 for m in messages if m["role"] == "tool")
     if done < len(plan):
         name, args = plan[done]
-        return Answer("", tool_calls=[{"name": name, "arguments": args}])
-    return Answer("done: " + messages[-1]["content"])
+        return Answer(content="", tool_calls=[{"name": name, "arguments": args}])
+    return Answer(content="done: " + messages[-1]["content"])
 
 
 def asking(*calls):

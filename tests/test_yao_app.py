@@ -35,7 +35,7 @@ def yao_app(app, server, monkeypatch):
     folder = app.agent("finance", files={"prompts.yml": PROMPTS, "src/env_test.ts": ENV_TEST_TS, "src/env_test.py": ENV_TEST_PY,
                                          "src/flow_test.py": "def TestPing(t, ctx):\n    t.assert_.Contains(ctx.agent('finance').stream('ping').content, 'ping')\n"})
     (folder / "package.yao").write_text(json.dumps(PACKAGE))
-    server.responder = lambda req: Answer("echo: " + req["messages"][-1]["content"] if isinstance(req["messages"][-1]["content"], str) else "echo: parts")
+    server.responder = lambda req: Answer(content="echo: " + req["messages"][-1]["content"] if isinstance(req["messages"][-1]["content"], str) else "echo: parts")
     return app
 
 

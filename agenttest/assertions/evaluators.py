@@ -41,15 +41,15 @@ async def evaluator(params: dict[str, Any], obs: Observation) -> AssertionResult
     """A function of the app's scripts/ judges the observation with the conversation's history."""
     ref = script_ref({"use": params["use"]}) or ""
     if obs.judge is None:
-        return AssertionResult("evaluator", False, "no caller to load the evaluator", error=True)
+        return AssertionResult(type="evaluator", passed=False, message="no caller to load the evaluator", error=True)
     fn = obs.judge.script(ref)
     try:
         returned = await usercalls.call(fn, subject(params, obs), what=f"evaluator {ref}")
     except CallError as exc:
-        return AssertionResult("evaluator", False, str(exc).replace(f"evaluator {ref} failed: ", f"evaluator {ref} raised ", 1),
+        return AssertionResult(type="evaluator", passed=False, message=str(exc).replace(f"evaluator {ref} failed: ", f"evaluator {ref} raised ", 1),
                                error=True, traceback=exc.traceback or "")
     try:
         passed, message = verdict_of(returned)
     except ValueError as exc:
-        return AssertionResult("evaluator", False, f"evaluator {ref} {exc}", error=True)
-    return AssertionResult("evaluator", passed, "" if passed else f"evaluator {ref}: {message or 'returned false'}", actual=message or None)
+        return AssertionResult(type="evaluator", passed=False, message=f"evaluator {ref} {exc}", error=True)
+    return AssertionResult(type="evaluator", passed=passed, message="" if passed else f"evaluator {ref}: {message or 'returned false'}", actual=message or None)

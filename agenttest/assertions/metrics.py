@@ -31,10 +31,10 @@ def metric(params: dict[str, Any], obs: Observation) -> AssertionResult:
     known = metrics(obs.trajectory, obs.counters)
     if name not in known:
         hint = did_you_mean(name, known) or f"known: {', '.join(known)}"
-        return AssertionResult("metric", False, f"no metric '{name}' in this case ({hint}); a tool counts one with ctx.count('{name}'), "
-                               "or declares it in METRICS", value, None, error=True)
+        return AssertionResult(type="metric", passed=False, message=f"no metric '{name}' in this case ({hint}); a tool counts one with ctx.count('{name}'), "
+                               "or declares it in METRICS", expected=value, actual=None, error=True)
     holds, why = compare(known[name], op, value)
     if why:
-        return AssertionResult("metric", False, f"metrics.{name}: {why}", value, known[name], error=True)
+        return AssertionResult(type="metric", passed=False, message=f"metrics.{name}: {why}", expected=value, actual=known[name], error=True)
     message = "" if holds else f"metrics.{name}: expected {OP_WORDS[op]} {shorten(value, 80)}, got {shorten(known[name], 80)}"
-    return AssertionResult("metric", holds, message, value, known[name])
+    return AssertionResult(type="metric", passed=holds, message=message, expected=value, actual=known[name])

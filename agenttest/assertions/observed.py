@@ -78,24 +78,24 @@ def check(params: dict[str, Any], obs: Observation) -> AssertionResult:
     subject = obs.suite if obs.suite is not None else obs.observed
     path, operator, value = params["path"], params["operator"], params.get("value")
     if subject is None:
-        return AssertionResult("check", False, "nothing to check: 'check' reads the observation of a standard or scripted case",
-                               value, None, error=True)
+        return AssertionResult(type="check", passed=False, message="nothing to check: 'check' reads the observation of a standard or scripted case",
+                               expected=value, actual=None, error=True)
     found = reach(subject, path)
     where = _where(path)
     present = found is not _MISSING and found is not None
     if operator == "exists":
-        return AssertionResult("check", present, "" if present else f"{where} is absent", None, None if found is _MISSING else found)
+        return AssertionResult(type="check", passed=present, message="" if present else f"{where} is absent", expected=None, actual=None if found is _MISSING else found)
     if operator == "absent":
-        return AssertionResult("check", not present, "" if not present else f"{where} is present: {_shown(found, 120)}", None, found)
+        return AssertionResult(type="check", passed=not present, message="" if not present else f"{where} is present: {_shown(found, 120)}", expected=None, actual=found)
     if found is _MISSING:
-        return AssertionResult("check", False, f"{where} is absent (expected {'a value containing ' if operator == 'contains' else ''}"
-                               f"{_shown(value, 120)})", value, None)
+        return AssertionResult(type="check", passed=False, message=f"{where} is absent (expected {'a value containing ' if operator == 'contains' else ''}"
+                               f"{_shown(value, 120)})", expected=value, actual=None)
     if operator == "equals":
         ok = equal(found, value)
-        return AssertionResult("check", ok, "" if ok else f"{where}: expected {_shown(value, 120)}, got {_shown(found, 120)}", value, found)
+        return AssertionResult(type="check", passed=ok, message="" if ok else f"{where}: expected {_shown(value, 120)}, got {_shown(found, 120)}", expected=value, actual=found)
     ok = _contains(found, value)
     what = f"no item of {where} matches" if isinstance(found, list) else f"{where} does not contain"
-    return AssertionResult("check", ok, "" if ok else f"{what} {_shown(value, 120)} (it holds {_shown(found, 160)})", value, found)
+    return AssertionResult(type="check", passed=ok, message="" if ok else f"{what} {_shown(value, 120)} (it holds {_shown(found, 160)})", expected=value, actual=found)
 
 
 # ---- all, any --------------------------------------------------------------------------------------
@@ -131,12 +131,12 @@ async def _combined(kind: str, params: dict[str, Any], obs: Observation) -> Asse
     errored = tuple(r for r in results if r.error)
     if kind == "all":
         if not failed:
-            return AssertionResult("all", True, details=details)
-        return AssertionResult("all", False, f"all: {len(failed)} of {len(results)} did not hold: {_said(failed)}",
+            return AssertionResult(type="all", passed=True, details=details)
+        return AssertionResult(type="all", passed=False, message=f"all: {len(failed)} of {len(results)} did not hold: {_said(failed)}",
                                details=details, error=bool(errored))
     if len(failed) < len(results):
-        return AssertionResult("any", True, details=details)
-    return AssertionResult("any", False, f"any: none of {len(results)} held: {_said(failed)}", details=details,
+        return AssertionResult(type="any", passed=True, details=details)
+    return AssertionResult(type="any", passed=False, message=f"any: none of {len(results)} held: {_said(failed)}", details=details,
                            error=len(errored) == len(results))
 
 

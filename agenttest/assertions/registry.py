@@ -136,7 +136,8 @@ def register(
 
     def decorate(fn: Evaluate) -> Evaluate:
         doc = description or (fn.__doc__ or "").strip().split("\n")[0]
-        ASSERTIONS.add(name, AssertionType(name=name, evaluate=fn, params={**COMMON_FIELDS, **declared}, check=check, is_async=inspect.iscoroutinefunction(fn), description=doc, needs=needs, nested=nested))
+        ASSERTIONS.add(name, AssertionType(name=name, evaluate=fn, params={**COMMON_FIELDS, **declared}, check=check,
+                                           is_async=inspect.iscoroutinefunction(fn), description=doc, needs=needs, nested=nested))
         return fn
 
     return decorate

@@ -21,7 +21,7 @@ def _check_state(params: dict[str, Any]) -> list[CheckProblem]:
         return [(None, "'state' needs 'path' (with an optional 'value') or 'unchanged', not both", "e.g. {\"type\": \"state\", \"path\": \"$.expenses[0].status\", \"value\": \"submitted\"}")]
     if "path" in params:
         if "op" in params and "value" not in params:
-            return [(None, f"'op' compares with a 'value': give one", "e.g. {\"type\": \"state\", \"path\": \"$.stock\", \"op\": \"gte\", \"value\": 1}")]
+            return [(None, "'op' compares with a 'value': give one", "e.g. {\"type\": \"state\", \"path\": \"$.stock\", \"op\": \"gte\", \"value\": 1}")]
         return path_problems(params, True)
     if "op" in params:
         return [("op", "'op' goes with 'path', not with 'unchanged'", None)]
@@ -84,14 +84,14 @@ def _compared(params: dict[str, Any], world: Any) -> AssertionResult:
     path, op, value = params["path"], params["op"], params["value"]
     found = _values(path, world)
     if not found:
-        return _never(path, world) or AssertionResult("state", False, f"world {path} matched nothing", value, None)
+        return _never(path, world) or AssertionResult(type="state", passed=False, message=f"world {path} matched nothing", expected=value, actual=None)
     for v in found:
         holds, why = compare(v, op, value)
         if why:
-            return AssertionResult("state", False, f"world {path}: {why}", value, v, error=True)
+            return AssertionResult(type="state", passed=False, message=f"world {path}: {why}", expected=value, actual=v, error=True)
         if not holds:
-            return AssertionResult("state", False, f"world {path}: expected {OP_WORDS[op]} {shorten(value, 80)}, got {shorten(v, 80)}", value, v)
-    return AssertionResult("state", True, "", value, found[0] if len(found) == 1 else found)
+            return AssertionResult(type="state", passed=False, message=f"world {path}: expected {OP_WORDS[op]} {shorten(value, 80)}, got {shorten(v, 80)}", expected=value, actual=v)
+    return AssertionResult(type="state", passed=True, message="", expected=value, actual=found[0] if len(found) == 1 else found)
 
 
 def _never(path: str, world: Any) -> AssertionResult | None:
@@ -105,8 +105,8 @@ def _never(path: str, world: Any) -> AssertionResult | None:
         return None
     meant = _meant(path, at)
     hint = f"; to compare a field, write {{\"path\": \"{meant[0]}\", \"op\": \"{meant[1]}\", \"value\": {meant[2]}}}" if meant else ""
-    return AssertionResult("state", False, f"{path} can never match: a filter [?(…)] tests the items of {path[:at]}, "
-                           f"and none of them is an object or a list{hint}", None, None, error=True)
+    return AssertionResult(type="state", passed=False, message=f"{path} can never match: a filter [?(…)] tests the items of {path[:at]}, "
+                           f"and none of them is an object or a list{hint}", expected=None, actual=None, error=True)
 
 
 _FILTER = re.compile(r"\[\?\(@\.([\w-]+)\s*(==|!=|<=|>=|<|>)\s*(.+?)\)\]$")

@@ -278,7 +278,7 @@ def _json_documents(text: str, source: str, problems: list[Problem], wrapper: li
     if type(data) is dict:  # the wrapper's own keys: a second "cases" would drop the first list without a word
         problems += _repeated_keys(text, source, outermost=True)
         if "suite" in data and wrapper is not None:
-            wrapper.append(Document(data, source, text=text))
+            wrapper.append(Document(raw=data, source=source, text=text))
     base, items = _listed(data, source, problems)  # a case nested too deeply is said at its place, as in .jsonl (build_cases)
     problems += beside_cases(data, base, source, lambda key: line_col(text, json_offset(text, (key,), key=True)))
     # each item's place from the end of the one before (a file on one line made this quadratic: 100,000 cases

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agenttest.errors import Problem, typo_of
+from agenttest.errors import Location, Problem, typo_of
 from agenttest.inputs.documents import Document, Loaded
 from agenttest.inputs.validation import Path, assertion_list, assertion_problems, type_name
 from agenttest.model import AssertionSpec, Case, SuiteSpec
@@ -25,8 +25,8 @@ class Within:
 
     doc: Document
 
-    def __call__(self, path: Sequence[Any] = ()) -> Any:
-        return self.doc.locate(("suite", *path))
+    def __call__(self, path: Sequence[Any] = (), key: bool = False, line: int | None = None) -> Location:
+        return self.doc.locate(("suite", *path), key)
 
 
 def attach(doc: Document, loaded: Loaded) -> list[Case]:

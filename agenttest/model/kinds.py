@@ -13,5 +13,4 @@ FaultKind = Literal["error", "timeout", "malformed", "empty", "rate_limit", "ser
 OutputFrom = Literal["text", "tool_result"]  # what an agent's output is: its final reply, or its first tool result
 OUTPUT_FROM = ("text", "tool_result")
 UsageSource = Literal["endpoint", "estimated", "unknown"]  # who counted a model call's tokens
-FaultKind = Literal["error", "timeout", "malformed", "empty", "rate_limit", "expired_credentials", "commit_timeout"]
 Message = dict[str, Any]

@@ -30,7 +30,7 @@ async def judge(plan: Plan, results: Sequence[CaseResult], gates: Sequence[Gate]
             verdicts = [g for g in gates if (g.file, g.id) in members[key] and (not connector or g.connector == connector)]
             planned = [c for c in plan.cases if (c.file, c.id) in members[key]]
             subject = {**subject_of(mine, verdicts), "cases": cases_of(planned, mine)}
-            checks = await evaluate_all(suite.assertions, Observation(None, judge=caller, suite=subject))
+            checks = await evaluate_all(suite.assertions, Observation(output=None, judge=caller, suite=subject))
             out.append(SuiteResult(id=suite.id, file=suite.file, name=suite.name, connector=connector, assertions=checks,
                                    metadata=suite.metadata or None))
     return tuple(out)
@@ -39,7 +39,7 @@ async def judge(plan: Plan, results: Sequence[CaseResult], gates: Sequence[Gate]
 def subject_of(results: Sequence[CaseResult], gates: Sequence[Gate]) -> dict[str, Any]:
     """``{summary, status}``: the counts of the suite's results, and ``passed`` when every case's gate passed (or it
     was skipped), else ``failed``."""
-    summary: dict[str, Any] = {"total": len(results), **{k: 0 for k in STATUSES.values()}}
+    summary: dict[str, Any] = {"total": len(results), **dict.fromkeys(STATUSES.values(), 0)}
     for r in results:
         summary[STATUSES[r.status]] += 1
     ran = summary["total"] - summary["skipped"]

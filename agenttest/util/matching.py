@@ -83,7 +83,8 @@ def _kind(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true or false"
-    return {str: "a string", dict: "an object", list: "a list"}.get(type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
+    names: dict[type, str] = {str: "a string", dict: "an object", list: "a list"}
+    return names.get(type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
 
 
 def partial(expected: Any, actual: Any) -> bool:

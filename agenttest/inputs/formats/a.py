@@ -123,7 +123,7 @@ def _input(c: Checker, value: Any, path: Path) -> None:
 
 
 def _assertions(c: Checker, holder: dict[str, Any], path: Path, least: int = 0, most: int = MAX_ASSERTIONS) -> None:
-    items = holder.get("assertions")
+    items: Any = holder.get("assertions")
     if "assertions" not in holder or not c.listed(items, (*path, "assertions"), least, most, "assertions"):
         return
     c.unique(items, (*path, "assertions"), "assertion")
@@ -159,7 +159,7 @@ def _assertion(c: Checker, item: Any, path: Path) -> None:
 
 
 def _check(c: Checker, item: dict[str, Any], path: Path) -> None:
-    steps = item.get("path")
+    steps: Any = item.get("path")
     if "path" in item and c.kind(steps, (*path, "path"), list, "a list of keys and indexes"):
         if not 1 <= len(steps) <= MAX_PATH:
             c.say((*path, "path"), f"'path' holds {len(steps)} steps; it must hold 1 to {MAX_PATH}")

@@ -49,7 +49,7 @@ def read_json(path: str) -> Read:
     except (RecursionError, ValueError):
         return Read(path, problems=(Problem(f"the file is nested more than {MAX_DEPTH} levels deep, or holds a number too long to read",
                                             Location(path)),))
-    doc = Document(data, path, text=text)
+    doc = Document(raw=data, source=path, text=text)
     twice = [Problem(f"'{key}' is written twice in one object (JSON keeps only the last)", Location(path, line, col), "remove one of them")
              for key, line, col in json_repeated(text)]
     if too_deep(data, MAX_DEPTH):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from agenttest.app.folders import App
-from agenttest.errors import Location, Problem
+from agenttest.errors import InputError, Location, Problem
 from agenttest.inputs import suites
 from agenttest.inputs.building import build_cases
 from agenttest.inputs.documents import Loaded
@@ -58,6 +58,15 @@ class SeedFile:
         return await asyncio.to_thread(load, self.format, self.path, env)
 
     @classmethod
+    def convert(cls, path: str) -> dict[str, Any]:
+        """The native document of the file (``{"suite"?, "cases"}``: ``agent-test convert``); its problems (exit 2,
+        located) when it is not what its document says."""
+        _, native, problems = read(cls.format, path)
+        if native is None:
+            raise InputError(problems)
+        return native
+
+    @classmethod
     def recognises(cls, path: str) -> bool:
         """Whether a ``.json`` file has this format's shape."""
         data = sniff(path, cls.format.keys)
@@ -84,10 +93,10 @@ def load(fmt: Format, path: str, env: LoadEnv) -> Loaded:
         return Loaded(problems=problems)
     assert got.doc is not None
     text = got.doc.text
-    docs = [Translated(raw, path, text=text, origin=functools.partial(fmt.original, i)) for i, raw in enumerate(native["cases"])]
+    docs = [Translated(raw=raw, source=path, text=text, origin=functools.partial(fmt.original, i)) for i, raw in enumerate(native["cases"])]
     loaded = Loaded()
     loaded.cases = build_cases(docs, os.path.dirname(os.path.abspath(path)), env.default_simulator, loaded, env.policy)
     if "suite" in native:
-        suite = Translated({"suite": native["suite"]}, path, text=text, origin=functools.partial(fmt.original, -1))
+        suite = Translated(raw={"suite": native["suite"]}, source=path, text=text, origin=functools.partial(fmt.original, -1))
         loaded.cases = suites.attach(suite, loaded)
     return loaded
