@@ -34,6 +34,7 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "Location": ("agenttest.errors", "Location"),
     "Observation": ("agenttest.assertions", "Observation"),
     "Problem": ("agenttest.errors", "Problem"),
+    "Process": ("agenttest.runtime.processes", "Process"),
     "Registry": ("agenttest.plugins", "Registry"),
     "Reply": ("agenttest.model", "Reply"),
     "RunReport": ("agenttest.model", "RunReport"),
@@ -68,6 +69,7 @@ __all__ = [
     "Location",
     "Observation",
     "Problem",
+    "Process",
     "Registry",
     "Reply",
     "RunReport",
@@ -112,4 +114,5 @@ if TYPE_CHECKING:  # what the table names, for type checkers and editors
     from agenttest.modes.base import CaseEnv
     from agenttest.plugins import Registry
     from agenttest.reporting.formats import register as register_report
+    from agenttest.runtime.processes import Process
     from agenttest.version import __version__

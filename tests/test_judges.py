@@ -205,7 +205,8 @@ def test_generator_agent_shapes_run_against_the_target(generating, server, tmp_p
     assert [r["id"] for r in report(out)["results"]] == ["g1", "g2"]
     sent = json.loads(last_user(server.bodies()[0]))
     assert sent["count"] == 2 and sent["focus"] == "edge-cases" and sent["extra"] == {"lang": "fr"}
-    assert sent["target_agent"]["id"] == "bot" and sent["target_agent"]["tools"][0]["name"] == "t1"
+    assert sent["target_agent"] == "bot"  # the agent id string, as Yao's design shows it
+    assert sent["target_agent_info"]["id"] == "bot" and sent["target_agent_info"]["tools"][0]["name"] == "t1"
 
 
 def test_generator_dry_run_writes_loadable_jsonl_without_calling_the_target(generating, server, tmp_path):

@@ -264,7 +264,8 @@ def test_web_reader_script_tests_run_as_found(node, web_reader, pages, tmp_path)
     assert set(statuses.values()) == {"passed", "failed"} and statuses["TestExtractTitleWrongExpectation"] == "failed"
     assert [s for s in statuses.values() if s == "passed"] == ["passed"] * 5
     wrong = data["results"][-1]["assertions"][0]
-    assert wrong["message"] == 'Should extract title: expected "Expected", got "Actual"'
+    line = FETCH_TEST.splitlines().index('  t.assert.Equal(ExtractTitle("<title>Actual</title>"), "Expected", "Should extract title");') + 1
+    assert wrong["message"] == f'Should extract title: expected "Expected", got "Actual" (fetch_test.ts:{line})'
     assert data["results"][-1]["line"] == FETCH_TEST.splitlines().index(
         "function TestExtractTitleWrongExpectation(t: testing.T, ctx: agent.Context) {") + 1
 
@@ -500,11 +501,16 @@ def test_every_yao_assert_and_t_method(node, asserts_app, tmp_path):
                                           "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Match", "NotMatch", "Type",
                                           "JSONPath", "Error", "NoError", "Panic", "NoPanic", "agent"]
     assert not any(a["passed"] for a in fails)
-    assert fails[0]["message"] == "numbers differ: expected 2, got 1"
-    assert fails[16]["message"] == "path 'a.b': expected 2, got 1"
-    assert fails[20]["message"] == "expected the function not to throw, but got TypeError: bad"
-    assert fails[21]["message"] == "validator: judged"
-    assert [a["message"] for a in by_id["TestFatalStops"]["assertions"]] == ["marked failed", "and failed", "stop here"]
+    def at(text: str) -> str:  # each failure says the line of the test file where it failed
+        return f"(flow_test.ts:{next(i for i, ln in enumerate(ASSERTS_TEST.splitlines(), 1) if text in ln)})"
+
+    path_at, throw_at, agent_at = at('"a.b", 2'), at('TypeError("bad")'), at('Agent("no"')
+    assert fails[0]["message"] == f"numbers differ: expected 2, got 1 {at('numbers differ')}"
+    assert fails[16]["message"] == f"path 'a.b': expected 2, got 1 {path_at}"
+    assert fails[20]["message"] == f"expected the function not to throw, but got TypeError: bad {throw_at}"
+    assert fails[21]["message"] == f"validator: judged {agent_at}"
+    assert [a["message"] for a in by_id["TestFatalStops"]["assertions"]] == [f"marked failed {at('marked failed')}", f"and failed {at('and failed')}",
+                                                                          f"stop here {at('stop here')}"]
     assert "logs" not in by_id["TestFatalStops"]  # t.fatal stopped it before its t.log
     assert by_id["TestSkips"]["skip_reason"] == "not today"
     thrown = by_id["TestThrows"]
@@ -707,3 +713,126 @@ def test_a_typescript_hook_pickles_for_a_worker_process(node, app):
     folder = app.agent("bot", files={"src/env_test.ts": "function Before(ctx, c) { return { data: c.id + '!' }; }\n"})
     hook = pickle.loads(pickle.dumps(resolve(str(folder), "env_test.Before", "hook")))
     assert hook(Context(), {"id": "x"}) == {"data": "x!"}
+
+
+# ---- Yao's last rows (issue 53): Process("agents.…"), where a failing test failed, plain paths ----
+
+PROCESS_TS = """\
+/** Calls the expense agent through Yao's Process, as the design's example does. */
+export function TestExpenseResponse(t: testing.T, ctx: agent.Context) {
+  const messages = [
+    { role: "user", content: "I want to submit an expense" },
+    { role: "assistant", content: "What type of expense?" },
+    { role: "user", content: "say:please confirm the travel expense" },
+  ];
+  const response = Process("agents.expense.Stream", ctx, messages);
+  t.assert.Contains(response.content, "confirm");
+  const again = Process("agents.expense.Call", ctx, [{ role: "user", content: "say:again" }]);
+  t.assert.Equal(again.content, "again");
+}
+
+export function TestBroken(t: testing.T, ctx: agent.Context) {
+  const response = Process("agents.expense.Stream", ctx, [{ role: "user", content: "say:no" }]);
+  t.log("got", response.content);
+  t.assert.Contains(response.content, "confirm");
+}
+
+export function TestNoMethod(t: testing.T, ctx: agent.Context) {
+  Process("models.user.Create", { name: "x" });
+}
+"""
+
+PROCESS_PY = '''\
+def TestExpenseResponse(t, ctx):
+    """Calls the expense agent through Yao's Process."""
+    messages = [{"role": "user", "content": "I want to submit an expense"}, {"role": "assistant", "content": "What type?"},
+                {"role": "user", "content": "say:please confirm the travel expense"}]
+    response = Process("agents.expense.Stream", ctx, messages)
+    t.assert_.Contains(response.content, "confirm")
+
+
+def TestImported(t, ctx):
+    from agenttest import Process as imported
+
+    t.assert_.Equal(imported("agents.expense.Call", ctx, "say:again").content, "again")
+
+
+def TestBroken(t, ctx):
+    response = Process("agents.expense.Stream", ctx, "say:no")
+    t.assert_.Contains(response.content, "confirm")
+
+
+def TestNoMethod(t, ctx):
+    Process("agents.expense", ctx, "hi")
+'''
+
+
+@pytest.mark.parametrize("suffix", [".ts", ".py"])
+def test_process_calls_an_agent_as_the_design_s_script_test_does(node, app, server, suffix):
+    server.responder = scripted
+    app.agent("expense")
+    app.agent("caller", files={f"src/flow_test{suffix}": PROCESS_TS if suffix == ".ts" else PROCESS_PY})
+    out = app.root / "r.json"
+    result = cli("-i", "scripts.flow", "-n", "caller", "-o", str(out), cwd=app.root)
+    assert result.exit_code == 1, result.output
+    results = {r["id"]: r for r in report(out)["results"]}
+    assert results["TestExpenseResponse"]["status"] == "passed", results["TestExpenseResponse"]
+    assert results["TestExpenseResponse"]["name"] == ("Calls the expense agent through Yao's Process, as the design's example does."
+                                                      if suffix == ".ts" else "Calls the expense agent through Yao's Process.")
+    sent = server.bodies()[0]["messages"]
+    assert [m["content"] for m in sent if m["role"] != "system"][-3:] == ["I want to submit an expense", sent[-2]["content"],
+                                                                          "say:please confirm the travel expense"]
+    broken = results["TestBroken"]
+    said = '"no" does not contain "confirm"' if suffix == ".ts" else "'no' does not contain 'confirm'"
+    assert broken["status"] == "failed" and broken["error"] == f"{said} (flow_test{suffix}:17)", broken["error"]
+    no_method = results["TestNoMethod"]
+    assert no_method["status"] == "error"
+    if suffix == ".ts":
+        assert 'Process("models.user.Create")' in no_method["error"] and "only Process(\"agents.<id>.Stream\", ctx, messages)" in no_method["error"]
+    else:
+        assert 'Process("agents.expense"): an agent process is agents.<agent id>.Stream (or .Call)' in no_method["error"]
+        assert results["TestImported"]["status"] == "passed"
+
+
+FAILING_TS = """\
+export function TestFails(t: testing.T, ctx: agent.Context) {
+  t.log("checking");
+  t.assert.Equal(1, 2);
+  t.assert.True(true);
+  helper(t);
+}
+
+function helper(t: testing.T) {
+  t.error("from a helper");
+}
+"""
+
+
+def test_a_failing_typescript_test_says_its_file_line_and_function_name(node, app, server):
+    app.agent("bot", files={"src/flow_test.ts": FAILING_TS})
+    out = app.root / "r.json"
+    result = cli("-i", "scripts.flow", "-n", "bot", "-o", str(out), cwd=app.root)
+    assert result.exit_code == 1, result.output
+    (case,) = report(out)["results"]
+    assert case["name"] == "TestFails" and case["line"] == 1
+    assert [a["message"] for a in case["assertions"] if not a["passed"]] == ["expected 2, got 1 (flow_test.ts:3)", "from a helper (flow_test.ts:9)"]
+    assert "► [TestFails] TestFails FAILED" in result.output and "expected 2, got 1 (flow_test.ts:3)" in result.output
+
+
+def test_a_failing_python_test_says_its_line_too(app, server):
+    app.agent("bot", files={"src/flow_test.py": "def TestFails(t, ctx):\n    t.assert_.Equal(1, 2)\n    t.fail('no')\n"})
+    out = app.root / "r.json"
+    assert cli("-i", "scripts.flow", "-n", "bot", "-o", str(out), cwd=app.root).exit_code == 1
+    (case,) = report(out)["results"]
+    assert [a["message"] for a in case["assertions"]] == ["expected 2, got 1 (flow_test.py:2)", "no (flow_test.py:3)"]
+
+
+def test_a_syntax_error_says_a_plain_path(node, app):
+    app.agent("bot", files={"src/env_test.ts": 'import { helper } from "./util";\nfunction Before(ctx) { return helper(); }\n',
+                            "src/util.ts": "export function helper() {\n  return (1;\n}\n"})
+    path = app.cases("assistants/bot/tests/inputs.jsonl", [{"id": "a", "input": "hi", "before": "env_test.Before"}])
+    result = cli("-i", str(path))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"Error: {app.root}/assistants/bot/src/util.ts:2: "), first
+    assert "file:" not in result.stderr and "//" not in first

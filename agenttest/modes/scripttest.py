@@ -20,6 +20,7 @@ from agenttest.util.text import shorten
 from agenttest.runtime.trace import Trace
 from agenttest.app.yaofiles import load_module
 from agenttest.runtime import node
+from agenttest.runtime.processes import Process
 from agenttest.modes.base import CaseEnv
 
 
@@ -40,7 +41,8 @@ class Assertions:
         self._t = t
 
     def _record(self, kind: str, passed: bool, message: str, expected: Any = None, actual: Any = None) -> bool:
-        self._t.results.append(AssertionResult(type=kind, passed=passed, message="" if passed else message, expected=expected, actual=actual))
+        said = "" if passed else self._t.at(message)
+        self._t.results.append(AssertionResult(type=kind, passed=passed, message=said, expected=expected, actual=actual))
         return passed
 
     def _msg(self, default: str, msg: str | None) -> str:
@@ -164,9 +166,10 @@ class Assertions:
 class T:
     """What a script test receives as ``t``."""
 
-    def __init__(self, name: str, ctx: Context):
+    def __init__(self, name: str, ctx: Context, file: str = ""):
         self.name = name
         self.ctx = ctx
+        self.file = os.path.abspath(file) if file else ""
         self.results: list[AssertionResult] = []
         self.logs: list[str] = []
         self.input: Any = None
@@ -174,20 +177,29 @@ class T:
         self.expect = self.assert_
         setattr(self, "assert", self.assert_)
 
+    def at(self, message: str) -> str:
+        """A failure's message with the line of the test file that failed: ``expected 2, got 1 (flow_test.py:3)``."""
+        frame = sys._getframe(1)
+        while frame is not None and self.file:
+            if frame.f_code.co_filename == self.file:
+                return f"{message} ({os.path.basename(self.file)}:{frame.f_lineno})"
+            frame = frame.f_back  # type: ignore[assignment]
+        return message
+
     def log(self, *parts: Any) -> None:
         self.logs.append(" ".join(str(p) for p in parts))
 
     def error(self, *parts: Any) -> None:
         """Fail the test and go on (Yao's ``t.error``)."""
-        self.results.append(AssertionResult(type="error", passed=False, message=" ".join(str(p) for p in parts) or "error"))
+        self.results.append(AssertionResult(type="error", passed=False, message=self.at(" ".join(str(p) for p in parts) or "error")))
 
     def fail(self, message: str = "test failed") -> None:
         """Fail the test and go on, as Yao's ``t.fail``; ``t.fatal`` fails and stops."""
-        self.results.append(AssertionResult(type="fail", passed=False, message=message))
+        self.results.append(AssertionResult(type="fail", passed=False, message=self.at(message)))
 
     def fatal(self, message: str = "fatal error") -> None:
         """Fail the test and stop it now."""
-        self.results.append(AssertionResult(type="fatal", passed=False, message=message))
+        self.results.append(AssertionResult(type="fatal", passed=False, message=self.at(message)))
         raise _Stop
 
     def skip(self, reason: str = "") -> None:
@@ -225,6 +237,7 @@ def collect(agent: Any, name: str) -> list[Case]:
     if not os.path.isfile(path):
         raise AgentTestError(f"-i scripts.{name}: {path} does not exist", hint="script tests live in the agent's src/<name>_test.py (or .ts)")
     module = load_module(path)
+    vars(module).setdefault("Process", Process)  # Yao's global, as a TypeScript test has it
     found = [(fn.__code__.co_firstlineno, n, fn) for n, fn in vars(module).items()
              if n.startswith("Test") and inspect.isfunction(fn) and fn.__module__ == module.__name__]
     if not found:
@@ -241,8 +254,24 @@ def _typescript_cases(path: str) -> list[Case]:
     runtime, found = node.script_tests(path)
     if not found:
         raise AgentTestError(f"{path} has no Test* functions", hint="define e.g. function TestExpense(t: testing.T, ctx: agent.Context) { … }")
+    with open(path, encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
     return [Case(id=n, messages=(), raw={"id": n}, location=Location(path, line), base_dir=os.path.dirname(path), file=path,
-                 script=_in_node(runtime, path, n)) for line, n in found]
+                 name=_jsdoc(lines, line) or n, script=_in_node(runtime, path, n)) for line, n in found]
+
+
+def _jsdoc(lines: list[str], line: int) -> str:
+    """The first line of the ``/** … */`` right above line ``line`` (a TypeScript test's docstring), or ""."""
+    end = line - 2
+    while end >= 0 and not lines[end].strip():
+        end -= 1
+    if end < 0 or not lines[end].strip().endswith("*/"):
+        return ""
+    start = end
+    while start >= 0 and "/**" not in lines[start]:
+        start -= 1
+    words = [ln.strip().removeprefix("/**").removesuffix("*/").strip().lstrip("*").strip() for ln in lines[max(start, 0):end + 1]]
+    return next((w for w in words if w), "") if start >= 0 else ""
 
 
 def _in_node(runtime: Any, path: str, name: str) -> Any:
@@ -255,13 +284,19 @@ def _in_node(runtime: Any, path: str, name: str) -> Any:
 
     def script(t: T, ctx: Context) -> None:
         answer = node.run_test(runtime, path, name, ctx, {"assert.Agent": lambda args: judge(t, args)})
-        t.results.extend(AssertionResult(type=str(r.get("kind")), passed=bool(r.get("passed")), message=str(r.get("message") or ""), expected=r.get("expected"), actual=r.get("actual"))
-                         for r in answer.get("results") or ())
+        t.results.extend(AssertionResult(type=str(r.get("kind")), passed=bool(r.get("passed")), message=_placed(r), expected=r.get("expected"),
+                                         actual=r.get("actual")) for r in answer.get("results") or ())
         t.logs.extend(str(line) for line in answer.get("logs") or ())
         if answer.get("status") == "skipped":
             raise _Skip(str(answer.get("skip_reason") or ""))
 
     return script
+
+
+def _placed(result: dict[str, Any]) -> str:
+    """A check's message from Node, with the line of the test file where it failed (``flow_test.ts:3``)."""
+    message, where = str(result.get("message") or ""), result.get("where")
+    return f"{message} ({where})" if where and not result.get("passed") else message
 
 
 def _body(case: Case, t: T, ctx: Context) -> tuple[Status, str]:
@@ -276,7 +311,7 @@ def _body(case: Case, t: T, ctx: Context) -> tuple[Status, str]:
 
 
 async def run(case: Case, env: CaseEnv, trace: Trace) -> CaseResult:
-    t = trace.state = T(case.id, env.ctx)
+    t = trace.state = T(case.id, env.ctx, case.file)
     try:
         status, error = await usercalls.call(_body, case, t, env.ctx, what=f"script test {case.id}")
     except CallError as exc:

@@ -21,7 +21,7 @@ from agenttest.model.exchanges import keeps
 from agenttest.modes import CaseEnv
 from agenttest.reporting.codec import result_dict
 from agenttest.runner.capture import Captured, capture, internal_error
-from agenttest.runtime import exchanges, fdcapture, usercalls
+from agenttest.runtime import exchanges, fdcapture, processes, usercalls
 from agenttest.runtime.trace import Trace, current_trace
 from agenttest.runtime.world import ToolWorld
 from agenttest.speed.records import replace
@@ -70,6 +70,7 @@ class CaseRun:
         fdcapture.begin(self.printed)  # what is written below Python while it runs alone is its own
         self.start = time.perf_counter()
         self.ctx = caller.context(case, run, connector=item.scheduled or "")
+        processes.current_context.set(self.ctx)  # Process("scripts.…") in the case's Python hooks and tests
         self.world = self.trace.world = ToolWorld(case, self.ctx.world, plan.settings.seed, run, self.trace.tool_calls, counters=self.ctx.metrics)
         self.settings = plan.settings
         self.env = CaseEnv(caller=caller, agent=plan.agent, connector=item.connector, ctx=self.ctx, attachments=item.attachments,

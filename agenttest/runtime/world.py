@@ -21,7 +21,7 @@ from agenttest.model import Case, Fault, FaultKind, ToolCall, WorldChange, World
 MALFORMED = '{"status": "ok", "data": {"id": '  # a result cut short, as a broken connection leaves it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Outcome:
     """What answers a tool call instead of the tool: a mock's answer or an injected fault."""
 
@@ -118,7 +118,7 @@ class ToolWorld:
                 continue
             if self.left[index] is not None:
                 self.left[index] -= 1  # type: ignore[operator]
-            return Outcome(copy.deepcopy(mock.returns), mock.error, mocked=True, delay=mock.delay)
+            return Outcome(result=copy.deepcopy(mock.returns), error=mock.error, mocked=True, delay=mock.delay)
         return None
 
     def _fires(self, index: int, fault: Fault, name: str) -> bool:

@@ -80,11 +80,12 @@ class GeneratorAgent(_Generator):
         assert env.caller is not None
         count, focus, extra = self.settings()
         info = env.agent.spec.info() if env.agent else {"id": "", "description": "", "tools": []}
-        payload = {"target_agent": info, "count": count, "focus": focus, "extra": extra}
+        # target_agent is the agent's id, as Yao's design passes it; what the agent is (description, tools) beside it
+        payload = {"target_agent": info["id"], "target_agent_info": info, "count": count, "focus": focus, "extra": extra}
         try:
             async with asyncio.timeout(env.timeout):
                 items = await ask_json(env.caller, self.ref, payload, "generator", _listed,
-                                       metadata={"target_agent": info, "count": count, "focus": focus})
+                                       metadata={"target_agent": info["id"], "target_agent_info": info, "count": count, "focus": focus})
         except TimeoutError:
             raise AgentTestError(f"generator {self.text} did not answer within {env.timeout:g}s (--timeout)",
                                  hint="raise --timeout, or check the generator's endpoint") from None

@@ -19,7 +19,7 @@ from agenttest.inputs.formats.strict import Checker, Read, Translated, read_json
 from agenttest.inputs.sources.base import LoadEnv, counted
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Format:
     """A seed format as its source reads it: its name, whether parsed JSON has its shape, its checks, its conversion
     (to ``{"suite"?, "cases"}``), and where a place of a converted case (``index``; -1 the suite) was written."""

@@ -3,7 +3,7 @@
 // The JavaScript runs on this one thread, one request at a time; deadlines are Python's business (a
 // call that runs past its deadline is ended by ending this process).
 import module from "node:module";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import * as hooks from "./loader.mjs";
 import { current, onNested, receive, send } from "./channel.mjs";
 import { install, makeContext } from "./yao.mjs";
@@ -24,7 +24,7 @@ for (const name of ["stdout", "stderr"]) {
 
 const modules = new Map();
 const CTX = "__agenttest_ctx__";
-const OURS = new URL("./", import.meta.url).href;
+const OURS = fileURLToPath(new URL("./", import.meta.url));  // stacks are read with plain paths
 
 function loadNow(file) {
   if (!modules.has(file)) {
@@ -59,12 +59,19 @@ function functions(mod) {
   return Object.keys(callable(mod));
 }
 
+/** File URLs (an imported file's syntax error starts its stack with one) as the plain paths a user reads. */
+function plainPaths(text) {
+  return text.replace(/file:\/\/(\/[^\s():]*)/g, (_, path) => {
+    try { return decodeURIComponent(path); } catch { return path; }
+  });
+}
+
 /** The error as Python reports it: message, the innermost line of the user's own code, their stack. */
 function describe(error) {
   const e = error instanceof Error ? error : new Error(String(error));
-  const stack = String(e.stack || "");
+  const stack = plainPaths(String(e.stack || ""));
   const frames = stack.split("\n").filter((l) => /^\s+at /.test(l))
-    .filter((l) => !l.includes(OURS) && !l.includes("node:")).map((l) => l.replace(/file:\/\//g, ""));
+    .filter((l) => !l.includes(OURS) && !l.includes("node:"));
   // a syntax error has no frames: its stack starts with the file and line
   const site = frames[0] ?? (/^(?:file:\/\/)?\/\S+:\d+/.exec(stack) || [""])[0];
   const m = /((?:\/[^\s():]+)*\/([^/\s():]+\.(?:ts|js|mts|mjs))):(\d+)/.exec(site);
@@ -94,7 +101,7 @@ function call(mod, request) {
 }
 
 function test(mod, request) {
-  const { t, results, logs, failed } = makeT(request.fn);
+  const { t, results, logs, failed } = makeT(request.fn, request.file);
   const ctx = makeContext(request.ctx);
   const finish = (error) => {
     const status = error instanceof Skip ? "skipped" : failed() ? "failed" : "passed";

@@ -57,11 +57,22 @@ function extract(data, path) {
   return value;
 }
 
-export function makeT(name) {
+/** `file:line` of the innermost frame in the test file (`flow_test.ts:3`): where a check failed. */
+function lineIn(file) {
+  const base = String(file).split("/").pop();
+  for (const frame of String(new Error().stack || "").split("\n").slice(1)) {
+    const m = /(?:file:\/\/)?(\/[^\s():]+):(\d+):\d+\)?$/.exec(frame);
+    if (m && (m[1] === file || decodeURIComponent(m[1]) === file || m[1].endsWith(`/${base}`))) return `${base}:${m[2]}`;
+  }
+  return "";
+}
+
+export function makeT(name, file = "") {
   const results = [];
   const logs = [];
   const record = (kind, passed, message, msg, expected = null, actual = null) => {
-    results.push({ kind, passed, message: passed ? "" : msg ? `${msg}: ${message}` : message, expected, actual });
+    const said = passed ? "" : msg ? `${msg}: ${message}` : message;
+    results.push({ kind, passed, message: said, expected, actual, where: passed || !file ? "" : lineIn(file) });
     return passed;
   };
   const failed = () => results.some((r) => !r.passed);
@@ -107,7 +118,7 @@ export function makeT(name) {
     },
     Agent: (response, agentId, options) => {
       const verdict = callback("assert.Agent", { response, agent: agentId, options: options ?? null });
-      results.push(verdict);
+      results.push({ ...verdict, where: verdict.passed || !file ? "" : lineIn(file) });
       return verdict.passed;
     },
   };

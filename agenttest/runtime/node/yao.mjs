@@ -115,11 +115,22 @@ export const http = {
   Stream: unsupported("http.Stream"),
 };
 
-/** Yao's Process: only `scripts.<module>.<Fn>` has a counterpart (the Python function in scripts/). */
+const AGENT_PROCESS = /^agents\.(.+)\.(Stream|Call)$/;
+
+/** Yao's Process: `agents.<id>.Stream` (or `.Call`) calls an agent — `Process("agents.expense.Stream", ctx,
+ * messages, options?)`, the design's script-test example — and `scripts.<module>.<Fn>` the app's Python function. */
 export function Process(name, ...args) {
+  const agent = AGENT_PROCESS.exec(String(name));
+  if (agent) {
+    const first = args[0];  // Yao passes ctx first; a plain object that is not a message counts as one too
+    const ctxFirst = isContext(first) || (args.length >= 2 && first && typeof first === "object" && !Array.isArray(first) && !("role" in first));
+    const [messages, options] = ctxFirst ? args.slice(1) : args;
+    return agentCall(agent[1], messages, options);
+  }
   if (typeof name !== "string" || !name.startsWith("scripts.")) {
     const kind = String(name).split(".")[0];
-    throw new Unsupported(`Process("${name}")`, `Yao's ${kind} processes do not run here; only Process("scripts.<module>.<Fn>") does`);
+    throw new Unsupported(`Process("${name}")`,
+      `Yao's ${kind} processes do not run here; only Process("agents.<id>.Stream", ctx, messages) and Process("scripts.<module>.<Fn>") do`);
   }
   return callback("process", { name: name.slice("scripts.".length), args });
 }
@@ -155,8 +166,12 @@ function agentCall(id, messages, options) {
   return callback("agent", { id, messages, options: options ?? null });
 }
 
+const IS_CONTEXT = Symbol("agenttest.ctx");
+const isContext = (value) => Boolean(value && typeof value === "object" && value[IS_CONTEXT]);
+
 export function makeContext(data) {
   const ctx = { theme: "", accept: "standard", route: "", referer: "", ...data };
+  Object.defineProperty(ctx, IS_CONTEXT, { value: true, enumerable: false });
   const agent = (id) => ({ Stream: (m, o) => agentCall(id, m, o), Call: (m, o) => agentCall(id, m, o) });
   agent.Call = agentCall;
   agent.Stream = agentCall;
