@@ -133,7 +133,8 @@ def test_an_assertions_description_is_a_note(books):
     path, result = _run(books, [{"id": "a", "input": "hi", "assert": {"type": "contains", "value": "count", "description": "a note"}}],
                         "--strict", "-v")
     assert result.exit_code == 0, result.output
-    assert "count" in result.output and "description=" not in result.output and "a note" not in result.output
+    assert "count" in result.output and "description=" not in result.output  # not a parameter of the check
+    assert "✓ a note: contains value=count" in result.output  # the criterion it stands for names it (seed format A's label)
 
 
 # ---- item 9: a case that checks nothing says so -------------------------------------------------------

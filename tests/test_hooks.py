@@ -234,15 +234,21 @@ def test_script_tests_pass_fail_skip_and_error(scripted_app):
     assert passes["logs"] == ["got Expense submitted EXP-7"]
     fails = data["results"][1]
     assert [a["passed"] for a in fails["assertions"]] == [False, False, False]
-    assert fails["assertions"][0]["message"] == "numbers differ: expected 2, got 1"
-    assert "validator: checked" == fails["assertions"][2]["message"]
-    assert [a["message"] for a in data["results"][3]["assertions"]] == ["marked failed", "and an error", "stop here"]
+
+    def at(text: str) -> str:  # a failure says the line of the test file where it failed
+        return f"(flow_test.py:{next(i for i, ln in enumerate(SCRIPT_TESTS.splitlines(), 1) if text in ln)})"
+
+    assert fails["assertions"][0]["message"] == "numbers differ: expected 2, got 1 " + at("numbers differ")
+    assert fails["assertions"][2]["message"] == "validator: checked " + at('Agent("nothing here"')
+    assert [a["message"] for a in data["results"][3]["assertions"]] == ["marked failed " + at("marked failed"), "and an error " + at("and an error"),
+                                                                      "stop here " + at("stop here")]
     yao = data["results"][4]
     assert [a["passed"] for a in yao["assertions"]] == [True] * 9 + [False] * 7
     assert yao["assertion_errors"] == [
-        "expected 1 >= 2", "expected 'a' <= 1", "'abc' matches /b/", "expected an error, got None",
-        "expected no error, got 'boom'", "expected the function to raise, but it returned",
-        "expected the function not to raise, but got KeyError: 'k'"]
+        "expected 1 >= 2 " + at("GreaterOrEqual(1, 2)"), "expected 'a' <= 1 " + at('LessOrEqual("a", 1)'),
+        "'abc' matches /b/ " + at('NotMatch("abc", "b")'), "expected an error, got None " + at("_.Error(None)"),
+        "expected no error, got 'boom' " + at('NoError("boom")'), "expected the function to raise, but it returned " + at("_.Panic(lambda: 1)"),
+        "expected the function not to raise, but got KeyError: 'k' " + at("NoPanic(lambda: {}")]
     assert data["results"][2]["skip_reason"] == "not today"
     assert "KeyError: 'missing' (flow_test.py:" in data["results"][5]["error"]
     assert "► [TestPasses] passes PASSED" in result.stdout and "log: got Expense submitted EXP-7" in result.stdout

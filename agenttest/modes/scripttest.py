@@ -153,7 +153,7 @@ class Assertions:
         caller = self._t.ctx.caller
         coro = ask_validator(caller, agent_id(validator_id), response, self._t.input, criteria, metadata, options.get("connector"))
         result = caller.submit(coro)
-        self._t.results.append(result)
+        self._t.results.append(result if result.passed else replace(result, message=self._t.at(result.message)))
         return result.passed
 
     # Yao's names: True/False are keywords in Python source, so t.assert_.True_ / IsTrue are the
