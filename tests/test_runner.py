@@ -141,6 +141,21 @@ def test_a_bug_of_ours_inside_a_case_is_an_internal_error_with_its_traceback(bot
     assert "Traceback (most recent call last)" in result.traceback and "ZeroDivisionError: a bug" in result.traceback
 
 
+def test_a_bug_of_ours_setting_a_case_up_is_that_case_s_error_and_the_run_goes_on(bot, monkeypatch):
+    real = case_run.ToolWorld
+
+    def broken(case, *args, **kwargs):
+        if case.id == "a":
+            raise ZeroDivisionError("a setup bug")
+        return real(case, *args, **kwargs)
+
+    monkeypatch.setattr(case_run, "ToolWorld", broken)
+    plan, caller = make(bot, [{"id": "a", "input": "hi"}, {"id": "b", "input": "hi"}])
+    first, second = go(plan, caller)  # before: it escaped run_case (and a CLI run waited for "a" forever)
+    assert first.status == "error" and first.error == "internal error: ZeroDivisionError: a setup bug"
+    assert second.status == "passed", second
+
+
 def test_print_in_tools_and_hooks_is_captured_per_case(bot, capsys):
     cases = [{"id": f"c{i}", "input": "tool:chatty", "before": "env_test.Before"} for i in range(4)]
     plan, caller = make(bot, cases, parallel=4)

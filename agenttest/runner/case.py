@@ -40,7 +40,10 @@ async def run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller:
         return CaseResult(key=item.key, status="skipped", name=case.name, input=case.input, skip_reason=why, run=run, index=index,
                           description=case.description, tags=case.tags, dynamic=case.dynamic, line=case.location.line or 0,
                           metadata=case.metadata or None)
-    one = CaseRun(item, run, plan, caller)
+    try:
+        one = CaseRun(item, run, plan, caller)
+    except Exception as exc:  # a bug of ours setting the run up: this case's error, not a run that waits for it forever
+        return _errored(item, run, index, exc)
     try:
         result = one.stamped(await one.before_and_mode(), index)
         if item.budget is not None:
@@ -50,11 +53,15 @@ async def run_case(item: ResolvedCase, run: int, index: int, plan: Plan, caller:
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # after everything above: still this case's error
-        message, tb = internal_error(exc)
-        case = item.case
-        result = CaseResult(key=item.key, status="error", name=case.name, input=case.input, error=message, traceback=tb, run=run, index=index,
-                            dynamic=case.dynamic, line=case.location.line or 0, description=case.description, tags=case.tags)
+        result = _errored(item, run, index, exc)
     return one.settled(result)
+
+
+def _errored(item: ResolvedCase, run: int, index: int, exc: Exception) -> CaseResult:
+    message, tb = internal_error(exc)
+    case = item.case
+    return CaseResult(key=item.key, status="error", name=case.name, input=case.input, error=message, traceback=tb, run=run, index=index,
+                      dynamic=case.dynamic, line=case.location.line or 0, description=case.description, tags=case.tags)
 
 
 class CaseRun:
@@ -67,7 +74,6 @@ class CaseRun:
         self.trace, self.printed = Trace(case=case, run=run), usercalls.Capture()
         current_trace.set(self.trace)
         usercalls.current_capture.set(self.printed)
-        fdcapture.begin(self.printed)  # what is written below Python while it runs alone is its own
         self.start = time.perf_counter()
         self.ctx = caller.context(case, run, connector=item.scheduled or "")
         processes.current_context.set(self.ctx)  # Process("scripts.…") in the case's Python hooks and tests
@@ -78,6 +84,7 @@ class CaseRun:
         self.ends = asyncio.get_running_loop().time() + item.deadline
         self.before_ok = not case.before  # the After hook runs only after a Before that returned
         self.before_data: Any = None
+        fdcapture.begin(self.printed)  # what is written below Python while it runs alone is its own (last: nothing after it raises)
 
     async def before_and_mode(self) -> CaseResult:
         """The Before hook, then the mode, under the case's deadline: the mode's result, or the partial one of a
