@@ -117,7 +117,7 @@ BUILTINS = (
     Builtin("agenttest.reporting.jsonfile", reports=(".json", ".jsonl")), Builtin("agenttest.reporting.markdown", reports=(".md",)),
     Builtin("agenttest.reporting.html", reports=(".html",)), Builtin("agenttest.reporting.junit", reports=(".xml",)),
     Builtin("agenttest.inputs.sources.messages"), Builtin("agenttest.inputs.sources.generators"),
-    Builtin("agenttest.inputs.sources.rescored"), Builtin("agenttest.inputs.sources.a"),
+    Builtin("agenttest.inputs.sources.rescored"), Builtin("agenttest.inputs.sources.a"), Builtin("agenttest.inputs.sources.c"),
     Builtin("agenttest.modes.standard"), Builtin("agenttest.modes.dynamic"), Builtin("agenttest.modes.scripted"),
     Builtin("agenttest.modes.scripttest"), Builtin("agenttest.modes.scenario"), Builtin("agenttest.inputs.formats.b.source"),
     Builtin("agenttest.modes.judged"),

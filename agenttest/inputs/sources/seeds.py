@@ -31,6 +31,7 @@ class Format:
     convert: Callable[[Any], dict[str, Any]]
     original: Callable[[int, tuple[Any, ...]], tuple[Any, ...]]
     shape: str  # what its files look like, for a file forced with the prefix that does not
+    original_listed: Callable[[int, tuple[Any, ...]], tuple[Any, ...]] | None = None  # ``original`` for a file that is a list
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ def load(fmt: Format, path: str, env: LoadEnv) -> Loaded:
         return Loaded(problems=problems)
     assert got.doc is not None
     text = got.doc.text
-    docs = [Translated(raw=raw, source=path, text=text, origin=functools.partial(fmt.original, i)) for i, raw in enumerate(native["cases"])]
+    original = fmt.original_listed if fmt.original_listed is not None and isinstance(got.data, list) else fmt.original
+    docs = [Translated(raw=raw, source=path, text=text, origin=functools.partial(original, i)) for i, raw in enumerate(native["cases"])]
     loaded = Loaded()
     loaded.cases = build_cases(docs, os.path.dirname(os.path.abspath(path)), env.default_simulator, loaded, env.policy)
     if "suite" in native:
