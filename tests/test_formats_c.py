@@ -392,3 +392,32 @@ def test_runs_gates_record_replay_every_report_and_the_history(ops):
     assert [(r["id"], r["run"], r["status"]) for r in recorded["results"]] == [(r["id"], r["run"], r["status"]) for r in replayed["results"]]
     listed = cli("history", cwd=ops)
     assert listed.exit_code == 0 and len(listed.output.splitlines()) == 3 and "100.0%" in listed.output
+
+
+# ---- the native state assertion: comparisons, and the metrics that are not in the world --------------------
+
+
+def test_native_state_compares_and_says_metrics_are_not_in_the_world(ops):
+    case = {"id": "native", "input": "Refund order-1042 in full.", "world": scenario(ops)["initial"], "assert": [
+        {"type": "state", "path": "$.orders['order-1042'].amount_cents", "op": "lte", "value": 8000},
+        {"type": "state", "path": "$.orders['order-1042'].amount_cents", "op": "gt", "value": 8000},
+        {"type": "state", "path": "$.metrics[?(@.refund_count <= 1)]"},
+        {"type": "state", "path": "$.metrics.refund_count", "op": "eq", "value": 1},
+        {"type": "metric", "metric": "refund_count", "op": "lte", "value": 1}]}
+    path = ops / TESTS / "native.jsonl"
+    path.write_text(json.dumps(case) + "\n")
+    result, out = run(ops, "-i", str(path.relative_to(ops)))
+    assert result.exit_code == 1
+    held, over, filtered, dotted, metric = out["results"][0]["assertions"]
+    assert held["passed"] and not over["passed"] and over["message"].endswith("expected > 8000, got 8000")
+    assert filtered["error"] and filtered["message"] == (
+        "world $.metrics[?(@.refund_count <= 1)] can never match: the world has no 'metrics'; a case's metrics (calls, errors, violations, "
+        'last_call_succeeded, the tools\' counters) are checked with {"type": "metric", "metric": "refund_count", "op": "lte", "value": 1}')
+    assert dotted["error"] and dotted["message"].endswith('{"type": "metric", "metric": "refund_count", "op": "eq", "value": …}')
+    assert metric["passed"] and metric["actual"] == 1
+    world_metrics = dict(case, world={**case["world"], "metrics": {"refund_count": 1}}, assert_=None)
+    world_metrics.pop("assert_")
+    world_metrics["assert"] = [{"type": "state", "path": "$.metrics.refund_count", "op": "eq", "value": 1}]
+    path.write_text(json.dumps(world_metrics) + "\n")
+    result, out = run(ops, "-i", str(path.relative_to(ops)))
+    assert result.exit_code == 0, result.output  # a world that has its own 'metrics' is checked as any world

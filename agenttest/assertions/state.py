@@ -97,6 +97,8 @@ def _compared(params: dict[str, Any], world: Any) -> AssertionResult:
 def _never(path: str, world: Any) -> AssertionResult | None:
     """A filter that can never match — ``$.metrics[?(@.x <= 5)]`` filters the *children* of ``$.metrics``, and
     none of them is an object with fields — said as the error it is, with the path that was meant."""
+    if _metrics(path) and isinstance(world, dict) and "metrics" not in world:
+        return _not_the_world(path)
     at = path.find("[?(")
     if at < 0:
         return None
@@ -107,6 +109,21 @@ def _never(path: str, world: Any) -> AssertionResult | None:
     hint = f"; to compare a field, write {{\"path\": \"{meant[0]}\", \"op\": \"{meant[1]}\", \"value\": {meant[2]}}}" if meant else ""
     return AssertionResult(type="state", passed=False, message=f"{path} can never match: a filter [?(…)] tests the items of {path[:at]}, "
                            f"and none of them is an object or a list{hint}", expected=None, actual=None, error=True)
+
+
+def _metrics(path: str) -> bool:
+    return path == "$.metrics" or path.startswith(("$.metrics.", "$.metrics["))
+
+
+def _not_the_world(path: str) -> AssertionResult:
+    """``$.metrics…`` on a world that has no ``metrics``: the case's metrics are not in its world."""
+    at = path.find("[?(")
+    meant = _meant(path, at) if at >= 0 else None
+    name = meant[0].removeprefix("$.metrics.") if meant else path.removeprefix("$.metrics").lstrip(".") or "violations"
+    op, value = (meant[1], meant[2]) if meant else ("eq", "…")
+    return AssertionResult(type="state", passed=False, message=f"{path} can never match: the world has no 'metrics'; a case's metrics (calls, "
+                           f"errors, violations, last_call_succeeded, the tools' counters) are checked with "
+                           f"{{\"type\": \"metric\", \"metric\": \"{name}\", \"op\": \"{op}\", \"value\": {value}}}", expected=None, actual=None, error=True)
 
 
 _FILTER = re.compile(r"\[\?\(@\.([\w-]+)\s*(==|!=|<=|>=|<|>)\s*(.+?)\)\]$")
