@@ -456,7 +456,7 @@ def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on: str | N
         if fail_on is None:
             return ExitCode.OK
         click.echo(diffs.regression_line(comparison, fail_on))
-        return ExitCode.FAILED if comparison.regressed(fail_on) or comparison.not_run else ExitCode.OK
+        return comparison.gate(fail_on)
 
     finish(work)
 

@@ -95,23 +95,41 @@ def test_a_recorded_judge_is_measured_against_the_labels_and_replayed_alike(judg
     assert props["judge.judge@fake.agreement"] == "0.7500" and props["judge.judge@fake.kappa"] == "0.5000"
 
 
-def test_the_judge_gate_fails_below_its_thresholds_and_says_by_how_much(judged, tmp_path):
+def test_the_judge_gate_fails_below_its_thresholds_and_says_by_how_much(judged, server, tmp_path):
     path = calibration_set(judged)
     failing = cli("-i", str(path), "-n", "bot", "--judge-min-kappa", "0.6", "--judge-min-agreement", "0.7", "-o", str(tmp_path / "a.json"))
     assert failing.exit_code == 1
     assert "      gate fails: κ 0.50 < 0.60 (20 labelled verdicts)" in failing.output.splitlines()
     gate = report(tmp_path / "a.json")["summary"]["judges"][0]["gate"]
     assert gate == {"min_agreement": 0.7, "min_kappa": 0.6, "passed": False, "below": ["kappa"]}
-    # the outputs the judge got right, alone: every case passes, and only the judge gate decides the exit code
-    # (negated where the judge fails the output, so that every case passes); and one it gets wrong: 15 of 16 agree
+    # the outputs the judge got right, alone: a labelled judge-only case tests the judge, so every one passes (the
+    # judge's 'fail' of a bad output is right), and the judge gate passes too — a correct judge is a green run
     right = [labelled(label, output, i) for i, (label, output) in enumerate(SET) if (label and "GOOD" in output) or (not label and "rude" in output)]
-    right.append(labelled(True, "rude but labelled pass", 99))
-    path = judged.cases("right.jsonl", [{**c, "assert": [{**c["assert"][0], "negate": "GOOD" not in c["output"]}]} for c in right])
+    path = judged.cases("right.jsonl", right)
+    passing = cli("-i", str(path), "-n", "bot", "--judge-min-agreement", "0.9", "--judge-min-kappa", "0.8")
+    assert passing.exit_code == 0 and "      gate passes: agreement ≥ 90%, κ ≥ 0.80" in passing.output.splitlines(), passing.output
+    assert passing.output.rstrip().splitlines()[-2] == "  ✨ ALL TESTS PASSED ✨", passing.output
+    # one judge-only output it gets wrong fails as a case (the judge disagrees with the label), 14 of 15 agree
+    wrong = judged.cases("wrong.jsonl", [*right[:-1], labelled(True, "rude but labelled pass", 99)])
+    failing = cli("-i", str(wrong), "-n", "bot", "--judge-min-agreement", "0.9", "-o", str(tmp_path / "w.json"))
+    assert failing.exit_code == 1 and "      gate passes: agreement ≥ 90%" in failing.output.splitlines(), failing.output
+    statuses = {r["id"]: (r["status"], r["assertions"][0]["message"]) for r in report(tmp_path / "w.json")["results"]}
+    assert statuses["c99"] == ("failed", "judge disagrees with the label: the judge failed it, labelled pass (validator: it is curt)")
+    assert statuses["c18"] == ("passed", "judge agrees with the label: the judge failed it, labelled fail (validator: it is curt)")
+    # labels on cases the agent answers: the agent's verdict is the judge's, and only the judge gate can say the judge
+    # is wrong — 15 of 16 agree
+    answers = server.responder
+
+    def responder(req):
+        return answers(req) if req["messages"][0].get("content") == "You are a validator." else Answer("GOOD-sounding but wrong")
+
+    server.responder = responder
+    asked = {**labelled(False, "", 99), "input": "How do I file an expense?"}
+    del asked["output"]
+    path = judged.cases("asked.jsonl", [*right, asked])
     gated = cli("-i", str(path), "-n", "bot", "--judge-min-agreement", "0.99")
     assert gated.exit_code == 1 and gated.output.rstrip().splitlines()[-2] == (
         "  ❌ JUDGE GATE FAILED — judge on fake: agreement 93.8% < 99% (16 labelled verdicts)"), gated.output
-    passing = cli("-i", str(path), "-n", "bot", "--judge-min-agreement", "0.9", "--judge-min-kappa", "0.8")
-    assert passing.exit_code == 0 and "      gate passes: agreement ≥ 90%, κ ≥ 0.80" in passing.output.splitlines(), passing.output
 
 
 def test_a_cases_judge_gate_wins_over_the_flags(judged, tmp_path):
@@ -138,7 +156,10 @@ def test_judge_runs_takes_the_majority_and_a_noisy_judge_shows_its_flip_rate(jud
     data = report(out)
     split = data["results"][0]["assertions"][0]
     assert split["passed"] and split["judged"]["votes"] == [True, False, True] and split["judged"]["verdict"] is True
-    assert data["results"][1]["assertions"][0]["message"] == "validator: coin (0 of 3 votes passed)"
+    # a labelled judge-only case tests the judge: the unanimous 'fail' agrees with its label, and the case passes
+    assert data["results"][1]["assertions"][0]["message"] == ("judge agrees with the label: the judge failed it, labelled fail "
+                                                              "(validator: coin (0 of 3 votes passed))")
+    assert [r["status"] for r in data["results"]] == ["passed", "passed"] and result.exit_code == 0, result.output
     (judge,) = data["summary"]["judges"]
     assert (judge["repeated"], judge["flipped"], judge["flip_rate"]) == (2, 1, 0.5) and judge["confusion"] == {"tp": 1, "fn": 0, "fp": 0, "tn": 1}
     assert "      flip rate 50% (1 of 2 repeated judgements split)" in result.output.splitlines()
@@ -154,7 +175,9 @@ def test_pairwise_judging_in_both_orders_says_when_the_order_decides(judged, ser
     out = tmp_path / "r.json"
     result = cli("-i", str(path), "-n", "bot", "-o", str(out))
     results = {r["id"]: r for r in report(out)["results"]}
-    assert results["better"]["status"] == "passed" and results["worse"]["status"] == "failed"
+    # both judged as labelled: the reference rightly preferred to a worse output is the judge right, a case passing
+    assert results["better"]["status"] == "passed" and results["worse"]["status"] == "passed"
+    assert results["worse"]["assertions"][0]["message"].startswith("judge agrees with the label: the judge failed it, labelled fail")
     alike = results["alike"]
     assert alike["status"] == "error" and alike["assertions"][0]["message"].startswith(
         "inconclusive: the judge chose output with the output first and reference with it second")

@@ -97,21 +97,45 @@ def test_every_class_with_what_changed(reports, tmp_path):
     assert not any("[same]" in line for line in lines)
 
 
-def test_fail_on_regression_any_exits_1_when_a_case_regressed(reports, tmp_path):
-    base, new = reports
+CLEAN = [r if r["id"] not in ("still", "new") else result(r["id"], "failed" if r["id"] == "still" else "passed", assertions=[BAD if r["id"] == "still" else OK])
+         for r in NEW]  # no error, no new case failing: only a regression can fail the gate
+
+
+@pytest.fixture
+def clean(reports, tmp_path):
+    path = tmp_path / "clean.json"
+    path.write_text(json.dumps(document(CLEAN, runs=2, min_pass_rate=0.5)))
+    return reports[0], path
+
+
+def test_fail_on_regression_any_exits_1_when_a_case_regressed(clean, tmp_path):
+    base, new = clean
     assert cli("diff", str(base), str(new), "--fail-on-regression=any").exit_code == 1
     assert cli("diff", str(new), str(new), "--fail-on-regression=any").exit_code == 0
     assert cli("diff", str(new), str(base), "--fail-on-regression=any").exit_code == 1  # "fixed" reversed is a regression
 
 
-def test_fail_on_regression_exits_0_on_a_regression_within_noise_and_says_so(reports):
-    base, new = reports
+def test_fail_on_regression_exits_0_on_a_regression_within_noise_and_says_so(clean):
+    base, new = clean
     result_ = cli("diff", str(base), str(new), "--fail-on-regression")
     assert result_.exit_code == 0, result_.output
     lines = result_.output.splitlines()
-    assert lines[-1] == "  --fail-on-regression: passes — 1 regressed (within noise: p = 1; --fail-on-regression=any fails on any)"
+    assert lines[-1] == ("  --fail-on-regression: passes — 1 regressed (within noise: p = 1; --fail-on-regression=any fails on any); "
+                         "1 removed (removed; 1 passed in the baseline: even counted as failing now, no significant regression)")
     assert any(line.startswith("  no difference detectable — with 7 cases, 1–2 runs each, differences under 60.1 points cannot be told "
-                               "from noise; observed -7.1 points (95% CI ") for line in lines), lines
+                               "from noise; observed ") for line in lines), lines
+
+
+def test_fail_on_regression_fails_on_an_error_and_a_new_case_failing_whatever_the_noise(reports):
+    """The gate of diff is the gate of --baseline: a case the new run could not test (error) is never 'as in the
+    baseline', and a new case failing has nothing to be excused by."""
+    base, new = reports
+    result_ = cli("diff", str(base), str(new), "--fail-on-regression")
+    assert result_.exit_code == 1, result_.output
+    assert result_.output.splitlines()[-1] == (
+        "  --fail-on-regression: fails — 1 new not passing (new); 1 errored or timed out (still: the run could not test them, "
+        "never as in the baseline); 1 removed (removed; 1 passed in the baseline: even counted as failing now, no significant regression)")
+    assert cli("diff", str(base), str(new)).exit_code == 0  # without the flag a diff only reports
 
 
 def test_markdown_for_a_pull_request_and_html(reports, tmp_path):
@@ -173,7 +197,7 @@ def test_baseline_prints_the_comparison_and_fails_only_on_regressions(app, serve
     assert same.exit_code == 0, same.output  # only the known failure: the gate passes
     assert "  Baseline gate passes: 0 regressed, 0 new not passing, 1 still failing as in the baseline (not counted)" in same.output
     assert same.output.rstrip().splitlines()[-2] == ("  ✅ NO SIGNIFICANT REGRESSION against the baseline (no difference detectable, "
-                                                    "3 cases × 1 run) (the failures above were failing there too)")
+                                                    "3 cases × 1 run) — 1 case still failing as in the baseline")
     server.responder = lambda req: Answer("no" if last_user(req) == "two" else "yes")
     worse = cli("-i", str(path), "-n", "bot", "-o", str(tmp_path / "worse.json"), "--baseline", str(base), "--fail-on-regression=any")
     assert worse.exit_code == 1
@@ -188,8 +212,10 @@ def test_baseline_prints_the_comparison_and_fails_only_on_regressions(app, serve
     assert noisy.exit_code == 0, noisy.output
     assert ("  Baseline gate passes: 1 regressed (within noise: p = 1; --fail-on-regression=any fails on any), 0 new not passing, "
             "1 still failing as in the baseline (not counted)") in noisy.output
+    # the banner says what moved and that it is not significant (it said "the failures above were failing there too")
     assert noisy.output.rstrip().splitlines()[-2] == ("  ✅ NO SIGNIFICANT REGRESSION against the baseline (no difference detectable, "
-                                                     "3 cases × 1 run) (the failures above were failing there too)")
+                                                     "3 cases × 1 run) — 1 case regressed, not significantly: b (passed → failed); "
+                                                     "1 case still failing as in the baseline")
 
 
 def test_fail_on_regression_without_a_baseline_is_a_usage_error(app, server, tmp_path):

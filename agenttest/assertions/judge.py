@@ -81,7 +81,26 @@ async def agent(params: dict[str, Any], obs: Observation) -> AssertionResult:
     validator, connector = agent_id(params["use"]), options.get("connector")
     asks = [await ask_validator(obs.judge, validator, obs.output, obs.input, criteria, metadata, connector)
             for _ in range(params.get("judge_runs", 1))]  # one after another: a replay answers them in the order they were asked
-    return majority(asks, judged_by(obs, params, validator, connector))
+    return against_label(majority(asks, judged_by(obs, params, validator, connector)), obs, params)
+
+
+def tests_the_judge(obs: Observation) -> bool:
+    """A judge-only case written with its output (not a rescored recording): its labelled judgements test the judge."""
+    case = obs.case
+    return case is not None and case.given is not None and not case.given.recorded
+
+
+def against_label(result: AssertionResult, obs: Observation, params: dict[str, Any]) -> AssertionResult:
+    """In a judge-only case, a labelled judgement passes when the judge agrees with the label (a judge that rightly
+    fails a bad output is right), the judge's own verdict said in the message; ``negate`` is then moot (the label
+    is on the verdict before it), so it is undone in advance. Elsewhere the judgement is the agent's verdict."""
+    judged, label = result.judged, params.get("label")
+    if judged is None or judged.verdict is None or not isinstance(label, bool) or result.error or not tests_the_judge(obs):
+        return result
+    agrees = judged.verdict is label
+    said = f"the judge {'passed' if judged.verdict else 'failed'} it, labelled {'pass' if label else 'fail'}"
+    message = f"judge {'agrees' if agrees else 'disagrees'} with the label: {said}" + (f" ({result.message})" if result.message else "")
+    return replace(result, passed=agrees is not bool(params.get("negate")), message=message)
 
 
 def judged_by(obs: Observation, params: dict[str, Any], validator: str, connector: str | None) -> Judged:

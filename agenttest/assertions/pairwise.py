@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agenttest.agents.protocols import ProtocolError, ask_json
-from agenttest.assertions.judge import LABEL, OPTIONS, agent_id, judge_of
+from agenttest.assertions.judge import LABEL, OPTIONS, against_label, agent_id, judge_of
 from agenttest.assertions.registry import CheckProblem, Need, Observation, register
 from agenttest.errors import CallError
 from agenttest.model import AssertionResult, Judged
@@ -80,5 +80,5 @@ async def pairwise(params: dict[str, Any], obs: Observation) -> AssertionResult:
                                f"second — its verdict follows the order, not the answers", expected=criteria, actual=reasons, error=True,
                                judged=Judged(validator=validator, connector=who, label=label, consistent=False))
     message = "" if wins[0] else f"validator preferred the reference in both orders: {second.get('reason') or first.get('reason') or 'no reason'}"
-    return AssertionResult(type="pairwise", passed=wins[0], message=message, expected=criteria, actual=reasons,
-                           judged=Judged(validator=validator, connector=who, verdict=wins[0], label=label, consistent=True))
+    return against_label(AssertionResult(type="pairwise", passed=wins[0], message=message, expected=criteria, actual=reasons,
+                                         judged=Judged(validator=validator, connector=who, verdict=wins[0], label=label, consistent=True)), obs, params)

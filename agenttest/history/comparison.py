@@ -17,6 +17,7 @@ from agenttest.util.text import as_text
 # the order classes are listed in; the first ones need a reader's attention
 KINDS = ("regressed", "fixed", "still failing", "new", "not run", "removed", "flaky", "changed", "unchanged")
 BAD = ("failed", "error", "timeout")
+UNTESTED = ("error", "timeout")  # the run could not test the case: never "as in the baseline"
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Comparison:
     cases: tuple[CaseDiff, ...]
     paired: Paired | None = None  # the cases both runs ran, compared as a paired experiment (FORMATS §19)
     notes: tuple[str, ...] = ()  # what differs between the runs besides their cases: the connectors, the models
+    worst: Paired | None = None  # the paired test again, each removed case counted as failing every run now
 
     def of(self, kind: str) -> list[CaseDiff]:
         return [c for c in self.cases if c.kind == kind]
@@ -69,6 +71,16 @@ class Comparison:
         """Cases of the base run that the new run was to run but did not (Ctrl-C, SIGTERM, --fail-fast)."""
         return len(self.of("not run"))
 
+    @property
+    def errored(self) -> list[CaseDiff]:
+        """Cases the new run could not test (error, timeout): a baseline never greens them, whatever they were there."""
+        return [c for c in self.cases if c.after in UNTESTED]
+
+    @property
+    def vanished(self) -> list[CaseDiff]:
+        """Cases of the baseline the new run no longer has (not those a cut-short run did not reach: ``not run``)."""
+        return self.of("removed")
+
     def regressed(self, mode: str = "significant") -> bool:
         """Whether the new run regressed: by default a significant regression of the suite or of a case (the
         paired test, Fisher's per case after Holm); ``any``: a case passed in the base run and not in the new."""
@@ -76,12 +88,23 @@ class Comparison:
             return bool(self.regressions)
         return self.paired is not None and self.paired.regression
 
+    def hidden(self, mode: str = "significant") -> bool:
+        """Whether the removed cases could hide a regression: counted as failing every run now, the comparison
+        regresses (``any``: a removed case passed in the baseline)."""
+        if self.regressed(mode):
+            return False
+        if mode == "any":
+            return any(c.before == "passed" for c in self.vanished)
+        return self.worst is not None and self.worst.regression
+
     def gate(self, mode: str = "significant") -> ExitCode:
-        """The exit code of a run gated on its baseline: 1 when it regressed (``regressed``), a new case does not pass
-        (it has nothing to be compared with: its own verdict counts), or a case of the baseline was not run because
-        the run was cut short (it was not compared at all)."""
+        """The exit code of a run gated on its baseline (FORMATS §10): 1 when it regressed (``regressed``); a new
+        case does not pass (it has nothing to be compared with: its own verdict counts); a case errored or timed
+        out (the run could not test it); no case ran in both runs (nothing was compared); a case of the baseline
+        was not run because the run was cut short; or the removed cases could hide a regression (``hidden``)."""
         bad_new = [c for c in self.of("new") if c.after in BAD]
-        return ExitCode.FAILED if self.regressed(mode) or bad_new or self.not_run else ExitCode.OK
+        failed = self.regressed(mode) or bad_new or self.not_run or self.errored or self.paired is None or self.hidden(mode)
+        return ExitCode.FAILED if failed else ExitCode.OK
 
 
 @dataclass(frozen=True)
@@ -252,7 +275,18 @@ def compare(base: RunReport, new: RunReport, base_name: str = "", new_name: str 
                   outcomes) for k in keys]
     diffs.sort(key=lambda d: KINDS.index(d.kind))
     names = base_name or base.output_file, new_name or new.output_file
-    return Comparison(*names, tuple(diffs), pairing.compare(outcomes, *names, alpha), setups(base, new))
+    worst = pairing.compare(outcomes + gone, *names, alpha) if (gone := _gone(diffs, old_cases, base)) else None
+    return Comparison(*names, tuple(diffs), pairing.compare(outcomes, *names, alpha), setups(base, new), worst)
+
+
+def _gone(diffs: list[CaseDiff], cases: dict[Key, list[CaseResult]], base: RunReport) -> list[pairing.Outcome]:
+    """The removed cases as if they had failed every run now (what they could hide, at worst)."""
+    removed = {(d.file, d.id, d.connector) for d in diffs if d.kind == "removed"}
+    out = []
+    for key, runs in cases.items():
+        if (runs[0].file, runs[0].id, key[2]) in removed and (v := verdict(runs, _min_rate(base, runs))).ran:
+            out.append(pairing.Outcome(runs[0].id, runs[0].file, key[2], (v.passed, v.ran), (0, v.ran)))
+    return out
 
 
 def setup(report: RunReport) -> tuple[str, str]:

@@ -8,11 +8,12 @@ from html import escape
 from typing import Any
 
 from agenttest.errors import AgentTestError
-from agenttest.history.comparison import KINDS, CaseDiff, Comparison
+from agenttest.history.comparison import BAD, KINDS, UNTESTED, CaseDiff, Comparison
 from agenttest.reporting.codec import paired_dict, result_dict
 from agenttest.model import CaseResult, RunReport
 from agenttest.reporting import evidence, viewer
 from agenttest.reporting.console import RULE, THIN, cut, safe
+from agenttest.util.text import plural
 from agenttest.reporting.formats import comparer, comparison_formats, register_comparison
 from agenttest.reporting.markdown import _code, _text
 from agenttest.util.files import prepare
@@ -39,12 +40,25 @@ def _verdicts(d: CaseDiff) -> str:
     return f"{before} → {after}" if before != after else after
 
 
+def coverage(comparison: Comparison) -> tuple[str, ...]:
+    """Said loudly when few cases ran in both runs: none (nothing was compared), or fewer than the new or removed."""
+    new, gone = len(comparison.of("new")), len(comparison.vanished)
+    both = comparison.paired.cases if comparison.paired is not None else 0
+    if not both and (new or gone):
+        return (f"NO CASE RAN IN BOTH RUNS ({new} new, {gone} removed): nothing is paired, nothing was compared — "
+                "did the case ids, files or connectors change?",)
+    if both and new + gone > both:
+        return (f"only {plural(both, 'case')} ran in both runs ({new} new, {gone} removed): the comparison covers them alone",)
+    return ()
+
+
 def console_lines(comparison: Comparison, color: bool = False) -> list[str]:
     """The comparison for the console: one line of counts, then each case that differs with its changes."""
     def paint(text: str, kind: str) -> str:
         return f"\x1b[{COLORS[kind]}m{text}\x1b[0m" if color and kind in COLORS else text
 
-    lines = [THIN, f"  Compared with {safe(comparison.base)}", THIN, *[f"  ⚠ {safe(n)}" for n in comparison.notes], f"  {headline(comparison)}"]
+    lines = [THIN, f"  Compared with {safe(comparison.base)}", THIN, *[f"  ⚠ {safe(n)}" for n in comparison.notes + coverage(comparison)],
+             f"  {headline(comparison)}"]
     if comparison.paired is not None:
         said = evidence.lines(comparison.paired)
         lines.append(f"  {paint(said[0], 'regressed' if comparison.paired.verdict == 'worse' else 'fixed' if comparison.paired.verdict == 'better' else '')}")
@@ -62,35 +76,104 @@ def console_lines(comparison: Comparison, color: bool = False) -> list[str]:
 
 def gate_lines(comparison: Comparison, mode: str = "significant") -> list[str]:
     """What --baseline decided, after the comparison: by default on a significant regression only (``mode`` "any":
-    on any case that passed before and not now), and why."""
-    failing_new = [d for d in comparison.of("new") if d.after in ("failed", "error", "timeout")]
-    known = len(comparison.of("still failing"))
-    regressed = comparison.regressed(mode)
+    on any case that passed before and not now), and why — every reason it fails, and the facts behind a pass."""
+    failing_new = [d for d in comparison.of("new") if d.after in BAD]
     verdict = "fails" if comparison.gate(mode) else "passes"
-    parts = [_regressions(comparison, mode), f"{len(failing_new)} new not passing"]
-    if comparison.not_run:
-        parts.append(f"{comparison.not_run} not run (the run was cut short: they were not compared)")
+    parts = [_regressions(comparison, mode), f"{len(failing_new)} new not passing", *_untested(comparison, mode)]
+    known = _known(comparison)
     if known:
-        parts.append(f"{known} still failing as in the baseline (not counted)")
+        parts.append(f"{len(known)} still failing as in the baseline (not counted)")
+    return ["", f"  Baseline gate {verdict}: {', '.join(parts)}", RULE, _banner(comparison, mode), RULE]  # the last word: it decides the exit code
+
+
+def _banner(comparison: Comparison, mode: str) -> str:
+    failing_new = [d for d in comparison.of("new") if d.after in BAD]
     compared = [d for d in comparison.cases if d.after and d.after != "skipped"]
     why = _why(comparison, mode)
-    banner = (f"  ❌ REGRESSED against the baseline{why}" if regressed or failing_new
-              else "  ⚠ NOT COMPARED — the run was cut short before cases of the baseline" if comparison.not_run
-              else "  ⚠ NO TEST RAN — nothing was compared with the baseline" if not compared
-              else f"  ✅ NO {'SIGNIFICANT ' if mode != 'any' else ''}REGRESSION against the baseline{why}"
-              + (" (the failures above were failing there too)" if known else ""))
-    return ["", f"  Baseline gate {verdict}: {', '.join(parts)}", RULE, banner, RULE]  # the last word: it decides the exit code
+    if comparison.regressed(mode) or failing_new:
+        return f"  ❌ REGRESSED against the baseline{why}"
+    if comparison.not_run:
+        return "  ⚠ NOT COMPARED — the run was cut short before cases of the baseline"
+    if not compared:
+        return "  ⚠ NO TEST RAN — nothing was compared with the baseline"
+    if comparison.paired is None:
+        return "  ❌ NOT COMPARED — no case ran in both runs: nothing was compared with the baseline"
+    if comparison.errored:
+        return f"  ❌ NOT TESTED — {_count(comparison.errored)} errored or timed out: a baseline never greens a case the run could not test"
+    if comparison.hidden(mode):
+        return f"  ❌ NOT SHOWN — {_count(comparison.vanished)} of the baseline no longer in the run could hide a regression"
+    return f"  ✅ NO {'SIGNIFICANT ' if mode != 'any' else ''}REGRESSION against the baseline{why}{_facts(comparison, mode)}"
+
+
+def _count(cases: list[CaseDiff]) -> str:
+    return f"{len(cases)} case{'s' if len(cases) != 1 else ''}"
+
+
+def _names(cases: list[CaseDiff], most: int = 5) -> str:
+    shown = ", ".join(d.label for d in cases[:most])
+    return shown + (f" and {len(cases) - most} more" if len(cases) > most else "")
+
+
+def _known(comparison: Comparison) -> list[CaseDiff]:
+    """Still failing as in the baseline: failed there and here (an error or timeout now is not a known failure)."""
+    return [d for d in comparison.of("still failing") if d.after not in UNTESTED]
+
+
+def _untested(comparison: Comparison, mode: str) -> list[str]:
+    """The gate's other reasons: cases not run, errored, removed, and no case in both runs."""
+    out = []
+    if comparison.not_run:
+        out.append(f"{comparison.not_run} not run (the run was cut short: they were not compared)")
+    if comparison.errored:
+        out.append(f"{len(comparison.errored)} errored or timed out ({_names(comparison.errored)}: the run could not test them, "
+                   "never as in the baseline)")
+    gone = comparison.vanished
+    if gone:
+        passed = sum(d.before == "passed" for d in gone)
+        if comparison.hidden(mode):
+            held = "counted as failing now, they would be a regression" if mode != "any" else "they passed there and are not shown to pass now"
+        else:
+            held = "even counted as failing now, no significant regression" if passed and mode != "any" else "none passed there"
+        out.append(f"{len(gone)} removed ({_names(gone)}; {passed} passed in the baseline: {held})")
+    if comparison.paired is None:
+        out.append("no case ran in both runs (nothing was compared)")
+    return out
+
+
+def _facts(comparison: Comparison, mode: str) -> str:
+    """What a passing gate passed over, said as it is: the cases that moved (within noise), those failing as before."""
+    facts = []
+    moved = comparison.of("regressed")
+    if moved:
+        each = ", ".join(f"{d.label} ({_moved(d)})" for d in moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
+        facts.append(f"{_count(moved)} regressed, not significantly: {each}")
+    known = _known(comparison)
+    if known:
+        facts.append(f"{_count(known)} still failing as in the baseline")
+    return f" — {'; '.join(facts)}" if facts else ""
+
+
+def _moved(d: CaseDiff) -> str:
+    """``3/3 → 2/3 runs passed``; ``passed → failed`` with one run."""
+    if d.runs_before or d.runs_after:
+        return f"{(d.runs_before or d.before).removesuffix(' runs passed')} → {d.runs_after or d.after}"
+    return f"{d.before} → {d.after}"
 
 
 def regression_line(comparison: Comparison, mode: str) -> str:
-    """What ``diff --fail-on-regression`` decided, and on what."""
+    """What ``diff --fail-on-regression`` decided (the same gate as --baseline's), and on what."""
+    flag = f"--fail-on-regression{'=any' if mode == 'any' else ''}"
     if comparison.regressed(mode):
         why = _why(comparison, mode).removeprefix(" — ")
-        return f"  --fail-on-regression{'=any' if mode == 'any' else ''}: fails — {why or f'{comparison.regressions} regressed'}"
+        return f"  {flag}: fails — {why or f'{comparison.regressions} regressed'}"
     if comparison.not_run:
-        return f"  --fail-on-regression: fails — {comparison.not_run} not run (the new run was cut short: they were not compared)"
+        return f"  {flag}: fails — {comparison.not_run} not run (the new run was cut short: they were not compared)"
+    failing_new = [d for d in comparison.of("new") if d.after in BAD]
+    reasons = ([f"{len(failing_new)} new not passing ({_names(failing_new)})"] if failing_new else []) + _untested(comparison, mode)
+    if comparison.gate(mode):
+        return f"  {flag}: fails — {'; '.join(reasons)}"
     within = comparison.regressions and mode != "any" and comparison.paired is not None  # _regressions says why already
-    return f"  --fail-on-regression{'=any' if mode == 'any' else ''}: passes — {_regressions(comparison, mode)}{'' if within else _why(comparison, mode)}"
+    return f"  {flag}: passes — {'; '.join([_regressions(comparison, mode) + ('' if within else _why(comparison, mode)), *reasons])}"
 
 
 def _regressions(comparison: Comparison, mode: str) -> str:
@@ -135,7 +218,7 @@ def to_markdown(comparison: Comparison, base: RunReport | None = None, new: RunR
     """The comparison as a pull-request comment."""
     lines = [f"## agent-test: {headline(comparison)}", "",
              f"Comparing {_code(os.path.basename(comparison.base) or comparison.base)} → {_code(os.path.basename(comparison.new) or comparison.new)}.", "",
-             *[line for n in comparison.notes for line in (f"> ⚠ {_text(n)}", "")]]
+             *[line for n in comparison.notes + coverage(comparison) for line in (f"> ⚠ {_text(n)}", "")]]
     if comparison.paired is not None:
         said = evidence.lines(comparison.paired)
         lines += [f"**{_text(said[0], 600)}**", ""] + [f"- {_text(line.strip(), 300)}" for line in said[1:]] + [""]
@@ -171,7 +254,7 @@ def _static(comparison: Comparison) -> str:
     said = evidence.lines(comparison.paired) if comparison.paired is not None else []
     paired = (f'<div id="paired"><p><b>{escape(said[0])}</b></p><ul>' + "".join(f"<li>{escape(x.strip())}</li>" for x in said[1:])
               + "</ul></div>") if said else ""
-    notes = "".join(f'<p class="warn">⚠ {escape(n)}</p>' for n in comparison.notes)
+    notes = "".join(f'<p class="warn">⚠ {escape(n)}</p>' for n in comparison.notes + coverage(comparison))
     return (f"<h1>agent-test diff</h1><p>{escape(comparison.base)} → {escape(comparison.new)}</p>{notes}"
             f"<p><b>{escape(headline(comparison))}</b></p>{paired}{table}")
 
@@ -217,4 +300,4 @@ def check_path(path: str) -> None:
     prepare(path)
 
 
-__all__ = ["KINDS", "check_path", "console_lines", "gate_lines", "headline", "regression_line", "render", "to_dict", "to_html", "to_json", "to_markdown"]
+__all__ = ["KINDS", "check_path", "console_lines", "coverage", "gate_lines", "headline", "regression_line", "render", "to_dict", "to_html", "to_json", "to_markdown"]

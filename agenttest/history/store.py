@@ -17,6 +17,7 @@ from typing import Any
 
 from agenttest.errors import AgentTestError
 from agenttest.reporting.codec import report_dict
+from agenttest.reporting.evidence import span
 from agenttest.model import CaseKey, CaseResult, Gate, RunReport
 from agenttest.model.results import LOST_ONCE
 from agenttest.util import forked
@@ -109,7 +110,7 @@ class RunRow:
         run was cut short."""
         rate = f"{self.pass_rate}%" if self.pass_rate is not None else "—"
         if self.pass_rate is not None and self.pass_rate_low is not None and self.pass_rate_high is not None:
-            rate += f" ({self.pass_rate_low:.0f}–{self.pass_rate_high:.0f}%)"
+            rate += f" ({span(self.pass_rate_low / 100, self.pass_rate_high / 100).replace('%–', '–', 1)})"  # rounded as the reports round it
         if self.interrupted:
             return f"{rate} (interrupted)"
         return f"{rate} (stopped early)" if self.not_run else rate
@@ -388,7 +389,9 @@ def judge_rows(report: RunReport, run_id: int) -> list[tuple[Any, ...]]:
 
 
 def _percent(rate: float | None) -> float | None:
-    return None if rate is None else round(100 * rate, 1)
+    """An interval's end in percent, kept to 1e-6: rounded once when shown (``span``), as the reports round it — not
+    twice (9.45 kept as 9.5 was shown 10%, the reports' 9%)."""
+    return None if rate is None else round(100 * rate, 6)
 
 
 def _cases_not_run(report: RunReport) -> int:
