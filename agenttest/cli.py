@@ -510,6 +510,8 @@ def rescore_command(ctx: click.Context, report: str, inputs: tuple[str, ...]) ->
             args += ["-n", recorded.agent_id]
         if recorded.matrix and not given & {"-c", "--connector"}:
             args += ["-c", ",".join(recorded.matrix)]  # each connector's outputs judged as its own
+        elif recorded.connector and recorded.connector != "per case" and not given & {"-c", "--connector"}:
+            args += ["-c", recorded.connector]  # no agent is called: the outputs are the recorded connector's, and said so
         run_command.main([*args, *ctx.args], prog_name="agent-test rescore")  # exits with the run's code
         return ExitCode.OK
 

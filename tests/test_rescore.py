@@ -88,3 +88,40 @@ def test_cases_gone_from_the_files_are_said_and_a_missing_file_is_exit_2(recorde
     assert missing.exit_code == 2 and "Traceback" not in missing.output
     bad = cli("rescore", str(tmp_path / "no-report.json"))
     assert bad.exit_code == 2 and "no-report.json: no such report file" in bad.output
+
+
+def test_a_rescore_compares_the_judges_agreement_and_keeps_the_recorded_connector(app, server, tmp_path):
+    """The trial's rescore compared pass rates only (κ 0.25 → 0.50 was not in the comparison) and said 'Connector:
+    mock' and 'the runs used different connectors: local.a (base), mock (new)' though no agent was called."""
+    app.agent("bot", connector="mock")  # recorded with -c fake: the agent's own connector is not the run's
+    app.agent("judge", files={"prompts.yml": "- role: system\n  content: You are a validator.\n"})
+    counter: dict[str, int] = {}
+
+    def responder(req):
+        if req["messages"][0].get("content") == "You are a validator.":
+            sent = json.loads(last_user(req))
+            wanted = sent["criteria"].split(":")[1]
+            return Answer(json.dumps({"passed": wanted in str(sent["output"]), "reason": f"looked for {wanted}"}))
+        counter[last_user(req)] = counter.get(last_user(req), 0) + 1
+        return Answer(f"answer {last_user(req)} run {counter[last_user(req)]}")
+
+    server.responder = responder
+
+    def written(criterion, label):
+        return [{"id": f"c{i:02d}", "input": f"q{i:02d}", "assert": [{"type": "agent", "use": "agents:judge", "value": criterion,
+                                                                      "label": label(i)}]} for i in range(12)]
+
+    path = app.cases("cases.jsonl", written("mentions:run 1", lambda i: i % 2 == 0))
+    base = tmp_path / "base.json"
+    cli("-i", str(path), "-n", "bot", "-c", "fake", "--runs", "2", "-o", str(base))
+    agent_calls = len([b for b in server.bodies() if b["messages"][0].get("content") != "You are a validator."])
+    # by hand: even cases labelled pass, the judge passes run 1 only (tp 6, fn 6); odd labelled fail (fp 6, tn 6):
+    # agreement 12/24, pₑ = ½·½ + ½·½ = ½, κ = 0. Today: the judge passes every output, 18 of 24 labelled pass: κ 0
+    app.cases("cases.jsonl", written("mentions:answer", lambda i: i % 4 != 0))
+    result = cli("rescore", str(base), "-o", str(tmp_path / "r.json"))
+    assert len([b for b in server.bodies() if b["messages"][0].get("content") != "You are a validator."]) == agent_calls
+    lines = result.output.splitlines()
+    assert "  Judges against the labels (before → after):" in lines, result.output
+    assert "    judge on fake: agreement 50.0% → 75.0%, κ 0.00 → 0.00 (24 → 24 labelled verdicts)" in lines
+    assert "ℹ Connector: fake" in lines and "different connectors" not in result.output, result.output
+    assert report(tmp_path / "r.json")["summary"]["connector"] == "fake"

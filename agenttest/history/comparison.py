@@ -10,7 +10,7 @@ from typing import Any
 
 from agenttest.errors import ExitCode
 from agenttest.verdicts import paired as pairing
-from agenttest.model import CaseResult, Paired, RunReport
+from agenttest.model import Calibration, CaseResult, Paired, RunReport
 from agenttest.connectors.requestdiff import excerpts
 from agenttest.util.text import as_text
 
@@ -55,6 +55,7 @@ class Comparison:
     paired: Paired | None = None  # the cases both runs ran, compared as a paired experiment (FORMATS §19)
     notes: tuple[str, ...] = ()  # what differs between the runs besides their cases: the connectors, the models
     worst: Paired | None = None  # the paired test again, each removed case counted as failing every run now
+    judges: tuple[tuple[Calibration | None, Calibration | None], ...] = ()  # each labelled judge before and after
 
     def of(self, kind: str) -> list[CaseDiff]:
         return [c for c in self.cases if c.kind == kind]
@@ -276,7 +277,19 @@ def compare(base: RunReport, new: RunReport, base_name: str = "", new_name: str 
     diffs.sort(key=lambda d: KINDS.index(d.kind))
     names = base_name or base.output_file, new_name or new.output_file
     worst = pairing.compare(outcomes + gone, *names, alpha) if (gone := _gone(diffs, old_cases, base)) else None
-    return Comparison(*names, tuple(diffs), pairing.compare(outcomes, *names, alpha), setups(base, new), worst)
+    return Comparison(*names, tuple(diffs), pairing.compare(outcomes, *names, alpha), setups(base, new), worst, judges(base, new))
+
+
+def judges(base: RunReport, new: RunReport) -> tuple[tuple[Calibration | None, Calibration | None], ...]:
+    """Each judge (validator × connector) that either run measured against labels, before and after: a rescore with
+    new labels or a new judge compares agreement and κ, not only pass rates."""
+    from agenttest.verdicts import evidence
+
+    def labelled(report: RunReport) -> dict[tuple[str, str], Calibration]:
+        return {(c.validator, c.connector): c for c in evidence.of(report).judges if c.labelled}
+
+    before, after = labelled(base), labelled(new)
+    return tuple((before.get(k), after.get(k)) for k in dict.fromkeys([*after, *before]))
 
 
 def _gone(diffs: list[CaseDiff], cases: dict[Key, list[CaseResult]], base: RunReport) -> list[pairing.Outcome]:

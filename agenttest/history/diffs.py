@@ -52,6 +52,20 @@ def coverage(comparison: Comparison) -> tuple[str, ...]:
     return ()
 
 
+def judge_lines(comparison: Comparison) -> list[str]:
+    """The judges against the labels, before → after: ``judge on fake: agreement 75.0% → 87.5%, κ 0.25 → 0.50 (…)``."""
+    if not comparison.judges:
+        return []
+    lines = ["Judges against the labels (before → after):"]
+    for before, after in comparison.judges:
+        who = evidence.judge_name(after or before)  # type: ignore[arg-type]
+        rate = [f"{100 * c.agreement.rate:.1f}%" if c is not None and c.agreement is not None else "—" for c in (before, after)]
+        kappa = [f"{c.kappa:.2f}" if c is not None and c.kappa is not None else "—" for c in (before, after)]
+        n = [str(c.labelled) if c is not None else "0" for c in (before, after)]
+        lines.append(f"  {who}: agreement {rate[0]} → {rate[1]}, κ {kappa[0]} → {kappa[1]} ({n[0]} → {n[1]} labelled verdicts)")
+    return lines
+
+
 def console_lines(comparison: Comparison, color: bool = False) -> list[str]:
     """The comparison for the console: one line of counts, then each case that differs with its changes."""
     def paint(text: str, kind: str) -> str:
@@ -63,6 +77,7 @@ def console_lines(comparison: Comparison, color: bool = False) -> list[str]:
         said = evidence.lines(comparison.paired)
         lines.append(f"  {paint(said[0], 'regressed' if comparison.paired.verdict == 'worse' else 'fixed' if comparison.paired.verdict == 'better' else '')}")
         lines += [f"    {safe(line)}" for line in said[1:]]
+    lines += [f"  {safe(line)}" for line in judge_lines(comparison)]
     for d in comparison.cases:
         if d.kind == "unchanged":
             continue
@@ -222,6 +237,8 @@ def to_markdown(comparison: Comparison, base: RunReport | None = None, new: RunR
     if comparison.paired is not None:
         said = evidence.lines(comparison.paired)
         lines += [f"**{_text(said[0], 600)}**", ""] + [f"- {_text(line.strip(), 300)}" for line in said[1:]] + [""]
+    said = judge_lines(comparison)
+    lines += [f"**{_text(said[0])}**", "", *[f"- {_text(line.strip(), 300)}" for line in said[1:]], ""] if said else []
     shown = [d for d in comparison.cases if d.kind != "unchanged"]
     if not shown:
         return "\n".join(lines + ["Every case has the same verdict, output and tool calls."]) + "\n"
@@ -300,4 +317,4 @@ def check_path(path: str) -> None:
     prepare(path)
 
 
-__all__ = ["KINDS", "check_path", "console_lines", "coverage", "gate_lines", "headline", "regression_line", "render", "to_dict", "to_html", "to_json", "to_markdown"]
+__all__ = ["KINDS", "check_path", "console_lines", "coverage", "judge_lines", "gate_lines", "headline", "regression_line", "render", "to_dict", "to_html", "to_json", "to_markdown"]
