@@ -206,7 +206,9 @@ def test_diff_against_a_matrix_compares_connector_by_connector(offline_app, tmp_
     assert cli("-i", str(path), "-c", "mock,stub", "-o", str(matrix)).exit_code == 1
     result = cli("diff", str(single), str(matrix), "-o", str(tmp_path / "d.json"), "--fail-on-regression")
     data = json.loads((tmp_path / "d.json").read_text())
-    assert result.exit_code == 0 and data["counts"]["regressed"] == 0 and "runs passed" not in result.output
+    assert data["counts"]["regressed"] == 0 and "runs passed" not in result.output
+    # nothing regressed, but greet on stub is new and fails: the gate of --baseline, which diff's is, fails on it
+    assert result.exit_code == 1 and result.output.splitlines()[-1] == "  --fail-on-regression: fails — 1 new not passing (greet on stub)"
     assert {(c["id"], c["connector"], c["kind"]) for c in data["cases"]} == {
         ("greet", "mock", "unchanged"), ("any", "mock", "unchanged"), ("greet", "stub", "new"), ("any", "stub", "new")}
 

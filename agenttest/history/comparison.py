@@ -47,7 +47,7 @@ class CaseDiff:
         return f"{self.id} on {self.connector}" if self.connector else self.id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Comparison:
     base: str
     new: str
@@ -277,7 +277,8 @@ def compare(base: RunReport, new: RunReport, base_name: str = "", new_name: str 
     diffs.sort(key=lambda d: KINDS.index(d.kind))
     names = base_name or base.output_file, new_name or new.output_file
     worst = pairing.compare(outcomes + gone, *names, alpha) if (gone := _gone(diffs, old_cases, base)) else None
-    return Comparison(*names, tuple(diffs), pairing.compare(outcomes, *names, alpha), setups(base, new), worst, judges(base, new))
+    return Comparison(base=names[0], new=names[1], cases=tuple(diffs), paired=pairing.compare(outcomes, *names, alpha), notes=setups(base, new),
+                      worst=worst, judges=judges(base, new))
 
 
 def judges(base: RunReport, new: RunReport) -> tuple[tuple[Calibration | None, Calibration | None], ...]:
