@@ -130,3 +130,52 @@ def test_served_model_is_recorded_per_call(app, server):
     (call,) = report(out)["results"][0]["model_calls"]
     assert call["model"] == "gpt-4o-2024-08-06" and call["role"] == "agent" and call["connector"] == "fake"
     assert call["duration_ms"] >= 0
+
+
+def _typo_connector(app, server, field, value=None):
+    """``connectors/bad/h.conn.yao`` with a misspelt field on line 4, written as a user would (a comment too)."""
+    app.file("connectors/bad/h.conn.yao", f"""\
+        {{"type": "openai", // the loopback server
+         "options": {{"model": "fake-model",
+                     "key": "$ENV.FAKE_OPENAI_KEY",
+                     "{field}": {json.dumps(value or server.host)}}}}}
+        """)
+    app.agent("bot", connector="bad.h")
+    return app.cases("assistants/bot/tests/inputs.jsonl", [{"id": "a", "input": "hi", "assert": [{"type": "contains", "value": "hi"}]}])
+
+
+def test_a_misspelt_endpoint_is_an_error_at_load_and_the_key_goes_nowhere(app, server, monkeypatch):
+    """``base_ulr`` was a warning and the run went to the default endpoint with the key (the SDK's default is
+    $OPENAI_BASE_URL, here the loopback server standing in for api.openai.com: it must see no request)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", server.host + "/v1")
+    server.responder = lambda req: Answer("hi")
+    for field, meant in (("base_ulr", "base_url"), ("hots", "host"), ("proxi", "proxy"), ("api_kye", "api_key"), ("headrs", "headers")):
+        path = _typo_connector(app, server, field, {"X-Key": "$ENV.FAKE_OPENAI_KEY"} if meant == "headers" else None)
+        result = cli("-i", str(path), "-o", str(app.root / "r.json"))
+        assert result.exit_code == 2, result.output
+        conn = app.root / "connectors" / "bad" / "h.conn.yao"
+        assert f"{conn}:4:14: connector bad.h: '{field}' is not a field of an openai connector" in result.output, result.output
+        assert f"did you mean '{meant}'?" in result.output and "Traceback" not in result.output
+        assert "sk-test-SECRET" not in result.output
+    assert server.bodies() == []
+
+
+def test_an_unknown_option_holding_a_url_is_an_error(app, server, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.host + "/v1")
+    path = _typo_connector(app, server, "endpoint")
+    result = cli("-i", str(path), "-o", str(app.root / "r.json"))
+    assert result.exit_code == 2, result.output
+    assert "'endpoint' is not a field of an openai connector" in result.output
+    assert "the API base is 'host', 'base_url' or 'proxy'" in result.output
+    assert server.bodies() == []
+
+
+def test_an_unknown_parameter_far_from_any_field_is_still_a_warning(app, server):
+    server.responder = lambda req: Answer("hi")
+    path = _typo_connector(app, server, "tempreature", 0.3)
+    text = (app.root / "connectors" / "bad" / "h.conn.yao").read_text().replace('"tempreature"', f'"host": "{server.host}", "tempreature"')
+    (app.root / "connectors" / "bad" / "h.conn.yao").write_text(text)
+    result = cli("-i", str(path), "-o", str(app.root / "r.json"))
+    assert result.exit_code == 0, result.output
+    assert "'tempreature' is not a chat-completions parameter; not sent to the model — did you mean 'temperature'?" in result.output
+    assert len(server.bodies()) == 1

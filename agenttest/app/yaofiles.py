@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import Any
 
-from agenttest.util.positions import entries, json_message, json_repeated, line_col, second_key
+from agenttest.util.positions import entries, json_message, json_offset, json_repeated, line_col, second_key
 from agenttest.errors import AgentTestError, InputError, Location, Problem, did_you_mean
 
 ENV_REFERENCE = re.compile(r"\$ENV\.([A-Za-z_][A-Za-z0-9_]*)")  # $ENV.NAME in a value
@@ -39,6 +39,40 @@ def strip_comments(text: str) -> str:
             out.append(ch)
             i += 1
     return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+
+
+def blank_comments(text: str) -> str:
+    """``strip_comments`` that keeps every offset: comments and trailing commas become spaces (newlines kept), so a
+    place found in the result is the place in ``text``."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        elif text.startswith("//", i) or text.startswith("/*", i):
+            end = text.find("\n", i) if text[i + 1] == "/" else text.find("*/", i + 2)
+            j = n if end < 0 else end if text[i + 1] == "/" else end + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        else:
+            out.append(ch)
+            i += 1
+    return re.sub(r",(\s*[}\]])", lambda m: " " + m.group(1), "".join(out))
+
+
+def jsonc_location(path: str, keys: tuple[str | int, ...], key: bool = True) -> Location:
+    """Where ``keys`` (of a key when ``key``) is written in the JSON-with-comments file ``path``; the file alone when
+    it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        return Location(path)
+    return Location(path, *line_col(text, json_offset(blank_comments(text), keys, key)))
 
 
 def read_jsonc(path: str) -> Any:

@@ -14,7 +14,8 @@ import threading
 from typing import Any
 from urllib.parse import urlparse
 
-from agenttest.errors import AgentTestError, CallError
+from agenttest.errors import AgentTestError, CallError, InputError, Problem, typo_of
+from agenttest.app.yaofiles import jsonc_location
 from agenttest.model import Completion, ToolCall, Usage
 from agenttest.model.parameters import CHAT_PARAMETERS, not_sent, request_options
 from agenttest.runtime import exchanges
@@ -191,6 +192,23 @@ def fresh_options(options: dict[str, Any]) -> dict[str, Any]:
     return {k: dict(v) if type(v) is dict else v for k, v in options.items()}
 
 
+def _misread(spec: ConnectorSpec, key: str) -> Problem | None:
+    """The problem with an unknown option that is near a field the connector reads (``base_ulr``, ``hots``,
+    ``api_kye``, ``header``) or holds a URL (``endpoint``, ``api_base``): unread, the call would go to the default
+    endpoint, or without its key or headers. None for anything else (a parameter that is not sent: a warning)."""
+    value = spec.options.get(key)
+    typo = typo_of(key, _OWN | _DESCRIPTIVE)
+    url = isinstance(value, str) and value.strip().lower().startswith(("http://", "https://"))
+    if typo is None and not url:
+        return None
+    where = jsonc_location(spec.path, ("options", key)) if spec.path else None
+    hint = (f"did you mean '{typo}'?" if typo else "the API base is 'host', 'base_url' or 'proxy'")
+    endpoint = typo in ("host", "base_url", "proxy") or (typo is None and url)
+    unread = "; the call would go to the default endpoint (api.openai.com), with the key" if endpoint else ""
+    return Problem(f"connector {spec.id}: '{key}' is not a field of an openai connector (unknown options are not read{unread})",
+                   where, hint)
+
+
 def normalize_base_url(url: str) -> str:
     """``host``, ``base_url`` or ``proxy``, with or without ``/v1``: a bare host gets ``/v1``."""
     url = url.rstrip("/")
@@ -225,6 +243,9 @@ class OpenAIConnector:
         self.send_tools = not (isinstance(capabilities, dict) and capabilities.get("tool_calls") is False)
         self.defaults = {k: v for k, v in opts.items() if k in CHAT_PARAMETERS}
         unknown = [k for k in opts if k not in _OWN and k not in _DESCRIPTIVE and k not in CHAT_PARAMETERS]
+        misread = [p for p in (_misread(spec, k) for k in unknown) if p]
+        if misread:  # a misspelt endpoint or key: the call would go elsewhere (api.openai.com, with the key)
+            raise InputError(misread)
         self.warnings = [not_sent(unknown, f"connector {spec.id}" + (f" ({spec.path})" if spec.path else ""))] if unknown else []
         self.where = _host(self.base_url)
         self._clients: list[Any] = []
