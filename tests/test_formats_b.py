@@ -604,3 +604,38 @@ def test_the_snapshot_benchmark_runs_at_smoke_size():
 
     figures = main(["--smoke"])
     assert figures["entities"] == 300 and figures["seed_s"] > 0 and figures["restore_s"] > 0
+
+
+FLOW = """\
+meta: {name: flow, schema_version: "1.0", seed: 7}
+task: {prompt: "do it"}
+world: {shop: {orders: [{status: delivered, total: 10.0}, {status: delivered, total: 20.0}]}}
+tools: [shop]
+assertions: [{id: refunded, expr: 'world.shop.orders.exists(o, o.id == 2 && o.status == "refunded")'}]
+"""
+
+
+@pytest.mark.parametrize("text", [FLOW, "{" + FLOW.replace("\n", ", ").rstrip(", ") + "}\n"], ids=["flow", "all-flow"])
+def test_a_b_file_in_flow_style_is_recognised_by_its_parsed_shape(bapp, server, text):
+    server.responder = scripted(REFUND, "done")
+    result, data, _ = run_b(bapp, text)
+    assert result.exit_code == 0, result.output
+    assert only(data)["status"] == "passed" and "B scenario" in result.output
+    server.responder = scripted("done")  # and it fails when the agent does nothing
+    result, data, _ = run_b(bapp, text)
+    assert result.exit_code == 1 and only(data)["status"] == "failed"
+
+
+def test_a_flow_mapping_that_is_not_b_is_still_a_case_file_problem(bapp):
+    result, _, path = run_b(bapp, "{meta: {schema_version: '1.0'}, task: x, world: {}}\n", "--dry-run")  # no tools
+    assert result.exit_code == 2 and "B scenario" not in result.output and "Traceback" not in result.output
+
+
+def test_lint_of_a_case_file_says_it_is_not_a_b_scenario(bapp):
+    jsonl = bapp.cases("tests/cases.jsonl", [{"id": "a", "input": "hi"}])
+    listed = bapp.file("tests/cases.yaml", "- id: a\n  input: hi\n")
+    for path, words in ((jsonl, "not a B scenario (one YAML file"), (listed, "not a B scenario (a YAML mapping with meta, task, "
+                                                                            "world and tools; this file holds a list: a case file?)")):
+        result = cli("lint", str(path))
+        assert result.exit_code == 2, result.output
+        assert f"{path}: {words}" in result.output and "E001" not in result.output and "not valid YAML" not in result.output

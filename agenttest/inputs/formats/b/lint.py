@@ -42,7 +42,13 @@ def lint_files(paths: list[str]) -> list[Finding]:
     """Every finding of every file; a file that does not load is exit 2 with its problems."""
     findings: list[Finding] = []
     problems: list[Problem] = []
+    from agenttest.inputs.formats.b.source import not_a_scenario
+
     for path in paths:
+        if (why := not_a_scenario(path)) is not None:
+            problems.append(Problem(why, Location(path), "agent-test lint checks B scenario files (docs/formats-b.md); "
+                                    "run a case file with agent-test -i FILE"))
+            continue
         built = builder.build(path)
         if built.case is None:
             problems += built.problems
