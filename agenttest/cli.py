@@ -470,8 +470,9 @@ def diff_command(base: str, new: str, outputs: tuple[str, ...], fail_on: str | N
 @click.option("--sequence", default="strict", show_default=True, type=click.Choice(["strict", "ordered", "unordered", "subset", "superset"]),
               help="The mode of the proposed tool_sequence check")
 @click.option("--allow-gaps", is_flag=True, help="Import traces whose spans name parents that are in no file  [default: a gap is an error]")
+@click.option("--force", is_flag=True, help="Replace the -o file if it exists  [default: an existing file is an error]")
 def import_command(files: tuple[str, ...], output: str, judge: str | None, redact: tuple[str, ...], no_redact: tuple[str, ...],
-                   sequence: str, allow_gaps: bool) -> None:
+                   sequence: str, allow_gaps: bool, force: bool) -> None:
     """Make cases from recorded conversations: OpenTelemetry GenAI traces (OTLP/JSON, as the file exporters write
     them) or JSON Lines chat logs of chat-completions requests and responses. One case per conversation: the
     history as input, production's tool results as mocks, proposed checks; secrets and personal data replaced."""
@@ -480,7 +481,7 @@ def import_command(files: tuple[str, ...], output: str, judge: str | None, redac
         from agenttest.inputs.traces.importing import Request, lines, run
 
         summary = run(Request(files=files, output=output, judge=judge, redact=redact, no_redact=no_redact, sequence=sequence,
-                              allow_gaps=allow_gaps))
+                              allow_gaps=allow_gaps, force=force))
         for line in lines(summary):
             click.echo(line)
         return ExitCode.OK

@@ -432,3 +432,30 @@ def test_the_hand_reader_agrees_with_the_official_otlp_json_classes(server, tmp_
         assert (mine.trace_id, mine.span_id, mine.parent_id) == (official.trace_id.hex(), official.span_id.hex(), official.parent_span_id.hex())
         assert (mine.name, mine.start, mine.end) == (official.name, official.start_time_unix_nano, official.end_time_unix_nano)
         assert mine.attributes == {kv.key: _official(kv.value) for kv in official.attributes}
+
+
+def test_bad_input_makes_no_folder_of_the_output(tmp_path):
+    """docs/traces.md: bad input is exit 2 before anything is written — a missing file made -o's folders first."""
+    log = tmp_path / "gateway.jsonl"
+    log.write_text('{"request": {"messages": [}\n')
+    for given in (tmp_path / "nonexist.jsonl", log):
+        result = cli("import", str(given), "-o", str(tmp_path / "imp-x" / "deep" / "out.yaml"))
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        assert not (tmp_path / "imp-x").exists()
+    assert "nonexist.jsonl does not exist" in cli("import", str(tmp_path / "nonexist.jsonl"), "-o", str(tmp_path / "o.yaml")).output
+
+
+def test_an_existing_case_file_is_replaced_only_with_force(tmp_path):
+    log = tmp_path / "gateway.jsonl"
+    log.write_text(chat_line([{"role": "user", "content": "hello"}], {"role": "assistant", "content": "hi"}) + "\n")
+    out = tmp_path / "tests" / "imported.yaml"
+    assert cli("import", str(log), "-o", str(out)).exit_code == 0
+    out.write_text(out.read_text() + "# edited by hand\n")
+    result = cli("import", str(log), "-o", str(out))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"Error: -o {out}: the file exists (import would replace it, and any edits made to it by hand); " \
+           "give another file name, or --force to replace it" in result.output
+    assert out.read_text().endswith("# edited by hand\n")
+    result = cli("import", str(log), "-o", str(out), "--force")
+    assert result.exit_code == 0, result.output
+    assert "# edited by hand" not in out.read_text() and "hello" in out.read_text()

@@ -35,6 +35,7 @@ class Request:
     no_redact: tuple[str, ...] = ()
     sequence: str = "strict"
     allow_gaps: bool = False
+    force: bool = False  # replace an existing case file (it may have been edited by hand)
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,10 @@ class Summary:
 def run(request: Request) -> Summary:
     """Import the files into ``request.output``; an AgentTestError (exit 2) for any problem of the input."""
     redactor = Redactor.of(request.redact, request.no_redact)
-    _check_output(request.output)
+    _check_output(request.output, request.force)
+    texts = [(file, _text(file)) for file in request.files]
     export, chat_calls = otlp.Export(), []
-    for file in request.files:
-        text = _text(file)
+    for file, text in texts:
         if chatlogs.looks_like(text):
             chat_calls += chatlogs.read(file, text)
         else:
@@ -79,15 +80,21 @@ def run(request: Request) -> Summary:
     cases = _cases(conversations(calls, found.tools), request, redactor, summary, problems)
     if problems:
         raise InputError(problems)
+    prepare(request.output)  # its folders made only now: bad input writes nothing
     write_atomic(request.output, render(cases, request))
     summary.redacted = [(holder, redactor.kinds[holder], redactor.found_in.get(holder, [])) for holder in redactor.kinds]
     return summary
 
 
-def _check_output(path: str) -> None:
+def _check_output(path: str, force: bool) -> None:
+    """The output's name, before anything is read or written: a case file, and not one that exists (without --force)."""
     if os.path.splitext(path)[1].lower() not in SUFFIXES:
         raise AgentTestError(f"-o {path}: import writes a case file: .jsonl or .yaml", hint="e.g. -o tests/imported.yaml")
-    prepare(path)
+    if os.path.isdir(path):
+        raise AgentTestError(f"-o {path}: is a folder; give a file name", hint="e.g. -o tests/imported.yaml")
+    if os.path.lexists(path) and not force:
+        raise AgentTestError(f"-o {path}: the file exists (import would replace it, and any edits made to it by hand)",
+                             hint="give another file name, or --force to replace it")
 
 
 def _text(file: str) -> str:
