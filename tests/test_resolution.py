@@ -102,3 +102,28 @@ def test_assertions_naming_a_tool_the_agent_lacks_are_caught_before_the_run(app,
     strict = cli("-i", str(guard), "-n", "bot", "--strict")
     assert strict.exit_code == 2 and "tool_called: the agent has no tool 'delete_everything'; its tools: set_world; " \
                                      "unknown tools are errors with --strict" in strict.stderr
+
+
+def test_tool_args_naming_an_argument_the_tool_lacks_is_caught_before_the_run(app, server):
+    """A negated ``tool_args`` with ``ordr_id`` passed whatever the agent did (the schema has only ``order_id``)."""
+    schema = {"type": "object", "properties": {"order_id": {"type": "string"}, "reason": {"type": "string"}}}
+    app.agent("bot", tools=[{"type": "function", "function": {"name": "lookup_order", "parameters": schema}}],
+              files={"src/tools.py": "def lookup_order(ctx, order_id, reason=''):\n    return {'id': order_id}\n"})
+    path = app.cases("cases.jsonl", [
+        {"id": "a", "input": "tool:lookup_order:{\"order_id\": \"7\"}",
+         "assert": [{"type": "tool_args", "tool": "lookup_order", "arguments": {"ordr_id": "1042"}, "negate": True}]},
+        {"id": "b", "input": "hi", "assert": [{"type": "tool_args", "tool": "lookup_order", "arguments": {"order_id": "1", "colour": "red"}}]},
+    ])
+    for flags in ((), ("--dry-run",)):
+        result = cli("-i", str(path), "-n", "bot", *flags)
+        assert result.exit_code == 2 and server.requests == [] and "Traceback" not in result.output, result.output
+        lines = [line.removeprefix("Error: ") for line in result.stderr.splitlines() if "has no argument" in line]
+        assert lines == [f"{path}:1:136: tool_args: tool 'lookup_order' has no argument 'ordr_id'; did you mean 'order_id'?",
+                         f"{path}:2:116: tool_args: tool 'lookup_order' has no argument 'colour'; its arguments: order_id, reason"], result.stderr
+    from scripted import scripted
+
+    server.responder = scripted  # the names it declares pass, and a negated check fails when the call was made
+    good = app.cases("good.jsonl", [{"id": "a", "input": "tool:lookup_order:{\"order_id\": \"7\"}",
+                                     "assert": [{"type": "tool_args", "tool": "lookup_order", "arguments": {"order_id": "7"}, "negate": True}]}])
+    result = cli("-i", str(good), "-n", "bot")
+    assert result.exit_code == 1 and "FAILED" in result.output, result.output

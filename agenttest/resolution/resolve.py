@@ -5,7 +5,7 @@ reported together, each at the ``file:line:column`` where it was named."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +70,7 @@ def resolve(cases: list[Case], catalog: Catalog, agent_id: str | None, connector
             tools = tools_of(case, agent.tools)
             out.problems += unknown_tools(case, tools)
             _named_tools(named, tools, catalog.strict, out)
+            out.problems += unknown_arguments(case, agent.tools)
         out.warnings += _missing_attachments(case)
     _suites(cases, catalog, out)
     _unknown_options(cases, catalog.strict, out)
@@ -124,6 +125,26 @@ def _named_tools(named: list[tuple[str, str, Location | None]], tools: list[str]
             out.unknown_tools.add(name)
             out.warnings.append(f"{where}: {kind}: the agent has no tool '{name}' (its tools: {', '.join(tools) or 'none'}): "
                                 "the assertion checks for a call to a tool it was never given")
+
+
+def unknown_arguments(case: Case, tools: Mapping[str, Any]) -> list[Problem]:
+    """``tool_args`` naming an argument its tool's schema does not declare (``ordr_id`` for ``order_id``): negated it
+    would always pass, plain always fail. Checked where the schema lists its properties and allows no others."""
+    out = []
+    turns = (a for t in case.turns for a in t.assertions)
+    for spec in (*case.assertions, *(cp.assertion for cp in case.checkpoints), *turns):
+        arguments, tool = spec.params.get("arguments"), tools.get(spec.params.get("tool"))  # type: ignore[arg-type]
+        if spec.type != "tool_args" or not isinstance(arguments, dict) or tool is None:
+            continue
+        schema = getattr(tool, "schema", {}).get("parameters")
+        declared = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(declared, dict) or not declared or schema.get("additionalProperties", False) is not False:
+            continue
+        for name in arguments:
+            if name not in declared:
+                hint = did_you_mean(name, declared) or f"its arguments: {', '.join(declared)}"
+                out.append(Problem(f"tool_args: tool '{tool.name}' has no argument '{name}'", case.locate((*spec.path, "arguments", name), True), hint))
+    return out
 
 
 def tools_of(case: Case, agent_tools: Iterable[str]) -> list[str]:
