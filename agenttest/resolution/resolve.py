@@ -137,8 +137,10 @@ def unknown_arguments(case: Case, tools: Mapping[str, Any]) -> list[Problem]:
         if spec.type != "tool_args" or not isinstance(arguments, dict) or tool is None:
             continue
         schema = getattr(tool, "schema", {}).get("parameters")
-        declared = schema.get("properties") if isinstance(schema, dict) else None
-        if not isinstance(declared, dict) or not declared or schema.get("additionalProperties", False) is not False:
+        if not isinstance(schema, dict) or schema.get("additionalProperties", False) is not False:
+            continue
+        declared = schema.get("properties")
+        if not isinstance(declared, dict) or not declared:
             continue
         for name in arguments:
             if name not in declared:
