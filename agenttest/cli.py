@@ -597,7 +597,7 @@ def snapshot_command(source: str, output: str) -> None:
     finish(work)
 
 
-@main.command("lint", short_help="Flag fragile patterns in B scenario files (W001–W004).",
+@main.command("lint", short_help="Flag fragile patterns in B scenario files (W001–W005).",
               context_settings=SETTINGS)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per finding on stdout.")

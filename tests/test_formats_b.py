@@ -639,3 +639,22 @@ def test_lint_of_a_case_file_says_it_is_not_a_b_scenario(bapp):
         result = cli("lint", str(path))
         assert result.exit_code == 2, result.output
         assert f"{path}: {words}" in result.output and "E001" not in result.output and "not valid YAML" not in result.output
+
+
+def test_lint_flags_an_assertion_that_is_always_true(bapp):
+    path = bapp.file("scenarios/t.yaml", BASE + "  - id: vacuous\n    expr: \"true\"\n")
+    result = cli("lint", str(path))
+    assert result.exit_code == 1, result.output
+    assert f"{path}:19:12: W005: this assertion is always true; it reads nothing of the run" in result.output
+
+
+def test_comparing_an_int_with_a_string_at_run_time_says_so_in_plain_words(bapp, server):
+    """``o.id == "2"`` over ids that are ints: celpy said "found no matching overload for Token('RULE', 'relation_eq') …"."""
+    server.responder = scripted(REFUND, "done")
+    result, data, _ = run_b(bapp, BASE.replace("o.id == 2 &&", 'o.id == "2" &&'))
+    assert result.exit_code == 1, result.output
+    (failed,) = [a for a in only(data)["assertions"] if not a["passed"]]
+    assert failed["message"] == ('world.shop.orders.exists(o, o.id == "2" && o.status == "refunded"): could not be evaluated: '
+                                 "'==' compares an int with a string (a value of one type never equals one of another: compare "
+                                 'like with like, e.g. 2 with 2 or "2" with "2")')
+    assert "Token(" not in result.output and "overload" not in result.output and "celtypes" not in result.output

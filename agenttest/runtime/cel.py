@@ -6,6 +6,7 @@ the helpers ``calls``, ``count``, ``before``, ``last``, ``all_of`` and ``any_of`
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -135,8 +136,8 @@ def _a(kind: str) -> str:
 
 def _place(node: Any) -> tuple[int, int]:
     meta = getattr(node, "meta", None)
-    if meta is not None and not getattr(meta, "empty", True):
-        return meta.line, meta.column
+    if meta is not None and not getattr(meta, "empty", True) and getattr(meta, "line", None) is not None:
+        return meta.line, meta.column  # (a bare literal's tree has a meta without a line: "true")
     line = getattr(node, "line", None)
     return (line, node.column) if line is not None else (1, 1)
 
@@ -420,9 +421,33 @@ def evaluate(expr: str, context: dict[str, Any]) -> Any:
     return _python(value)
 
 
+_OVERLOAD = re.compile(r"found no matching overload for Token\('RULE', '(\w+)'\) applied to '\((.*)\)'")
+_OPERATORS = {"relation_eq": "==", "relation_ne": "!=", "relation_lt": "<", "relation_le": "<=", "relation_gt": ">",
+              "relation_ge": ">=", "relation_in": "in", "addition_add": "+", "addition_sub": "-", "multiplication_mul": "*",
+              "multiplication_div": "/", "multiplication_mod": "%", "unary_neg": "-", "unary_not": "!"}
+
+
 def _eval_message(exc: Exception) -> str:
-    text = str(exc.args[0]) if exc.args else str(exc)
-    return text.split(" (in activation", 1)[0]
+    """celpy's message in plain words: ``'==' compares an int with a string`` for its "no matching overload for
+    Token('RULE', 'relation_eq') applied to (IntType, StringType)"."""
+    text = (str(exc.args[0]) if exc.args else str(exc)).split(" (in activation", 1)[0]
+    found = _OVERLOAD.search(text)
+    if found is None:
+        return text
+    op = _OPERATORS.get(found.group(1), found.group(1))
+    kinds = [_a(_celtype(name)) for name in re.findall(r"celtypes\.(\w+)Type", found.group(2))]
+    if len(kinds) == 2 and op in ("==", "!="):
+        return (f"'{op}' compares {kinds[0]} with {kinds[1]} (a value of one type never equals one of another: compare "
+                f"like with like, e.g. 2 with 2 or \"2\" with \"2\")")
+    if len(kinds) == 2:
+        return f"'{op}' cannot {'compare' if op in ('<', '<=', '>', '>=', 'in') else 'combine'} {kinds[0]} with {kinds[1]}"
+    return f"'{op}' cannot take {', '.join(kinds) or 'these values'}"
+
+
+def _celtype(name: str) -> str:
+    """celpy's ``IntType`` → ``int``."""
+    return {"Int": "int", "Uint": "uint", "Double": "double", "String": "string", "Bool": "bool", "Bytes": "bytes",
+            "List": "list", "Map": "map", "Null": "null", "Timestamp": "timestamp", "Duration": "duration"}.get(name, name.lower())
 
 
 def _python(value: Any) -> Any:

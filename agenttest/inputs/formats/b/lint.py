@@ -7,6 +7,7 @@
 - W003 an assertion that reads nothing the run can change: only collections no tool and no world event writes,
   and neither ``diff`` nor the journal — its verdict is known before the run.
 - W004 an exact comparison of the agent's final text (``journal.final_response == "…"``): any rewording fails it.
+- W005 an assertion that is always true (``expr: "true"``, ``1 == 1``): it passes whatever the agent did.
 
 Each finding has its code, place (line:column in the file) and a hint. ``--strict`` runs lint before a run."""
 
@@ -125,6 +126,9 @@ def _expression(doc: Any, path: tuple[Any, ...], expr: str, is_assertion: bool, 
         value = _constant(expr)
         if value is False:
             add("W002", tree, "this expression is always false", "it reads nothing of the run; check what it was meant to say")
+        elif value is True and is_assertion:
+            add("W005", tree, "this assertion is always true", "it reads nothing of the run and passes whatever the agent did; "
+                "check what it was meant to say")
     reads = {r for r in reads if not any(o != r and o.startswith(r + ".") for o in reads)}  # the longest paths read
     if is_assertion and reads and all(r.startswith("world.") for r in reads):
         collections = {".".join(r.split(".")[1:3]) for r in reads}
