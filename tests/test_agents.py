@@ -71,7 +71,10 @@ def test_package_yao_comments_and_unknown_keys(app):
     with pytest.raises(AgentTestError, match="'team_notes' is not a field of package.yao; unknown keys are errors with --strict"):
         Catalog(App(str(app.root)), strict=True).agent("bot")
     (folder / "package.yao").write_text('{"name": "Bot", "conector": "fake"}')
-    with pytest.raises(AgentTestError, match="package.yao: 'conector' is not a field of package.yao; did you mean 'connector'?"):
+    with pytest.raises(AgentTestError, match="package.yao:1:17: 'conector' is not a field of package.yao; did you mean 'connector'?"):
+        Catalog(App(str(app.root))).agent("bot")
+    (folder / "package.yao").write_text('// the bot\n{"name": "Bot", /* a\nblock */\n  "conector": "fake",\n}\n')  # the place past comments
+    with pytest.raises(AgentTestError, match="package.yao:4:3: 'conector' is not a field of package.yao; did you mean 'connector'?"):
         Catalog(App(str(app.root))).agent("bot")
 
 

@@ -275,7 +275,7 @@ def test_agent_own_servers_process_transport_and_yao_full_ids(app, server, tmp_p
     ({"mcps/calc.mcp.yao": {"transport": "stdoi", "command": "python"}}, {"servers": ["calc"]},
      "calc.mcp.yao: 'transport' must be one of stdio, http, sse, process, not 'stdoi'; did you mean 'stdio'?"),
     ({"mcps/calc.mcp.yao": {"transport": "stdio", "comand": "python"}}, {"servers": ["calc"]},
-     "calc.mcp.yao: 'comand' is not a field of an mcp server file; did you mean 'command'?"),
+     "calc.mcp.yao:1:24: 'comand' is not a field of an mcp server file; did you mean 'command'?"),
     ({"mcps/calc.mcp.yao": {"transport": "stdio"}}, {"servers": ["calc"]}, "calc.mcp.yao: a stdio server needs a 'command'"),
     ({"mcps/calc.mcp.yao": {"transport": "http", "url": "$ENV.MCP_NOPE_URL"}}, {"servers": ["calc"]},
      "'url': environment variable MCP_NOPE_URL is not set; export MCP_NOPE_URL=…"),

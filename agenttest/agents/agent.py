@@ -24,7 +24,7 @@ from agenttest.util.text import cleaned, safe_text
 from agenttest.util.values import fresh, sendable
 from agenttest.runtime.trace import record_call, record_tool_call, tool_world
 from agenttest.runtime.node.yaohooks import index_hooks
-from agenttest.app.yaofiles import load_module, read_jsonc, typescript_port
+from agenttest.app.yaofiles import jsonc_location, load_module, read_jsonc, typescript_port
 
 KNOWN_KEYS = {"name", "description", "connector", "options", "tools", "mcp", "max_tool_rounds", "output_from"}
 YAO_KEYS = {"label", "type", "public", "placeholder", "prompts", "automated", "mentionable", "readonly",
@@ -80,7 +80,7 @@ def load_spec(agent_id: str, folder: str, warnings: list[str], strict: bool = Fa
         typo = typo_of(key, KNOWN_KEYS)
         if typo or strict:
             hint = f"did you mean '{typo}'?" if typo else "unknown keys are errors with --strict"
-            raise AgentTestError(f"'{key}' is not a field of package.yao", Location(pkg_path), hint)
+            raise AgentTestError(f"'{key}' is not a field of package.yao", jsonc_location(pkg_path, (key,)), hint)
         warnings.append(f"{pkg_path}: '{key}' is not a field of package.yao; ignored")
     ignored = [k for k in pkg if k in YAO_KEYS or k.startswith(YAO_META_PREFIX)]
     if ignored:

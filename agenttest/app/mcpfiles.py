@@ -15,7 +15,7 @@ from agenttest.util.durations import parse_duration
 from agenttest.errors import AgentTestError, Location, did_you_mean, typo_of
 from agenttest.util.secrets import Secrets
 from agenttest.app.credentials import credentials
-from agenttest.app.yaofiles import read_jsonc, substitute_env
+from agenttest.app.yaofiles import jsonc_location, read_jsonc, substitute_env
 
 SUFFIXES = (".mcp.yao", ".mcp.json", ".mcp.jsonc")
 TRANSPORTS = ("stdio", "http", "sse", "process")
@@ -117,7 +117,7 @@ def _check_keys(data: dict[str, Any], path: str, warnings: list[str]) -> None:
     for key in unknown:
         typo = typo_of(key, KEYS)
         if typo:
-            raise AgentTestError(f"'{key}' is not a field of an mcp server file", Location(path), f"did you mean '{typo}'?")
+            raise AgentTestError(f"'{key}' is not a field of an mcp server file", jsonc_location(path, (key,)), f"did you mean '{typo}'?")
     if unknown:
         warnings.append(f"{path}: ignored (not used by agent-test): {', '.join(unknown)}")
 
