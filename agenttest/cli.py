@@ -40,6 +40,13 @@ SECTIONS = ("Input and selection", "Running", "Output", "Other")
 SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}  # every command's
 
 
+class Count(click.IntRange):
+    """A whole number in a range: ``--runs three`` says "'three' is not a valid whole number" (click's own name for
+    its type, "integer range", read as if a range such as 1-5 were wanted)."""
+
+    name = "whole number"
+
+
 class Option(click.Option):
     """An option that belongs to a section of ``--help``; ``formats`` fills ``{formats}`` in its help, when the help
     is shown, with the formats the registry knows (``reporting.formats``: ``report`` or ``comparison``)."""
@@ -287,7 +294,7 @@ def main() -> None:
               help="Load (or generate) the cases and print them as JSON lines without running  [default: off]")
 @click.option("--strict", is_flag=True, cls=Option, section="Input and selection",
               help="Unknown keys in cases, --ctx and package.yao are errors, not ignored with a warning; a case that checks nothing fails  [default: off]")
-@click.option("--max-cases", default=10_000, show_default=True, type=click.IntRange(1, None), metavar="N", cls=Option,
+@click.option("--max-cases", default=10_000, show_default=True, type=Count(1, None), metavar="N", cls=Option,
               section="Input and selection", help="Most cases a file's scripted variants may make (counted before any is made).")
 @click.option("--app", "app", metavar="DIR", cls=Option, section="Input and selection",
               help="App root  [default: $AGENTTEST_APP, else the nearest folder with assistants/ above the input or the current folder]")
@@ -306,7 +313,7 @@ def main() -> None:
               help="Global after hook in the agent's src/, e.g. env_test.AfterAll  [default: none]")
 @click.option("--timeout", default="5m", show_default=True, callback=_duration, metavar="DURATION", cls=Option, section="Running",
               help="Timeout per test case: 30s, 2m30s, 1h or seconds.")
-@click.option("--parallel", default=1, show_default=True, type=click.IntRange(1, 1000), metavar="N", cls=Option, section="Running",
+@click.option("--parallel", default=1, show_default=True, type=Count(1, 1000), metavar="N", cls=Option, section="Running",
               help="Number of test cases run at once.")
 @click.option("--workers", default="1", show_default=True, callback=_parsed_by("runner.executors"), metavar="N|auto", cls=Option,
               section="Running", help="Worker processes that run the cases (auto: one per core; 0: in this process, e.g. for a debugger).")
@@ -314,7 +321,7 @@ def main() -> None:
               help="Where workers run: local processes, or Ray actors on RAY_ADDRESS / --ray-address (pip install 'agent-test[ray]').")
 @click.option("--ray-address", metavar="ADDRESS", cls=Option, section="Running",
               help="The Ray cluster of --executor ray, e.g. ray://head:10001  [default: $RAY_ADDRESS, else a local Ray]")
-@click.option("--runs", default=1, show_default=True, type=click.IntRange(1, MAX_RUNS), metavar="N", cls=Option, section="Running",
+@click.option("--runs", default=1, show_default=True, type=Count(1, MAX_RUNS), metavar="N", cls=Option, section="Running",
               help="Run each case N times (a case's 'runs' wins) and gate it on its pass rate.")
 @click.option("--min-pass-rate", default=1.0, show_default=True, type=click.FloatRange(0, 1), callback=_rate, metavar="RATE", cls=Option, section="Running",
               help="A case passes when this share of its runs passed (a case's 'min_pass_rate' wins); 1.0 is pass^k.")
@@ -621,7 +628,7 @@ def lint_command(files: tuple[str, ...], as_json: bool) -> None:
 @main.command("history", short_help="List the recorded runs, newest first, with their pass rates.", context_settings=SETTINGS)
 @click.option("--history", "history_file", metavar="FILE", help="The history database  [default: .agent-test/history.sqlite in the app root]")
 @click.option("--app", "app_dir", metavar="DIR", help="App root  [default: the nearest folder with assistants/ above the current one]")
-@click.option("-n", "--limit", default=20, show_default=True, type=click.IntRange(1, None), metavar="N", help="Show the last N runs.")
+@click.option("-n", "--limit", default=20, show_default=True, type=Count(1, None), metavar="N", help="Show the last N runs.")
 def history_command(history_file: str | None, app_dir: str | None, limit: int) -> None:
     """List the recorded runs, newest first: when, inputs, connector, cases, pass rate, exit code."""
 
@@ -641,7 +648,7 @@ def history_command(history_file: str | None, app_dir: str | None, limit: int) -
 
 @main.command("view", short_help="Serve the run history (or one report) in the viewer.", context_settings=SETTINGS)
 @click.argument("report", required=False, metavar="[REPORT.json]")
-@click.option("--port", default=8642, show_default=True, type=click.IntRange(0, 65535), metavar="N", help="Port on 127.0.0.1 (0: any free one).")
+@click.option("--port", default=8642, show_default=True, type=Count(0, 65535), metavar="N", help="Port on 127.0.0.1 (0: any free one).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the web browser  [default: print its address]")
 @click.option("--history", "history_file", metavar="FILE", help="The history database  [default: .agent-test/history.sqlite in the app root]")
 @click.option("--app", "app_dir", metavar="DIR", help="App root  [default: the nearest folder with assistants/ above the current one]")

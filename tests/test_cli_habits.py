@@ -272,3 +272,24 @@ def test_the_command_list_in_help_is_not_cut_off():
     assert r.returncode == 0 and "..." not in listed
     for name in ("diff", "merge", "history", "view", "init"):
         assert f"\n  {name} " in listed, listed
+
+
+def test_a_missing_case_file_suggests_only_a_close_name(app):
+    app.agent("bot")
+    app.cases("tests/perfect.jsonl", [{"id": "a", "input": "hi"}])
+    far = cli("-i", str(app.root / "tests" / "nope.jsonl"), "-n", "bot")
+    assert far.exit_code == 2 and "does not exist" in far.output and "did you mean" not in far.output, far.output
+    near = cli("-i", str(app.root / "tests" / "perfct.jsonl"), "-n", "bot")
+    assert near.exit_code == 2 and f"did you mean '{app.root / 'tests' / 'perfect.jsonl'}'?" in near.output, near.output
+
+
+def test_a_count_that_is_no_number_says_a_whole_number_is_wanted(app):
+    result = cli("-i", "hi", "--runs", "three")
+    assert result.exit_code == 2 and "'three' is not a valid whole number" in result.output and "integer range" not in result.output
+
+
+def test_an_assertion_type_starting_with_a_vowel_takes_an(app):
+    app.agent("bot")
+    path = app.cases("c.jsonl", [{"id": "a", "input": "hi", "assert": [{"type": "equals", "value": "x", "colour": "red"}]}])
+    result = cli("-i", str(path), "-n", "bot", "--dry-run")
+    assert result.exit_code == 2 and "'colour' is not a field of an 'equals' assertion" in result.output, result.output

@@ -459,3 +459,13 @@ def test_an_existing_case_file_is_replaced_only_with_force(tmp_path):
     result = cli("import", str(log), "-o", str(out), "--force")
     assert result.exit_code == 0, result.output
     assert "# edited by hand" not in out.read_text() and "hello" in out.read_text()
+
+
+def test_what_was_replaced_is_said_in_good_english(tmp_path):
+    said = [chat_line([{"role": "user", "content": f"key sk-proj-{c * 40} and {c}{c}x@example.com"}], {"role": "assistant", "content": "ok"},
+                      conversation_id=c) for c in "ab"]
+    log = tmp_path / "gateway.jsonl"
+    log.write_text("\n".join(said) + "\n")
+    result = cli("import", str(log), "-o", str(tmp_path / "c.yaml"))
+    assert result.exit_code == 0, result.output
+    assert "Replaced 2 API keys or tokens (<KEY_1>, <KEY_2>); 2 e-mail addresses (<EMAIL_1>, <EMAIL_2>)" in result.output, result.output

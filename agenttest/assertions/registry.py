@@ -192,7 +192,7 @@ def check(params: dict[str, Any]) -> list[CheckProblem]:
     problems: list[CheckProblem] = []
     for key, value in params.items():
         if key not in spec.params:
-            problems.append((key, f"'{key}' is not a field of a '{kind}' assertion", _unknown_hint(spec, key, params)))
+            problems.append((key, f"'{key}' is not a field of {'an' if kind[:1] in 'aeiou' else 'a'} '{kind}' assertion", _unknown_hint(spec, key, params)))
         elif spec.params[key] and (key not in COMMON_FIELDS or key in ("id", "severity", "weight", "description")):
             choices = spec.params[key].get("enum")
             if isinstance(choices, list) and value not in choices:  # said as a case's own fields are, with the near one

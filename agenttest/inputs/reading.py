@@ -395,5 +395,6 @@ def _similar_file(path: str) -> str | None:
         names = [n for n in os.listdir(folder or ".") if n.endswith(SUFFIXES)]
     except OSError:
         return None
-    match = closest(os.path.basename(path), names)
-    return f"did you mean '{os.path.join(folder, match)}'?" if match else None
+    stems = {os.path.splitext(n)[0]: n for n in names}  # by the stem: a shared '.jsonl' made any two names close
+    match = closest(os.path.splitext(os.path.basename(path))[0], stems)
+    return f"did you mean '{os.path.join(folder, stems[match])}'?" if match else None

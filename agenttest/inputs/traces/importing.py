@@ -231,7 +231,7 @@ def lines(summary: Summary) -> list[str]:
         kinds: dict[str, list[str]] = {}
         for holder, what, _ in summary.redacted:
             kinds.setdefault(what, []).append(holder)
-        said = "; ".join(f"{len(h)} {w}{'' if len(h) == 1 else 's'} ({', '.join(h[:5])}{'…' if len(h) > 5 else ''})" for w, h in kinds.items())
+        said = "; ".join(f"{len(h)} {w if len(h) == 1 else _plural(w)} ({', '.join(h[:5])}{'…' if len(h) > 5 else ''})" for w, h in kinds.items())
         out.append(f"Replaced {said}; the originals are in no file written.")
         for holder, what, cases in summary.redacted:
             out.append(f"  {holder}  {what}, in {', '.join(cases[:5])}{' …' if len(cases) > 5 else ''}")
@@ -240,3 +240,10 @@ def lines(summary: Summary) -> list[str]:
     out += [f"Note: {n}" for n in summary.notes]
     out.append(f"Review the proposed checks, then run them: agent-test -i {summary.output} -n AGENT")
     return out
+
+
+def _plural(what: str) -> str:
+    """``API key or token`` → ``API keys or tokens``; ``--redact NAME`` → ``matches of --redact NAME``."""
+    if what.startswith("--redact"):
+        return f"matches of {what}"
+    return " or ".join(word + ("es" if word.endswith("s") else "s") for word in what.split(" or "))  # e-mail addresses
