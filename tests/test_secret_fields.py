@@ -123,3 +123,24 @@ def test_an_mcp_servers_token_and_credential_env_are_secrets_its_paths_are_not(a
     secrets = Secrets()
     read(str(path), "gh", App(str(app.root)), None, secrets, [])
     assert list(secrets) == ["ghp_0123456789abcdef"]
+
+
+def test_the_credentials_of_a_connector_the_run_does_not_use_are_hidden_too(app, server, monkeypatch):
+    """A tool printing $OTHER_KEY, the key of a connector file the run never uses, showed it (only the run's own
+    connectors were known)."""
+    from scripted import scripted
+
+    monkeypatch.setenv("OTHER_KEY", "sk-other-UNUSED-0123456789abcdef")
+    monkeypatch.setenv("OTHER_MODEL", "a-model-name-from-env")
+    app.connector("spare.one", {"type": "openai", "options": {"model": "$ENV.OTHER_MODEL", "key": "$ENV.OTHER_KEY"}})
+    tools = [{"name": "leak", "description": "d", "parameters": {"type": "object", "properties": {}}}]
+    app.agent("bot", tools=tools, files={"src/tools.py": "import os\ndef leak(ctx):\n    print(os.environ['OTHER_KEY'])\n"
+                                                          "    return {'key': os.environ['OTHER_KEY'], 'model': os.environ['OTHER_MODEL']}\n"})
+    server.responder = scripted
+    path = app.cases("assistants/bot/tests/inputs.jsonl", [{"id": "a", "input": "tool:leak:{}", "assert": [{"type": "contains", "value": "done"}]}])
+    out = app.root / "r.json"
+    result = cli("-i", str(path), "-o", str(out), "-v")
+    assert result.exit_code == 0, result.output
+    written = out.read_text()
+    assert "sk-other-UNUSED" not in result.output and "sk-other-UNUSED" not in written and "0123456789abcdef" not in written
+    assert '"key": "***"' in written and "a-model-name-from-env" in written  # a model name is not a secret

@@ -17,7 +17,7 @@ from agenttest.agents.agent import Agent, load_spec
 from agenttest.app.folders import App
 from agenttest.connectors.cassettes import Cassettes
 from agenttest.connectors import Connector, create
-from agenttest.connectors.files import spec_for
+from agenttest.connectors.files import hide_every_credential, spec_for
 from agenttest.connectors.recorded import Recorded
 from agenttest.connectors.throttle import Traffic
 from agenttest.errors import AgentTestError, InputError
@@ -39,6 +39,7 @@ class Catalog:
         self.recorded = recorded  # --calls all|failed: every connector's calls are recorded (connectors/recorded.py)
         self.cassettes = cassettes  # --record/--replay: every connector is wrapped
         self.secrets = secrets if secrets is not None else Secrets()
+        hide_every_credential(app, self.secrets)  # not only the connectors this run uses (docs/safety.md)
         self.strict = strict  # unknown keys in package.yao are errors
         self.traffic = traffic if traffic is not None else Traffic()  # throttles and retries network connectors
         self.warnings: list[str] = []

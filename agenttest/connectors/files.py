@@ -54,6 +54,23 @@ def spec_for(app: App, connector_id: str, secrets: Secrets, offline: bool = Fals
                          + f"; or openai.<model>; or create {create}:\n{example}")
 
 
+def hide_every_credential(app: App, secrets: Secrets) -> None:
+    """The credentials of every connector file of the app join ``secrets``, used in this run or not: a tool or a
+    model that prints ``$FAKE_KEY`` under ``-c mock`` shows ``***``. Hiding is for display only (identity is matched
+    before it), so hiding more never changes a verdict. A file that does not read is skipped here: it is an error
+    only where a run uses it."""
+    for connector_id in app.connector_ids():
+        path = app.connector_path(connector_id)
+        try:
+            raw = read_jsonc(path)
+        except AgentTestError:
+            continue
+        found: dict[str, str] = {}
+        data = substitute_env(raw, f"connector {connector_id}", found, required=False)
+        for value, _ in credentials(raw, data, found):
+            secrets.add(value)  # unnamed: a value too short to hide is said only for a connector the run uses
+
+
 def role_connector(app: App, role: str) -> str:
     """``use::NAME`` → the connector ID that ``<root>/agent/agent.yml`` gives the role: ``system.NAME``, else
     ``system.default`` (a string, or ``{connector: ID}``)."""
