@@ -20,6 +20,7 @@ from typing import Any
 from agenttest.errors import InputError, Location, Problem
 from agenttest.inputs.formats.b import build as builder
 from agenttest.inputs.formats.b.packs import WRITES
+from agenttest.inputs.formats.b.shape import not_a_scenario
 from agenttest.runtime import cel
 
 
@@ -43,8 +44,6 @@ def lint_files(paths: list[str]) -> list[Finding]:
     """Every finding of every file; a file that does not load is exit 2 with its problems."""
     findings: list[Finding] = []
     problems: list[Problem] = []
-    from agenttest.inputs.formats.b.source import not_a_scenario
-
     for path in paths:
         if (why := not_a_scenario(path)) is not None:
             problems.append(Problem(why, Location(path), "agent-test lint checks B scenario files (docs/formats-b.md); "
