@@ -188,7 +188,8 @@ class Session:
             signals.task = task
             try:
                 start = self.workers.start if self.workers is not None else None
-                return await planning.build(chosen.cases, caller.catalog, self.agent_id, self.config, loaded.problems, start)
+                problems = [*loaded.problems, *planning.unbuilt_problems(loaded.unbuilt, caller.catalog, self.agent_id, self.config)]
+                return await planning.build(chosen.cases, caller.catalog, self.agent_id, self.config, problems, start)
             except asyncio.CancelledError:
                 if signals.caught is None:
                     raise

@@ -127,3 +127,23 @@ def test_tool_args_naming_an_argument_the_tool_lacks_is_caught_before_the_run(ap
                                      "assert": [{"type": "tool_args", "tool": "lookup_order", "arguments": {"order_id": "7"}, "negate": True}]}])
     result = cli("-i", str(good), "-n", "bot")
     assert result.exit_code == 1 and "FAILED" in result.output, result.output
+
+
+def test_what_a_case_with_problems_names_is_checked_in_the_same_round(app, server):
+    """An unknown validator in a case that had another problem was said only once that problem was fixed."""
+    app.agent("bot")
+    app.agent("workers.test.validator")
+    validatr = {"type": "agent", "use": "agents:workers.test.validatr", "value": "polite"}
+    path = app.cases("cases.jsonl", [
+        {"id": "c", "input": "hi", "assert": [{"type": "contains"}, validatr]},
+        {"id": "d", "input": "hi", "runs": "three", "assert": [{"type": "tool_called", "name": "x"}, {**validatr, "use": "agents:workers.test.validatr2"}]},
+    ])
+    for flags in ((), ("--dry-run",)):
+        result = cli("-i", str(path), "-n", "bot", *flags)
+        assert result.exit_code == 2 and server.requests == [] and "Traceback" not in result.output, result.output
+        lines = result.stderr.splitlines()
+        assert f"Error: {path}:1:39: 'contains' needs a 'value'; a string or a list of strings" in lines
+        assert f"{path}:2:36: 'runs' must be an integer, not a string" in lines
+        assert any(x.startswith(f"{path}:1:86: unknown agent 'workers.test.validatr'; did you mean 'workers.test.validator'?") for x in lines), lines
+        assert any(x.startswith(f"{path}:2:") and "unknown agent 'workers.test.validatr2'" in x for x in lines), lines
+        assert lines[-1] == "4 problems found; nothing was run"

@@ -3,6 +3,7 @@ scripted case with variants made into one case per combination."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import sys
@@ -90,7 +91,37 @@ def build_cases(docs: Sequence[Document], base_dir: str, default_simulator: str 
                 loaded.problems.append(too_many)
                 continue
             cases += products(make_case(known, doc, base_dir, default_simulator, specs))
+        else:
+            loaded.unbuilt += _unbuilt(raw, found, doc, base_dir, default_simulator)
     return cases
+
+
+PLACEHOLDER = {"type": "contains", "value": ""}  # stands for an assertion at fault: the others keep their places
+
+
+def _unbuilt(raw: dict[str, Any], found: list[Any], doc: Document, base_dir: str, default_simulator: str | None) -> list[Case]:
+    """The case without what is at fault — unknown keys dropped, each bad assertion replaced by a placeholder, any
+    other bad field dropped — so that what it names is checked in the same round; none when it cannot be built."""
+    out: dict[str, Any] = copy.deepcopy(_without(raw, [f.path for f in found if f.unknown]))
+    for path in (f.path for f in found if not f.unknown):
+        cut = max((i + 1 for i in range(len(path) - 1) if path[i] == "assert" and isinstance(path[i + 1], int)), default=0)
+        if not cut:
+            if path and isinstance(path[0], str):
+                out.pop(path[0], None)
+            continue
+        parent: Any = out
+        for part in path[:cut - 1]:
+            parent = parent[part] if isinstance(parent, (dict, list)) and _has(parent, part) else None
+        if isinstance(parent, list) and _has(parent, path[cut - 1]):
+            parent[path[cut - 1]] = dict(PLACEHOLDER)
+    try:
+        return [make_case(out, doc, base_dir, default_simulator)]
+    except Exception:  # noqa: BLE001 — only a help: the case's own problems are said anyway
+        return []
+
+
+def _has(holder: Any, part: Any) -> bool:
+    return part in holder if isinstance(holder, dict) else isinstance(part, int) and -len(holder) <= part < len(holder)
 
 
 def _too_many(raw: dict[str, Any], doc: Document, made: list[int], limit: int) -> Problem | None:

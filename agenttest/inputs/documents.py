@@ -52,11 +52,15 @@ class Loaded:
     cases: list[Case] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # cases with problems of their own, built without what is at fault: never run, but the agents, connectors and
+    # tools they name are resolved in the same round as the problems (not one round of fixes later)
+    unbuilt: list[Case] = field(default_factory=list)
 
     def extend(self, other: Loaded) -> None:
         self.cases += other.cases
         self.problems += other.problems
         self.warnings += other.warnings
+        self.unbuilt += other.unbuilt
 
     def check(self) -> list[Case]:
         """The cases, or an InputError listing every problem."""

@@ -41,6 +41,14 @@ async def build(cases: list[Case], catalog: Catalog, agent_id: str | None, confi
     return plan, Diagnostics.of(resolved.warnings, unchecked(plan))
 
 
+def unbuilt_problems(cases: list[Case], catalog: Catalog, agent_id: str | None, config: RunConfig) -> list[Problem]:
+    """What the cases that did not load name and the app lacks (an unknown validator, a misspelt tool): said with
+    the cases' own problems, in one round. These cases never run."""
+    if not cases:
+        return []
+    return resolve(cases, catalog, agent_id, config.matrix[0] if config.matrix else config.connector).problems
+
+
 def unchecked(plan: Plan) -> list[str]:
     """The warning that some cases check nothing but that the agent answers (they pass whenever it does), or none."""
     ids = list(dict.fromkeys((i.case.file, i.case.id) for i in plan.items if i.checks_nothing and not i.case.skip))
