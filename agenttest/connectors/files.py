@@ -60,9 +60,8 @@ def hide_every_credential(app: App, secrets: Secrets) -> None:
     before it), so hiding more never changes a verdict. A file that does not read is skipped here: it is an error
     only where a run uses it."""
     for connector_id in app.connector_ids():
-        path = app.connector_path(connector_id)
         try:
-            raw = read_jsonc(path)
+            raw = read_jsonc(app.connector_path(connector_id))  # a file that leads outside the app is not read
         except AgentTestError:
             continue
         found: dict[str, str] = {}
