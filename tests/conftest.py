@@ -19,6 +19,14 @@ from openai_server import Answer, OpenAIServer, last_user  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 
 
+def seed_document(name: str) -> Path:
+    """A seed document of ../shared/spec: beside the checkout, one level up, or on the development machine's /work."""
+    for root in (REPO.parent, REPO.parent.parent, Path("/work")):
+        if (root / "shared" / "spec" / name).exists():
+            return root / "shared" / "spec" / name
+    return REPO / "missing" / name
+
+
 @pytest.fixture(autouse=True)
 def _history_apart(tmp_path, monkeypatch):
     """The suite's own runs go to a history of their own, not the repository's (tests of the default place

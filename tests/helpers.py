@@ -1,3 +1,3 @@
 """Imports for test modules (conftest is not importable by name everywhere)."""
 
-from conftest import REPO, Answer, AppBuilder, OpenAIServer, alive, cli, last_user, report, survivors, tool_app  # noqa: F401
+from conftest import REPO, Answer, AppBuilder, OpenAIServer, alive, cli, last_user, report, seed_document, survivors, tool_app  # noqa: F401

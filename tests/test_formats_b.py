@@ -10,11 +10,10 @@ import shutil
 
 import pytest
 
-from helpers import REPO, Answer, cli, report
+from helpers import REPO, Answer, cli, report, seed_document
 
 EXAMPLE = REPO / "examples" / "b" / "assistants" / "desk" / "tests" / "refund-and-reschedule.yaml"
-SPEC = next((p / "shared" / "spec" / "scenario-dsl.txt" for p in (REPO.parent, REPO.parent.parent)
-             if (p / "shared" / "spec" / "scenario-dsl.txt").exists()), REPO / "missing")
+SPEC = seed_document("scenario-dsl.txt")
 
 BASE = """\
 meta:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import REPO, cli, report
+from helpers import REPO, cli, report, seed_document
 
 EXAMPLE = REPO / "examples" / "world-scenarios"
 TESTS = "assistants/ops/tests"
@@ -59,7 +59,7 @@ def calls(result: dict) -> list[tuple[str, str | None]]:
 
 
 def test_the_example_scenario_is_the_document_s_byte_for_byte():
-    spec = Path("/work/shared/spec/world-scenarios.txt")
+    spec = seed_document("world-scenarios.txt")
     if not spec.exists():
         pytest.skip("the seed documents are not beside this checkout")
     text = spec.read_text()
