@@ -146,7 +146,8 @@ class CaseRun:
             described["metadata"] = case.metadata
         return replace(result, key=self.item.key, duration_ms=(time.perf_counter() - self.start) * 1000, run=self.run, index=index,
                        line=case.location.line or 0, world=self.world.record(self.settings.full_world), **described,
-                       model_calls=tuple(trace.served), spend=spend_of(trace.by_connector, trace.calls, self.caller.catalog.prices))
+                       model_calls=tuple(trace.served), spend=spend_of(trace.by_connector, trace.calls, self.caller.catalog.prices),
+                       checked_nothing=self.item.checks_nothing)
 
     async def after(self, result: CaseResult) -> CaseResult:
         """The After hook, with what is left of the case's deadline (AFTER_GRACE at least); a Ctrl-C meanwhile
@@ -171,7 +172,8 @@ class CaseRun:
             extra["warnings"] = (*result.warnings, *trace.notes)
         fdcapture.end(self.printed, self.printed.ran)
         if self.item.checks_nothing:
-            extra["checked_nothing"] = True
+            if not result.checked_nothing:  # a result stamped carries it already; one made above (an error of ours) not
+                extra["checked_nothing"] = True
             if self.settings.strict and result.status == "passed" and "status" not in extra:
                 extra.update(status="failed", error=UNCHECKED)
         stdout, stderr = self.printed.text()

@@ -3,8 +3,9 @@ that are not a case file share."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from agenttest.agents.agent import Agent
 from agenttest.agents.caller import Caller
@@ -48,6 +49,25 @@ class Source(Protocol):
 
 def counted(count: int) -> str:
     return f"{count} test case" if count == 1 else f"{count} test cases"
+
+
+@dataclass(frozen=True)
+class OneFile:
+    """What sources that are one file share (a case file, a seed-format file): the file is what ``-i`` said, the
+    default report goes beside it and the agent is the one whose folder holds it."""
+
+    path: str
+    needs_agent: ClassVar[bool] = False
+
+    @property
+    def text(self) -> str:
+        return self.path
+
+    def report_folder(self) -> str | None:
+        return os.path.dirname(self.path) or "."
+
+    def agent_hint(self, app: App) -> str | None:
+        return app.agent_above(self.path)
 
 
 class NotAFile:

@@ -6,29 +6,15 @@ import asyncio
 import os
 from dataclasses import dataclass
 
-from agenttest.app.folders import App
 from agenttest.inputs.documents import SUFFIXES, Loaded
 from agenttest.inputs.reading import load_file
-from agenttest.inputs.sources.base import LoadEnv, counted
+from agenttest.inputs.sources.base import LoadEnv, OneFile, counted
 
 
 @dataclass(frozen=True)
-class CaseFile:
-    path: str
-    needs_agent = False
-
-    @property
-    def text(self) -> str:
-        return self.path
-
+class CaseFile(OneFile):
     def describe(self, count: int) -> str:
         return f"{self.path} ({counted(count)})"
-
-    def report_folder(self) -> str | None:
-        return os.path.dirname(self.path) or "."
-
-    def agent_hint(self, app: App) -> str | None:
-        return app.agent_above(self.path)
 
     async def load(self, env: LoadEnv) -> Loaded:
         return await asyncio.to_thread(load_file, self.path, env.default_simulator, env.policy)

@@ -10,13 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from agenttest.app.folders import App
 from agenttest.errors import InputError, Location, Problem
 from agenttest.inputs import suites
 from agenttest.inputs.building import build_cases
 from agenttest.inputs.documents import Loaded
 from agenttest.inputs.formats.strict import Checker, Read, Translated, read_json, sniff
-from agenttest.inputs.sources.base import LoadEnv, counted
+from agenttest.inputs.sources.base import LoadEnv, OneFile, counted
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,25 +34,13 @@ class Format:
 
 
 @dataclass(frozen=True)
-class SeedFile:
+class SeedFile(OneFile):
     """A file in a seed format, given with ``-i`` (recognised by its shape, or forced with its prefix)."""
 
-    path: str
-    needs_agent: ClassVar[bool] = False
     format: ClassVar[Format]
-
-    @property
-    def text(self) -> str:
-        return self.path
 
     def describe(self, count: int) -> str:
         return f"{self.path} ({self.format.name}, {counted(count)})"
-
-    def report_folder(self) -> str | None:
-        return os.path.dirname(self.path) or "."
-
-    def agent_hint(self, app: App) -> str | None:
-        return app.agent_above(self.path)
 
     async def load(self, env: LoadEnv) -> Loaded:
         return await asyncio.to_thread(load, self.format, self.path, env)

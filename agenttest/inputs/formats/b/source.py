@@ -8,11 +8,11 @@ import asyncio
 import os
 from dataclasses import dataclass
 
-from agenttest.app.folders import App
 from agenttest.errors import AgentTestError
 from agenttest.inputs.documents import Loaded
 from agenttest.inputs.formats.b import build
 from agenttest.inputs.formats.b.shape import recognises
+from agenttest.inputs.sources.base import OneFile
 from agenttest.plugins import SOURCES
 
 PREFIX = "b:"
@@ -34,24 +34,11 @@ def ignores(path: str) -> bool:
 
 
 @dataclass(frozen=True)
-class ScenarioFile:
+class ScenarioFile(OneFile):
     """One B file: one scenario case."""
-
-    path: str
-    needs_agent = False
-
-    @property
-    def text(self) -> str:
-        return self.path
 
     def describe(self, count: int) -> str:
         return f"{self.path} (B scenario)"
-
-    def report_folder(self) -> str | None:
-        return os.path.dirname(self.path) or "."
-
-    def agent_hint(self, app: App) -> str | None:
-        return app.agent_above(self.path)
 
     async def load(self, env: object) -> Loaded:
         strict = bool(getattr(getattr(env, "policy", None), "strict", False))
