@@ -10,7 +10,7 @@ import pytest
 
 from agenttest.app.folders import App, find_root
 from agenttest.agents.catalog import Catalog
-from agenttest.app.yaofiles import strip_comments
+from agenttest.app.yaofiles import blank_comments
 from agenttest.errors import AgentError, AgentTestError
 from agenttest.model import Context
 from helpers import Answer
@@ -78,8 +78,19 @@ def test_package_yao_comments_and_unknown_keys(app):
         Catalog(App(str(app.root))).agent("bot")
 
 
-def test_strip_comments_keeps_strings():
-    assert json.loads(strip_comments('{"url": "http://x//y", /* c */ "a": [1,],}')) == {"url": "http://x//y", "a": [1]}
+def test_comments_blanked_keep_strings():
+    assert json.loads(blank_comments('{"url": "http://x//y", /* c */ "a": [1,],}')) == {"url": "http://x//y", "a": [1]}
+
+
+def test_invalid_json_past_a_block_comment_is_shown_at_its_line(tmp_path):
+    from agenttest.app.yaofiles import read_jsonc
+
+    path = tmp_path / "package.yao"
+    path.write_text('/* a comment\nof three\nlines */\n{"name": "Bot",\n  "connector" "fake"}\n')
+    with pytest.raises(AgentTestError) as raised:
+        read_jsonc(str(path))
+    (problem,) = raised.value.problems
+    assert problem.location is not None and problem.location.line == 5  # the block comment's lines counted
 
 
 def test_connector_files_env_substitution_and_implicit_openai(app, monkeypatch):

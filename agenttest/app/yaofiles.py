@@ -17,33 +17,10 @@ from agenttest.errors import AgentTestError, InputError, Location, Problem, did_
 ENV_REFERENCE = re.compile(r"\$ENV\.([A-Za-z_][A-Za-z0-9_]*)")  # $ENV.NAME in a value
 
 
-def strip_comments(text: str) -> str:
-    """JSON with ``//`` and ``/* */`` comments and trailing commas → JSON (strings left alone)."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i : j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            out.append(" ")
-            i = n if j < 0 else j + 2
-        else:
-            out.append(ch)
-            i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
-
-
 def blank_comments(text: str) -> str:
-    """``strip_comments`` that keeps every offset: comments and trailing commas become spaces (newlines kept), so a
-    place found in the result is the place in ``text``."""
+    """JSON with ``//`` and ``/* */`` comments and trailing commas → JSON (strings left alone), every offset kept:
+    comments and trailing commas become spaces (newlines kept), so a place found in the result — a JSON error's
+    line and column too — is the place in ``text``."""
     out, i, n = [], 0, len(text)
     while i < n:
         ch = text[i]
@@ -82,7 +59,7 @@ def read_jsonc(path: str) -> Any:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise AgentTestError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    plain = strip_comments(text)
+    plain = blank_comments(text)
     try:
         data = json.loads(plain)
     except json.JSONDecodeError as exc:
