@@ -383,6 +383,11 @@ SMOKE_WORKLOADS = ("agent-test --help", "agent-test --version", "--list (median)
                    "--calls none:", "--calls all:", "report keeping every call", "model call card opened")
 
 
+# Issue 57's rows that are agent-test's alone, run after the peers' workloads by ``--peer`` (rows 1–5 of its
+# "done when": start-up and the first request, the rate limit's timeline, 100,000 cases, workers, Ray)
+ISSUE_57 = ("help", "first_request", "rate_limited_ms", "huge_mock", "workers_pay", "ray_two_node")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="every workload once at a tiny size (no targets)")
@@ -404,6 +409,10 @@ def main() -> None:
             import peer
 
             peer.compare(bench, args.peer)
+            if not args.smoke:  # the rest of issue 57's rows, in the same run: what no peer is measured on
+                workloads = bench.workloads()
+                for name in ISSUE_57:
+                    workloads[name]()
         else:
             bench.all(args.only)
     finally:
