@@ -652,16 +652,18 @@ def history_command(history_file: str | None, app_dir: str | None, limit: int) -
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the web browser  [default: print its address]")
 @click.option("--history", "history_file", metavar="FILE", help="The history database  [default: .agent-test/history.sqlite in the app root]")
 @click.option("--app", "app_dir", metavar="DIR", help="App root  [default: the nearest folder with assistants/ above the current one]")
-def view_command(report: str | None, port: int, open_browser: bool, history_file: str | None, app_dir: str | None) -> None:
+@click.option("--paged", is_flag=True, help="Show REPORT.json a page at a time, whatever its size  [default: past 32 MB] (docs/viewer.md)")
+def view_command(report: str | None, port: int, open_browser: bool, history_file: str | None, app_dir: str | None, paged: bool) -> None:
     """Serve the run history (or one JSON report) in the viewer on 127.0.0.1 until Ctrl-C."""
 
     def work() -> int:
-        from agenttest.reporting.codec import read
         from agenttest.history.store import History, locate
         from agenttest.history import server
 
+        if paged and report is None:
+            raise AgentTestError("--paged shows one report file a page at a time", hint="pass it: agent-test view REPORT.json --paged")
         if report is not None:
-            pages, what = server.Pages(report=read(report)), report
+            pages, what = server.report_pages(report, paged), report
         else:
             path = locate(history_file, app_dir)
             History(path, create=False).close()  # a missing or foreign database is said now, not on the first page

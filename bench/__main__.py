@@ -335,7 +335,7 @@ class Bench:
             "rate_limited": lambda: load.rate_limited(self), "rate_limited_ms": lambda: load.rate_limited_ms(self), "wide": lambda: load.wide(self),
             "mock_10k": lambda: load.mock_10k(self), "huge_mock": lambda: load.huge_mock(self), "first_request": lambda: load.first_request(self),
             **scaleout.workloads(self), "ray_two_node": lambda: raytwo.ray_two_node(self),
-            "viewer": lambda: viewer.viewer(self),
+            "viewer": lambda: viewer.viewer(self), "viewer_paged": lambda: viewer.paged(self),
             "calls": lambda: calls.calls(self),
         }
 

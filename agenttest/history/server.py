@@ -4,6 +4,7 @@ or one report file."""
 
 from __future__ import annotations
 
+import os
 import threading
 from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,10 +13,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from agenttest.errors import AgentTestError
 from agenttest.history.comparison import compare
-from agenttest.reporting.codec import report_of
+from agenttest.reporting.codec import read, report_of
 from agenttest.history.store import History
 from agenttest.model import RunReport
-from agenttest.history import diffs
+from agenttest.history import diffs, pagedview
+from agenttest.history.paging import PAGED_BYTES, NotPaged, PagedReport
 from agenttest.reporting import html, viewer
 
 HOST = "127.0.0.1"  # never another interface: the history holds what the agent said
@@ -32,13 +34,18 @@ class BadRequest(Exception):
 class Pages:
     """The pages the server shows: HTML for a path and query (NotFound when there is none) — no HTTP in here."""
 
-    def __init__(self, history: str | None = None, report: RunReport | None = None):
+    def __init__(self, history: str | None = None, report: RunReport | None = None, paged: PagedReport | None = None,
+                 per_page: int = pagedview.PER_PAGE):
         self.history_path = history
         self.single = report
+        self.paged = paged  # a big report file, a page at a time (history/paging.py)
+        self.per_page = per_page
 
-    def get(self, path: str, query: dict[str, str]) -> str:
+    def get(self, path: str, query: dict[str, str], lists: dict[str, list[str]] | None = None) -> str:
         if self.single is not None and path == "/":
             return html.page_of(self.single)
+        if self.paged is not None:
+            return self._paged(path, lists if lists is not None else {k: [v] for k, v in query.items()})
         if self.history_path is None:
             raise NotFound(path)
         with History(self.history_path, create=False) as history:
@@ -53,6 +60,20 @@ class Pages:
                 base, new = self._report(history, query["a"]), self._report(history, query["b"])
                 comparison = compare(base, new, f"run #{query['a']}", f"run #{query['b']}")
                 return diffs.to_html(comparison, base, new)
+        raise NotFound(path)
+
+    def _paged(self, path: str, lists: dict[str, list[str]]) -> str:
+        assert self.paged is not None
+        try:
+            if path == "/":
+                view = pagedview.view_of(lists, self.paged.statuses)
+                return pagedview.overview(self.paged, view, self.per_page)
+            if path.startswith("/result/"):
+                return pagedview.result_page(self.paged, path.removeprefix("/result/"))
+        except pagedview.BadQuery as exc:
+            raise BadRequest(str(exc)) from None
+        except LookupError as exc:
+            raise NotFound(str(exc)) from None
         raise NotFound(path)
 
     def _report(self, history: History, run_id: str) -> RunReport:
@@ -88,6 +109,21 @@ class Pages:
         return viewer.page("case", {"case": {"id": case_id, "file": file or ""}, "history": verdicts}, f"{case_id} — agent-test history", static)
 
 
+def report_pages(path: str, paged: bool = False) -> Pages:
+    """One report file's pages: a file past PAGED_BYTES (any, with ``paged``) a page at a time, its index made in
+    the background while the first page is served; a smaller one (or one not laid out as agent-test writes it) read
+    whole, as before."""
+    if os.path.isfile(path) and (paged or os.path.getsize(path) >= PAGED_BYTES):
+        try:
+            big = PagedReport(path)
+        except NotPaged:
+            pass
+        else:
+            big.start_indexing()
+            return Pages(paged=big)
+    return Pages(report=read(path))
+
+
 def _e(value: Any) -> str:
     """Any value of the database as inert HTML text (a column may hold text where a number belongs)."""
     return escape(str(value))
@@ -100,18 +136,22 @@ def _handler(pages: Pages) -> type[BaseHTTPRequestHandler]:
             if self.headers.get("Host", "").rsplit(":", 1)[0] not in (HOST, "localhost"):
                 return self._send(403, "<h1>Forbidden</h1>")
             url = urlsplit(self.path)
-            query = {k: v[0] for k, v in parse_qs(url.query).items()}
+            home = "Run history" if pages.history_path is not None else "The report"
             try:
-                self._send(200, pages.get(url.path, query))
+                try:
+                    lists = parse_qs(url.query, max_num_fields=100)  # more fields than any page has
+                except ValueError:
+                    raise BadRequest("a query of more than 100 fields") from None
+                self._send(200, pages.get(url.path, {k: v[0] for k, v in lists.items()}, lists))
             except BadRequest as exc:
-                self._send(400, f"<h1>Bad request</h1><p>{escape(str(exc))}</p><p><a href=\"/\">Run history</a></p>")
+                self._send(400, f"<h1>Bad request</h1><p>{escape(str(exc))}</p><p><a href=\"/\">{home}</a></p>")
             except NotFound as exc:
-                self._send(404, f"<h1>Not found</h1><p>{escape(str(exc))}</p><p><a href=\"/\">Run history</a></p>")
+                self._send(404, f"<h1>Not found</h1><p>{escape(str(exc))}</p><p><a href=\"/\">{home}</a></p>")
             except AgentTestError as exc:
-                self._send(500, f"<h1>Cannot show this</h1><p>{escape(exc.format_message())}</p><p><a href=\"/\">Run history</a></p>")
+                self._send(500, f"<h1>Cannot show this</h1><p>{escape(exc.format_message())}</p><p><a href=\"/\">{home}</a></p>")
             except Exception as exc:  # noqa: BLE001 — a bug of ours, or a database damaged under us: a page, never a dropped connection
                 self._send(500, f"<h1>Cannot show this</h1><p>internal error: {escape(type(exc).__name__)}: {escape(str(exc))}</p>"
-                                "<p><a href=\"/\">Run history</a></p>")
+                                f"<p><a href=\"/\">{home}</a></p>")
 
         def _send(self, status: int, body: str) -> None:
             data = body.encode("utf-8")

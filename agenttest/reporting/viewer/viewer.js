@@ -322,7 +322,7 @@
     const prev = at > 0 ? failing[at - 1] : at < 0 && failing.length ? failing[failing.length - 1] : null;
     const next = at >= 0 ? failing[at + 1] : failing[0];
     const link = (x, label, id) => x ? h("a", { href: "#" + encodeURIComponent(x.anchor), id, text: label }) : h("span", { class: "meta", text: label });
-    const nav = h("div", { class: "nav" }, h("a", { href: "#", id: "back", text: "← All cases" }),
+    const nav = h("div", { class: "nav" }, h("a", { href: links && links.all ? links.all : "#", id: "back", text: "← All cases" }), // a paged report's: its first page
       link(prev, "◀ previous failing", "prev"), link(next, "next failing ▶", "next"),
       at >= 0 ? h("span", { class: "meta", text: "failing " + (at + 1) + " of " + failing.length }) : null,
       links && links.case ? h("a", { href: links.case + "?id=" + encodeURIComponent(c.id) + (c.anchor !== c.id ? "&file=" + encodeURIComponent(c.file) : ""), id: "case-history", text: "this case across runs" }) : null);

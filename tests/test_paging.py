@@ -1,0 +1,223 @@
+"""A big report a page at a time (history/paging.py, history/pagedview.py): ``agent-test view REPORT.json`` past
+PAGED_BYTES — or ``--paged`` — serves pages made on the real loopback server from an index of the file's results,
+filters and search on the server over every result. The reports are written by agent-test's own writer; five rows
+a page, so page 900 is reached with 4,600 results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from browser import chromium, expect
+from helpers import cli
+
+from agenttest.history import server
+from agenttest.history.paging import PagedReport
+from agenttest.model import AssertionResult, CaseKey, CaseResult
+from agenttest.reporting import write
+from agenttest.verdicts.outcome import make_report
+
+N = 4600
+FAILURE = 4498  # the only failure, result 4,498 (from 1): page 900 of the input order at five a page
+HOSTILE = 77  # a result whose id and output are markup and a bidirectional override
+
+
+def result(i: int) -> CaseResult:
+    number = i + 1
+    failed = number == FAILURE
+    check = AssertionResult(type="contains", passed=not failed, message="output does not contain 'refund'" if failed else "", expected="refund" if failed else "answer")
+    rid, output = f"case-{number:05d}", f"answer {number}"
+    if number == HOSTILE:
+        rid, output = 'x"><script>alert(1)</script>', "<img src=x onerror=alert(2)> \u202edeliaf"
+    return CaseResult(key=CaseKey(file="cases.jsonl", id=rid, connector="mock"), status="failed" if failed else "passed",
+                      input=f"ask {number}", output=output, assertions=(check,), duration_ms=1.0, index=i)
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("paging") / "big.json"
+    report = make_report([result(i) for i in range(N)], 1795953600.0, 900.0, agent_id="bot", connector="mock",
+                         environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
+    write(report, str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def url(big):
+    paged = PagedReport(str(big), chunk=4096)  # small chunks: results cut by a chunk's end are found whole
+    paged.start_indexing()
+    httpd, _ = server.start(server.Pages(paged=paged, per_page=5))
+    yield server.url_of(httpd)
+    httpd.shutdown()
+    httpd.server_close()
+    paged.close()
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def numbers(body: str) -> list[int]:
+    return [int(part.split('"', 1)[0]) for part in body.split('data-number="')[1:]]
+
+
+def passing(first: int, count: int) -> list[int]:
+    """Numbers of the passing results from position ``first`` of their list (input order, the failure left out)."""
+    return [n for n in range(1, N + 1) if n != FAILURE][first:first + count]
+
+
+def test_the_first_page_shows_the_summary_and_the_failure_on_page_900_first(url):
+    status, body = get(url)
+    assert status == 200
+    assert numbers(body) == [FAILURE, 1, 2, 3, 4]  # failures first, then the input order
+    assert f"case-{FAILURE:05d}" in body and "output does not contain &#x27;refund&#x27;" in body
+    assert "4,600 results · page 1 of 920" in body
+    cards = body[body.index('id="cards"'):body.index("</div></div>", body.index('id="cards"'))]
+    assert "Results</span><b class=\"\">4,600" in cards and "Failed</span><b class=\"failed\">1" in cards
+    assert "a page at a time" in body
+
+
+def test_a_later_page(url):
+    status, body = get(url + "?page=900")
+    assert status == 200 and numbers(body) == passing(900 * 5 - 5 - 1, 5) and "page 900 of 920" in body
+    assert 'id="prev" href="/?page=899"' in body and 'id="next" href="/?page=901"' in body
+    status, body = get(url + "?page=920")
+    assert status == 200 and numbers(body) == [4596, 4597, 4598, 4599, 4600] and 'id="next"' not in body
+
+
+def test_a_status_filter_across_every_page(url):
+    status, body = get(url + "?status=failed")
+    assert status == 200 and numbers(body) == [FAILURE] and "1 result · page 1 of 1" in body
+    status, body = get(url + "?status=passed&page=919")
+    assert status == 200 and numbers(body) == passing(918 * 5, 5) and "4,599 results · page 919 of 920" in body
+    assert 'href="/?status=passed&amp;page=920"' in body  # the pager keeps the filter
+    status, body = get(url + "?status=skipped")
+    assert status == 200 and numbers(body) == [] and "0 results · page 1 of 1" in body
+
+
+def test_a_search_across_every_page_any_case_never_a_key(url):
+    status, body = get(url + "?q=ANSWER+4321")
+    assert status == 200 and numbers(body) == [4321] and "1 result" in body
+    status, body = get(url + "?q=refund")  # the failure's check, on page 900 of the input
+    assert numbers(body) == [FAILURE]
+    status, body = get(url + "?q=answer+45&status=passed&page=2")  # answer 45, 450–459, 4500–4599: search and filter at once
+    assert status == 200 and numbers(body) == [454, 455, 456, 457, 458] and "111 results · page 2 of 23" in body
+    assert 'value="answer 45"' in body and 'href="/?status=passed&amp;q=answer+45&amp;page=3"' in body
+    status, body = get(url + "?q=duration_ms")  # a key's name: in every result, matched in none
+    assert status == 200 and numbers(body) == [] and "0 results" in body
+
+
+def test_a_result_opens_in_the_viewer(url):
+    status, body = get(url + f"result/{FAILURE}")
+    assert status == 200 and '"kind":"report"' in body and f'"id":"case-{FAILURE:05d}"' in body and '"links":{"all":"/"}' in body
+    assert get(url + "result/1")[0] == 200 and get(url + f"result/{N}")[0] == 200
+
+
+@pytest.mark.parametrize("path, status, said", [
+    ("?page=0", 400, "page &#x27;0&#x27; is not a page number"),
+    ("?page=-3", 400, "page &#x27;-3&#x27; is not a page number"),
+    ("?page=abc", 400, "page &#x27;abc&#x27; is not a page number"),
+    ("?page=%C2%B2", 400, "is not a page number"),
+    ("?page=99999999999999999999", 400, "is not a page number"),
+    ("?page=921", 400, "page 921 is past the last page (920) of this list"),
+    ("?status=failed&page=2", 400, "page 2 is past the last page (1)"),
+    ("?status=bogus", 400, "status &#x27;bogus&#x27; is not one of failed, error, timeout, passed, skipped"),
+    ("?q=" + "x" * 201, 400, "the search must be a search of at most 200 characters"),
+    ("?q=a%01b", 400, "the search must be a search without control characters"),
+    ("?" + "&".join(f"k{i}=1" for i in range(101)), 400, "a query of more than 100 fields"),
+    ("result/abc", 400, "&#x27;abc&#x27; is not a result number"),
+    ("result/0", 400, "&#x27;0&#x27; is not a result number"),
+    ("result/4601", 404, "result 4601"),
+    ("nothing", 404, "/nothing"),
+])
+def test_bad_page_numbers_and_queries_are_a_page_not_a_traceback(url, path, status, said):
+    got, body = get(url + path)
+    assert got == status and said in body and "Traceback" not in body
+    assert get(url)[0] == 200  # still serving
+
+
+def test_every_value_is_escaped(url):
+    status, body = get(url + "?page=16")  # result 77: the 16th page at five a page, after the failure
+    assert status == 200 and HOSTILE in numbers(body)
+    assert "<script>alert(1)" not in body and "<img src=x" not in body and "\u202e" not in body
+    assert "x&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in body and "&lt;img src=x onerror=alert(2)&gt; \\u202edeliaf" in body
+    status, body = get(url + "?q=%3Cscript%3E")  # the search is said back escaped, and finds the result
+    assert numbers(body) == [HOSTILE] and 'value="&lt;script&gt;"' in body and "<script>" not in body
+    status, body = get(url + "?q=%22%3E%3Cb%3E")
+    assert '"><b>' not in body
+
+
+def test_the_index_is_the_same_whatever_the_chunk(big):
+    whole = PagedReport(str(big))
+    whole.index()
+    assert len(whole.starts) == N and whole.failure is None
+    for chunk in (300, 1000, 50_000):  # smaller than one result: the chunk grows until a result's first lines fit
+        cut = PagedReport(str(big), chunk=chunk)
+        cut.index()
+        assert cut.starts == whole.starts and cut.codes == whole.codes
+    assert whole.result(FAILURE - 1)["id"] == f"case-{FAILURE:05d}"
+    whole.close()
+
+
+def test_a_file_not_laid_out_as_agent_test_writes_it_is_read_whole(big, tmp_path):
+    compact = tmp_path / "compact.json"
+    compact.write_text(json.dumps(json.loads(big.read_text())))
+    pages = server.report_pages(str(compact), paged=True)
+    assert pages.paged is None and pages.single is not None and len(pages.single.results) == N
+    pages = server.report_pages(str(big), paged=True)
+    assert pages.paged is not None and pages.single is None
+    assert server.report_pages(str(big)).paged is None  # 2 MB: below PAGED_BYTES, read whole as before
+
+
+def test_agent_test_view_pages_a_report(big, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "agenttest", "view", str(big), "--paged", "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith(f"Serving {big} at http://127.0.0.1:"), line
+        status, body = get(line.split(" at ")[1].split()[0])
+        assert status == 200 and numbers(body)[0] == FAILURE and "page 1 of 23" in body  # 200 a page
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    result = cli("view", "--paged", cwd=tmp_path)
+    assert result.exit_code == 2 and "--paged shows one report file a page at a time" in result.output and "Traceback" not in result.output
+    (tmp_path / "bad.json").write_text('{\n  "summary": {,\n  "results": [],\n  "metadata": {}\n}\n')
+    result = cli("view", str(tmp_path / "bad.json"), "--paged", cwd=tmp_path)
+    assert result.exit_code == 2 and "bad.json:1: not valid JSON" in result.output and "Traceback" not in result.output
+
+
+def test_in_chromium_the_pages_filter_search_and_open_a_result(url):
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url)
+        expect(page.locator("#cases tbody tr")).to_have_count(5)
+        assert page.locator("#cases tbody tr").first.get_attribute("data-number") == str(FAILURE)
+        page.click("#next")
+        expect(page.locator("#shown")).to_contain_text("page 2 of 920")
+        page.check("[data-chip=failed]")
+        page.click("#apply")
+        expect(page.locator("#cases tbody tr")).to_have_count(1)
+        page.fill("#search", "answer 4599")
+        page.uncheck("[data-chip=failed]")
+        page.press("#search", "Enter")
+        expect(page.locator("#shown")).to_contain_text("1 result")
+        assert page.locator("#cases tbody tr").first.get_attribute("data-number") == "4599"
+        page.click("#clear")
+        page.click(f"[data-number='{FAILURE}'] a")
+        expect(page.locator("#case h1")).to_contain_text(f"case-{FAILURE:05d}")
+        page.click("#back")
+        expect(page.locator("#cases tbody tr")).to_have_count(5)
+        assert page.url == url and not errors, errors
