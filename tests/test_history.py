@@ -76,6 +76,19 @@ def test_the_history_keeps_the_json_report_as_written_and_encodes_one_when_none_
     assert first["summary"]["passed"] == second["summary"]["passed"] == 7
 
 
+def test_the_report_is_compressed_aside_while_the_verdicts_are_recorded(tmp_path):
+    """The JSON report's copy for the history is compressed on a thread from the start of the recording: what is
+    asked for then is what compressing it there and then gives — the file's text, None without a readable file —
+    and what went wrong on the thread is raised where it is asked for."""
+    written = tmp_path / "out.json"
+    written.write_text('{"results": []}\n' * 5000, encoding="utf-8")
+    given = store._document_aside(str(written))
+    assert given() == store._document(str(written)) and zlib.decompress(given()).decode() == written.read_text(encoding="utf-8")
+    assert store._document_aside(None)() is None and store._document_aside(str(tmp_path))() is None  # a folder: not read back
+    with pytest.raises(ValueError, match="null"):
+        store._document_aside("out\0.json")()
+
+
 def test_the_command_records_its_run_from_a_copy_of_itself(app, tmp_path):
     """``agent-test`` (its own process) records the run in a forked copy while it writes the reports and the
     summary: the JSON report's text as written is kept, a run without one has its report encoded there, and

@@ -49,8 +49,12 @@ def players_of(plan: Plan, catalog: Catalog) -> tuple[Player, ...]:
     """Each role's agent on each connector it runs on: the agent under test (per connector of the run), the
     simulator agents and the validator agents the cases name (``-c`` moves only the agent under test)."""
     seen: dict[tuple[str, str, str], Player] = {}
+    asked: set[tuple[str, str, str | None]] = set()  # each role, agent and override once (10,000 cases name one or two)
 
     def add(role: str, agent: str, override: str | None) -> None:
+        if (role, agent, override) in asked:
+            return
+        asked.add((role, agent, override))
         try:
             connector = catalog.agent(agent).connector_id(override)
         except AgentTestError:  # said by resolution already
