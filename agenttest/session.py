@@ -142,6 +142,8 @@ class Session:
             ctx = read_ctx(config.ctx_file, config.strict, catalog.warnings) if config.ctx_file else {}
             caller = Caller(catalog, Identity(config.user, config.team, ctx))
             caller.loop = asyncio.get_running_loop()
+            # the workers, made now: Ray actors on a cluster joined by its address start while the cases load
+            self.workers = None if config.dry_run or config.list_only else executors.pool_for(config, caller)
             yield caller
         finally:
             if self.workers is not None:  # however the run ended, no worker outlives it
@@ -178,10 +180,8 @@ class Session:
         return Chosen(cases, selected, Diagnostics.of([note]))
 
     async def resolve(self, chosen: Chosen, caller: Caller, loaded: Loaded) -> tuple[Plan, Diagnostics]:
-        """3 resolve: the plan, every problem in one round (the workers, or the MCP servers, start here). Ctrl-C
-        or SIGTERM meanwhile stops it at once: no case ran, so there is no report to write."""
-        previewing = self.config.dry_run or self.config.list_only
-        self.workers = None if previewing else executors.pool_for(self.config, caller)
+        """3 resolve: the plan, every problem in one round (the workers, made as the run opened, or the MCP servers,
+        start here). Ctrl-C or SIGTERM meanwhile stops it at once: no case ran, so there is no report to write."""
         task = asyncio.current_task()
         assert task is not None
         with execution.Signals() as signals:

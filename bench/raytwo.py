@@ -2,7 +2,13 @@
 127.0.0.1`` and a second ``ray start --address`` joining it, each node a session of this benchmark's own — runs
 2,000 × 50 ms at ``--parallel 50`` through ``--executor ray --ray-address`` (2 actors), next to the local executor
 (``--workers 2``) on the same cases, interleaved. The cluster's processes (found by its folder in their command
-lines, and their children) are killed by their ids at the end; never ``ray stop``, which stops every Ray of the user."""
+lines, and their children) are killed by their ids at the end; never ``ray stop``, which stops every Ray of the user.
+
+Where the wall goes, from the server's clock: the start (to the first request: for Ray, joining the cluster and each
+actor's process, imports and plan), the cases (the first request to the last answer), the end (the last answer to
+the exit: stopping the actors, leaving the cluster, the report); the per-case overhead is the cases' part over
+the local executor's, per case. Each node's raylet log says how many worker processes it started for the run:
+an actor on each node (one CPU each) is a node that ran cases."""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,24 +54,52 @@ def ray_two_node(b: Any) -> None:
             print(b.notes[-1], flush=True)
             return
         walls: dict[str, list[Any]] = {"local": [], "ray": []}
+        phases: dict[str, list[tuple[float, float, float]]] = {"local": [], "ray": []}  # (to the first request, cases, end)
+        started: list[list[int]] = []  # worker processes each node started, per Ray run
         flags = {"local": ["--workers", "2"], "ray": ["--executor", "ray", "--ray-address", f"127.0.0.1:{port}", "--workers", "2"]}
         for _ in range(b.repeats()):
             for name in walls:
                 b.server.configure(latency, 0.1)
-                walls[name].append(b.measure(_cli() + ["-i", path, "-n", "bot", "--parallel", str(parallel), "--app", app,
-                                                       "-o", os.path.join(app, "r.json"), *flags[name]]))
+                before, began = _workers_started(folder), time.time()
+                m = b.measure(_cli() + ["-i", path, "-n", "bot", "--parallel", str(parallel), "--app", app, "-o", os.path.join(app, "r.json"),
+                                        *flags[name]])
+                walls[name].append(m)
+                seen = b.server.stats()
+                phases[name].append((seen["first_at"] - began, seen["last_at"] - seen["first_at"], began + m.wall - seen["last_at"]))
+                if name == "ray":
+                    started.append([after - was for after, was in zip(_workers_started(folder), before)])
         local, on_ray = (sorted(walls[k], key=lambda m: m.wall)[len(walls[k]) // 2] for k in ("local", "ray"))
         ratio = on_ray.wall / local.wall
         b.row(f"{n} standard, 50 ms, --parallel {parallel}, local executor --workers 2 (median of {b.repeats()})", local, n,
               n * latency / parallel + b.startup, "—", "(its bar)", None)
         b.row(f"  the same on a two-node Ray cluster (loopback; --executor ray --workers 2): ÷ local {ratio:.2f}", on_ray, n, local.wall, "—",
               "≤ 1.3 × the local executor", ratio <= 1.3)
+        first, cases, end = ({k: statistics.median(p[i] for p in phases[k]) for k in phases} for i in range(3))
+        nodes = ", ".join("+".join(str(c) for c in run) for run in started)
         b.notes.append(f"Ray two-node: both nodes up in {up:.1f} s (`ray start --head --node-ip-address 127.0.0.1` and `ray start --address`, "
-                       f"one CPU each); per case over the local executor: {(on_ray.wall - local.wall) / n * 1000:+.2f} ms of wall.")
+                       f"one CPU each, outside the runs measured); per case over the local executor: {(on_ray.wall - local.wall) / n * 1000:+.2f} ms "
+                       f"of wall. Medians, Ray | local: to the first request {first['ray']:.2f} | {first['local']:.2f} s, the cases (first request "
+                       f"to last answer) {cases['ray']:.2f} | {cases['local']:.2f} s ({(cases['ray'] - cases['local']) / n * 1000:+.2f} ms a case), "
+                       f"the end (last answer to exit) {end['ray']:.2f} | {end['local']:.2f} s. Worker processes started by the head + "
+                       f"second node in each Ray run: {nodes} (an actor on each node: both ran cases).")
+        print(b.notes[-1], flush=True)
     finally:
         _kill_cluster(folder, port)
         shutil.rmtree(app, ignore_errors=True)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _workers_started(folder: str) -> list[int]:
+    """How many worker processes each node's raylet has started so far (head first), from its log in the cluster's folder."""
+    logs = os.path.join(folder, "session_latest", "logs")
+    counts = []
+    for name in ("raylet.out", "raylet.1.out"):
+        try:
+            with open(os.path.join(logs, name), errors="replace") as fh:
+                counts.append(sum("Started worker process" in line for line in fh))
+        except OSError:
+            counts.append(0)
+    return counts
 
 
 def _cli() -> list[str]:

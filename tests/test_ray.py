@@ -123,3 +123,32 @@ def test_joining_a_cluster_by_address_ships_the_app_but_no_key_report_memory_or_
     assert {"assistants", "connectors", "cases.jsonl", "replays"} <= shipped, seen  # the app, and the cassettes it replays
     assert shipped.isdisjoint({".env", ".env.local", "reports", ".agent-test", "cassettes", "tapes"}), seen
     assert not any(p.endswith(".pem") for p in seen), seen
+
+
+def _actors_alive() -> int:
+    from ray._private import state
+
+    return sum(1 for a in state.actors().values() if a.get("State") == "ALIVE" and a.get("ActorClassName", "").endswith("ActorWorker"))
+
+
+def test_joining_by_address_a_run_whose_cases_do_not_load_is_exit_2_and_ends_the_actors_it_began(cluster, offline_app, tmp_path):
+    """Joining a cluster by its address, the actors are created as the run opens, while the cases load: cases that
+    do not load are said (exit 2, located, no traceback, nothing of the actors' background start), and the actors
+    begun are ended with the run."""
+    import time
+
+    app = offline_app
+    app.file("assistants/bot/mock.yml", 'default: "hi"\n')
+    app.file("assistants/bot/package.yao", json.dumps({"name": "bot", "connector": "mock"}))
+    path = app.root / "cases.jsonl"
+    path.write_text('{"id": "a", "input": "hi"}\n{"id": "b", "input": \n')
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "agenttest", "-i", str(path), "-n", "bot", "-o", str(tmp_path / "r.json"), "--executor", "ray",
+                           "--ray-address", cluster, "--workers", "2"], capture_output=True, text=True, env=env, cwd=app.root, timeout=180)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cases.jsonl:2" in proc.stderr and "Traceback" not in proc.stderr and "Task exception" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "r.json").exists()
+    ends = time.monotonic() + 60  # a killed actor takes a moment to be said dead
+    while _actors_alive() and time.monotonic() < ends:
+        time.sleep(0.2)
+    assert _actors_alive() == 0

@@ -25,7 +25,8 @@ def parse(text: str) -> int:
 
 def pool_for(config: RunConfig, caller: Caller) -> Pool | None:
     """The workers a run uses (started by ``Pool.start`` once the plan is resolved); None when its cases
-    run in this process."""
+    run in this process. Called in the event loop as the run opens: Ray actors on a cluster joined by its
+    address start being created at once."""
     if config.executor == "ray":
         try:
             import ray  # noqa: F401
@@ -33,7 +34,9 @@ def pool_for(config: RunConfig, caller: Caller) -> Pool | None:
             raise AgentTestError("--executor ray: Ray is not installed", hint="pip install 'agent-test[ray]'") from None
         from agenttest.runner.ray import Actors
 
-        return Pool(config.workers or 1, Actors(config, caller))
+        actors = Actors(config, caller)
+        actors.begin(config.workers or 1)  # a cluster joined by its address: the actors start while the cases load
+        return Pool(config.workers or 1, actors)
     if config.workers == 0:
         return None
     from agenttest.runner.local.worker import Local

@@ -2,9 +2,16 @@
 names, or a local Ray started for the run when neither is given (``raycluster.py``: on loopback, in a folder of
 its own). A cluster joined by its address gets the app folder as the actors' working directory (Ray's runtime
 environment), a local Ray reads it where it is; each actor resolves the same plan from the
-cases and configuration the controller sends, starts its own MCP servers, and answers one call per
-unit with its result. A ping every half second that goes unanswered for ``SILENCE`` seconds (15), or
-an actor that dies, is a lost worker (``controller.py`` decides what that means for its cases).
+cases and configuration the controller sends, starts its own MCP servers, imports the SDKs and makes the
+clients of its connectors before it says it is ready, and answers one call per unit with its result.
+
+An actor takes seconds to start (a Ray worker process that imports Ray, then agent-test): when the run joins a
+cluster by its address, the actors are created as the run opens (``Actors.begin``), while the controller loads
+and resolves the cases, and get the cases once they are resolved (a local Ray is started only once the cases
+are: a run whose cases do not load never starts one).
+
+A ping every half second that goes unanswered for ``SILENCE`` seconds (15), or an actor that dies, is a lost
+worker (``controller.py`` decides what that means for its cases).
 
 Connector limits are shared by dividing them: each of N actors gets 1/N of a connector's
 ``max_concurrency`` and ``rpm`` (the controller's scheduler already holds ``--parallel`` for the run)."""
@@ -41,6 +48,7 @@ class Actors:
         self.actor_class: Any = None
         self._connecting = asyncio.Lock()
         self._failed: AgentTestError | None = None  # joining Ray failed: every slot says so at once
+        self._early: dict[int, asyncio.Task[tuple[Any, str]]] = {}  # slot → its actor, created as the run opened (``begin``)
 
     def _address(self) -> str | None:
         return self.config.ray_address or os.environ.get("RAY_ADDRESS") or None
@@ -54,8 +62,16 @@ class Actors:
         self.cluster = raycluster.join(self.config, self.caller.catalog.app.root)
         self.actor_class = ray.remote(num_cpus=1, max_restarts=0)(ActorWorker)
 
-    async def __call__(self, slot: int) -> RayWorker:
-        assert self.plan is not None
+    def begin(self, size: int) -> None:
+        """Join the cluster named by its address and create ``size`` actors now, in the background: they start
+        (their processes, Ray's imports and ours) while the controller loads and resolves the cases. What goes wrong
+        is said when the pool starts, as it would have been then."""
+        if self._address() is None or self._early:
+            return
+        loop = asyncio.get_running_loop()
+        self._early = {slot: loop.create_task(self._create()) for slot in range(size)}
+
+    async def _join(self) -> None:
         async with self._connecting:  # off the loop: starting a local Ray takes seconds, and Ctrl-C must still work
             if self._failed is not None:
                 raise self._failed
@@ -68,18 +84,31 @@ class Actors:
                                               f"{CONNECT if self._address() else START:g} s",
                                               hint="check RAY_ADDRESS / --ray-address, or unset both to start a local Ray")
                 raise self._failed from None
+            except AgentTestError as exc:
+                self._failed = exc
+                raise
+
+    async def _create(self) -> tuple[Any, str]:
+        """A new actor (its process starting) and the token its last words are found by (raydeaths)."""
+        await self._join()
         assert self.cluster is not None
         root = "" if self.cluster.shipped else self.caller.catalog.app.root
-        cases = list(self.plan.cases)  # data only: each actor resolves its own hooks and connectors
-        token = os.urandom(8).hex()  # the actor's last words are found by it (raydeaths)
+        token = os.urandom(8).hex()
         try:
-            actor = self.actor_class.remote(self.config, cases, self.plan.agent, self.caller.identity, root, max(1, self.config.workers),
-                                            token, self.cluster.folder)
+            actor = self.actor_class.remote(self.config, self.caller.identity, root, max(1, self.config.workers), token, self.cluster.folder)
         except Exception as exc:  # noqa: BLE001 — Ray refused the actor
             raise StartFailed([], f"Ray did not create the actor: {_first_line(exc)}") from None
+        return actor, token
+
+    async def __call__(self, slot: int) -> RayWorker:
+        assert self.plan is not None
+        early = self._early.pop(slot, None)
+        actor, token = await (early if early is not None else self._create())
+        assert self.cluster is not None
         worker = RayWorker(actor, self.caller.catalog, token, self.cluster.folder)
+        cases = list(self.plan.cases)  # data only: each actor resolves its own hooks and connectors
         try:
-            kind, value = await asyncio.wait_for(_ref(actor.ready.remote()), max(60.0, SILENCE))
+            kind, value = await asyncio.wait_for(_ref(actor.ready.remote(cases, self.plan.agent)), max(60.0, SILENCE))
         except Exception as exc:  # noqa: BLE001 — Ray's own errors: the actor could not start
             await worker.stop()
             raise StartFailed([], f"the Ray actor did not start: {_first_line(exc)}") from None
@@ -91,8 +120,25 @@ class Actors:
         return worker
 
     async def aclose(self) -> None:
-        if self.cluster is not None:
-            await asyncio.to_thread(raycluster.leave, self.cluster)
+        early, self._early = list(self._early.values()), {}
+        for task in early:  # created as the run opened, never handed out (the cases did not load, or Ctrl-C): ended here
+            try:
+                actor, _ = await task
+            except BaseException:  # noqa: BLE001 — it was not created: nothing of it to end
+                continue
+            _kill(actor)
+        cluster, self.cluster = self.cluster, None  # left once (the pool closes twice)
+        if cluster is not None:
+            await asyncio.to_thread(raycluster.leave, cluster)
+
+
+def _kill(actor: Any) -> None:
+    import ray
+
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 — already gone
+        pass
 
 
 async def _ref(ref: Any) -> Any:
@@ -160,13 +206,8 @@ class RayWorker:
     def _lose(self, reason: str) -> None:
         if self.lost is not None:
             return
-        import ray
-
         self.lost = reason
-        try:
-            ray.kill(self.actor, no_restart=True)
-        except Exception:  # noqa: BLE001 — already gone
-            pass
+        _kill(self.actor)
 
     async def run(self, unit: Unit) -> CaseResult:
         import ray
@@ -207,13 +248,10 @@ class RayWorker:
 class ActorWorker:
     """The actor: one worker's plan, caller and MCP servers, in the actor's event loop."""
 
-    def __init__(self, config: RunConfig, cases: list[Case], agent: str, identity: Any, root: str, size: int, token: str = "",
-                 folder: str | None = None):
+    def __init__(self, config: RunConfig, identity: Any, root: str, size: int, token: str = "", folder: str | None = None):
         self.config = config
         self.token = token
         self.folder = folder  # a local Ray's own folder, on this machine: where a fatal signal is written
-        self.cases = cases
-        self.agent = agent
         self.identity = identity
         self.root = root or os.getcwd()  # "": the app folder was shipped as the working directory
         self.size = size
@@ -221,9 +259,16 @@ class ActorWorker:
         self.plan: Plan | None = None
         self.units: dict[int, Unit] = {}
         self.said = False
+        if self.token:
+            raydeaths.install(self.token, self.folder)  # os._exit and fatal signals say what they were
+        # what ``ready`` needs, imported while the controller still loads and resolves the cases
+        from agenttest.agents import catalog  # noqa: F401
+        from agenttest.resolution import planning  # noqa: F401
+        from agenttest.runner import case  # noqa: F401
 
-    async def ready(self) -> tuple[str, Any]:
-        """Resolve the plan here (hooks are functions of this process), start the MCP servers."""
+    async def ready(self, cases: list[Case], agent: str) -> tuple[str, Any]:
+        """Resolve the plan here (hooks are functions of this process), start the MCP servers, import the SDKs and
+        make the connectors' clients (a case's deadline never counts them, as in a local worker)."""
         from agenttest.agents.catalog import Catalog
         from agenttest.app.folders import App
         from agenttest.connectors.cassettes import Cassettes
@@ -234,8 +279,6 @@ class ActorWorker:
         from agenttest.runtime import fdcapture, usercalls
         from agenttest.util.secrets import Secrets
 
-        if self.token:
-            raydeaths.install(self.token, self.folder)  # os._exit and fatal signals say what they were
         fdcapture.start()  # for the actor's life: what user code writes below Python goes to its case too
         usercalls.capturing().__enter__()  # for the actor's life: what user code prints goes to its case
         config, secrets = self.config, Secrets()
@@ -246,10 +289,12 @@ class ActorWorker:
                               traffic=traffic, recorded=config.calls != "none")
             self.caller = caller = Caller(catalog, self.identity)
             caller.loop = asyncio.get_running_loop()
-            self.plan, _ = await planning.build(self.cases, catalog, self.agent, config)
+            self.plan, _ = await planning.build(cases, catalog, agent, config)
         except AgentTestError as exc:
             return "problems", exc.problems
         fdcapture.redact_with(secrets.redact)
+        catalog.import_sdks()
+        catalog.warm()
         self.units = {u.index: u for u in units(self.plan)}
         return "ready", catalog.warnings
 
