@@ -221,3 +221,62 @@ def test_in_chromium_the_pages_filter_search_and_open_a_result(url):
         page.click("#back")
         expect(page.locator("#cases tbody tr")).to_have_count(5)
         assert page.url == url and not errors, errors
+
+
+# -- the self-contained HTML report past LIMIT results: cut, and saying so ------------------------------------------
+
+
+def embedded(page: str) -> dict:
+    start = page.index('id="agent-test-data">') + len('id="agent-test-data">')
+    return json.loads(page[start:page.index("</script>", start)])
+
+
+@pytest.fixture(scope="module")
+def cut_page(tmp_path_factory) -> Path:
+    from agenttest.reporting import html
+
+    results = [result(i) for i in range(html.LIMIT + 1)]  # the only failure, 4,498th, and the hostile 77th among them
+    report = make_report(results, 1795953600.0, 900.0, agent_id="bot", connector="mock", output_file="big.json",
+                         environment={"user_id": "u", "team_id": "t", "locale": "en-us"})
+    path = tmp_path_factory.mktemp("cut") / "big.html"
+    write(report, str(path))
+    return path
+
+
+def test_an_html_report_past_the_limit_keeps_the_summary_the_failures_and_a_first_page(cut_page):
+    from agenttest.reporting import html
+
+    page = cut_page.read_text()
+    data = embedded(page)
+    kept = [r["id"] for r in data["report"]["results"]]
+    assert data["cut"]["results"] == html.LIMIT + 1 and data["cut"]["failures"] == 1 and data["cut"]["kept"] == len(kept) == 1 + html.OTHERS
+    assert f"case-{FAILURE:05d}" in kept and kept[0] == "case-00001"  # input order; the failure past the first page is kept
+    assert data["report"]["summary"]["total"] == html.LIMIT + 1 and data["report"]["summary"]["failed"] == 1  # the whole run's figures
+    said = data["cut"]["said"]
+    assert said.startswith("This page holds 201 of the run's 10,001 results — every failure (1) and the first 200 others")
+    assert "agent-test view big.json shows them a page at a time" in said
+    assert '<div class="banner" id="cut">This page holds 201' in page  # without JavaScript too
+    assert len(page) < 2 * 2**20
+
+
+def test_a_report_at_the_limit_is_whole_and_kept_bounds_the_failures():
+    from agenttest.reporting import html
+
+    report = make_report([result(i) for i in range(FAILURE + 2)], 1795953600.0, 900.0, agent_id="bot")
+    assert "cut" not in embedded(html.page_of(report, limit=FAILURE + 2)) and "cut" in embedded(html.page_of(report, limit=FAILURE + 1))
+    shown, failing = html.kept(report, failures=0, others=3)
+    assert [r.id for r in shown] == ["case-00001", "case-00002", "case-00003"] and failing == 1
+    shown, failing = html.kept(report, failures=5, others=0)
+    assert [r.id for r in shown] == [f"case-{FAILURE:05d}"]
+
+
+def test_in_chromium_a_cut_report_says_so_and_counts_the_whole_run(cut_page):
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(cut_page.as_uri())
+        expect(page.locator(".banner").first).to_contain_text("This page holds 201 of the run's 10,001 results")
+        expect(page.locator("#cards")).to_contain_text("Results10,001")
+        expect(page.locator("#cards")).to_contain_text("Shown here201")
+        assert page.locator("#cases tbody tr").first.get_attribute("data-id") == f"case-{FAILURE:05d}" and not errors, errors

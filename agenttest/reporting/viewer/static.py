@@ -3,6 +3,7 @@ reasons and transcript opened), the gates, matrix, stability and cost tables and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape as _escape
 
 from agenttest.reporting.codec import summary_dict
@@ -154,8 +155,9 @@ def _where(r: CaseResult, report: RunReport, repeated: bool) -> str:
     return (f" @ {escape(r.connector)}" if report.matrix else "") + (f" (run {r.run})" if repeated else "")
 
 
-def report(report: RunReport) -> str:
-    """The body of a report page as static HTML: every failure in full first, then a row per other result."""
+def report(report: RunReport, shown: Sequence[CaseResult] | None = None, said: str = "") -> str:
+    """The body of a report page as static HTML: every failure in full first, then a row per other result; a cut
+    page (reporting/html.py) the results it keeps, ``said`` above them and the whole run's cards."""
     s = summary_dict(report)
     cards = "".join(
         f'<div class="card"><span class="meta">{label}</span><b class="{cls if value else ""}">{value}</b></div>'
@@ -165,15 +167,17 @@ def report(report: RunReport) -> str:
             ("Pass rate", escape(words.pass_rate_text(report, s["pass_rate"])), ""), ("Duration", format_duration(report.duration_ms / 1000), ""),
         ]
     )
-    ordered = sorted(report.results, key=lambda r: r.status not in FAILING)  # stable: input order within each group
+    results = report.results if shown is None else shown
+    ordered = sorted(results, key=lambda r: r.status not in FAILING)  # stable: input order within each group
     repeated = report.repeated
-    rows = "".join(_row(r, report, len(report.results) <= ALL_DETAILS, repeated) for r in ordered)
+    rows = "".join(_row(r, report, len(results) <= ALL_DETAILS, repeated) for r in ordered)
+    cut = f'<div class="banner" id="cut">{escape(said)}</div>' if said else ""
     return (
         f"<h1>Agent Test Report</h1><p class=\"meta\">Agent <b>{escape(report.agent_id or '—')}</b> · connector "
         f"<b>{escape(report.connector or '—')}</b> · input {escape(report.input_source)} · started {escape(report.started_at)}"
         + (f" · roles: {escape(figures.players_text(report.players))}" if report.players else "") + "</p>"
-        f"<div class=\"cards\">{cards}</div>{_state(report)}<table><tr><th>ID</th><th>Input</th><th>Status</th><th>Duration</th><th></th></tr>"
-        f"{rows}</table>{_suites(report)}{_figures(report)}"
+        f"<div class=\"cards\">{cards}</div>{_state(report)}{cut}<table><tr><th>ID</th><th>Input</th><th>Status</th><th>Duration</th><th></th></tr>"
+        f"{rows}</table>{_suites(report)}{_figures(report) if shown is None else ''}"  # a cut page: its per-case tables are the JSON report's
     )
 
 

@@ -247,6 +247,8 @@
       (meta.options || {}).merged ? " · merged from " + meta.options.merged.join(", ") : "",
       (sum.roles || []).length ? " · roles: " + sum.roles.map(p => p.role + " " + p.agent + " on " + p.connector + (p.mock ? " (a mock)" : "")).join("; ") : "");
     const banners = [];
+    const cut = DATA.cut; // a page of more results than it carries (reporting/html.py): what it holds, where the rest are
+    if (cut) banners.push(cut.said);
     if (sum.interrupted) banners.push("Interrupted (" + (sum.terminated ? "SIGTERM" : "Ctrl-C") + "): the report holds the results that finished.");
     else if (sum.stopped_early) banners.push("Stopped early (--fail-fast): no case was started after the first failure.");
     const lacking = (meta.options || {}).missing_shards;
@@ -264,13 +266,16 @@
     const ran = cases.filter(c => c.verdict !== "skipped").length;
     const good = cases.filter(c => c.verdict === "passed" || c.verdict === "flaky").length;
     return [h("h1", { text: "Agent Test Report" }), metaLine, banners.map(b => h("div", { class: "banner", text: b })), h("div", { class: "cards", id: "cards" },
-      card("Cases", cases.length, ""), card("Passed", count("passed"), "passed"), card("Failed", count("failed"), "failed"),
+      cut ? [["Results", sum.total, ""], ["Passed", sum.passed, "passed"], ["Failed", sum.failed, "failed"], ["Errors", sum.errors, "error"],
+        ["Timeouts", sum.timeouts, "timeout"], ["Skipped", sum.skipped, "skipped"], ["Shown here", cut.kept, ""]].map(([l, v, c]) => card(l, (+v || 0).toLocaleString("en"), +v ? c : "")) :
+      [card("Cases", cases.length, ""), card("Passed", count("passed"), "passed"), card("Failed", count("failed"), "failed"),
       card("Errors", count("error"), "error"), card("Timeouts", count("timeout"), "timeout"), card("Flaky", count("flaky"), "flaky"),
-      card("Skipped", count("skipped"), "skipped"), count("incomplete") ? card("Incomplete", count("incomplete"), "incomplete") : null,
+      card("Skipped", count("skipped"), "skipped"), count("incomplete") ? card("Incomplete", count("incomplete"), "incomplete") : null],
       sum.gates ? card("Gates passed", sum.gates_passed + "/" + sum.cases, sum.gates_failed ? "failed" : sum.gates_passed < sum.cases ? "" : "passed") : null,
-      card("Pass rate", ran ? pct(good / ran) : "—", "", ran ? plural(good, "case") + " of " + ran : ""),
+      cut ? card("Pass rate", typeof sum.pass_rate === "number" ? (Math.round(sum.pass_rate * 10) / 10) + "%" : "—", "", "of every result")
+        : card("Pass rate", ran ? pct(good / ran) : "—", "", ran ? plural(good, "case") + " of " + ran : ""),
       sum.pass_rate_interval ? card("Runs passed", pct(sum.pass_rate_interval.rate), "", estimateNote(sum.pass_rate_interval, sum.confidence)) : null,
-      (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
+      !cut && (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
       card("Duration", ms(sum.duration_ms), ""), tokens || counted ? card("Tokens", (tokens ? tokens.toLocaleString("en") : "unknown") + counted, "") : null,
       sum.costs && sum.costs.total != null ? card("Cost", money(sum.costs.total) + counted, "") : null,
       (sum.suites || []).length ? card("Suite checks", (sum.suites || []).filter(x => x.passed).length + "/" + sum.suites.length,
