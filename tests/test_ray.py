@@ -152,3 +152,64 @@ def test_joining_by_address_a_run_whose_cases_do_not_load_is_exit_2_and_ends_the
     while _actors_alive() and time.monotonic() < ends:
         time.sleep(0.2)
     assert _actors_alive() == 0
+
+
+BATCH_PY = """
+import os
+MARK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "marks")  # beside the app's folders
+def boom(ctx):
+    raise ValueError("boom in user code")
+def nap(ctx):
+    import time
+    ends = time.time() + 60  # in flight until the crash below (its run again finds the mark at once)
+    while time.time() < ends and not os.path.exists(os.path.join(MARK, "crashed")):
+        time.sleep(0.05)
+    return "napped"
+def crash(ctx):
+    import ctypes
+    open(os.path.join(MARK, "crashed"), "w").close()
+    ctypes.string_at(0)
+"""
+
+
+def _verdicts(path):
+    return [(r["id"], r["run"], r["status"], (r.get("error") or "")[:40]) for r in report(path)["results"]]
+
+
+def test_units_go_in_batches_and_come_back_in_order_each_its_own_even_with_failures_in_the_middle(cluster, tmp_path):
+    """Many units on each actor at once (sent together, taken back together): every result is its own unit's, in
+    the report's order, the same verdicts as local workers — a failing case and a tool that raises among them."""
+    root = tool_app(tmp_path / "app", ("boom",), BATCH_PY).parent.parent
+    cases = [{"id": f"c{i:02d}", "input": "call boom" if i == 7 else f"say {i}",
+              "assert": {"type": "contains", "value": "nope" if i % 5 == 3 else ("boom" if i == 7 else f"echo: say {i}")}} for i in range(24)]
+    (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    args = ["-i", str(root / "cases.jsonl"), "-n", "bot", "--parallel", "12", "--runs", "2", "--app", str(root)]
+    on_ray = cli(*args, "-o", str(tmp_path / "ray.json"), "--executor", "ray", "--workers", "2")
+    local = cli(*args, "-o", str(tmp_path / "local.json"), "--workers", "2")
+    assert on_ray.exit_code == local.exit_code == 1, on_ray.output
+    got = _verdicts(tmp_path / "ray.json")
+    assert got == _verdicts(tmp_path / "local.json")
+    assert [(i, run) for i, run, *_ in got] == [(f"c{i:02d}", run) for i in range(24) for run in (1, 2)]
+    assert {s for i, _, s, _ in got if i in ("c03", "c08", "c13", "c18", "c23")} == {"failed"}
+    assert {s for i, _, s, _ in got if i not in ("c03", "c07", "c08", "c13", "c18", "c23")} == {"passed"}, got
+    assert [r["input"] for r in report(tmp_path / "ray.json")["results"]] == [c["input"] for c in cases for _ in (1, 2)]
+
+
+def test_an_actor_that_dies_with_units_in_flight_ends_only_the_culprit_as_error(cluster, tmp_path):
+    """An actor holding several units when one of them crashes it: the others are run again, each alone on a fresh
+    actor, and pass (said on their results); only the culprit is an error."""
+    root = tool_app(tmp_path / "app", ("nap", "crash"), BATCH_PY).parent.parent
+    (root / "marks").mkdir()
+    cases = [{"id": f"n{i}", "input": "call nap"} for i in range(2)] + [{"id": "crash", "input": "call crash"}] + \
+            [{"id": f"n{i}", "input": "call nap"} for i in range(2, 4)]
+    (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    result = cli("-i", str(root / "cases.jsonl"), "-n", "bot", "--parallel", "5", "--app", str(root), "-o", str(tmp_path / "r.json"),
+                 "--executor", "ray", "--workers", "1")
+    assert result.exit_code == 1, result.output
+    got = {r["id"]: r for r in report(tmp_path / "r.json")["results"]}
+    assert list(got) == ["n0", "n1", "crash", "n2", "n3"]
+    assert got["crash"]["status"] == "error" and got["crash"]["error"].startswith("worker lost: ")
+    assert "(the case took down 2 workers)" in got["crash"]["error"]
+    for name in ("n0", "n1", "n2", "n3"):
+        assert got[name]["status"] == "passed", got[name]
+        assert any(w.startswith("its worker was lost while it ran") for w in got[name]["warnings"]), got[name]

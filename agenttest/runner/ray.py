@@ -3,7 +3,8 @@ names, or a local Ray started for the run when neither is given (``raycluster.py
 its own). A cluster joined by its address gets the app folder as the actors' working directory (Ray's runtime
 environment), a local Ray reads it where it is; each actor resolves the same plan from the
 cases and configuration the controller sends, starts its own MCP servers, imports the SDKs and makes the
-clients of its connectors before it says it is ready, and answers one call per unit with its result.
+clients of its connectors before it says it is ready, and runs the units the controller sends it in batches,
+its results taken back in batches (``RayWorker``).
 
 An actor takes seconds to start (a Ray worker process that imports Ray, then agent-test): when the run joins a
 cluster by its address, the actors are created as the run opens (``Actors.begin``), while the controller loads
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 from typing import Any
 
 from agenttest.agents.caller import Caller
@@ -27,6 +29,7 @@ from agenttest.config import RunConfig
 from agenttest.errors import AgentTestError
 from agenttest.model import Case, CaseResult, Plan
 from agenttest.runner import raycluster, raydeaths
+from agenttest.runner.capture import internal_error
 from agenttest.runner.controller import StartFailed, WorkerLost
 from agenttest.runner.scheduling import Unit
 from agenttest.runner.local.wire import SILENCE as LOCAL_SILENCE, absorb, seconds
@@ -108,7 +111,7 @@ class Actors:
         worker = RayWorker(actor, self.caller.catalog, token, self.cluster.folder)
         cases = list(self.plan.cases)  # data only: each actor resolves its own hooks and connectors
         try:
-            kind, value = await asyncio.wait_for(_ref(actor.ready.remote(cases, self.plan.agent)), max(60.0, SILENCE))
+            kind, value = await asyncio.wait_for(_ref(actor.ready.remote(cases, self.plan.agent, numbering())), max(60.0, SILENCE))
         except Exception as exc:  # noqa: BLE001 — Ray's own errors: the actor could not start
             await worker.stop()
             raise StartFailed([], f"the Ray actor did not start: {_first_line(exc)}") from None
@@ -151,7 +154,10 @@ def _first_line(exc: BaseException) -> str:
 
 
 class RayWorker:
-    """The controller's handle on one actor."""
+    """The controller's handle on one actor. Units go out in batches (those sent in one turn of the event loop, in
+    one call) and results come back in batches (``take``: every result the actor has finished since the last),
+    each pickled by the actor as a local worker's is (``wire.pickled``: fewer bytes, less work on both ends), not
+    one Ray call and one Ray object per unit."""
 
     def __init__(self, actor: Any, catalog: Any, token: str = "", folder: str | None = None):
         self.actor = actor
@@ -162,20 +168,22 @@ class RayWorker:
         self.traffic = catalog.traffic
         self.warnings: list[str] = []
         self.lost: str | None = None
-        self.pending = 0
-        self._watch: asyncio.Task[None] | None = None
+        self.pending: dict[int, tuple[asyncio.Future[CaseResult], Unit, float]] = {}  # index → its result, unit, when sent
+        self._outbox: list[int] = []  # units to send at the end of this turn of the loop
+        self._watch: list[asyncio.Task[None]] = []
         self._why: asyncio.Future[str] | None = None
-        self._refs: set[Any] = set()
+        self._calls: set[asyncio.Task[None]] = set()  # batches and cancels sent, until the actor has taken them
 
     @property
     def in_flight(self) -> int:
-        return self.pending
+        return len(self.pending)
 
     def alive(self) -> bool:
         return self.lost is None
 
     def watch(self) -> None:
-        self._watch = asyncio.get_running_loop().create_task(self._heartbeats())
+        loop = asyncio.get_running_loop()
+        self._watch = [loop.create_task(self._heartbeats()), loop.create_task(self._take())]
 
     async def _heartbeats(self) -> None:
         silence = SILENCE
@@ -190,8 +198,37 @@ class RayWorker:
                 return
             await asyncio.sleep(HEARTBEAT)
 
+    async def _take(self) -> None:
+        """The results, as the actor finishes them: each settles its unit (one given up meanwhile is dropped)."""
+        while self.lost is None:
+            try:
+                batch = await _ref(self.actor.take.remote())
+            except Exception as exc:  # noqa: BLE001 — the actor died, or was killed as silent
+                self._lose(await self._death(exc))
+                return
+            try:
+                for data in batch:
+                    self._settle(*pickle.loads(data))
+            except Exception as exc:  # noqa: BLE001 — a result we cannot read: the actor cannot be trusted
+                self._lose(internal_error(exc)[0])
+                return
+
+    def _settle(self, index: int, result: CaseResult, tapes: dict[str, Any], secrets: Any, note: str | None, left_out: bool) -> None:
+        absorb(self.cassettes, tapes)
+        self.secrets.learn(secrets)  # connectors made in the actor: their keys are hidden here too
+        if note:
+            self.traffic.notify(note)
+        entry = self.pending.pop(index, None)
+        if entry is None:  # given up meanwhile (Ctrl-C)
+            return
+        fut, unit, _ = entry
+        if left_out:  # its case's input: the controller's own (``wire.pickled`` sent the result without it)
+            object.__setattr__(result, "input", unit.item.case.input)
+        if not fut.done():
+            fut.set_result(result)
+
     async def _death(self, exc: BaseException) -> str:
-        """Why the actor is gone: its last words, else what Ray says (found once: the ping and the unit's call
+        """Why the actor is gone: its last words, else what Ray says (found once: the ping and the results' call
         both see the death)."""
         if self.lost is not None:
             return self.lost
@@ -204,45 +241,76 @@ class RayWorker:
         return words or raydeaths.said_by_ray(exc)
 
     def _lose(self, reason: str) -> None:
+        """The actor is killed; every unit it held is lost with it (each told how long it had been there)."""
         if self.lost is not None:
             return
         self.lost = reason
         _kill(self.actor)
+        now = asyncio.get_running_loop().time()
+        held, self.pending = self.pending, {}
+        for fut, _, sent in held.values():
+            if not fut.done():
+                fut.set_exception(WorkerLost(reason, ran=now - sent))
+
+    def _call(self, ref: Any) -> None:
+        """A call whose answer nobody needs (its failure is the actor's death, which ``_take`` sees): awaited all
+        the same, or Ray says the error of an unread answer on the console."""
+        task = asyncio.get_running_loop().create_task(_quietly(ref))
+        self._calls.add(task)
+        task.add_done_callback(self._calls.discard)
+
+    def _send(self) -> None:
+        indices, self._outbox = self._outbox, []
+        if indices and self.lost is None:
+            self._call(self.actor.start.remote(indices))
 
     async def run(self, unit: Unit) -> CaseResult:
-        import ray
-
         if self.lost is not None:
             raise WorkerLost(self.lost)
-        ref = self.actor.run.remote(unit.index)
-        began = asyncio.get_running_loop().time()  # the unit's own time: not the seconds a fresh actor took to start
-        self.pending += 1
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[CaseResult] = loop.create_future()
+        self.pending[unit.index] = (fut, unit, loop.time())  # the unit's own time: not the seconds a fresh actor took to start
+        if not self._outbox:
+            loop.call_soon(self._send)
+        self._outbox.append(unit.index)
         try:
-            result, tapes, secrets, note = await ref
-            absorb(self.cassettes, tapes)
-            self.secrets.learn(secrets)
-            if note:
-                self.traffic.notify(note)
+            return await fut
         except asyncio.CancelledError:
-            ray.cancel(ref)  # the actor's case is cancelled: its After hook runs there
+            if self.pending.pop(unit.index, None) is not None and self.lost is None:
+                if unit.index in self._outbox:  # not sent yet
+                    self._outbox.remove(unit.index)
+                else:
+                    self._call(self.actor.cancel.remote(unit.index))  # the actor's case is cancelled: its After hook runs there
             raise
-        except Exception as exc:  # noqa: BLE001 — the actor died, or was killed as silent
-            reason = await self._death(exc)
-            self._lose(reason)
-            raise WorkerLost(self.lost or reason, ran=asyncio.get_running_loop().time() - began) from None
-        finally:
-            self.pending -= 1
-        return result
 
     async def stop(self) -> None:
-        if self._watch is not None:
-            self._watch.cancel()
+        for task in self._watch:
+            task.cancel()
         if self.lost is None:
             try:
                 await asyncio.wait_for(_ref(self.actor.stop.remote()), 5.0)
             except Exception:  # noqa: BLE001 — killed below whatever happened
                 pass
         self._lose("stopped")
+
+
+def numbering() -> str:
+    """What the class numbers of ``wire.pickled`` stand for in this agent-test (each class and its fields): an actor
+    whose agent-test numbers them otherwise (another version on the cluster) pickles its results the plain way."""
+    import dataclasses
+    import hashlib
+
+    from agenttest.runner.local import wire
+
+    named = [(c.__module__, c.__qualname__, [f.name for f in dataclasses.fields(c)]) for c in wire.REDUCERS]
+    return hashlib.sha256(repr(named).encode()).hexdigest()
+
+
+async def _quietly(ref: Any) -> None:
+    try:
+        await ref
+    except Exception:  # noqa: BLE001 — the actor's death, said by the results' call
+        pass
 
 
 class ActorWorker:
@@ -258,6 +326,11 @@ class ActorWorker:
         self.caller: Caller | None = None
         self.plan: Plan | None = None
         self.units: dict[int, Unit] = {}
+        self.tasks: dict[int, asyncio.Task[None]] = {}  # the units running, by index
+        self.finished: list[bytes] = []  # results not yet taken, each pickled (``take``)
+        self.landed = asyncio.Event()
+        self.closing = False
+        self.numbered = False  # results pickled as a local worker's (``wire.pickled``), else the plain way
         self.said = False
         if self.token:
             raydeaths.install(self.token, self.folder)  # os._exit and fatal signals say what they were
@@ -266,7 +339,7 @@ class ActorWorker:
         from agenttest.resolution import planning  # noqa: F401
         from agenttest.runner import case  # noqa: F401
 
-    async def ready(self, cases: list[Case], agent: str) -> tuple[str, Any]:
+    async def ready(self, cases: list[Case], agent: str, classes: str = "") -> tuple[str, Any]:
         """Resolve the plan here (hooks are functions of this process), start the MCP servers, import the SDKs and
         make the connectors' clients (a case's deadline never counts them, as in a local worker)."""
         from agenttest.agents.catalog import Catalog
@@ -296,23 +369,70 @@ class ActorWorker:
         catalog.import_sdks()
         catalog.warm()
         self.units = {u.index: u for u in units(self.plan)}
+        self.numbered = classes == numbering()  # the controller's agent-test numbers the result classes as this one does
         return "ready", catalog.warnings
 
     async def ping(self) -> bool:
         return True
 
-    async def run(self, index: int) -> tuple[CaseResult, dict[str, Any], Any, str | None]:
+    async def start(self, indices: list[int]) -> None:
+        """Start these units, each in a task of its own; their results are for ``take``."""
+        loop = asyncio.get_running_loop()
+        for index in indices:
+            self.tasks[index] = loop.create_task(self._one(index))
+
+    async def cancel(self, index: int) -> None:
+        """The controller gave this unit up (Ctrl-C): its case is cancelled, its After hook runs here."""
+        task = self.tasks.get(index)
+        if task is not None:
+            task.cancel()
+
+    async def take(self) -> list[bytes]:
+        """Every result finished since the last call (waiting for one if there is none; none once stopping)."""
+        while not self.finished and not self.closing:
+            self.landed.clear()
+            await self.landed.wait()
+        out, self.finished = self.finished, []
+        return out
+
+    def _pickled(self, message: tuple[Any, ...], without_input: Any) -> bytes:
+        from agenttest.runner.local.wire import pickled
+
+        return pickled(message, without_input) if self.numbered else pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+
+    async def _one(self, index: int) -> None:
         from agenttest.runner.case import run_case
+        from agenttest.runner.controller import lost
         from agenttest.runner.local.wire import tapes_of
         from agenttest.runtime import fdcapture
 
         assert self.caller is not None and self.plan is not None
         unit = self.units[index]
-        result = await run_case(unit.item, unit.run, unit.index, self.plan, self.caller)
+        try:
+            result = await run_case(unit.item, unit.run, unit.index, self.plan, self.caller)
+        except asyncio.CancelledError:  # given up by the controller: no result to send
+            return
+        except Exception as exc:  # noqa: BLE001 — a bug of ours: the case's error, not a unit that never ends
+            result = lost(unit, "error", internal_error(exc)[0])
+        finally:
+            self.tasks.pop(index, None)
         note = None if self.said else fdcapture.warning()  # output outside any case: said once, by the controller
         self.said = self.said or note is not None
-        return result, tapes_of(unit.item.case, self.caller), self.caller.catalog.secrets.state(), note
+        case_input = unit.item.case.input
+        left_out = self.numbered and case_input is not None and result.input is case_input
+        secrets = self.caller.catalog.secrets.state()
+        try:
+            data = self._pickled((index, result, tapes_of(unit.item.case, self.caller), secrets, note, left_out), case_input if left_out else None)
+        except Exception as exc:  # noqa: BLE001 — e.g. user data in the result that cannot be pickled
+            message, tb = internal_error(exc)
+            failed = CaseResult(key=result.key, status="error", name=result.name, input=result.input, error=f"the result could not be sent: {message}",
+                                traceback=tb, run=result.run, index=result.index, line=result.line)
+            data = self._pickled((index, failed, {}, secrets, note, False), None)
+        self.finished.append(data)
+        self.landed.set()
 
     async def stop(self) -> None:
+        self.closing = True  # the controller's call for results ends (a call left waiting would end in an error)
+        self.landed.set()
         if self.caller is not None:
             await self.caller.catalog.aclose()
