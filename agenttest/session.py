@@ -93,8 +93,9 @@ class Session:
                     report = self.decide(plan, done, source, caller, said)  # 5 decide, on ids as the plan has them
                     shown = self.secrets.scrub(report)  # what every output shows and keeps: secrets hidden, once
                     code, comparison = self.verdict(shown, baseline)
-                    written = await self.write(shown, watch)  # 6 report
-                recording = self.remember(report, shown, ExitCode.INTERNAL if done.failure is not None else code, written, caller)  # 7
+                    recording = self.record(shown, ExitCode.INTERNAL if done.failure is not None else code, caller)  # 7, begun
+                    written = await self.write(shown, watch, recording)  # 6 report
+                self.remember(report, caller)  # 7
                 self.summary(watch, shown, written, comparison)
                 await self.recorded(recording)
             return self.ended(watch, shown, code, done)
@@ -242,9 +243,10 @@ class Session:
         code = max(comparison.gate(self.config.fail_on), judge_code(report)) if comparison is not None and not report.interrupted else exit_code(report)
         return code, comparison
 
-    async def write(self, report: RunReport, watch: Watch) -> list[str]:
+    async def write(self, report: RunReport, watch: Watch, recording: store.Recording | None = None) -> list[str]:
         """6 report: one file per -o (or the default report); one that cannot be written after the run is kept in
-        a temporary file, and said. Returns the files as written."""
+        a temporary file, and said. Returns the files as written; ``recording`` hears where the JSON report is (or
+        that the reports were not written: it records nothing)."""
         written: list[str] = []
         try:
             for path in self.outputs:
@@ -253,24 +255,31 @@ class Session:
                 if rescued is not None:
                     self.warn(f"could not write the report to {path}; it is saved in {rescued}")
                 written.append(rescued or path)
+        except BaseException:
+            if recording is not None:
+                recording.abandon()
+            raise
         finally:
             if watch.spool is not None:
                 watch.spool.close()
+        if recording is not None:
+            recording.written(next((self.here(w) for o, w in zip(self.outputs, written) if o.lower().endswith(".json")), None))
         return written
 
-    def remember(self, report: RunReport, shown: RunReport, code: int, written: list[str], caller: Caller) -> store.Recording | None:
-        """7 remember: the cases that did not pass (--lf; by their ids as the plan has them), and the run as shown
-        added to the history (FORMATS §16) unless --no-history — in a forked copy of the command's process, while
-        the summary is printed (``Recording``)."""
-        root = caller.catalog.app.root
-        lastfailed.save(root, self.config.inputs, report.results, report.gates, self.secrets)
+    def record(self, shown: RunReport, code: int, caller: Caller) -> store.Recording | None:
+        """7 remember, begun: the run as shown added to the history (FORMATS §16) unless --no-history — in a forked
+        copy of the command's process, its verdicts while the reports are written and the summary printed; the JSON
+        report's text kept once it is written (``Recording``)."""
         if self.config.no_history:
             return None
         from agenttest.history import store
 
-        json_report = next((self.here(w) for o, w in zip(self.outputs, written) if o.lower().endswith(".json")), None)
-        return store.Recording(self.config.history or store.locate(None, root), shown, code, self.config.inputs, self.secrets,
-                               json_report, fork=speed.installed())
+        return store.Recording(self.config.history or store.locate(None, caller.catalog.app.root), shown, code, self.config.inputs,
+                               self.secrets, fork=speed.installed())
+
+    def remember(self, report: RunReport, caller: Caller) -> None:
+        """7 remember: the cases that did not pass (--lf; by their ids as the plan has them)."""
+        lastfailed.save(caller.catalog.app.root, self.config.inputs, report.results, report.gates, self.secrets)
 
     def summary(self, watch: Watch, report: RunReport, written: list[str], comparison: Comparison | None) -> None:
         """The summary, and with --baseline the comparison after it, ending with its banner."""

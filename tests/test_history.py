@@ -3,6 +3,7 @@ schema, concurrent runs, no secret stored; ``agent-test history`` and ``agent-te
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import urllib.error
@@ -76,17 +77,34 @@ def test_the_history_keeps_the_json_report_as_written_and_encodes_one_when_none_
     assert first["summary"]["passed"] == second["summary"]["passed"] == 7
 
 
-def test_the_report_is_compressed_aside_while_the_verdicts_are_recorded(tmp_path):
-    """The JSON report's copy for the history is compressed on a thread from the start of the recording: what is
-    asked for then is what compressing it there and then gives — the file's text, None without a readable file —
-    and what went wrong on the thread is raised where it is asked for."""
+@pytest.mark.parametrize("fork", [False, True])
+def test_a_recording_begun_before_the_reports_keeps_the_json_report_once_written(tmp_path, fork):
+    """The recording begins once the report is decided (forked: its verdicts go in while the reports are written)
+    and keeps the JSON report's text as written once it is told where; told there is none, it encodes the report;
+    a run whose reports were not written (``abandon``) is not recorded, and leaves no process behind."""
+    results = (CaseResult(key=CaseKey(id="a"), status="passed", input="hi", output="ok"),)
+    path = str(tmp_path / "h.sqlite")
+    recording = store.Recording(path, _report(*results), 0, ["t.jsonl"], Secrets(), fork=fork)
     written = tmp_path / "out.json"
-    written.write_text('{"results": []}\n' * 5000, encoding="utf-8")
-    given = store._document_aside(str(written))
-    assert given() == store._document(str(written)) and zlib.decompress(given()).decode() == written.read_text(encoding="utf-8")
-    assert store._document_aside(None)() is None and store._document_aside(str(tmp_path))() is None  # a folder: not read back
-    with pytest.raises(ValueError, match="null"):
-        store._document_aside("out\0.json")()
+    written.write_text('{"results": []}\n' * 5000, encoding="utf-8")  # after the recording began
+    recording.written(str(written))
+    assert recording.wait() == ""
+    other = store.Recording(path, _report(*results), 1, ["t.jsonl"], Secrets(), fork=fork)
+    other.written(None)
+    assert other.wait() == ""
+    left = store.Recording(path, _report(*results), 1, ["t.jsonl"], Secrets(), fork=fork)
+    child = left._child
+    left.abandon()
+    assert left.wait() == ""
+    if child is not None:
+        with pytest.raises(ProcessLookupError):
+            os.kill(child.pid, 0)  # killed and reaped
+    with History(path, create=False) as history:
+        assert [(r.id, r.exit_code) for r in history.runs()] == [(2, 1), (1, 0)]
+        blob = history.db.execute("SELECT report FROM runs WHERE id = 1").fetchone()[0]
+        assert zlib.decompress(blob).decode() == written.read_text(encoding="utf-8")
+        encoded = history.report(2)
+    assert encoded is not None and [r["id"] for r in encoded["results"]] == ["a"]
 
 
 def test_the_command_records_its_run_from_a_copy_of_itself(app, tmp_path):

@@ -477,17 +477,19 @@ def compressed(path: str) -> bytes:
 
 
 class Recording:
-    """Adding a run to the history once its reports are written, finished while the summary is printed: in
+    """Adding a run to the history, begun as soon as its report is decided — the verdicts go in while the reports are
+    written and the summary printed — and kept once the JSON report is written (``written``; or left, ``abandon``): in
     agent-test's own process (``fork``: the speed machinery installed), in a forked copy of it, on the other core
-    (recording 10,000 verdicts is ~0.25 s); elsewhere (a library caller, the tests in-process) at ``wait``.
-    ``written`` names the JSON report as written (its text is kept, not encoded again), or None; ``wait`` gives
+    (recording 10,000 verdicts is ~0.25 s); elsewhere (a library caller, the tests in-process) at ``wait``. The JSON
+    report as written is kept (its text, not encoded again); a run without one has its report encoded. ``wait`` gives
     ``record_run``'s warning, or "". The run's verdict never depends on its history."""
 
-    def __init__(self, path: str, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets, written: str | None = None,
-                 fork: bool = False):
+    def __init__(self, path: str, report: RunReport, exit_code: int, inputs: Sequence[str], secrets: Secrets, fork: bool = False):
         self.path = path
         self._secrets = secrets
-        self._record = lambda: record_run(path, report, exit_code, inputs, secrets, _document_aside(written))  # noqa: E731
+        self._json: str | None = None  # the JSON report as written (``written``), in this process
+        self._receive: Callable[[], bytes] | None = None  # in the forked copy: what the command says once its reports are written
+        self._record = lambda: record_run(path, report, exit_code, inputs, secrets, _document_aside(self._written))  # noqa: E731
         self._child: forked.Child | None = None
         if fork and forked.available():
             try:
@@ -495,7 +497,28 @@ class Recording:
             except OSError:  # no process to be had (EAGAIN, ENOMEM): recorded here, at ``wait``
                 self._child = None
 
+    def written(self, json_report: str | None) -> None:
+        """The reports are written: ``json_report`` is the JSON report's file (None: the run wrote none)."""
+        self._json = json_report
+        if self._child is not None:
+            self._child.send(WRITTEN + (os.fsencode(json_report) if json_report else b""))
+
+    def abandon(self) -> None:
+        """The reports were not written (the run ended another way): nothing is recorded."""
+        if self._child is not None:  # killed in its transaction: SQLite rolls it back (the next to open the history does)
+            self._child.stop()
+            self._child = None
+        self._record = lambda: ""  # noqa: E731
+
+    def _written(self) -> str | None:
+        """Where the JSON report was written: said by the command (the forked copy waits for it), or known here."""
+        if self._receive is None:
+            return self._json
+        said = self._receive()  # b"" if the command never said (``wait`` sends nothing then): the report is encoded
+        return os.fsdecode(said[len(WRITTEN):]) if said.startswith(WRITTEN) and len(said) > len(WRITTEN) else None
+
     def _in_child(self, receive: Callable[[], bytes]) -> str:
+        self._receive = receive
         try:
             return self._record()
         except Exception as exc:  # noqa: BLE001 — a bug of ours: said, never the run's end
@@ -510,17 +533,19 @@ class Recording:
             return self._secrets.redact(f"the run was not added to the history {self.path}: its recording was lost: {exc}")
 
 
-def _document_aside(written: str | None) -> Callable[[], bytes | None]:
-    """``_document(written)`` compressed on a thread of its own from now (zlib and the reads let go of the GIL), while
-    the verdicts go into the history; what it gave (or raised) once asked for. At 100,000 cases the report is 140 MB:
-    ~0.2 s of compressing off the recording's critical path, which the run waits for."""
-    if not written:
-        return lambda: None
+WRITTEN = b"W"  # what the command tells its forked recording once its reports are written (then the JSON report's path)
+
+
+def _document_aside(written: Callable[[], str | None]) -> Callable[[], bytes | None]:
+    """``_document(written())`` on a thread of its own from now — waiting there for the reports to be written, then
+    compressing (zlib and the reads let go of the GIL) — while the verdicts go into the history; what it gave (or
+    raised) once asked for. At 100,000 cases the report is 140 MB: ~0.2 s of compressing off the recording's
+    critical path, which the run waits for."""
     box: list[Any] = []
 
     def work() -> None:
         try:
-            box.append((_document(written), None))
+            box.append((_document(written()), None))
         except BaseException as exc:  # noqa: BLE001 — raised where it is asked for, as it would have been
             box.append((None, exc))
 
@@ -528,7 +553,7 @@ def _document_aside(written: str | None) -> Callable[[], bytes | None]:
     try:
         thread.start()
     except RuntimeError:  # no thread to be had: compressed when asked for
-        return lambda: _document(written)
+        return lambda: _document(written())
 
     def given() -> bytes | None:
         thread.join()

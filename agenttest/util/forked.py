@@ -105,6 +105,14 @@ class Child:
             raise Lost(f"it ended with {'signal ' + signal.Signals(-status).name if status < 0 else f'exit code {status}'}")
         return b"".join(chunks).decode("utf-8", "replace")
 
+    def stop(self) -> None:
+        """The copy's work is no longer wanted: it is killed (and reaped), its answer never read."""
+        if not self._sent:  # (``send`` closed it)
+            self._sent = True
+            os.close(self._to_child)
+        os.close(self._from_child)
+        self._kill()
+
     def _kill(self) -> None:
         try:
             os.kill(self.pid, signal.SIGKILL)
