@@ -213,3 +213,20 @@ def test_an_actor_that_dies_with_units_in_flight_ends_only_the_culprit_as_error(
     for name in ("n0", "n1", "n2", "n3"):
         assert got[name]["status"] == "passed", got[name]
         assert any(w.startswith("its worker was lost while it ran") for w in got[name]["warnings"]), got[name]
+
+
+def test_an_actor_collects_garbage_as_a_local_worker_does_and_the_test_process_as_it_was(cluster, tmp_path):
+    """An actor's process is Ray's for the actor alone: what its start-up made is frozen and the run's thresholds
+    are set, as in the command and its local workers — never in the process that runs agent-test as a library."""
+    import gc
+
+    from agenttest.speed.collector import RUN_THRESHOLDS
+
+    root = tool_app(tmp_path / "app", ("thresholds",), "import gc, json\ndef thresholds(ctx):\n    return json.dumps(gc.get_threshold())\n").parent.parent
+    (root / "cases.jsonl").write_text(json.dumps({"id": "gc", "input": "call thresholds"}) + "\n")
+    ours = gc.get_threshold()
+    result = cli("-i", str(root / "cases.jsonl"), "-n", "bot", "--app", str(root), "-o", str(tmp_path / "r.json"), "--executor", "ray")
+    assert result.exit_code == 0, result.output
+    (got,) = report(tmp_path / "r.json")["results"]
+    assert json.loads(got["tool_calls"][0]["result"]) == list(RUN_THRESHOLDS)
+    assert gc.get_threshold() == ours != RUN_THRESHOLDS

@@ -334,6 +334,9 @@ class ActorWorker:
         self.said = False
         if self.token:
             raydeaths.install(self.token, self.folder)  # os._exit and fatal signals say what they were
+        from agenttest.speed import collector
+
+        collector.claim()  # Ray starts a process for the actor and ends it with the actor: its collector is ours
         # what ``ready`` needs, imported while the controller still loads and resolves the cases
         from agenttest.agents import catalog  # noqa: F401
         from agenttest.resolution import planning  # noqa: F401
@@ -350,6 +353,7 @@ class ActorWorker:
         from agenttest.runner import slots
         from agenttest.runner.scheduling import units
         from agenttest.runtime import fdcapture, usercalls
+        from agenttest.speed import collector
         from agenttest.util.secrets import Secrets
 
         fdcapture.start()  # for the actor's life: what user code writes below Python goes to its case too
@@ -369,6 +373,7 @@ class ActorWorker:
         catalog.import_sdks()
         catalog.warm()
         self.units = {u.index: u for u in units(self.plan)}
+        collector.run_begins()  # what start-up made is never scanned again; the run's thresholds (as a local worker's)
         self.numbered = classes == numbering()  # the controller's agent-test numbers the result classes as this one does
         return "ready", catalog.warnings
 

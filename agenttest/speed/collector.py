@@ -4,7 +4,8 @@ Start-up — importing agenttest, click and the SDKs — makes ~80,000 long-live
 the collector scanned them again and again: ~60 passes, 33–38 ms before the first request of a one-case
 run (bench/RESULTS.md). So those imports run inside ``importing``: the collector off, then as it was.
 
-In a process of agenttest's own — the command, ``claim``ed by ``agenttest.speed.install`` (``cli.entry``) —
+In a process of agenttest's own — the command, ``claim``ed by ``agenttest.speed.install`` (``cli.entry``), or a
+Ray actor's, which Ray starts for the actor and ends with it (``runner/ray.py``) —
 a block that imported something ends by freezing what it made (never scanned again), and ``run_begins`` sets
 thresholds for a run of many small objects. ``paused`` keeps the collector off while a report is read back.
 A library caller's, pytest's or a CliRunner's collector is never touched beyond a block."""
@@ -21,7 +22,7 @@ _ours = False  # set by ``claim``: only then do ``importing`` freeze and ``run_b
 
 
 def claim() -> None:
-    """The process is agenttest's own (the ``agent-test`` command)."""
+    """The process is agenttest's own (the ``agent-test`` command, a Ray actor's process)."""
     global _ours
     _ours = True
 
