@@ -18,6 +18,7 @@ from agenttest.util.text import shorten
 PER_PAGE = 200
 WAIT = 1.5  # seconds a page waits for the scan before it shows what is indexed and reloads itself
 LABELS = {"failed": "Failed", "error": "Errored", "timeout": "Timed out", "passed": "Passed", "skipped": "Skipped"}
+WIDER = ".cards{grid-template-columns:repeat(auto-fill,minmax(9.5rem,1fr))}"  # room for 1,000,000
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; connect-src 'none'"
 
 
@@ -77,7 +78,7 @@ def overview(report: PagedReport, view: View, per_page: int = PER_PAGE, wait: fl
     rows = "".join(_row(report, n) for n in numbers)
     body = (f"{_header(report)}{_state(report, ready)}{_toolbar(report, view)}"
             f'<p class="meta small" id="shown">{total:,} result{"s" if total != 1 else ""}{"" if ready else " so far"} · '
-            f"page {view.page} of {pages if ready else str(pages) + '+'}</p>"
+            f"page {view.page:,} of {pages:,}{'' if ready else '+'}</p>"
             f'<table class="cases" id="cases"><thead><tr><th>#</th><th></th><th>Result</th><th>Input</th><th>Time</th><th>Output</th></tr></thead>'
             f"<tbody>{rows}</tbody></table>{_pager(view, pages, ready)}")
     return _page(f"Agent Test — {report.summary.get('agent_id') or 'report'}", body, refresh=not ready)
@@ -87,7 +88,7 @@ def _page(title: str, body: str, refresh: bool = False) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">" + ("<meta http-equiv=\"refresh\" content=\"1\">" if refresh else "")
-            + f"<title>{escape(title)}</title><style>{asset('viewer.css')}</style></head><body><div id=\"static\">{body}</div></body></html>\n")
+            + f"<title>{escape(title)}</title><style>{asset('viewer.css')}{WIDER}</style></head><body><div id=\"static\">{body}</div></body></html>\n")
 
 
 def _header(report: PagedReport) -> str:
@@ -95,7 +96,7 @@ def _header(report: PagedReport) -> str:
     def number(key: str) -> str:
         value = s.get(key)
         return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "—"
-    cards = "".join(f'<div class="card"><span class="meta">{label}</span><b class="{cls}">{number(key)}</b></div>'
+    cards = "".join(f'<div class="card"><span class="meta">{label}</span><b class="{cls if s.get(key) else ""}">{number(key)}</b></div>'
                     for label, key, cls in (("Results", "total", ""), ("Passed", "passed", "passed"), ("Failed", "failed", "failed"),
                                             ("Errors", "errors", "error"), ("Timeouts", "timeouts", "timeout"), ("Skipped", "skipped", "skipped")))
     rate = s.get("pass_rate")
