@@ -11,7 +11,7 @@ import signal
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TextIO
 
 from agenttest import plugins, reporting, speed
@@ -25,10 +25,11 @@ from agenttest.connectors.throttle import Traffic
 from agenttest.errors import AgentTestError, ExitCode, InputError, InternalError, Interrupted
 from agenttest.inputs.documents import KeyPolicy, Loaded
 from agenttest.inputs.reading import load_file
+from agenttest.inputs import streaming
 from agenttest.inputs.sources import Inputs, LoadEnv, expand
 from agenttest.model import Case, Diagnostics, Plan, RunHeader, RunReport
 from agenttest.reporting.events import EventStream
-from agenttest.reporting.header import header_of
+from agenttest.reporting.header import header_of, kind_of
 from agenttest.reporting.watch import Watch
 from agenttest.resolution import planning
 from agenttest.runner import execution, executors
@@ -74,6 +75,8 @@ class Session:
         self.warn = warn or self.warned.append
         self.workers: Pool | None = None
         self.header: RunHeader | None = None
+        self.streamed = False  # the case files are read as they run, the results spooled (inputs.streaming)
+        self.sample: Plan | None = None  # a streamed run's: one item of each kind, for the header
 
     async def run(self) -> ExitCode:
         """The run, stage by stage; an error that ends it says no secret (a generator may have echoed the key)."""
@@ -83,7 +86,7 @@ class Session:
             async with self.opened(source) as caller:
                 loaded = await self.load(source, caller)  # 1 load
                 chosen = self.select(loaded, caller.catalog)  # 2 select
-                plan, resolved = await self.resolve(chosen, caller, loaded)  # 3 resolve
+                plan, resolved = await self.resolve(chosen, caller, loaded, source)  # 3 resolve
                 said = Diagnostics.of(chosen.said, loaded.warnings, caller.catalog.warnings, resolved, self._short_secrets())
                 if self.config.dry_run or self.config.list_only:
                     return await self.preview(source, caller, loaded, chosen, said)
@@ -126,7 +129,9 @@ class Session:
             if os.path.realpath(self.here(output)) in ours:
                 raise AgentTestError(f"-o {output} is an input of this run: writing it would replace the cases",
                                      hint="give the report another name, e.g. -o report.json")
-        return Inputs(tuple(found)), baseline
+        inputs = Inputs(tuple(found))
+        self.streamed = streaming.engaged(self.config, inputs)
+        return inputs, baseline
 
     @asynccontextmanager
     async def opened(self, source: Inputs) -> AsyncIterator[Caller]:
@@ -144,7 +149,7 @@ class Session:
             caller = Caller(catalog, Identity(config.user, config.team, ctx))
             caller.loop = asyncio.get_running_loop()
             # the workers, made now: Ray actors on a cluster joined by its address start while the cases load
-            self.workers = None if config.dry_run or config.list_only else executors.pool_for(config, caller)
+            self.workers = None if config.dry_run or config.list_only or self.streamed else executors.pool_for(config, caller)
             yield caller
         finally:
             if self.workers is not None:  # however the run ended, no worker outlives it
@@ -162,6 +167,8 @@ class Session:
             if source.needs_agent:
                 raise
             agent = None
+        if self.streamed:  # read, a part at a time, when the plan is checked (resolve) and again as the cases run
+            return Loaded()
         token = current_trace.set(self.generation)  # what a generator agent spends is counted apart
         try:
             policy = KeyPolicy(strict=self.config.strict, max_cases=self.config.max_cases)
@@ -180,14 +187,18 @@ class Session:
             cases = shards.take(cases, config.shard, catalog.app.root)
         return Chosen(cases, selected, Diagnostics.of([note]))
 
-    async def resolve(self, chosen: Chosen, caller: Caller, loaded: Loaded) -> tuple[Plan, Diagnostics]:
+    async def resolve(self, chosen: Chosen, caller: Caller, loaded: Loaded, source: Inputs) -> tuple[Plan, Diagnostics]:
         """3 resolve: the plan, every problem in one round (the workers, made as the run opened, or the MCP servers,
-        start here). Ctrl-C or SIGTERM meanwhile stops it at once: no case ran, so there is no report to write."""
+        start here; a streamed run checks its files a part at a time). Ctrl-C or SIGTERM meanwhile stops it at once:
+        no case ran, so there is no report to write."""
         task = asyncio.current_task()
         assert task is not None
         with execution.Signals() as signals:
             signals.task = task
             try:
+                if self.streamed:
+                    plan, self.sample, said = await streaming.check(source, caller.catalog, self.agent_id, self.config, kind_of)
+                    return plan, Diagnostics.of(said)
                 start = self.workers.start if self.workers is not None else None
                 problems = [*loaded.problems, *planning.unbuilt_problems(loaded.unbuilt, caller.catalog, self.agent_id, self.config)]
                 return await planning.build(chosen.cases, caller.catalog, self.agent_id, self.config, problems, start)
@@ -215,9 +226,11 @@ class Session:
 
     def watch(self, plan: Plan, source: Inputs, caller: Caller, chosen: Chosen, said: Diagnostics) -> Watch:
         """The console (and the event stream) that watch the run, told of its header and warnings."""
-        self.header = header_of(plan, self.config, source.describe(len(plan.cases)), caller.catalog, chosen.selected)
+        self.header = header_of(self.sample or plan, self.config, source.describe(plan.case_count()), caller.catalog, chosen.selected)
+        if self.streamed:
+            self.header = replace(self.header, total=plan.total, notes=(*self.header.notes, ("Streamed", streaming.NOTE)))
         self.outputs = self._outputs(source, caller.catalog.app.root)
-        spool = reporting.Spool() if any(o.lower().endswith(".json") for o in self.outputs) else None
+        spool = reporting.Spool() if any(o.lower().endswith(".json") for o in self.outputs) and not self.streamed else None
         watch = Watch(self.config, plan, self.out, self.events, self.secrets, source.message is not None, len(source.files) > 1, spool)
         watch.header(self.header, iso(time.time()), list(said + self.header.warnings))
         caller.catalog.traffic.listen(watch.warning)
@@ -269,8 +282,9 @@ class Session:
     def record(self, shown: RunReport, code: int, caller: Caller) -> store.Recording | None:
         """7 remember, begun: the run as shown added to the history (FORMATS §16) unless --no-history — in a forked
         copy of the command's process, its verdicts while the reports are written and the summary printed; the JSON
-        report's text kept once it is written (``Recording``)."""
-        if self.config.no_history:
+        report's text kept once it is written (``Recording``). A streamed run is not recorded: its results stay in its
+        reports (docs/scale.md)."""
+        if self.config.no_history or self.streamed:
             return None
         from agenttest.history import store
 

@@ -151,6 +151,8 @@ class Bench:
         self.notes: list[str] = []  # printed and written after the table
         self.startup = self.sdk_startup = 0.0
 
+    cases_n = 1_000_000  # the million workload's size (--cases)
+
     def size(self, n: int) -> int:
         return max(2, n // 200) if self.smoke else n
 
@@ -333,7 +335,8 @@ class Bench:
             "standard_exact": lambda: self.standard(400, 0.2, 50, "", None, jitter=0.0),
             "dynamic": self.dynamic, "early_stop": self.early_stop, "replay": self.replay, "dry_run": self.dry_run, "scale": self.scale,
             "rate_limited": lambda: load.rate_limited(self), "rate_limited_ms": lambda: load.rate_limited_ms(self), "wide": lambda: load.wide(self),
-            "mock_10k": lambda: load.mock_10k(self), "huge_mock": lambda: load.huge_mock(self), "first_request": lambda: load.first_request(self),
+            "mock_10k": lambda: load.mock_10k(self), "huge_mock": lambda: load.huge_mock(self),
+            "million": lambda: load.million(self), "first_request": lambda: load.first_request(self),
             **scaleout.workloads(self), "ray_two_node": lambda: raytwo.ray_two_node(self),
             "viewer": lambda: viewer.viewer(self), "viewer_paged": lambda: viewer.paged(self),
             "calls": lambda: calls.calls(self),
@@ -377,7 +380,7 @@ SMOKE_WORKLOADS = ("agent-test --help", "agent-test --version", "--list (median)
                    "in flight allowed (429 + Retry-After beyond)",
                    "in flight allowed (429, Retry-After: 1, retry-after-ms: 100)", "its run phase at the server",
                    "standard, 200 ms, --parallel 200", "SDK alone (create), same workload, runs interleaved",
-                   "on the mock connector, --parallel 20 (memory", "standard on the mock connector (median of", "start-up to the first request",
+                   "on the mock connector, --parallel 20 (memory", "on the mock connector, streamed", "standard on the mock connector (median of", "start-up to the first request",
                    "one worker process", "with --workers 2", "a 20 ms Python tool (CPU-bound)", "(I/O-bound), --workers 0", "(÷ --workers 0)",
                    "HTML report size vs its JSON report", "report to its first screen", "a filter chip applied", "a search applied",
                    "--calls none:", "--calls all:", "report keeping every call", "model call card opened")
@@ -396,12 +399,14 @@ def main() -> None:
     parser.add_argument("--only", metavar="WORKLOAD", help="run one workload, or several separated by commas (for working on them; never --write)")
     parser.add_argument("--against", metavar="TREE", help="another agent-test source tree (a git worktree of an older commit): "
                                                           "the mock workload runs through it too, interleaved")
+    parser.add_argument("--cases", type=int, default=1_000_000, metavar="N", help="the size of the million workload (default 1,000,000)")
     args = parser.parse_args()
     if args.against and not os.path.isfile(os.path.join(args.against, "agenttest", "__init__.py")):
         parser.error(f"--against {args.against}: no agenttest/ package there (give the root of a source tree)")
     global SPAWNER
     SPAWNER = Spawner()  # first, while this process is small
     bench = Bench(args.smoke, os.path.abspath(args.against) if args.against else None)
+    bench.cases_n = args.cases
     load = os.getloadavg()[0]
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}; transport: {transport_name()}", flush=True)
     try:

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from workloads import standard_cases
+from workloads import standard_cases, write_standard
 
 
 class Measure:
@@ -147,6 +147,45 @@ def huge_mock(b: Any) -> None:
     size = os.path.getsize(out) / 2**20
     b.row(f"{n} standard on the mock connector, --parallel 20 (memory; a {size:.0f} MB JSON report)", m, n, None, 0, "≤ 300 MB",
           m.rss_mb <= 300)
+
+
+def million(b: Any) -> None:
+    """Issue 57: N mock cases (``--cases``, a million by default) run to the end streamed — the case file read as the
+    cases run, the results spooled to disk — with JSON, JSONL and JUnit reports: wall, CPU, peak memory (< 1 GB), and
+    that every report was written whole (its last part read back, not the whole file). ``--smoke``: 200 cases, streamed
+    all the same (AGENTTEST_STREAM_OVER=100)."""
+    n = 200 if b.smoke else b.cases_n
+    path = os.path.join(b.tmp, f"million{n}.jsonl")
+    write_standard(path, n)
+    outs = [os.path.join(b.tmp, f"million.{ext}") for ext in ("json", "jsonl", "xml")]
+    env = {"AGENTTEST_STREAM_OVER": "100"} if b.smoke else {}
+    m = b.measure([*_cli(), "-i", path, "-n", "mockbot", "--parallel", "20", "-q", *(a for o in outs for a in ("-o", o))], env=env)
+    written = [_whole(o, n) for o in outs]
+    said = ", ".join(f"{os.path.basename(o)} {os.path.getsize(o) / 2**20:.0f} MB" if ok else f"{os.path.basename(o)} NOT WHOLE"
+                     for o, ok in zip(outs, written))
+    b.row(f"{n} standard on the mock connector, streamed, --parallel 20 (memory; {said})", m, n, None, 0, "< 1 GB, every report whole",
+          m.rss_mb < 1024 and all(written))
+
+
+def _cli() -> list[str]:
+    exe = os.path.join(os.path.dirname(sys.executable), "agent-test")
+    return [exe] if os.path.exists(exe) else [sys.executable, "-m", "agenttest"]
+
+
+def _whole(path: str, n: int) -> bool:
+    """Whether a report of ``n`` results was written to its end: its last bytes read back (the JSONL's summary line,
+    the JSON's closing metadata, JUnit's closing tag and count)."""
+    if not os.path.exists(path):
+        return False
+    with open(path, "rb") as fh:
+        head = fh.read(4096).decode("utf-8", "replace")
+        fh.seek(max(0, os.path.getsize(path) - 65536))
+        tail = fh.read().decode("utf-8", "replace")
+    if path.endswith(".jsonl"):
+        return json.loads(tail.rstrip("\n").rsplit("\n", 1)[-1])["summary"]["total"] == n
+    if path.endswith(".json"):
+        return f'"total": {n},' in head and tail.rstrip().endswith("}") and '"metadata"' in tail
+    return f'tests="{n}"' in head and tail.rstrip().endswith("</testsuites>")
 
 
 def first_request(b: Any) -> None:

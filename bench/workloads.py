@@ -89,6 +89,14 @@ def expected_runs_with_early_stop(n: int, runs: int) -> int:
     return sum(next((k + 1 for k in range(runs) if not flaky_passes(i, k)), runs) for i in range(n))
 
 
+def write_standard(path: str, n: int) -> None:
+    """``standard_cases(n)`` written a line at a time (a million cases are not made in memory first)."""
+    with open(path, "w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"id": f"case-{i:05d}", "input": HISTORY + [{"role": "user", "content": f"Yes, confirm #{i}"}],
+                                 "assertions": [{"type": "contains", "value": NEEDLE}]}) + "\n")
+
+
 def write_cases(path: str, cases: list[dict[str, Any]]) -> None:
     with open(path, "w") as fh:
         for c in cases:

@@ -114,9 +114,23 @@ def parse_text(text: str, source: str, default_simulator: str | None = None, bas
     return parse(text, source, default_simulator, base_dir, kind).check()
 
 
-def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text: bool = True) -> Iterator[Document]:
+def parse_lines(text: str, source: str, first: int, default_simulator: str | None = None, policy: KeyPolicy = KeyPolicy()) -> Loaded:
+    """Lines of a .jsonl file from its line ``first + 1`` on (a streamed run reads a large file so, a part at a time):
+    its cases and problems at their places in the whole file. What spans parts (an id used twice, a file without
+    cases) is the caller's to say (``inputs.streaming``)."""
+    loaded = Loaded()
+    docs = list(_jsonl_documents(text, source, loaded.problems, keep_text=not os.path.isfile(source), first=first))
+    if escapes_surrogates(text):
+        docs = [replace(d, raw=cleaned(d.raw)) for d in docs]
+    loaded.cases = build_cases(docs, os.path.dirname(os.path.abspath(source)), default_simulator, loaded, policy)
+    if len(loaded.problems) > 1:
+        loaded.problems.sort(key=_line_of)
+    return loaded
+
+
+def _jsonl_documents(text: str, source: str, problems: list[Problem], keep_text: bool = True, first: int = 0) -> Iterator[Document]:
     strings: dict[Any, Any] = {}  # one copy of each key, string value and dict of text across the file's cases
-    for number, line in enumerate(_lines(text), start=1):
+    for number, line in enumerate(_lines(text), start=first + 1):
         shift = 0
         if line.startswith("\ufeff"):  # a byte order mark where files were joined (cat a.jsonl b.jsonl): not the case's
             line, shift = line.lstrip("\ufeff"), len(line) - len(line.lstrip("\ufeff"))

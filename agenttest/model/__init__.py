@@ -30,7 +30,7 @@ from agenttest.model.exchanges import Answer, CallLog, Exchange, Retry
 from agenttest.model.evidence import Calibration, Disagreement, Estimate, Evidence, Judged, Mover, Paired
 from agenttest.model.diagnostics import Diagnostics
 from agenttest.model.keys import CaseKey
-from agenttest.model.plan import Plan, ResolvedCase, RunSettings
+from agenttest.model.plan import Plan, ResolvedCase, RunSettings, Streamed
 from agenttest.model.kinds import BuiltinMode, FaultKind, Message, Mode, OutputFrom, Role, Status, UsageSource
 from agenttest.model.results import (
                       AssertionResult,
@@ -99,6 +99,7 @@ __all__ = [
     "SimulatorSpec",
     "Spend",
     "Status",
+    "Streamed",
     "SuiteResult",
     "SuiteSpec",
     "Summary",

@@ -58,6 +58,14 @@ class RunSettings:
     allow_external_writes: bool = False  # cases whose write_policy is external run (else skipped, saying why)
 
 
+@dataclass(frozen=True)
+class Streamed:
+    """What the pass that checked a streamed run's cases counted: its cases and its scheduled results."""
+
+    cases: int
+    total: int
+
+
 @dataclass(frozen=True, kw_only=True)
 class Plan:
     """A resolved run: the agent under test, each case × connector resolved, the global hooks and the settings."""
@@ -67,14 +75,23 @@ class Plan:
     settings: RunSettings = field(default_factory=RunSettings)
     before_all: Any = None  # --before: a resolved hook function
     after_all: Any = None
+    # a streamed run's (inputs.streaming): its items are read again from the case files each time they are taken,
+    # and what a pass over them would give is known from the pass that checked them — the cases, the results scheduled
+    streamed: Streamed | None = None
 
     @property
     def cases(self) -> tuple[Case, ...]:
         """The selected cases, each once, in order."""
+        if self.streamed is not None:
+            raise TypeError("a streamed plan's cases are read as they run: count them with case_count()")
         seen: dict[int, Case] = {}  # by identity: a case holds dicts, so it has no hash
         for item in self.items:
             seen.setdefault(id(item.case), item.case)
         return tuple(seen.values())
+
+    def case_count(self) -> int:
+        """The selected cases."""
+        return self.streamed.cases if self.streamed is not None else len(self.cases)
 
     @property
     def connectors(self) -> tuple[str | None, ...]:
@@ -88,4 +105,6 @@ class Plan:
     @property
     def total(self) -> int:
         """Scheduled results: cases × runs × connectors."""
+        if self.streamed is not None:
+            return self.streamed.total
         return sum(item.runs for item in self.items)

@@ -14,6 +14,7 @@ from agenttest.model.exchanges import CallLog
 from agenttest.model.keys import CaseKey
 from agenttest.model.kinds import Role, Status
 from agenttest.model.scenario import ScenarioRecord
+from agenttest.util.spool import is_spooled
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -452,6 +453,8 @@ class RunReport:
         """Each case × connector once, in the report's order, with its gate (None in a report without gates: one
         read back from a run that showed none) and its runs — made as they are taken (a report's results beside
         its gates are sliced as they lie: no dict of 100,000 keys, nothing held)."""
+        if is_spooled(self.results):  # a streamed run's: results and gates on disk, both in the plan's order
+            return _alongside(self.results, self.gates)
         gates = {g.key: g for g in self.gates}
         return (Group(key, gates.get(key), runs) for key, runs in by_key(self.results, gates))
 
@@ -514,6 +517,18 @@ class Group(NamedTuple):
     key: CaseKey
     gate: Gate | None
     runs: Sequence[CaseResult]
+
+
+def _alongside(results: Iterable[CaseResult], gates: Iterable[Gate]) -> Iterator[Group]:
+    """Each gate with the results of its case × connector that follow one another (a streamed run's: read once)."""
+    landed = iter(results)
+    ahead = next(landed, None)
+    for gate in gates:
+        runs = []
+        while ahead is not None and ahead.key == gate.key:
+            runs.append(ahead)
+            ahead = next(landed, None)
+        yield Group(gate.key, gate, runs)
 
 
 def by_key(results: Sequence[CaseResult], keys: Iterable[CaseKey]) -> Iterator[tuple[CaseKey, Sequence[CaseResult]]]:

@@ -5,13 +5,14 @@ moves the agent under test to a model is said, not hidden."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from agenttest import assertions
 from agenttest.agents.catalog import Catalog
 from agenttest.config import RunConfig
 from agenttest.connectors.files import spec_for
 from agenttest.errors import AgentTestError
-from agenttest.model import Case, Plan, Player, RunHeader
+from agenttest.model import Case, Plan, Player, ResolvedCase, RunHeader
 
 
 def header_of(plan: Plan, config: RunConfig, described: str, catalog: Catalog, selected: int) -> RunHeader:
@@ -69,6 +70,14 @@ def players_of(plan: Plan, catalog: Catalog) -> tuple[Player, ...]:
         for role, agent, override in _named(case):
             add(role, agent, override)
     return tuple(sorted(seen.values(), key=lambda p: ("agent", "simulator", "validator").index(p.role)))
+
+
+def kind_of(item: ResolvedCase) -> tuple[Any, ...]:
+    """What the header tells of an item (a streamed run's header is made from one item of each kind)."""
+    case = item.case
+    simulator = (case.simulator.use, case.simulator.script is None, case.simulator.options.get("connector")) if case.simulator else None
+    return (case.options.get("connector"), item.connector, case.mode == "script", case.dynamic, bool(case.simulator), simulator,
+            tuple(_named(case)))
 
 
 def _named(case: Case) -> Iterator[tuple[str, str, str | None]]:

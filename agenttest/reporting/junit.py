@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator
 
 from agenttest.accounting.costs import totals
 from agenttest.verdicts import evidence
 from agenttest.verdicts.gates import runs_saved
 from agenttest.model import CaseResult, Gate, RunReport
+from agenttest.util.spool import is_spooled
 from agenttest.util.text import BIDI, as_text
 from agenttest.reporting.figures import percents, players_text
 from agenttest.reporting.formats import register
@@ -40,25 +42,79 @@ def _status(runs: list[CaseResult], gate: Gate | None) -> str:
 
 
 @register(".xml")
-def to_junit(report: RunReport) -> str:
+def to_junit(report: RunReport) -> str | Iterator[str]:
+    if is_spooled(report.results) and report.results:
+        return _streamed(report)
     groups = [(runs, gate, _status(runs, gate)) for runs, gate in _groups(report)]
+    suites, suite = _suites(report, [s for *_, s in groups])
+    for runs, gate, status in groups:
+        _testcase(suite, report, runs, gate, status)
+    _checks(suite, report)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + _clean(ET.tostring(suites, encoding="unicode")) + "\n"
+
+
+_SPLICE = "agent-test: the cases go here"
+
+
+def _streamed(report: RunReport) -> Iterator[str]:
+    """The same text for a streamed run's report, one testcase at a time: its results are read from disk twice
+    (the suite's counts, then each case), never held together."""
+    suites, suite = _suites(report, (_status(list(runs), gate) for _, gate, runs in report.groups()))
+    ET.SubElement(suite, "testcase", name=_SPLICE)
+    _checks(suite, report)
+    ET.indent(suites)
+    text = ET.tostring(suites, encoding="unicode")
+    marker = f'<testcase name="{_SPLICE}" />'
+    before, after = text.split(marker, 1)
+    last = after[:len(after) - len(after.lstrip(" \n"))]  # what follows the last case
+    yield '<?xml version="1.0" encoding="UTF-8"?>\n' + _clean(before)
+    tail = "\n" + " " * 4
+    ahead = None
+    for _, gate, runs in report.groups():
+        if ahead is not None:
+            yield _case_text(report, ahead[0], ahead[1], tail)
+        ahead = (list(runs), gate)
+    if ahead is not None:
+        yield _case_text(report, ahead[0], ahead[1], last)
+    yield _clean(after[len(last):]) + "\n"
+
+
+def _case_text(report: RunReport, runs: list[CaseResult], gate: Gate | None, tail: str) -> str:
+    """One testcase as the whole document's text has it (indented at its depth), followed by ``tail``."""
+    wrapper = ET.Element("testsuites")
+    suite = ET.SubElement(wrapper, "testsuite")
+    _testcase(suite, report, runs, gate, _status(runs, gate))
+    ET.indent(wrapper)
+    case = suite[0]
+    case.tail = tail
+    return _clean(ET.tostring(case, encoding="unicode"))
+
+
+def _suites(report: RunReport, statuses: Iterable[str]) -> tuple[ET.Element, ET.Element]:
+    """The document and its test suite, with the counts of ``statuses`` (one per case × connector) and the properties."""
     checks = report.suites
+    counts: dict[str, int] = {}
+    for status in statuses:
+        counts[status] = counts.get(status, 0) + 1
     suites = ET.Element("testsuites", name="agent-test")
     suite = ET.SubElement(
         suites,
         "testsuite",
         name=report.agent_id or "agent-test",
-        tests=str(len(groups) + len(checks)),
-        failures=str(sum(1 for *_, s in groups if s == "failed") + sum(1 for c in checks if not c.passed)),
-        errors=str(sum(1 for *_, s in groups if s == "error")),
-        skipped=str(sum(1 for *_, s in groups if s in ("skipped", "not run"))),
+        tests=str(sum(counts.values()) + len(checks)),
+        failures=str(counts.get("failed", 0) + sum(1 for c in checks if not c.passed)),
+        errors=str(counts.get("error", 0)),
+        skipped=str(counts.get("skipped", 0) + counts.get("not run", 0)),
         time=f"{report.duration_ms / 1000:.3f}",
         timestamp=report.started_at,
     )
     _suite_properties(suite, report)
-    for runs, gate, status in groups:
-        _testcase(suite, report, runs, gate, status)
-    for check in checks:  # a suite's checks over its cases (FORMATS §18): one testcase each suite
+    return suites, suite
+
+
+def _checks(suite: ET.Element, report: RunReport) -> None:
+    for check in report.suites:  # a suite's checks over its cases (FORMATS §18): one testcase each suite
         case = ET.SubElement(suite, "testcase", classname=report.agent_id or "agent-test", name=f"suite checks: {check.id}"
                              + (f" [{check.connector}]" if check.connector else ""), time="0.000")
         if check.file:
@@ -66,8 +122,6 @@ def to_junit(report: RunReport) -> str:
         if not check.passed:
             failure = ET.SubElement(case, "failure", message=_clean(check.failures[0]), type="SuiteCheckFailed")
             failure.text = _clean("\n".join(check.failures))
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + _clean(ET.tostring(suites, encoding="unicode")) + "\n"
 
 
 def _testcase(suite: ET.Element, report: RunReport, runs: list[CaseResult], gate: Gate | None, status: str) -> None:

@@ -24,7 +24,8 @@ class Watch:
         self.events = events
         self.secrets = secrets
         # the cases whose runs differ from --runs (100,000 cases need not each have an entry)
-        self._runs = {item.key: item.runs for item in plan.items if item.runs != config.runs}
+        self.streamed = plan.streamed is not None  # its items are read as they run: its cases' runs are learnt as they start
+        self._runs = {} if self.streamed else {item.key: item.runs for item in plan.items if item.runs != config.runs}
         self._running: dict[tuple[CaseKey, int], int] = {}  # (case, run) started, no result yet (→ runs): named if the run is stopped
 
     def header(self, header: RunHeader, started_at: str, warnings: list[str]) -> None:
@@ -44,9 +45,8 @@ class Watch:
     def finished(self, result: CaseResult) -> None:
         """A result as it came (its identity as the plan has it), shown with its secrets hidden: this hidden copy
         is the one the reports hold (``Secrets.scrub`` keeps it), so it is searched once."""
-        self._running.pop((result.key, result.run), None)
-        runs = self._runs.get(result.key, self.config.runs)
-        result = self.secrets.scrub(result)
+        runs = self._running.pop((result.key, result.run), None) or self._runs.get(result.key, self.config.runs)
+        result = self.secrets.scrub_once(result) if self.streamed else self.secrets.scrub(result)
         self.console.finished(result, runs)
         if self.events is not None:
             self.events.result(result)

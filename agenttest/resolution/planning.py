@@ -23,6 +23,20 @@ async def build(cases: list[Case], catalog: Catalog, agent_id: str | None, confi
     """Resolve the selected cases for a run; raise InputError with every problem found (``problems``: those
     of loading, said in the same round). ``start``, if given, starts the workers (each starts its MCP servers
     and checks their tools) instead of starting the servers here. Returns the plan and the warnings met (as a value)."""
+    plan, found, resolved = checked(cases, catalog, agent_id, config, problems)
+    if start is not None and agent_id:
+        found += await start(plan)
+    else:
+        found += await mcp_tools(cases, catalog, agent_id) if agent_id else []
+    if found:
+        raise InputError(found)
+    return plan, Diagnostics.of(resolved.warnings, unchecked(plan))
+
+
+def checked(cases: list[Case], catalog: Catalog, agent_id: str | None, config: RunConfig,
+            problems: list[Problem] | None = None) -> tuple[Plan, list[Problem], Resolved]:
+    """The plan of ``cases`` and every problem known before their MCP servers run (``problems``: those of loading,
+    first); a streamed run checks its cases so, a part of its file at a time (``inputs.streaming``)."""
     first = config.matrix[0] if config.matrix else config.connector
     resolved = resolve(cases, catalog, agent_id, first, config.before, config.after)
     for other in config.matrix[1:] if agent_id else ():  # a model matrix: every connector is checked before the first call
@@ -32,13 +46,7 @@ async def build(cases: list[Case], catalog: Catalog, agent_id: str | None, confi
         found += catalog.cassettes.preload(cases)
     plan = plan_of(cases, agent_id, config, catalog, resolved)
     found += budgets.problems(plan.items, catalog.prices)
-    if start is not None and agent_id:
-        found += await start(plan)
-    else:
-        found += await mcp_tools(cases, catalog, agent_id) if agent_id else []
-    if found:
-        raise InputError(found)
-    return plan, Diagnostics.of(resolved.warnings, unchecked(plan))
+    return plan, found, resolved
 
 
 def unbuilt_problems(cases: list[Case], catalog: Catalog, agent_id: str | None, config: RunConfig) -> list[Problem]:
@@ -52,12 +60,17 @@ def unbuilt_problems(cases: list[Case], catalog: Catalog, agent_id: str | None, 
 def unchecked(plan: Plan) -> list[str]:
     """The warning that some cases check nothing but that the agent answers (they pass whenever it does), or none."""
     ids = list(dict.fromkeys((i.case.file, i.case.id) for i in plan.items if i.checks_nothing and not i.case.skip))
-    if not ids:
+    return unchecked_said(len(ids), [case_id for _, case_id in ids[:5]], plan.settings.strict)
+
+
+def unchecked_said(count: int, first: list[str], strict: bool) -> list[str]:
+    """The warning of ``unchecked``: ``count`` cases check nothing, ``first`` the ids of the first five."""
+    if not count:
         return []
-    shown = ", ".join(case_id for _, case_id in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-    what = "it passes" if len(ids) == 1 else "they pass"
-    then = f"--strict fails {'it' if len(ids) == 1 else 'them'}" if plan.settings.strict else f"add assertions, or --strict fails {'it' if len(ids) == 1 else 'them'}"
-    return [f"{len(ids)} case{'s' if len(ids) > 1 else ''} check{'s' if len(ids) == 1 else ''} nothing but that the agent answers "
+    shown = ", ".join(first[:5]) + (f" and {count - 5} more" if count > 5 else "")
+    what = "it passes" if count == 1 else "they pass"
+    then = f"--strict fails {'it' if count == 1 else 'them'}" if strict else f"add assertions, or --strict fails {'it' if count == 1 else 'them'}"
+    return [f"{count} case{'s' if count > 1 else ''} check{'s' if count == 1 else ''} nothing but that the agent answers "
             f"(no assertion, expected, required checkpoint or budget): {shown} — {what} whenever it answers; {then}"]
 
 

@@ -56,7 +56,7 @@ async def execute(plan: Plan, caller: Caller, watch: scheduling.Listener, signal
     except Exception as exc:  # a bug of ours outside any case: exit 3, after writing what ran
         done.failure = exc
     done.signalled = signals.caught
-    if done.signalled is None and done.failure is None and any(c.suite is not None for c in plan.cases):
+    if done.signalled is None and done.failure is None and plan.streamed is None and any(c.suite is not None for c in plan.cases):
         state = done.state
         ran = state.ordered()
         done.suites = await suites.judge(plan, ran, suites.gates_of(plan, ran, state.tallies, state.saved), caller)

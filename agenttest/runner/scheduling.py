@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,6 +21,7 @@ from agenttest.model import CaseKey, CaseResult, Plan, ResolvedCase
 from agenttest.reporting.codec import result_dict
 from agenttest.runner.case import run_case
 from agenttest.runtime import usercalls
+from agenttest.util.spool import Spooled
 from agenttest.util.values import fresh
 from agenttest.verdicts import gates
 
@@ -30,7 +31,7 @@ class RunState:
     """What the run has done so far; read by the session even after Ctrl-C."""
 
     total: int = 0
-    results: Landed = field(default_factory=lambda: Landed())
+    results: Landed | Spooled[CaseResult] = field(default_factory=lambda: Landed())  # a streamed run's on disk
     stopped_early: bool = False
     started: float = field(default_factory=time.perf_counter)
     started_at: float = field(default_factory=time.time)
@@ -40,7 +41,7 @@ class RunState:
     tallies: dict[CaseKey, gates.Tally] = field(default_factory=dict)  # each case × connector's runs so far
     saved: dict[CaseKey, int] = field(default_factory=dict)  # runs --early-stop did not start
 
-    def ordered(self) -> list[CaseResult]:
+    def ordered(self) -> Sequence[CaseResult]:
         return self.results.ordered()
 
 
@@ -146,6 +147,8 @@ class Scheduler:
     async def run(self, state: RunState) -> None:
         """Run every selected case (× connectors × runs), the global hooks around them."""
         state.total = self.plan.total
+        if self.plan.streamed is not None:  # results spooled to disk as they land (inputs.streaming)
+            state.results = Spooled()
         if self.executor is not None:
             state.warnings += self.executor.warnings
         try:
@@ -193,8 +196,11 @@ class Scheduler:
             else:
                 result = await self.executor.run(unit)
             state.results[unit.index] = result
-            tally = state.tallies[unit.item.key]
+            key = unit.item.key
+            tally = state.tallies[key]
             tally.add(result)
+            if self.plan.streamed is not None and tally.landed == tally.policy.planned:  # a streamed run holds no finished case
+                del state.tallies[key]
             self.listener.finished(result)
             if self.plan.settings.fail_fast and tally.outcome is False:
                 state.stopped_early = True
@@ -209,9 +215,14 @@ class Scheduler:
         settings = self.plan.settings
         sem = asyncio.Semaphore(settings.parallel + self.lookahead)
         tasks: set[asyncio.Task[None]] = set()
-        state.tallies = {k: gates.Tally(p) for k, p in gates.policies(self.plan).items()}
+        streamed = self.plan.streamed is not None
+        state.tallies = {} if streamed else {k: gates.Tally(p) for k, p in gates.policies(self.plan).items()}
+        shared: dict[tuple[int, float], gates.Policy] = {}
         try:
             for unit in units(self.plan):
+                if streamed and unit.run == 1:  # its tally made as it starts (and dropped once its runs landed)
+                    held = (unit.item.runs, unit.item.min_pass_rate)
+                    state.tallies[unit.item.key] = gates.Tally(shared.get(held) or shared.setdefault(held, gates.Policy(*held)))
                 await sem.acquire()
                 if state.stopped_early:
                     sem.release()

@@ -100,7 +100,8 @@ def save(root: str, inputs: Sequence[str], results: Iterable[CaseResult], gates:
     one cut short) updates only those: the failures of cases it did not run are kept. A case whose file or
     id holds one of ``secrets`` is written with the secret hidden, and found again by its digest. Best
     effort: a read-only app folder only loses the memory."""
-    results, gates = tuple(results), tuple(gates)
+    results = results if isinstance(results, Sequence) else tuple(results)  # a streamed run's stay on disk
+    gates = gates if isinstance(gates, Sequence) else tuple(gates)
     path = _path(root)
     data = _read(root)[0]
     entries = data.get(key(inputs), [])

@@ -10,6 +10,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
+from agenttest.util.spool import is_spooled
 
 MIN_LENGTH = 8  # shorter values would turn ordinary words, paths and ids into ***
 PIECE = 12  # a piece of a secret this long is hidden as the secret: text cut anywhere keeps at most 11 of its characters
@@ -158,6 +159,10 @@ class Secrets:
             memo[id(hidden)] = (hidden, hidden)
         return hidden
 
+    def scrub_once(self, value: Any) -> Any:
+        """``scrub`` that remembers nothing (a streamed run's result: holding each would hold them all)."""
+        return value if self._finder is None else _scrub(value, self.redact, {})
+
     def short_names(self) -> list[str]:
         """Variables whose values were too short to be hidden (a warning says so once)."""
         return sorted(self._short)
@@ -212,6 +217,8 @@ def _scrub(value: Any, redact: Callable[[str], str], memo: dict[int, tuple[Any, 
         if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
             return value
         return dict(items)
+    if is_spooled(value):  # a streamed run's results on disk: each hidden as it is read (memo-less: none is held)
+        return value.mapped(lambda v: _scrub(v, redact, {}))  # type: ignore[attr-defined]
     if isinstance(value, (list, tuple, set, frozenset)):
         items = [_scrub(v, redact, memo) for v in value]
         if all(a is b for a, b in zip(items, value)):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from agenttest.accounting.costs import total
 from agenttest.model import CaseKey, CaseResult, Gate, PassK, Plan
 from agenttest.model.results import by_key, settled
+from agenttest.util.spool import Spooled
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +44,10 @@ class Tally:
     policy: Policy
     passed: int = 0
     failed: int = 0
+    landed: int = 0  # skipped runs too
 
     def add(self, result: CaseResult) -> None:
+        self.landed += 1
         if result.status == "passed":
             self.passed += 1
         elif result.status != "skipped":
@@ -92,6 +95,22 @@ def gate(key: CaseKey, runs: Sequence[CaseResult], policy: Policy | Tally, saved
         max_ms=round(max(durations), 1), std_ms=round(std, 1),
         tokens=sum(r.usage.total_tokens for r in ran), cost=total(agent), total_cost=every,
     )
+
+
+def streamed(plan: Plan, results: Iterable[CaseResult], saved: Mapping[CaseKey, int]) -> Spooled[Gate]:
+    """A streamed run's gates, spooled: its items read once more beside its results (both in the plan's order)."""
+    out: Spooled[Gate] = Spooled()
+    landed = iter(results)
+    ahead = next(landed, None)
+    shared: dict[tuple[int, float], Policy] = {}
+    for item in plan.items:
+        runs = []
+        while ahead is not None and ahead.key == item.key:
+            runs.append(ahead)
+            ahead = next(landed, None)
+        held = (item.runs, item.min_pass_rate)
+        out.append(gate(item.key, runs, shared.get(held) or shared.setdefault(held, Policy(*held)), saved.get(item.key, 0)))
+    return out
 
 
 def compute(results: Sequence[CaseResult], planned: Mapping[CaseKey, Policy | Tally],

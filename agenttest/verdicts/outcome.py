@@ -9,7 +9,7 @@ from typing import Any
 
 from agenttest.errors import ExitCode
 from agenttest.verdicts import evidence
-from agenttest.verdicts.gates import Policy, Tally, compute, policies
+from agenttest.verdicts.gates import Policy, Tally, compute, policies, streamed
 from agenttest.model import CaseKey, CaseResult, Plan, Ran, RunReport
 
 __all__ = ["decide", "exit_code", "iso", "make_report"]
@@ -38,6 +38,12 @@ def decide(plan: Plan, ran: Ran, confidence: float = 0.95, alpha: float = 0.05, 
     """The report of what ran: the results in input order, their gates, how the run ended, and the evidence (each
     rate's interval at ``confidence``) made once for every format to read (``fields``: what the report says of the
     run — agent, connector, inputs, options, warnings …)."""
+    if plan.streamed is not None:  # results and gates on disk, read in order (inputs.streaming)
+        report = RunReport(results=ran.results, gates=streamed(plan, ran.results, ran.saved), started_at=iso(ran.started_at),  # type: ignore[arg-type]
+                           completed_at=iso(ran.started_at + ran.duration_ms / 1000), duration_ms=ran.duration_ms, matrix=plan.matrix,
+                           interrupted=ran.interrupted, terminated=ran.terminated, stopped_early=ran.stopped_early, not_run=ran.not_run,
+                           suites=ran.suites, **fields)
+        return replace(report, evidence=evidence.compute(report, confidence, alpha))
     report = make_report(list(ran.results), ran.started_at, ran.duration_ms, policies=ran.tallies or policies(plan), saved=dict(ran.saved),
                          matrix=plan.matrix, interrupted=ran.interrupted, terminated=ran.terminated, stopped_early=ran.stopped_early,
                          not_run=ran.not_run, suites=ran.suites, **fields)
