@@ -76,6 +76,7 @@ class Session:
         self.workers: Pool | None = None
         self.header: RunHeader | None = None
         self.streamed = False  # the case files are read as they run, the results spooled (inputs.streaming)
+        self.unstreamed: str | None = None  # why files past the threshold are held all the same
         self.sample: Plan | None = None  # a streamed run's: one item of each kind, for the header
 
     async def run(self) -> ExitCode:
@@ -130,7 +131,7 @@ class Session:
                 raise AgentTestError(f"-o {output} is an input of this run: writing it would replace the cases",
                                      hint="give the report another name, e.g. -o report.json")
         inputs = Inputs(tuple(found))
-        self.streamed = streaming.engaged(self.config, inputs)
+        self.streamed, self.unstreamed = streaming.engaged(self.config, inputs)
         return inputs, baseline
 
     @asynccontextmanager
@@ -172,7 +173,9 @@ class Session:
         token = current_trace.set(self.generation)  # what a generator agent spends is counted apart
         try:
             policy = KeyPolicy(strict=self.config.strict, max_cases=self.config.max_cases)
-            return await source.load(LoadEnv(self.config.simulator, agent, caller, policy, self.config.timeout))
+            loaded = await source.load(LoadEnv(self.config.simulator, agent, caller, policy, self.config.timeout))
+            loaded.warnings += [self.unstreamed] if self.unstreamed else []
+            return loaded
         finally:
             current_trace.reset(token)
 

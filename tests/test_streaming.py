@@ -54,6 +54,7 @@ def stream_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (agent / "src").mkdir(parents=True)
     (root / "connectors").mkdir()
     (root / "connectors" / "mock.conn.yao").write_text(json.dumps({"type": "mock"}))
+    (root / "connectors" / "other.conn.yao").write_text(json.dumps({"type": "mock"}))  # a model matrix's second
     (root / "connectors" / "unused.conn.yao").write_text(json.dumps({"type": "openai", "options": {"model": "m", "key": "$ENV.STREAM_KEY"}}))
     monkeypatch.setenv("STREAM_KEY", SECRET)  # a credential of the app: hidden in every output, streamed or not
     tools = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in ("flip", "sleeper")]
@@ -113,7 +114,7 @@ def summary_of(output: str) -> str:
     return re.sub(r" +", " ", re.sub(r"\d+(\.\d+)?(ms|s)\b", "T", text))
 
 
-@pytest.mark.parametrize("extra", [(), ("--runs", "2"), ("--fail-fast",)], ids=["once", "runs-2", "fail-fast"])
+@pytest.mark.parametrize("extra", [(), ("--runs", "2"), ("--fail-fast",), ("-c", "mock,other")], ids=["once", "runs-2", "fail-fast", "matrix"])
 def test_a_streamed_runs_reports_summary_and_exit_code_are_the_in_memory_runs(stream_app, tmp_path, monkeypatch, extra):
     cases = tmp_path / "cases.jsonl"
     cases.write_text("".join(json.dumps(c) + "\n" for c in every_outcome()))
@@ -162,14 +163,18 @@ def test_a_small_run_does_not_stream_and_the_threshold_is_checked(stream_app, tm
     assert bad.exit_code == 2 and "AGENTTEST_STREAM_OVER='many'" in bad.output and "Traceback" not in bad.output
 
 
-@pytest.mark.parametrize("flag", [("-k", "case"), ("-o", "x.html"), ("--early-stop",)], ids=["k", "html", "early-stop"])
-def test_what_takes_the_cases_whole_runs_them_held(stream_app, tmp_path, monkeypatch, flag):
+@pytest.mark.parametrize("flag, why", [(("-k", "case"), "-k take the cases as a whole"),
+                                       (("-o", "x.html"), "x.html is written from the whole report in memory"),
+                                       (("--early-stop",), "--early-stop take the cases as a whole")], ids=["k", "html", "early-stop"])
+def test_what_takes_the_cases_whole_runs_them_held_and_says_so(stream_app, tmp_path, monkeypatch, flag, why):
     cases = tmp_path / "cases.jsonl"
     cases.write_text("".join(json.dumps(c) + "\n" for c in every_outcome(2)))
     monkeypatch.setenv(streaming.OVER, "0")
     args = [a if a != "x.html" else str(tmp_path / "x.html") for a in flag]
     result = cli("-i", str(cases), "-n", "bot", "--app", str(stream_app), "--no-history", *args)
     assert "Streamed:" not in result.output and result.exit_code == 1, result.output
+    said = " ".join(result.output.split())  # the warning as the console wraps it
+    assert "9 lines of cases are held in memory, not streamed: " in said and why in said, said
 
 
 def test_a_bad_line_deep_in_a_streamed_file_is_exit_2_before_any_case_runs(stream_app, tmp_path, monkeypatch):

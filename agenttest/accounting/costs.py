@@ -4,12 +4,13 @@ and connector, and the sums that reports show — per case, per connector, per r
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from agenttest.errors import AgentTestError, Location, did_you_mean
 from agenttest.model import CaseResult, Spend, Usage
+from agenttest.util.spool import is_spooled
 
 PRICE_KEYS = ("input", "output", "cached_input")
 EXAMPLE = '"pricing": {"input": 0.15, "output": 0.60, "cached_input": 0.075}'
@@ -105,22 +106,16 @@ class Totals:
 def totals(results: Iterable[CaseResult], generation: Iterable[Spend] = ()) -> Totals:
     """Sum every result's spend (and what generating the cases cost), in the order of roles then connectors
     (the sums of costs are made in that order, spend by spend)."""
-    groups: dict[Key, list[Spend]] = {}
-    for r in results:
-        for s in r.spend:
-            groups.setdefault((s.role, s.connector), []).append(s)
-    for s in generation:
-        groups.setdefault((s.role, s.connector), []).append(s)
     tokens: dict[tuple[int, str], list[int]] = {}  # (0: by role, 1: by connector; its name) → the four token counts
     counted: dict[tuple[int, str], Usage] = {}  # → who counted them (an empty Usage of that source)
     costs: dict[tuple[int, str], float | None] = {}
     unpriced, cost = 0, None
-    for key in sorted(groups, key=_order):
+    for key, spends in _grouped(results, generation):
         places = ((0, key[0]), (1, key[1]))
         for place in places:
             tokens.setdefault(place, [0, 0, 0, 0])
             costs.setdefault(place, None)
-        for s in groups[key]:
+        for s in spends:
             u = s.usage
             for place in places:
                 sums = tokens[place]
@@ -140,6 +135,35 @@ def totals(results: Iterable[CaseResult], generation: Iterable[Spend] = ()) -> T
 
 
 _NONE = Usage()
+
+
+def _grouped(results: Iterable[CaseResult], generation: Iterable[Spend]) -> Iterator[tuple[Key, Iterable[Spend]]]:
+    """Each (role, connector) in order with its spends in the results' order, then the generation's. A streamed run's
+    results (on disk) are read once for the keys and once per key: a million spends are not held to be summed."""
+    generation = tuple(generation)
+    if is_spooled(results):
+        keys = {(s.role, s.connector) for r in results for s in r.spend} | {(s.role, s.connector) for s in generation}
+        for key in sorted(keys, key=_order):
+            yield key, _of(results, generation, key)
+        return
+    groups: dict[Key, list[Spend]] = {}
+    for r in results:
+        for s in r.spend:
+            groups.setdefault((s.role, s.connector), []).append(s)
+    for s in generation:
+        groups.setdefault((s.role, s.connector), []).append(s)
+    for key in sorted(groups, key=_order):
+        yield key, groups[key]
+
+
+def _of(results: Iterable[CaseResult], generation: tuple[Spend, ...], key: Key) -> Iterator[Spend]:
+    for r in results:
+        for s in r.spend:
+            if (s.role, s.connector) == key:
+                yield s
+    for s in generation:
+        if (s.role, s.connector) == key:
+            yield s
 
 
 def _usage(sums: list[int], counted: Usage) -> Usage:

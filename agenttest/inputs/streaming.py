@@ -61,15 +61,22 @@ def why_not(config: RunConfig, inputs: Inputs) -> str | None:
     return None
 
 
-def engaged(config: RunConfig, inputs: Inputs) -> bool:
-    """Whether the run streams: its .jsonl files hold more lines than the threshold and nothing needs them whole."""
+def engaged(config: RunConfig, inputs: Inputs) -> tuple[bool, str | None]:
+    """Whether the run streams — its .jsonl files hold more lines than the threshold and nothing needs them whole —
+    and, for such files held all the same, the warning that says why."""
     over = threshold()
-    if why_not(config, inputs) is not None:
-        return False
-    paths = inputs.files
-    if sum(os.path.getsize(p) for p in paths if os.path.isfile(p)) // 2 < over:  # a case line is 2 bytes at least
-        return False
-    return lines(paths) > over
+    if config.dry_run or config.list_only:
+        return False, None
+    paths = [p for p in inputs.files if p.lower().endswith(".jsonl") and os.path.isfile(p)]
+    if not paths or sum(os.path.getsize(p) for p in paths) // 2 < over:  # a case line is 2 bytes at least
+        return False, None
+    count = lines(paths)
+    if count <= over:
+        return False, None
+    why = why_not(config, inputs)
+    if why is None:
+        return True, None
+    return False, f"{count:,} lines of cases are held in memory, not streamed: {why} (docs/scale.md)"
 
 
 def lines(paths: list[str]) -> int:

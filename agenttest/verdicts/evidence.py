@@ -7,13 +7,14 @@ from __future__ import annotations
 import weakref
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from agenttest.model import CaseKey, Estimate, Evidence, Gate, Paired, RunReport
 from agenttest.model.evidence import Interval
 from agenttest.model.results import pass_ats, pass_hats
 from agenttest.stats import intervals
 from agenttest.verdicts import paired as pairing
+from agenttest.util.spool import is_spooled
 from agenttest.verdicts.calibration import calibrations
 
 CONFIDENCE = 0.95
@@ -91,6 +92,11 @@ def figures(ran: Sequence[Gate], confidence: float) -> dict[str, Any]:
 def outcomes(report: RunReport) -> list[Gate]:
     """Each case (× connector) that ran, as its gate: the report's, or (a report read back without gates: one run
     per case and no matrix) made from its results."""
+    if is_spooled(report.gates):  # a streamed run's: what the figures read of each, not a million gates held
+        kept: dict[str, str] = {}
+        matrix = bool(report.matrix)
+        return [Ran(g.passed, g.runs, kept.setdefault(g.connector, g.connector), g.file if matrix else "", g.id if matrix else "")  # type: ignore[misc]
+                for g in report.gates if g.runs]
     if report.gates:
         return [g for g in report.gates if g.runs]
     by: dict[CaseKey, list[int]] = {}
@@ -100,6 +106,16 @@ def outcomes(report: RunReport) -> list[Gate]:
             tally[0] += r.status == "passed"
             tally[1] += 1
     return [Gate(key=key, planned=n, runs=n, passed=passed) for key, (passed, n) in by.items()]
+
+
+class Ran(NamedTuple):
+    """A gate that ran, as the figures read it (a streamed run's gates stay on disk)."""
+
+    passed: int
+    runs: int
+    connector: str
+    file: str
+    id: str
 
 
 def suite(kinds: Sequence[tuple[tuple[int, int], int]], draws: Sequence[Sequence[int]], confidence: float) -> Estimate:
