@@ -52,6 +52,7 @@ class Actors:
         self._connecting = asyncio.Lock()
         self._failed: AgentTestError | None = None  # joining Ray failed: every slot says so at once
         self._early: dict[int, asyncio.Task[tuple[Any, str]]] = {}  # slot → its actor, created as the run opened (``begin``)
+        self._leaving: asyncio.Future[None] | None = None  # leaving Ray, on a thread (``aclose``)
 
     def _address(self) -> str | None:
         return self.config.ray_address or os.environ.get("RAY_ADDRESS") or None
@@ -123,6 +124,10 @@ class Actors:
         return worker
 
     async def aclose(self) -> None:
+        """End the actors begun but never handed out, and leave Ray. The pool closes twice — at the end of the run,
+        then as the session closes: the first close starts leaving on a thread (~0.3 s: the report is decided and
+        written meanwhile), the last waits for it. A close that is the only one is waited for by the event loop's
+        end (``asyncio.run`` joins its threads)."""
         early, self._early = list(self._early.values()), {}
         for task in early:  # created as the run opened, never handed out (the cases did not load, or Ctrl-C): ended here
             try:
@@ -130,9 +135,12 @@ class Actors:
             except BaseException:  # noqa: BLE001 — it was not created: nothing of it to end
                 continue
             _kill(actor)
-        cluster, self.cluster = self.cluster, None  # left once (the pool closes twice)
+        cluster, self.cluster = self.cluster, None  # left once
         if cluster is not None:
-            await asyncio.to_thread(raycluster.leave, cluster)
+            self._leaving = asyncio.ensure_future(asyncio.to_thread(raycluster.leave, cluster))
+        elif self._leaving is not None:
+            leaving, self._leaving = self._leaving, None
+            await leaving
 
 
 def _kill(actor: Any) -> None:
