@@ -387,8 +387,9 @@ SMOKE_WORKLOADS = ("agent-test --help", "agent-test --version", "--list (median)
 
 
 # Issue 57's rows that are agent-test's alone, run after the peers' workloads by ``--peer`` (rows 1–5 of its
-# "done when": start-up and the first request, the rate limit's timeline, 100,000 cases, workers, Ray)
-ISSUE_57 = ("help", "first_request", "rate_limited_ms", "huge_mock", "workers_pay", "ray_two_node")
+# "done when": start-up and the first request, the rate limit's timeline, 100,000 cases, a million streamed and
+# its report in the paged viewer, workers, Ray)
+ISSUE_57 = ("help", "first_request", "rate_limited_ms", "huge_mock", "million", "viewer_paged", "workers_pay", "ray_two_node")
 
 
 def main() -> None:
