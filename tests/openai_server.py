@@ -2,7 +2,8 @@
 
 Plain and streamed (SSE) responses, tool calls, error statuses with retry headers, latency, usage.
 What it answers is decided by a ``responder(request_json) -> Answer`` the caller sets; it records
-every request, counts them and tracks the peak number in flight.
+every request (and, in ``wire``, each as it came: request line, headers in order, body bytes), counts them and
+tracks the peak number in flight.
 
 Hostile and strict modes: ``strict = True`` answers 400 ``Unrecognized request argument supplied: …``
 for any top-level request key OpenAI does not know, as OpenAI does; ``limit(k)`` answers 429 with
@@ -91,7 +92,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        raw = self.rfile.read(length)
+        with owner.lock:  # the request as it came: its line, its headers (names as sent, in order), its body's bytes
+            owner.wire.append((self.requestline, list(self.headers.items()), raw))
+        body = json.loads(raw or b"{}")
         if owner.one_at_a_time:
             with owner.lock:
                 owner.waiting += 1  # a stream in progress sees it (interrupt_streams)
@@ -292,6 +296,7 @@ class OpenAIServer:
         """``tls``: (certificate file, key file) to serve HTTPS instead of HTTP."""
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
+        self.wire: list[tuple[str, list[tuple[str, str]], bytes]] = []  # each POST as it came (request line, headers, body)
         self.lock = threading.Lock()
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -337,6 +342,7 @@ class OpenAIServer:
         """Forget what earlier tests did: requests, the peak in flight, the responder."""
         with self.lock:
             self.requests.clear()
+            self.wire.clear()
             self.generation += 1
             self.in_flight = 0
             self.peak_in_flight = 0

@@ -70,9 +70,10 @@ def AtExit(ctx, cases):
 def GcState(ctx, cases):
     import gc, sys
     young = {id(o) for o in gc.get_objects()}  # every generation but the permanent one
-    sdk = sys.modules["openai.types.chat"].__dict__
+    sdk = sys.modules["openai.types.chat"].__dict__ if "openai.types.chat" in sys.modules else None
+    frozen = "later" if sdk is None else f"frozen={id(sdk) not in young}"  # later: it imports beside the first requests
     passes = len(getattr(gc, "passes_seen", ()))  # counted from the interpreter's start (the test's sitecustomize)
-    mark(f"gc-enabled={gc.isenabled()}-young={gc.get_threshold()[0]}-sdk-frozen={id(sdk) not in young}-few={passes < 10}")
+    mark(f"gc-enabled={gc.isenabled()}-young={gc.get_threshold()[0]}-sdk-{frozen}-few={passes < 10}")
 """
 
 
@@ -325,9 +326,12 @@ def test_in_process_runs_leave_the_garbage_collector_alone(app_dir, tmp_path):
 
 
 @pytest.mark.parametrize("workers", ["0", "1"])
-def test_the_cli_runs_its_cases_with_start_up_frozen_and_the_collector_on(app_dir, tmp_path, workers, server):
+@pytest.mark.parametrize("sdk_first", [False, True], ids=["early", "sdk-first"])
+def test_the_cli_runs_its_cases_with_start_up_frozen_and_the_collector_on(app_dir, tmp_path, workers, server, sdk_first):
     """In the CLI's own process (and a worker forked from it) user code meets a collector that is on, runs
-    at the run's thresholds, and has start-up's objects — the SDK's included — frozen (speed/collector.py)."""
+    at the run's thresholds, and has start-up's objects — the SDK's included, when it is imported at start-up —
+    frozen (speed/collector.py). By default the SDK imports beside the first requests (connectors/early.py); an
+    ``OPENAI_*`` variable (it may change what the SDK sends) has it imported first."""
     (app_dir / "connectors" / "fake.conn.yao").write_text(json.dumps({"type": "openai", "options": {
         "model": "fake-model", "host": server.host, "key": "$ENV.FAKE_OPENAI_KEY", "max_retries": 0}}))
     package = app_dir / "assistants" / "bot" / "package.yao"
@@ -338,7 +342,9 @@ def test_the_cli_runs_its_cases_with_start_up_frozen_and_the_collector_on(app_di
                                                "gc.callbacks.append(lambda phase, info: phase == 'start' and gc.passes_seen.append(info))\n")
     cases = [{"id": "a", "input": "hi"}]
     code, stdout, stderr = agent_test(app_dir, cases, "--before", "env_test.GcState", "--workers", workers,
-                                      env={"FAKE_OPENAI_KEY": "sk-test-gc", "PYTHONPATH": f"{counting}{os.pathsep}{REPO}"})
+                                      env={"FAKE_OPENAI_KEY": "sk-test-gc", "PYTHONPATH": f"{counting}{os.pathsep}{REPO}",
+                                           **({"OPENAI_ORG_ID": "org-gc"} if sdk_first else {})})
     assert code in (0, 1) and "Traceback" not in stderr, stderr
-    assert server.requests, "the case reached the model through the SDK"
-    assert [m for m in marks(app_dir) if m.startswith("gc-")] == ["gc-enabled=True-young=20000-sdk-frozen=True-few=True"]
+    assert server.requests, "the case reached the model"
+    sdk = "frozen=True" if sdk_first else "later"
+    assert [m for m in marks(app_dir) if m.startswith("gc-")] == [f"gc-enabled=True-young=20000-sdk-{sdk}-few=True"]

@@ -270,10 +270,13 @@ def test_a_reader_that_leaves_early_gets_no_broken_pipe_traceback_and_the_report
     assert len(report(tmp_path / "r.json")["results"]) == 40
 
 
-def test_the_sdk_is_imported_before_the_first_case_not_during_it(app, server, tmp_path):
-    """The first call to a local endpoint took 0.7–1.1 s: the openai SDK's import, made at that call. It is
-    made before the first case now (when the run warms its connectors), so a case's time (and deadline) is the call's own. (A fresh process: the test's
-    own process has imported the SDK long ago.)"""
+@pytest.mark.parametrize("sdk_first", [False, True], ids=["early", "sdk-first"])
+def test_the_sdk_is_imported_before_the_first_case_not_during_it(app, server, tmp_path, sdk_first):
+    """The first call to a local endpoint took 0.7–1.1 s: the openai SDK's import, made at that call. It is made
+    before the first case now (when the run warms its connectors), so a case's time (and deadline) is the call's
+    own — or, where the first requests can leave exactly as the SDK sends them (connectors/early.py), beside
+    them: not before the case, and not in its call either (an ``OPENAI_*`` variable keeps the SDK first). (A fresh
+    process: the test's own process has imported the SDK long ago.)"""
     import os
     import subprocess
     import sys
@@ -283,10 +286,12 @@ def test_the_sdk_is_imported_before_the_first_case_not_during_it(app, server, tm
     seen = tmp_path / "seen.txt"
     app.agent("bot", files={"src/env_test.py": f"import sys\ndef Before(ctx, case):\n    open({str(seen)!r}, 'a').write(str('openai' in sys.modules))\n"})
     path = app.cases("assistants/bot/tests/t.jsonl", [{"id": "a", "input": "hi", "before": "env_test.Before"}])
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("OPENAI_") and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
     done = subprocess.run([sys.executable, "-m", "agenttest", "-i", str(path), "-o", str(tmp_path / "r.json")], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+                          env={**env, "PYTHONPATH": str(REPO), **({"OPENAI_ORG_ID": "org-1"} if sdk_first else {})}, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert seen.read_text() == "True"
+    assert seen.read_text() == str(sdk_first)
+    assert len(server.requests) == 1
 
 
 def test_list_and_dry_run_check_the_connectors_without_importing_the_sdk(app, tmp_path):

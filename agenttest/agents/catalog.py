@@ -110,9 +110,12 @@ class Catalog:
         import importlib
 
         wanted = {"openai": ["openai", "openai.types.chat"]}
+        openai = [c for c in self._connectors.values() if c.spec.type == "openai"]
+        if openai and all(getattr(c, "early_possible", lambda: False)() for c in openai):
+            wanted = {"openai": ["aiohttp"]}  # their first requests leave on aiohttp while the SDK imports (connectors/early.py)
         modules = [m for c in self._connectors.values() for m in wanted.get(c.spec.type, [])]
         mcp = ["mcp", "mcp.client.stdio", "mcp.client.sse", "mcp.client.streamable_http"] if any(a.spec.mcp for a in self._agents.values()) else []
-        if "openai" in modules:
+        if openai:
             from agenttest.connectors.openai import prepare
 
             prepare()  # the TLS context and platform facts, on another thread while the SDK imports
@@ -130,6 +133,7 @@ class Catalog:
                         importlib.import_module(name)
                     except ImportError:  # another SDK version, or no aiohttp: each worker imports what it needs
                         pass
+            if openai:
                 from agenttest.connectors.openai import prepared_context
 
                 prepared_context()  # the preparing thread ends before a fork

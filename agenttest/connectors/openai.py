@@ -23,7 +23,7 @@ from agenttest.runtime.trace import note
 from agenttest.speed.records import replace
 from agenttest.util.secrets import redact
 from agenttest.util.text import shorten
-from agenttest.connectors import dialects, tokens
+from agenttest.connectors import dialects, early, tokens
 from agenttest.connectors.base import ChatRequest, ConnectorSpec, Retryable, register
 from agenttest.connectors.httpfailures import connection_failure, disguised, retry_after, tls_failure
 
@@ -252,6 +252,8 @@ class OpenAIConnector:
         self._options: list[dict[str, Any]] = []  # each client's post_options
         self._in_flight = self._peak = self._turn = 0
         self._shard = SHARD  # calls in flight per client; unbounded once the first client is on aiohttp
+        self._early: early.Early | None = None  # its requests while the SDK imports (``early_possible``)
+        self._early_checked = False
         # The SDK's import takes 0.7–1 s (``openai.types`` builds every API model with pydantic); made in a case, it
         # was the first case's latency, and its deadline's. A run imports it before its first case
         # (``Catalog.import_sdks``, then ``start``); --list and --dry-run, which make the connectors to check them
@@ -276,9 +278,23 @@ class OpenAIConnector:
         self._turn = (self._turn + 1) % len(self._clients)
         return self._turn
 
+    def early_possible(self) -> bool:
+        """Whether this connector's requests may leave before the SDK has imported, exactly as the SDK sends them
+        (``early.py``); decided once. A connector that streams every request never does."""
+        if not self._early_checked:
+            self._early_checked = True
+            prepare()  # the TLS context its client will be given: the early requests are verified with the same
+            why = "it streams" if self.stream else early.why_not(self.base_url, self.headers, self.organization, self.request_timeout)
+            if why is None and self.base_url is not None:
+                headers = early.request_headers(self.base_url, self.key, self.headers, self.organization, self.request_timeout)
+                self._early = early.Early(self.base_url + "/chat/completions", headers, self.request_timeout, prepared_context)
+        return self._early is not None
+
     def start(self) -> None:
-        """The first SDK client (and the SDK's import) before the run, outside any case's deadline."""
-        if not self._clients:
+        """The first SDK client (and the SDK's import) before the run, outside any case's deadline — or, when
+        the first requests can leave before the SDK has imported (``early_possible``), nothing: the first
+        request starts the SDK's import on a thread beside the run."""
+        if not self._clients and not (self.early_possible() and not early.IMPORTER.done()):
             self._client()
 
     def _body(self, request: ChatRequest, stream: bool) -> dict[str, Any]:
@@ -315,9 +331,15 @@ class OpenAIConnector:
         return bool(request.options.get("stream", self.stream)) and (self.stream_tools or not request.tools)
 
     async def complete(self, request: ChatRequest) -> Completion:
+        stream = self.streams(request)
+        if not early.IMPORTER.done():
+            if not stream and self._early is not None and self._early.usable():
+                completion = await self._sent_early(request)
+                if completion is not None:
+                    return completion
+            await early.IMPORTER.wait()  # the SDK is imported on its thread, not here: the event loop runs on
         import openai
 
-        stream = self.streams(request)
         # client.post is the SDK's own request path (auth, errors, status codes) without create()'s
         # per-call TypedDict transform (~1 ms of CPU a call: the body here is already plain JSON); and
         # cast_to=object gives the parsed JSON as dicts, not a pydantic ChatCompletion built only to be
@@ -357,6 +379,25 @@ class OpenAIConnector:
         finally:
             self._in_flight -= 1
         return await self._with_empty_content(request, failure)
+
+    async def _sent_early(self, request: ChatRequest) -> Completion | None:
+        """The request sent as the SDK would send it, before the SDK has imported (``early.py``): its completion,
+        or None for the SDK to send it (said in --calls when the endpoint saw it twice)."""
+        assert self._early is not None
+        answer = await self._early.send(self._body(request, False))
+        if isinstance(answer, early.Handed):
+            if answer.sent:
+                exchanges.retried("early", self._text(f"{answer.why}: sent again through the SDK"), answer.status)
+            return None
+        try:
+            completion = self._completion(answer)
+        except RecursionError:
+            raise CallError(f"invalid response from {self.where}: JSON nested too deeply") from None
+        except (AttributeError, TypeError, IndexError, KeyError) as exc:  # a server that bends the protocol
+            raise CallError(self._text(f"unexpected response from {self.where}: {type(exc).__name__}: {exc}")) from None
+        if completion.usage is NO_USAGE:
+            completion = replace(completion, usage=tokens.estimate(request.messages, request.tools, completion.content, completion.tool_calls))
+        return completion
 
     def _null_refused(self, exc: Any, request: ChatRequest) -> bool:
         """Whether a failure may be the server refusing ``content: null`` beside tool calls (llama-cpp-python's
@@ -503,6 +544,8 @@ class OpenAIConnector:
     async def aclose(self) -> None:
         """Close the clients while the run's loop still runs."""
         clients, self._clients, self._options = self._clients, [], []
+        if self._early is not None:
+            await self._early.aclose()
         for client in clients:
             await client.close()
 

@@ -17,7 +17,7 @@ KEEP = ("none", "failed", "all")
 class Retry:
     """One attempt of a model call that failed and was tried again: why, and how long agent-test waited."""
 
-    kind: str  # rate_limit, server, timeout, connection, unreachable, cut (a stream without its end), dialect
+    kind: str  # rate_limit, server, timeout, connection, unreachable, cut (a stream without its end), dialect, early (sent again through the SDK)
     error: str = ""
     status: int = 0  # the HTTP status, when there was one
     waited_ms: float = 0.0  # before the next attempt (a backoff, or the Retry-After the server asked for)
