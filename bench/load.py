@@ -154,13 +154,13 @@ def million(b: Any) -> None:
     """Issue 57: N mock cases (``--cases``, a million by default) run to the end streamed — the case file read as the
     cases run, the results spooled to disk — with JSON, JSONL and JUnit reports: wall, CPU, peak memory (< 1 GB), and
     that every report was written whole (its last part read back, not the whole file). ``--smoke``: 200 cases, streamed
-    all the same (AGENTTEST_STREAM_OVER=100)."""
+    all the same (AGENTTEST_STREAM_OVER=100). `--workers 0`: a streamed run runs its cases in its own process."""
     n = 200 if b.smoke else b.cases_n
     path = os.path.join(b.tmp, f"million{n}.jsonl")
     write_standard(path, n)
     outs = [os.path.join(b.tmp, f"million.{ext}") for ext in ("json", "jsonl", "xml")]
     env = {"AGENTTEST_STREAM_OVER": "100"} if b.smoke else {}
-    m = b.measure([*_cli(), "-i", path, "-n", "mockbot", "--parallel", "20", "-q", *(a for o in outs for a in ("-o", o))], env=env)
+    m = b.measure([*_cli(), "-i", path, "-n", "mockbot", "--parallel", "20", "--workers", "0", "-q", *(a for o in outs for a in ("-o", o))], env=env)
     written = [_whole(o, n) for o in outs]
     if all(written):
         b.million_report = (outs[0], n)  # the viewer's paged row opens this report when it runs later in the same bench

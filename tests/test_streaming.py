@@ -93,7 +93,7 @@ def run(app: Path, cases: Path, out: Path, *extra: str, streamed: bool, monkeypa
         monkeypatch.delenv(streaming.OVER, raising=False)
     (app.parent / "flip").unlink(missing_ok=True)  # both runs see the same coin
     outputs = [a for ext in ("json", "jsonl", "xml") for a in ("-o", str(out.with_suffix("." + ext)))]
-    return cli("-i", str(cases), "-n", "bot", "--app", str(app), "--parallel", "1", "--no-history", *outputs, *extra)
+    return cli("-i", str(cases), "-n", "bot", "--app", str(app), "--workers", "0", "--parallel", "1", "--no-history", *outputs, *extra)
 
 
 TIMING = re.compile(r"(_ms|_at|seconds|timestamp)$")
@@ -155,23 +155,23 @@ def test_a_small_run_does_not_stream_and_the_threshold_is_checked(stream_app, tm
     written = every_outcome(2)
     cases.write_text("".join(json.dumps(c) + "\n" for c in written))
     monkeypatch.setenv(streaming.OVER, str(len(written) - 1))  # more lines than the threshold: streamed
-    assert "Streamed:" in cli("-i", str(cases), "-n", "bot", "--app", str(stream_app), "--no-history", "-o", str(tmp_path / "r.json")).output
+    assert "Streamed:" in cli("-i", str(cases), "-n", "bot", "--app", str(stream_app), "--workers", "0", "--no-history", "-o", str(tmp_path / "r.json")).output
     monkeypatch.setenv(streaming.OVER, str(len(written)))  # as many: held
-    assert "Streamed:" not in cli("-i", str(cases), "-n", "bot", "--app", str(stream_app), "--no-history", "-o", str(tmp_path / "r.json")).output
+    assert "Streamed:" not in cli("-i", str(cases), "-n", "bot", "--app", str(stream_app), "--workers", "0", "--no-history", "-o", str(tmp_path / "r.json")).output
     monkeypatch.setenv(streaming.OVER, "many")
-    bad = cli("-i", str(cases), "-n", "bot", "--app", str(stream_app), "-o", str(tmp_path / "r.json"))
+    bad = cli("-i", str(cases), "-n", "bot", "--app", str(stream_app), "--workers", "0", "-o", str(tmp_path / "r.json"))
     assert bad.exit_code == 2 and "AGENTTEST_STREAM_OVER='many'" in bad.output and "Traceback" not in bad.output
 
 
-@pytest.mark.parametrize("flag, why", [(("-k", "case"), "-k take the cases as a whole"),
+@pytest.mark.parametrize("flag, why", [(("-k", "case"), "-k takes the cases as a whole"),
                                        (("-o", "x.html"), "x.html is written from the whole report in memory"),
-                                       (("--early-stop",), "--early-stop take the cases as a whole")], ids=["k", "html", "early-stop"])
+                                       (("--early-stop",), "--early-stop takes the cases as a whole")], ids=["k", "html", "early-stop"])
 def test_what_takes_the_cases_whole_runs_them_held_and_says_so(stream_app, tmp_path, monkeypatch, flag, why):
     cases = tmp_path / "cases.jsonl"
     cases.write_text("".join(json.dumps(c) + "\n" for c in every_outcome(2)))
     monkeypatch.setenv(streaming.OVER, "0")
     args = [a if a != "x.html" else str(tmp_path / "x.html") for a in flag]
-    result = cli("-i", str(cases), "-n", "bot", "--app", str(stream_app), "--no-history", *args)
+    result = cli("-i", str(cases), "-n", "bot", "--app", str(stream_app), "--workers", "0", "--no-history", *args)
     assert "Streamed:" not in result.output and result.exit_code == 1, result.output
     said = " ".join(result.output.split())  # the warning as the console wraps it
     assert "9 lines of cases are held in memory, not streamed: " in said and why in said, said
@@ -186,7 +186,7 @@ def test_a_bad_line_deep_in_a_streamed_file_is_exit_2_before_any_case_runs(strea
     path = tmp_path / "cases.jsonl"
     path.write_text("\n".join(lines) + "\n")
     monkeypatch.setenv(streaming.OVER, "0")
-    result = cli("-i", str(path), "-n", "bot", "--app", str(stream_app), "-o", str(tmp_path / "r.json"))
+    result = cli("-i", str(path), "-n", "bot", "--app", str(stream_app), "--workers", "0", "-o", str(tmp_path / "r.json"))
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     assert f"{path}:41:" in result.output and "invalid JSON" in result.output
     assert f"{path}:51:" in result.output and "duplicate id 'case-3' (first used at line 11)" in result.output
@@ -204,7 +204,7 @@ def test_a_stopped_streamed_run_leaves_a_complete_report(stream_app, tmp_path):
     path.write_text("".join(json.dumps(c) + "\n" for c in cases))
     mark, out = tmp_path / "sleeping", tmp_path / "r.json"
     env = {**os.environ, "PYTHONPATH": str(REPO), streaming.OVER: "0", "MARK_FILE": str(mark), "FLIP_FILE": str(tmp_path / "flip")}
-    proc = subprocess.Popen([sys.executable, "-m", "agenttest", "-i", str(path), "-n", "bot", "--app", str(stream_app), "--parallel", "1",
+    proc = subprocess.Popen([sys.executable, "-m", "agenttest", "-i", str(path), "-n", "bot", "--app", str(stream_app), "--workers", "0", "--parallel", "1",
                              "--no-history", "-o", str(out), "-o", str(tmp_path / "r.jsonl"), "-o", str(tmp_path / "r.xml")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: list[str] = []
@@ -248,3 +248,18 @@ def test_a_spool_gives_back_what_it_was_given_in_the_order_of_its_indexes():
     with pytest.raises(KeyError):
         spooled.at(1)
     spooled.close()
+
+
+def test_a_suite_past_the_threshold_streams_only_with_workers_0(stream_app, tmp_path, monkeypatch):
+    """A streamed run runs its cases in this process; with worker processes (the default) the suite is held, so a
+    crash in user code stays its case's (docs/safety.md), and a warning says why it was not streamed."""
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(c) + "\n" for c in every_outcome(2)))
+    monkeypatch.setenv(streaming.OVER, "0")
+    for workers in ("1", "auto"):
+        result = cli("-i", str(cases), "-n", "bot", "--app", str(stream_app), "--workers", workers, "--no-history", "-o", str(tmp_path / "r.json"))
+        said = " ".join(result.output.split())
+        assert "Streamed:" not in said and result.exit_code == 1, said
+        assert "held in memory, not streamed: its cases run in worker processes" in said and "--workers 0 streams them" in said, said
+    streamed = cli("-i", str(cases), "-n", "bot", "--app", str(stream_app), "--workers", "0", "--no-history", "-o", str(tmp_path / "r.json"))
+    assert "Streamed:" in streamed.output and "not streamed" not in streamed.output and streamed.exit_code == 1, streamed.output

@@ -54,10 +54,12 @@ def why_not(config: RunConfig, inputs: Inputs) -> str | None:
                                       ("--baseline", config.baseline), ("--executor ray", config.executor == "ray"))
              if given]
     if needs:
-        return f"{', '.join(needs)} take the cases as a whole"
+        return f"{', '.join(needs)} {'takes' if len(needs) == 1 else 'take'} the cases as a whole"
     big = [o for o in config.outputs if os.path.splitext(o)[1].lower() in (".html", ".htm", ".md")]
     if big:
         return f"-o {big[0]} is written from the whole report in memory"
+    if config.workers != 0:  # a streamed run's cases run in this process: a crash in user code would end the run itself
+        return "its cases run in worker processes, which keep a crash in user code to its case; --workers 0 streams them in this process, without that protection"
     return None
 
 
