@@ -254,7 +254,7 @@ def test_an_html_report_past_the_limit_keeps_the_summary_the_failures_and_a_firs
     assert data["report"]["summary"]["total"] == html.LIMIT + 1 and data["report"]["summary"]["failed"] == 1  # the whole run's figures
     said = data["cut"]["said"]
     assert said.startswith("This page holds 201 of the run's 10,001 results — every failure (1) and the first 200 others")
-    assert "agent-test view big.json shows them a page at a time" in said
+    assert "agent-test view big.json --paged shows them a page at a time" in said
     assert '<div class="banner" id="cut">This page holds 201' in page  # without JavaScript too
     assert len(page) < 2 * 2**20
 
@@ -280,3 +280,16 @@ def test_in_chromium_a_cut_report_says_so_and_counts_the_whole_run(cut_page):
         expect(page.locator("#cards")).to_contain_text("Results10,001")
         expect(page.locator("#cards")).to_contain_text("Shown here201")
         assert page.locator("#cases tbody tr").first.get_attribute("data-id") == f"case-{FAILURE:05d}" and not errors, errors
+
+
+def test_a_cut_html_report_whose_json_is_not_named_says_how_to_write_one():
+    """The banner names the JSON report when the run's first -o is one; else it says how to write one — never a
+    command made of a word of its own sentence (it said ``agent-test view its``)."""
+    from agenttest.model import RunReport
+    from agenttest.reporting import html
+
+    report = RunReport(results=(), started_at="", completed_at="", duration_ms=0.0, output_file="report.html")
+    said = html.cut_text(report, [], 0)
+    assert "agent-test view its" not in said and "(write one with -o report.json): agent-test view report.json --paged" in said, said
+    said = html.cut_text(RunReport(results=(), started_at="", completed_at="", duration_ms=0.0, output_file="out/r.json"), [], 0)
+    assert "Every result is in out/r.json: agent-test view out/r.json --paged shows them" in said, said

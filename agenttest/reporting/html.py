@@ -52,10 +52,12 @@ def kept(report: RunReport, failures: int = FAILURES, others: int = OTHERS) -> t
 def cut_text(report: RunReport, shown: list[CaseResult], failing: int) -> str:
     total = len(report.results)
     every = (f"every failure ({failing:,})" if failing <= FAILURES else f"the first {FAILURES:,} of its {failing:,} failures")
-    json_name = report.output_file if report.output_file.endswith(".json") else "its JSON report (-o report.json)"
+    if report.output_file.endswith(".json"):
+        where = f"Every result is in {report.output_file}: agent-test view {report.output_file} --paged"
+    else:  # the first -o named here is not the JSON report (or there is none): say how to get one
+        where = "Every result is in the run's JSON report (write one with -o report.json): agent-test view report.json --paged"
     return (f"This page holds {len(shown):,} of the run's {total:,} results — {every} and the first {min(OTHERS, total - failing):,} "
-            f"others; its figures count them all. Every result is in {json_name}: agent-test view {json_name.split(' ')[0]} "
-            "shows them a page at a time, filtered and searched over all of them.")
+            f"others; its figures count them all. {where} shows them a page at a time, filtered and searched over all of them.")
 
 
 def _cut(report: RunReport, links: dict[str, str] | None) -> str:
