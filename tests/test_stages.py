@@ -198,3 +198,14 @@ def test_the_codec_writes_a_result_by_its_shape_and_reads_it_back():
     assert back.key == r.key and back == CaseResult(**{**{f: getattr(r, f) for f in ("status", "input", "output", "error", "assertions", "usage",
                                                                                    "run", "line", "tags", "spend")}, "key": r.key})
     assert codec.jsonable({"nan": float("nan"), "set": {2, 1}, "b": b"\xff"}) == {"nan": "NaN", "set": [1, 2], "b": "\\xff"}
+
+
+def test_a_rate_short_of_all_is_never_shown_as_100_percent():
+    """29,990 of 30,000 passed is 99.97%, and its interval's top is not rounded up to a bottom of 100% either: the
+    summary said "100.0% (95% CI 100%–100%)" with 10 failures (found by a new-user trial)."""
+    from agenttest.reporting.evidence import rate_text, span
+
+    assert rate_text(29_990 / 30_000) == "99.97%" and rate_text(1.0) == "100.0%" and rate_text(0.85) == "85.0%"
+    assert rate_text(1 / 30_000) == "0.003%" and rate_text(0.0) == "0.0%"
+    assert span(0.9995, 1.0) == "99.95%–100%" and span(0.44, 1.0) == "44%–100%" and span(0.0, 0.0004) == "0%–0.04%"
+    assert span(0.0, 1 - 1e-12) == "0%–100%"  # a bound that is all, but for float error, stays 100%

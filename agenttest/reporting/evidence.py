@@ -26,13 +26,28 @@ def span(low: float, high: float) -> str:
 
 
 def _whole(rate: float) -> str:
-    return f"{100 * rate:.0f}%"
+    return _digits(rate, 0) + "%"
+
+
+def _digits(rate: float, digits: int) -> str:
+    """A rate in percent with ``digits`` decimals — more when fewer would show a rate short of all (or above none)
+    as 100 (or 0): 29,990 of 30,000 is 99.97%, never 100.0%."""
+    text = f"{100 * rate:.{digits}f}"
+    while digits < 4 and ((float(text) == 100 and rate < 1 - 1e-9) or (float(text) == 0 and rate > 1e-9)):
+        digits += 1
+        text = f"{100 * rate:.{digits}f}"
+    return text
+
+
+def rate_text(rate: float) -> str:
+    """A pass rate (a share) as the summary shows it: ``85.0%``; ``99.97%`` for one that is not all."""
+    return _digits(rate, 1) + "%"
 
 
 def estimate(e: Estimate, confidence: float) -> str:
     """``85.0% (95% CI 71%–93%; 40 cases, 120 runs)``: every rate with what it stands on."""
     stands = plural(e.cases, "case") + (f", {e.runs:,} runs" if e.runs != e.cases else "")
-    return f"{100 * e.rate:.1f}% ({level(confidence)} CI {span(e.low, e.high)}; {stands})"
+    return f"{rate_text(e.rate)} ({level(confidence)} CI {span(e.low, e.high)}; {stands})"
 
 
 def pass_rate_text(report: RunReport, rate: float) -> str:
@@ -42,7 +57,8 @@ def pass_rate_text(report: RunReport, rate: float) -> str:
         return f"{rate:.1f}%"
     e = known.pass_rate
     stands = plural(e.cases, "case") + (f", {e.runs:,} runs" if e.runs != e.cases else "")
-    return f"{rate:.1f}% ({level(known.confidence)} CI {span(e.low, e.high)}; {stands})"
+    shown = rate_text(e.rate) if abs(100 * e.rate - rate) <= 0.05 + 1e-9 else f"{rate:.1f}%"  # the summary's rate is rounded to 0.1
+    return f"{shown} ({level(known.confidence)} CI {span(e.low, e.high)}; {stands})"
 
 
 def level(confidence: float) -> str:
@@ -175,7 +191,7 @@ def noise(c: Calibration) -> str | None:
 
 
 def estimate_short(e: Estimate, confidence: float) -> str:
-    return f"{100 * e.rate:.1f}% ({level(confidence)} CI {span(e.low, e.high)})"
+    return f"{rate_text(e.rate)} ({level(confidence)} CI {span(e.low, e.high)})"
 
 
 def judge_name(c: Calibration) -> str:
