@@ -480,3 +480,25 @@ def test_a_failed_matrix_cell_shows_the_output_of_the_run_that_failed(page, app,
     cells = page.eval_on_selector_all("#cases tr[data-id=g] td", "ts => ts.slice(2).map(t => t.innerText)")
     assert "PASSED" in cells[0].upper() and "good on a" in cells[0]
     assert "FAILED" in cells[1].upper() and "bad on b" in cells[1] and "good on b" not in cells[1]
+
+
+def test_a_rate_short_of_all_is_never_shown_as_100_percent_in_the_viewer(page, tmp_path):
+    """1,999 of 2,000 passed: the card says 99.95% and its interval 99.7%–99.99% (Wilson, computed here by hand),
+    never "100%" and never "CI 100%–100%", an interval that excluded its own estimate (as the console did)."""
+    import math
+    from statistics import NormalDist
+
+    from agenttest.model import CaseKey, CaseResult
+    from agenttest.reporting import write
+    from agenttest.verdicts.outcome import make_report
+
+    results = [CaseResult(key=CaseKey(id=f"c{i}", connector="mock"), status="failed" if i == 7 else "passed", input="hi", output="ok", run=1)
+               for i in range(2000)]
+    report = make_report(results, 1795953600.0, 900.0, agent_id="bot", connector="mock")
+    write(report, str(tmp_path / "r.html"))
+    n, p, z = 2000, 1999 / 2000, NormalDist().inv_cdf(0.975)
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert 0.997 <= centre - half < 0.998 and 0.9999 <= centre + half < 0.99995  # so 99.7% and 99.99%, shown to the digit that differs from 100
+    page.goto((tmp_path / "r.html").as_uri())
+    card = page.locator(".card", has_text="Runs passed").inner_text()
+    assert "99.95%" in card and "95% CI 99.7%–99.99%" in card and "100%–100%" not in card, card

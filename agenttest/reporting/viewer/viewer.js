@@ -61,14 +61,20 @@
     if (v < 10) return v.toFixed(1) + "ms";
     return v < 1000 ? Math.round(v) + "ms" : v < 60000 ? (v / 1000).toFixed(1) + "s" : (v / 60000).toFixed(1) + "m";
   }
-  function pct(x) { return (Math.round(x * 1000) / 10) + "%"; }
+  function pct(x) { return percent(x, 1); }
+  function percent(x, d) { // a share in percent, with the digits it takes for a share short of all (or above none) not to read 100% (or 0%): as the console
+    const at = () => Math.round(x * 100 * 10 ** d) / 10 ** d;
+    let v = at();
+    while (d < 4 && ((v === 100 && x < 1 - 1e-9) || (v === 0 && x > 1e-9))) { d++; v = at(); }
+    return v + "%";
+  }
   function money(v) { return v == null ? "—" : "$" + (v < 0.01 ? v.toFixed(5) : v.toFixed(4)); }
   function badge(kind, label) { return h("span", { class: "badge " + kind.replace(/ /g, "-"), text: (label || kind).toUpperCase() }); }
   function usageMark(u) { return !u || !u.source ? "" : u.source === "estimated" ? " (estimated)" : " (usage unknown)"; }
   function pre(v, cls) { return h("pre", { class: cls }, text(v)); }
   function section(title, ...kids) { return h("section", null, h("h3", { text: title }), kids); }
   function card(label, value, cls, note) { return h("div", { class: "card" }, h("span", { class: "meta", text: label }), h("b", { class: value ? cls : "", text: value }), note ? h("span", { class: "interval", text: note }) : null); }
-  function span(iv) { return iv ? Math.round(iv[0] * 100) + "%–" + Math.round(iv[1] * 100) + "%" : ""; }
+  function span(iv) { return iv ? percent(iv[0], 0) + "–" + percent(iv[1], 0) : ""; }
   function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
   function estimateNote(e, level) { // "95% CI 71%–93% · 40 cases, 120 runs": a rate is never shown without what it stands on
     return e ? (Math.round(level * 1000) / 10) + "% CI " + span(e.interval) + " · " + plural(e.cases, "case") + (e.runs !== e.cases ? ", " + e.runs + " runs" : "") : "";
