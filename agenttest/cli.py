@@ -652,7 +652,7 @@ def history_command(history_file: str | None, app_dir: str | None, limit: int) -
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the web browser  [default: print its address]")
 @click.option("--history", "history_file", metavar="FILE", help="The history database  [default: .agent-test/history.sqlite in the app root]")
 @click.option("--app", "app_dir", metavar="DIR", help="App root  [default: the nearest folder with assistants/ above the current one]")
-@click.option("--paged", is_flag=True, help="Show REPORT.json a page at a time, whatever its size  [default: past 32 MB] (docs/viewer.md)")
+@click.option("--paged", is_flag=True, help="Show REPORT.json a page at a time, whatever its size  [default: past 32 MB] (docs/reports.md)")
 def view_command(report: str | None, port: int, open_browser: bool, history_file: str | None, app_dir: str | None, paged: bool) -> None:
     """Serve the run history (or one JSON report) in the viewer on 127.0.0.1 until Ctrl-C."""
 

@@ -65,7 +65,7 @@ class PagedReport:
         self.done = False
         self.failure: str | None = None  # what stopped the scan, said on every page
         self._changed = threading.Condition()
-        self._searches: OrderedDict[str, dict[str, array[int]]] = OrderedDict()
+        self._searches: OrderedDict[tuple[str, ...], dict[str, array[int]]] = OrderedDict()
         self._search_lock = threading.Lock()
 
     # -- the two ends --------------------------------------------------------------------------------------
@@ -224,17 +224,25 @@ class PagedReport:
     # -- search ------------------------------------------------------------------------------------------------
 
     def search(self, query: str) -> dict[str, array[int]]:
-        """The results whose text holds ``query`` — any case of its ASCII letters — outside their keys' names, by
+        """The results whose text holds every word of ``query`` (split at white space, in any order, anywhere in
+        the result; any case of their ASCII letters) outside their keys' names, as the viewer's own search does, by
         status (their numbers, in input order); the whole index first (it waits for the scan)."""
         self.wait_done(None)
+        words = tuple(dict.fromkeys(query.split())) or (query,)  # lower case: _search (ASCII letters only, as the file is read)
         with self._search_lock:
-            if query in self._searches:
-                self._searches.move_to_end(query)
-                return self._searches[query]
+            if words in self._searches:
+                self._searches.move_to_end(words)
+                return self._searches[words]
+            matched: set[int] | None = None
+            for word in sorted(words, key=len, reverse=True):  # the longest word first: likely the fewest results
+                numbers = self._search(word)
+                matched = set(numbers) if matched is None else matched.intersection(numbers)
+                if not matched:
+                    break
             found: dict[str, array[int]] = {s: array("l") for s in self.statuses}
-            for number in self._search(query):
+            for number in sorted(matched or ()):
                 found[self.statuses[self.codes[number]]].append(number)
-            self._searches[query] = found
+            self._searches[words] = found
             if len(self._searches) > 8:
                 self._searches.popitem(last=False)
             return found
