@@ -94,9 +94,14 @@ class Session:
                 watch = self.watch(plan, source, caller, chosen, said)
                 with execution.Signals() as signals:
                     done = await execution.execute(plan, caller, watch, signals, self.workers)  # 4 run
+                    changed = getattr(plan.items, "changed", None) if self.streamed else None
+                    if changed:  # the cases past it not run: said as a run stopped early, never a green one
+                        done.state.warnings.append(streaming.changed_said(changed))
+                        done.state.stopped_early = True
                     report = self.decide(plan, done, source, caller, said)  # 5 decide, on ids as the plan has them
                     shown = self.secrets.scrub(report)  # what every output shows and keeps: secrets hidden, once
                     code, comparison = self.verdict(shown, baseline)
+                    code = max(code, ExitCode.USAGE) if changed else code  # not the suite that was checked: never green
                     recording = self.record(shown, ExitCode.INTERNAL if done.failure is not None else code, caller)  # 7, begun
                     written = await self.write(shown, watch, recording)  # 6 report
                 self.remember(report, caller)  # 7

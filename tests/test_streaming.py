@@ -30,6 +30,8 @@ RULES = """rules:
     tool_calls: [{name: flip}]
   - user: "^call sleeper"
     tool_calls: [{name: sleeper}]
+  - user: "^call rewrite"
+    tool_calls: [{name: rewrite}]
   - user: "^boom"
     error: "the model is down"
 default: "echo: {{ user }}"
@@ -41,6 +43,11 @@ def flip(ctx):
     n = int(open(path).read() or 0) if os.path.exists(path) else 0
     open(path, "w").write(str(n + 1))
     return "heads" if n % 2 == 0 else "tails"
+def rewrite(ctx):
+    path = os.environ["CASES_FILE"]  # the suite being run, its last case's question changed under the run
+    text = open(path).read()
+    open(path, "w").write(text.replace("question 23", "question XX"))
+    return "rewritten"
 def sleeper(ctx):
     open(os.environ["MARK_FILE"], "w").close()  # the test stops the run once a case is in here
     time.sleep(3600)
@@ -57,7 +64,7 @@ def stream_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "connectors" / "other.conn.yao").write_text(json.dumps({"type": "mock"}))  # a model matrix's second
     (root / "connectors" / "unused.conn.yao").write_text(json.dumps({"type": "openai", "options": {"model": "m", "key": "$ENV.STREAM_KEY"}}))
     monkeypatch.setenv("STREAM_KEY", SECRET)  # a credential of the app: hidden in every output, streamed or not
-    tools = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in ("flip", "sleeper")]
+    tools = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in ("flip", "sleeper", "rewrite")]
     (agent / "package.yao").write_text(json.dumps({"name": "bot", "connector": "mock", "tools": tools}))
     (agent / "mock.yml").write_text(RULES)
     (agent / "src" / "tools.py").write_text(TOOLS)
@@ -263,3 +270,31 @@ def test_a_suite_past_the_threshold_streams_only_with_workers_0(stream_app, tmp_
         assert "held in memory, not streamed: its cases run in worker processes" in said and "--workers 0 streams them" in said, said
     streamed = cli("-i", str(cases), "-n", "bot", "--app", str(stream_app), "--workers", "0", "--no-history", "-o", str(tmp_path / "r.json"))
     assert "Streamed:" in streamed.output and "not streamed" not in streamed.output and streamed.exit_code == 1, streamed.output
+
+
+def test_a_case_file_changed_while_a_streamed_run_reads_it_is_exit_2_and_runs_nothing_unchecked(stream_app, tmp_path, monkeypatch):
+    """The file is read again as the cases run: a part whose bytes are not those checked is not run, nor what follows;
+    the run says where, keeps the cases before it in its reports, and exits 2 — never a green run of a suite nobody
+    checked. Left alone, the same file runs whole."""
+    cases = tmp_path / "cases.jsonl"
+    lines = [{"id": "rewrite", "input": "call rewrite", "assertions": [{"type": "contains", "value": "rewritten"}]}, *every_outcome(24)[1:2],
+             *({"id": f"case-{i}", "input": f"question {i}", "assertions": [{"type": "contains", "value": "question"}]} for i in range(24))]
+    text = "".join(json.dumps(c) + "\n" for c in lines)
+    cases.write_text(text)
+    monkeypatch.setenv("CASES_FILE", str(cases))
+    result = run(stream_app, cases, tmp_path / "r", streamed=True, monkeypatch=monkeypatch)
+    said = " ".join(result.output.split())
+    line = 1 + next(i for i, c in enumerate(lines) if c["id"] == "case-23")
+    assert result.exit_code == 2 and "STOPPED EARLY" in said and "ALL TESTS PASSED" not in said, said
+    assert re.search(r"Total: 26 .*Not run: \d+ runs \(stopped early\)", said), said
+    assert report(tmp_path / "r.json")["summary"]["stopped_early"] is True
+    where = re.search(r"cases\.jsonl:(\d+): the case file changed while the run read it", said)
+    assert where is not None and 1 < int(where.group(1)) <= line, said
+    ran = [r["id"] for r in report(tmp_path / "r.json")["results"]]
+    assert ran[:2] == ["rewrite", "pass"] and "case-23" not in ran and len(ran) < len(lines), ran
+    assert all(r["id"] in [c["id"] for c in lines[:int(where.group(1)) - 1]] for r in report(tmp_path / "r.json")["results"])
+    assert any("changed while the run read it" in w for w in report(tmp_path / "r.json")["metadata"]["warnings"])
+    cases.write_text(text.replace("call rewrite", "hello rewritten"))  # the same suite, nothing changing it: it runs whole
+    result = run(stream_app, cases, tmp_path / "again", streamed=True, monkeypatch=monkeypatch)
+    assert result.exit_code == 0 and "changed while" not in result.output, result.output
+    assert len(report(tmp_path / "again.json")["results"]) == len(lines)

@@ -5,6 +5,7 @@ there. Only ``.jsonl`` files stream, and only in a run that needs no case list a
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -97,10 +98,11 @@ def lines(paths: list[str]) -> int:
     return count
 
 
-def parts(path: str, simulator: str | None, policy: KeyPolicy) -> Iterator[Loaded]:
-    """The file's cases, a block of whole lines at a time, each problem at its place in the whole file."""
+def parts(path: str, simulator: str | None, policy: KeyPolicy, digests: list[tuple[bytes, int]] | None = None) -> Iterator[Loaded]:
+    """The file's cases, a block of whole lines at a time, each problem at its place in the whole file; each block's
+    digest and first line appended to ``digests`` (when given) before its cases are yielded."""
     first = 0
-    with open(path, "rb") as fh:
+    with open(path, "rb", buffering=0) as fh:  # a block read when its cases are taken, not read ahead
         rest = b""
         start = True
         while True:
@@ -111,6 +113,8 @@ def parts(path: str, simulator: str | None, policy: KeyPolicy) -> Iterator[Loade
             cut = data.rfind(b"\n") + 1 if block else len(data)
             whole, rest = data[:cut], data[cut:]
             if whole:
+                if digests is not None:
+                    digests.append((hashlib.blake2b(whole, digest_size=16).digest(), first + 1))
                 try:
                     text = whole.decode("utf-8")
                 except UnicodeDecodeError:
@@ -145,10 +149,11 @@ async def check(inputs: Inputs, catalog: Catalog, agent_id: str | None, config: 
     item's kind), and the warnings."""
     found = Check()
     policy = KeyPolicy(strict=config.strict, max_cases=config.max_cases)
+    digests: dict[str, list[tuple[bytes, int]]] = {}
     for path in inputs.files:
         seen: dict[str, int] = {}  # id → its line: an id used twice in the file, whichever parts hold it
         built = 0
-        for part in parts(path, config.simulator, policy):
+        for part in parts(path, config.simulator, policy, digests.setdefault(path, [])):
             built += len(part.cases) + len(part.unbuilt)
             found.problems += [*part.problems, *_twice(part, seen),
                                *planning.unbuilt_problems(part.unbuilt, catalog, agent_id, config)]
@@ -168,7 +173,7 @@ async def check(inputs: Inputs, catalog: Catalog, agent_id: str | None, config: 
     if found.problems:
         raise InputError(found.problems)
     settings = planning.settings_of(config)
-    plan = Plan(agent=agent_id or "", items=Items(inputs, catalog, agent_id, config), settings=settings,  # type: ignore[arg-type]
+    plan = Plan(agent=agent_id or "", items=Items(inputs, catalog, agent_id, config, digests), settings=settings,  # type: ignore[arg-type]
                 streamed=Streamed(cases=found.cases, total=found.total))
     sample = Plan(agent=agent_id or "", items=tuple(found.kept.values()), settings=settings)
     said = [*found.warnings.values(), *planning.unchecked_said(found.unchecked, found.first_unchecked, config.strict)]
@@ -205,17 +210,37 @@ def _count(found: Check, plan: Plan, facts: Any) -> None:
 
 class Items:
     """A streamed plan's items: read again from the case files, part by part, each time they are taken — the
-    same items, checked already, made as the run takes them (a part at a time is held)."""
+    same items, checked already, made as the run takes them (a part at a time is held). A part whose bytes are not
+    those checked (the file changed since) is not run, nor anything after it: ``changed`` says where."""
 
-    def __init__(self, inputs: Inputs, catalog: Catalog, agent_id: str | None, config: RunConfig):
+    def __init__(self, inputs: Inputs, catalog: Catalog, agent_id: str | None, config: RunConfig,
+                 digests: dict[str, list[tuple[bytes, int]]] | None = None):
         self.inputs, self.catalog, self.agent_id, self.config = inputs, catalog, agent_id, config
+        self.digests = digests or {}
+        self.changed: str | None = None  # "file:line": where the file was found changed since it was checked
 
     def __iter__(self) -> Iterator[ResolvedCase]:
         config, catalog = self.config, self.catalog
         policy = KeyPolicy(strict=config.strict, max_cases=config.max_cases)
         first = config.matrix[0] if config.matrix else config.connector
         for path in self.inputs.files:
-            for part in parts(path, config.simulator, policy):
+            checked = self.digests.get(path)
+            read: list[tuple[bytes, int]] = []
+            for part in parts(path, config.simulator, policy, read):
+                at = len(read) - 1
+                if checked is not None and (at >= len(checked) or read[at][0] != checked[at][0]):
+                    self.changed = f"{path}:{read[at][1]}"
+                    return
                 if part.cases:
                     resolved = resolve(part.cases, catalog, self.agent_id, first)
                     yield from planning.plan_of(part.cases, self.agent_id, config, catalog, resolved).items
+            if checked is not None and len(read) < len(checked):  # cut short: its last cases are gone
+                self.changed = f"{path}:{checked[len(read)][1]}"
+                return
+
+
+def changed_said(where: str) -> str:
+    """What a streamed run says when a case file changed while it read it (exit 2, after the reports)."""
+    return (f"{where}: the case file changed while the run read it — its cases from this line on are not those checked "
+            "before the run, and were not run; the reports hold the cases before it. Leave the file alone while it runs "
+            "(or copy it), and run again")
