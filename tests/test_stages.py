@@ -209,3 +209,23 @@ def test_a_rate_short_of_all_is_never_shown_as_100_percent():
     assert rate_text(1 / 30_000) == "0.003%" and rate_text(0.0) == "0.0%"
     assert span(0.9995, 1.0) == "99.95%–100%" and span(0.44, 1.0) == "44%–100%" and span(0.0, 0.0004) == "0%–0.04%"
     assert span(0.0, 1 - 1e-12) == "0%–100%"  # a bound that is all, but for float error, stays 100%
+
+
+def test_the_reports_pass_rate_short_of_all_is_never_100(tmp_path):
+    """The JSON's summary.pass_rate and a gate's pass_rate (percent, Yao's one decimal) take the digits it takes not
+    to read 100 when some did not pass, nor 0 when some did: 29,990 of 30,000 wrote 100.0 with 10 failures."""
+    import json
+
+    from agenttest.model.results import percent_of
+    from agenttest.reporting import write
+    from agenttest.verdicts.outcome import make_report
+
+    assert percent_of(29_990, 30_000) == 99.97 and percent_of(1, 30_000) == 0.003 and percent_of(8, 10) == 80.0
+    assert percent_of(30_000, 30_000) == 100.0 and percent_of(0, 30_000) == 0.0 and percent_of(0, 0) == 0.0
+    assert percent_of(1999, 2000) == 99.95 and percent_of(2, 3) == 66.7
+    results = [CaseResult(key=CaseKey(file="c.jsonl", id=f"c{i}", connector="mock"), status="failed" if i == 7 else "passed",
+                          input="q", output="a", duration_ms=1.0, index=i) for i in range(5000)]
+    path = tmp_path / "r.json"
+    write(make_report(results, 1795953600.0, 10.0, agent_id="bot", connector="mock", environment={}), str(path))
+    summary = json.loads(path.read_text())["summary"]
+    assert summary["failed"] == 1 and summary["pass_rate"] == 99.98, summary  # 100.0 before

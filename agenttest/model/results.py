@@ -231,6 +231,19 @@ class SuiteResult:
         return [f"{a.name}: {a.message}" for a in self.assertions if not a.passed]
 
 
+def percent_of(part: int, whole: int) -> float:
+    """``100 × part / whole`` to one decimal (Yao's figure) — or to the digits it takes not to read 100 when some
+    did not pass (29,990 of 30,000: 99.97, not 100.0), nor 0 when some did; 0 when ``whole`` is 0."""
+    if not whole:
+        return 0.0
+    value = 100.0 * part / whole
+    shown, digits = round(value, 1), 1
+    while ((shown >= 100.0 and part < whole) or (shown <= 0.0 and part > 0)) and digits < 15:
+        digits += 1
+        shown = round(value, digits)
+    return shown
+
+
 def classify(pass_rate: float) -> str:
     """Yao's stability class of a pass rate in percent, and ``failing`` for a case that failed every run: the
     same verdict every time, but a class that read "stable" beside a FAILED verdict said the opposite."""
@@ -318,8 +331,9 @@ class Gate:
 
     @property
     def percent(self) -> float:
-        """The pass rate in percent, to one decimal (Yao's stability figure); 0 when none ran."""
-        return round(100.0 * self.passed / self.runs, 1) if self.runs else 0.0
+        """The pass rate in percent, to one decimal (Yao's stability figure; more when one would read 100 or 0 and
+        it is not); 0 when none ran."""
+        return percent_of(self.passed, self.runs)
 
     @property
     def classification(self) -> str:
@@ -588,7 +602,7 @@ class Summary:
         """Percent of the cases that ran (skipped ones left out) that passed; 0 when none ran (an interrupted
         run that finished nothing did not pass 100%)."""
         ran = self.total - self.not_run - self.skipped
-        return round(100.0 * self.passed / ran, 1) if ran else (100.0 if self.skipped and not self.not_run else 0.0)
+        return percent_of(self.passed, ran) if ran else (100.0 if self.skipped and not self.not_run else 0.0)
 
 
 # a result run again on a fresh worker after its first worker was lost while it ran carries this warning
