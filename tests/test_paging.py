@@ -144,6 +144,8 @@ def test_a_result_opens_in_the_viewer(url):
     status, body = get(url + f"result/{FAILURE}")
     assert status == 200 and '"kind":"report"' in body and f'"id":"case-{FAILURE:05d}"' in body and '"links":{"all":"/"}' in body
     assert get(url + "result/1")[0] == 200 and get(url + f"result/{N}")[0] == 200
+    said = f"This page holds result {FAILURE:,} of the report&#x27;s {N:,} (1 of them did not pass); its figures count them all"
+    assert said in body and '"cut":{"results":4600,"kept":1,"failures":1' in body  # one of them, not a one-case run
 
 
 @pytest.mark.parametrize("path, status, said", [
@@ -244,6 +246,12 @@ def test_in_chromium_the_pages_filter_search_and_open_a_result(url):
         page.click("#back")
         expect(page.locator("#cases tbody tr")).to_have_count(5)
         assert page.url == url and not errors, errors
+        page.goto(url + f"result/{FAILURE}")  # one result of many: the cards are the whole report's, a banner says so
+        expect(page.locator(".banner").first).to_contain_text(f"This page holds result {FAILURE:,} of the report's {N:,}")
+        expect(page.locator(".card", has_text="Results")).to_contain_text("4,600")
+        expect(page.locator(".card", has_text="Pass rate")).to_contain_text("99.98%")  # 4,599 of 4,600: never 100%
+        expect(page.locator(".card", has_text="Shown here")).to_contain_text("1")
+        assert not errors, errors
 
 
 # -- the self-contained HTML report past LIMIT results: cut, and saying so ------------------------------------------
@@ -302,6 +310,7 @@ def test_in_chromium_a_cut_report_says_so_and_counts_the_whole_run(cut_page):
         expect(page.locator(".banner").first).to_contain_text("This page holds 201 of the run's 10,001 results")
         expect(page.locator("#cards")).to_contain_text("Results10,001")
         expect(page.locator("#cards")).to_contain_text("Shown here201")
+        expect(page.locator(".card", has_text="Pass rate")).to_contain_text("99.99%")  # 10,000 of 10,001: it read 100%
         assert page.locator("#cases tbody tr").first.get_attribute("data-id") == f"case-{FAILURE:05d}" and not errors, errors
 
 

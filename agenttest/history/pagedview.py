@@ -212,4 +212,6 @@ def result_page(report: PagedReport, number_text: str) -> str:
         one = report_of(data)
     except Exception as exc:  # noqa: BLE001 — the codec says what is wrong with the value
         raise AgentTestError(f"result {number + 1} of {report.path} cannot be read: {exc}") from None
-    return html.page_of(one, {"all": "/"})
+    counts = [report.expected(s) for s in ("failed", "error", "timeout")]
+    failing = None if None in counts else sum(c or 0 for c in counts)
+    return html.one_of(one, number + 1, len(report.starts) if report.done else None, failing, {"all": "/"}, light)

@@ -73,3 +73,20 @@ def _cut(report: RunReport, links: dict[str, str] | None) -> str:
                             "cut": {"results": len(report.results), "kept": len(shown), "failures": failing, "said": said},
                             **({"links": links} if links else {})}
     return viewer.page("report", data, f"Agent Test — {report.agent_id or 'report'}", static.report(report, shown, said))
+
+
+def one_of(report: RunReport, number: int, total: int | None, failing: int | None, links: dict[str, str] | None = None,
+           summary: dict[str, Any] | None = None) -> str:
+    """Result ``number`` (from 1) of a report of ``total`` results (None: not yet counted), alone on its page
+    (``agent-test view`` of a big report, ``/result/N``): the summary's figures count them all, and a banner says
+    it is one of them. ``summary``: the whole report's, as its file has it (the cards show it)."""
+    of = f"of the report's {total:,}" if total is not None else "of the report"
+    bad = f" ({failing:,} of them did not pass)" if failing is not None and total is not None else ""
+    said = (f"This page holds result {number:,} {of}{bad}; its figures count them all. Every result, a page at a time, "
+            "failures first: the viewer's first page (/).")
+    whole = report_dict(report)
+    if summary is not None:
+        whole["summary"] = summary
+    data: dict[str, Any] = {"report": whole, "cut": {"results": total or number, "kept": 1, "failures": failing or 0, "said": said},
+                            **({"links": links} if links else {})}
+    return viewer.page("report", data, f"Agent Test — result {number:,}", static.report(report, list(report.results), said))

@@ -62,6 +62,11 @@
     return v < 1000 ? Math.round(v) + "ms" : v < 60000 ? (v / 1000).toFixed(1) + "s" : (v / 60000).toFixed(1) + "m";
   }
   function pct(x) { return percent(x, 1); }
+  function wholeRate(sum) { // the whole run's pass rate on a page that holds part of it: from its counts (a rate short of all never reads 100%)
+    const ran = (sum.total || 0) - (sum.skipped || 0) - (sum.not_run || 0);
+    if (typeof sum.passed === "number" && ran > 0) return pct(sum.passed / ran);
+    return typeof sum.pass_rate === "number" ? pct(sum.pass_rate / 100) : "—";
+  }
   function percent(x, d) { // a share in percent, with the digits it takes for a share short of all (or above none) not to read 100% (or 0%): as the console
     const at = () => Math.round(x * 100 * 10 ** d) / 10 ** d;
     let v = at();
@@ -279,7 +284,7 @@
       card("Errors", count("error"), "error"), card("Timeouts", count("timeout"), "timeout"), card("Flaky", count("flaky"), "flaky"),
       card("Skipped", count("skipped"), "skipped"), count("incomplete") ? card("Incomplete", count("incomplete"), "incomplete") : null],
       sum.gates ? card("Gates passed", sum.gates_passed + "/" + sum.cases, sum.gates_failed ? "failed" : sum.gates_passed < sum.cases ? "" : "passed") : null,
-      cut ? card("Pass rate", typeof sum.pass_rate === "number" ? (Math.round(sum.pass_rate * 10) / 10) + "%" : "—", "", "of every result")
+      cut ? card("Pass rate", wholeRate(sum), "", "of every result")
         : card("Pass rate", ran ? pct(good / ran) : "—", "", ran ? plural(good, "case") + " of " + ran : ""),
       sum.pass_rate_interval ? card("Runs passed", pct(sum.pass_rate_interval.rate), "", estimateNote(sum.pass_rate_interval, sum.confidence)) : null,
       !cut && (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
