@@ -68,6 +68,7 @@ def test_case_file_source(env, tmp_path):
     source = CaseFile(str(path))
     assert not source.needs_agent and source.path == str(path)
     assert source.describe(1) == f"{path} (1 test case)" and source.describe(3).endswith("(3 test cases)")
+    assert source.describe(30_000).endswith("(30,000 test cases)")  # as the warnings and the summary write numbers
     assert source.report_folder() == str(path.parent)
     assert source.agent_hint(catalog.app) == "bot"
     assert CaseFile(str(tmp_path / "x.jsonl")).agent_hint(catalog.app) is None

@@ -298,3 +298,14 @@ def test_a_case_file_changed_while_a_streamed_run_reads_it_is_exit_2_and_runs_no
     result = run(stream_app, cases, tmp_path / "again", streamed=True, monkeypatch=monkeypatch)
     assert result.exit_code == 0 and "changed while" not in result.output, result.output
     assert len(report(tmp_path / "again.json")["results"]) == len(lines)
+
+
+def test_counts_past_a_thousand_are_written_alike_in_the_header_and_the_summary(stream_app, tmp_path, monkeypatch):
+    """'3,000 lines of cases' beside '(3000 test cases)' and 'Total: 3000' (found by a new-user trial): every count is
+    written with its thousands separated."""
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps({"id": f"c{i}", "input": f"q {i}", "assertions": [{"type": "contains", "value": "q"}]}) + "\n"
+                             for i in range(1200)))
+    result = run(stream_app, cases, tmp_path / "r", streamed=False, monkeypatch=monkeypatch)
+    assert result.exit_code == 0 and "(1,200 test cases)" in result.output, result.output[:600]
+    assert "Total:     1,200" in result.output and "Passed:    1,200" in result.output

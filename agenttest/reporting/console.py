@@ -346,10 +346,10 @@ class Console:
             self.line()
         self.section("Summary")
         rows = [("Agent", report.agent_id), ("Connector", report.connector), ("Simulator", report.simulator),
-                ("Total", s["total"]), ("Passed", s["passed"]), ("Failed", s["failed"])]
-        rows += [(k, v) for k, v in (("Errors", _errors(report, s["errors"])), ("Timeouts", s["timeouts"]), ("Skipped", s["skipped"])) if v]
+                ("Total", f'{s["total"]:,}'), ("Passed", f'{s["passed"]:,}'), ("Failed", f'{s["failed"]:,}')]
+        rows += [(k, f"{v:,}" if isinstance(v, int) else v) for k, v in (("Errors", _errors(report, s["errors"])), ("Timeouts", s["timeouts"]), ("Skipped", s["skipped"])) if v]
         ran = s["total"] - report.not_run - s["skipped"]
-        rows.append(("Pass Rate", words.pass_rate_text(report, s["pass_rate"]) + (f" (of the {ran} that ran)" if report.interrupted else "")))
+        rows.append(("Pass Rate", words.pass_rate_text(report, s["pass_rate"]) + (f" (of the {ran:,} that ran)" if report.interrupted else "")))
         if report.checked_nothing:
             rows.append(("Checked nothing", figures.unchecked_text(report.checked_nothing)))
         took = format_duration(report.duration_ms / 1000)
@@ -372,7 +372,7 @@ class Console:
         self._suites(report)
         if report.not_run:
             runs = " runs" if _in_runs(report, s) else ""
-            self.line(f"  Not run:   {report.not_run}{runs} ({'interrupted' if report.interrupted else 'stopped early'})")
+            self.line(f"  Not run:   {report.not_run:,}{runs} ({'interrupted' if report.interrupted else 'stopped early'})")
         if cut_short:  # counted in "not run": they have no verdict line of their own
             shown = ", ".join(cut_short[:10]) + (f" and {len(cut_short) - 10} more" if len(cut_short) > 10 else "")
             self.line(f"  Cut short: {shown} (running when the run was stopped; no verdict)")
@@ -546,5 +546,5 @@ def _errors(report: RunReport, errors: int) -> Any:
     by = Counter(r.error_by for r in report.results if r.status == "error" and r.error_by)
     if not by:
         return errors
-    apart = ", ".join(f"{n} {'judge' if who == 'validator' else who}" for who, n in sorted(by.items(), key=lambda item: item[0] != "validator"))
-    return f"{errors} ({apart}; the agent's: {errors - sum(by.values())})"
+    apart = ", ".join(f"{n:,} {'judge' if who == 'validator' else who}" for who, n in sorted(by.items(), key=lambda item: item[0] != "validator"))
+    return f"{errors:,} ({apart}; the agent's: {errors - sum(by.values()):,})"

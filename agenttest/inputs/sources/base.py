@@ -48,7 +48,7 @@ class Source(Protocol):
 
 
 def counted(count: int) -> str:
-    return f"{count} test case" if count == 1 else f"{count} test cases"
+    return f"{count} test case" if count == 1 else f"{count:,} test cases"
 
 
 @dataclass(frozen=True)
