@@ -14,6 +14,7 @@ from agenttest.errors import AgentTestError
 MAX_RUNS = 1000  # the most runs of a case: --runs, and a case's own "runs"
 
 # the environment's settings a run reads (docs/scale.md, docs/connectors.md): each name, what it accepts
+RAY_SHIP = "AGENTTEST_RAY_SHIP"  # 1: ship the app folder to a cluster joined by its address even when it is on this machine
 SILENCES = ("AGENTTEST_WORKER_SILENCE", "AGENTTEST_RAY_SILENCE")  # seconds a worker, an actor may stay silent
 TRANSPORTS = ("aiohttp", "httpx")  # AGENTTEST_HTTP: the openai connector's HTTP transport
 
@@ -31,6 +32,10 @@ def check_environment() -> None:
         if not 0 < value < float("inf"):
             raise AgentTestError(f"{name}={text!r}: give the seconds a worker may stay silent before it is taken for lost, "
                                  "a positive number", hint=f"e.g. {name}=10, or unset it for the default")
+    ship = os.environ.get(RAY_SHIP)
+    if ship and ship.strip() not in ("0", "1"):
+        raise AgentTestError(f"{RAY_SHIP}={ship!r}: give 1 to ship the app folder to a Ray cluster on this machine, or 0",
+                             hint=f"e.g. {RAY_SHIP}=1 (nodes in containers of their own), or unset it: actors on this machine read the app where it is")
     transport = os.environ.get("AGENTTEST_HTTP")
     if transport and transport.strip().lower() not in TRANSPORTS:
         raise AgentTestError(f"AGENTTEST_HTTP={transport!r}: give the openai connector's HTTP transport, "

@@ -103,26 +103,71 @@ def look(ctx):
 
 
 def test_joining_a_cluster_by_address_ships_the_app_but_no_key_report_memory_or_cassette(cluster, tmp_path):
+    """AGENTTEST_RAY_SHIP=1 ships the app folder to a cluster on this machine too (its nodes in containers of their own),
+    as to a cluster elsewhere: without keys, reports (those of -o included), the --lf memory or the cassettes recorded."""
     root = tool_app(tmp_path / "app", ("look",), LOOK_PY).parent.parent
     secret = "sk-dotenv-" + "Q" * 40
     files = {".env": f"OPENAI_API_KEY={secret}\n", ".env.local": secret, "reports/old.json": secret, ".agent-test/lastfailed.json": "{}",
-             "cassettes/cases/a.jsonl": secret, "tapes/cases/a.jsonl": secret, "replays/cases/a.jsonl": "", "certs/server.pem": secret}
+             "cassettes/cases/a.jsonl": secret, "tapes/cases/a.jsonl": secret, "replays/cases/a.jsonl": "", "certs/server.pem": secret,
+             "last[1].json": secret}
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     (root / "cases.jsonl").write_text(json.dumps({"id": "look", "input": "call look"}) + "\n")
     out = tmp_path / "r.json"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "agenttest", "-i", "cases.jsonl", "-n", "bot", "-o", str(out), "--executor", "ray",
-                           "--ray-address", cluster, "--record", "tapes", "--replay", "replays", "--replay-roles", "simulator"],
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AGENTTEST_RAY_SHIP": "1"}
+    proc = subprocess.run([sys.executable, "-m", "agenttest", "-i", "cases.jsonl", "-n", "bot", "-o", str(out), "-o", "last[1].json",
+                           "--executor", "ray", "--ray-address", cluster, "--record", "tapes", "--replay", "replays", "--replay-roles", "simulator"],
                           capture_output=True, text=True, env=env, cwd=root, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (result,) = report(out)["results"]
     seen = json.loads(result["tool_calls"][0]["result"])
     shipped = {Path(p).parts[0] for p in seen}
     assert {"assistants", "connectors", "cases.jsonl", "replays"} <= shipped, seen  # the app, and the cassettes it replays
-    assert shipped.isdisjoint({".env", ".env.local", "reports", ".agent-test", "cassettes", "tapes"}), seen
+    assert shipped.isdisjoint({".env", ".env.local", "reports", ".agent-test", "cassettes", "tapes", "last[1].json"}), seen
     assert not any(p.endswith(".pem") for p in seen), seen
+
+
+WHERE_PY = """
+import json, os
+def where(ctx):
+    return json.dumps({"cwd": os.getcwd(), "tools": os.path.dirname(os.path.abspath(__file__))})
+"""
+
+
+def test_joining_a_cluster_on_this_machine_by_address_reads_the_app_where_it_is(cluster, tmp_path):
+    """Every node of the cluster on loopback: the actors read the app in place, as a local Ray's and local workers do —
+    no copy of it is made (its tools are the app's own files) and none of it is uploaded to the cluster."""
+    from agenttest.runner import raycluster
+
+    agent = tool_app(tmp_path / "app", ("where",), WHERE_PY)
+    root = agent.parent.parent
+    (root / "cases.jsonl").write_text(json.dumps({"id": "where", "input": "call where"}) + "\n")
+    out = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("AGENTTEST_RAY_SHIP", None)
+    proc = subprocess.run([sys.executable, "-m", "agenttest", "-i", "cases.jsonl", "-n", "bot", "-o", str(out), "--executor", "ray",
+                           "--ray-address", cluster], capture_output=True, text=True, env=env, cwd=root, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result,) = report(out)["results"]
+    where = json.loads(result["tool_calls"][0]["result"])
+    assert os.path.realpath(where["tools"]) == os.path.realpath(agent / "src"), where
+    assert os.path.realpath(where["cwd"]) == os.path.realpath(root), where
+    assert raycluster.sees(str(root), raycluster.app_identity(str(root)))
+
+
+def test_an_actor_that_does_not_see_the_controllers_app_folder_says_so(tmp_path):
+    """An actor reading the app in place checks it is the controller's folder (a node in a container of its own sees
+    another, or none, at the same path)."""
+    from agenttest.runner import raycluster
+
+    (tmp_path / "app").mkdir()
+    (tmp_path / "other").mkdir()
+    mine = raycluster.app_identity(str(tmp_path / "app"))
+    assert raycluster.sees(str(tmp_path / "app"), mine)
+    assert not raycluster.sees(str(tmp_path / "other"), mine)
+    assert not raycluster.sees(str(tmp_path / "gone"), mine)
+    assert raycluster.app_identity(str(tmp_path / "gone")) is None
 
 
 def _actors_alive() -> int:

@@ -507,11 +507,13 @@ def test_results_rebuilt_in_the_controller_share_their_verdicts_spends_and_outpu
 
 SILENT = "give the seconds a worker may stay silent before it is taken for lost, a positive number"
 TRANSPORT = "give the openai connector's HTTP transport, aiohttp or httpx"
+SHIP = "give 1 to ship the app folder to a Ray cluster on this machine, or 0"
 
 
 @pytest.mark.parametrize("name, value, accepted", [("AGENTTEST_WORKER_SILENCE", "abc", SILENT), ("AGENTTEST_WORKER_SILENCE", "nan", SILENT),
                                                    ("AGENTTEST_WORKER_SILENCE", "-1", SILENT), ("AGENTTEST_RAY_SILENCE", "0", SILENT),
-                                                   ("AGENTTEST_RAY_SILENCE", "inf", SILENT), ("AGENTTEST_HTTP", "curl", TRANSPORT)])
+                                                   ("AGENTTEST_RAY_SILENCE", "inf", SILENT), ("AGENTTEST_HTTP", "curl", TRANSPORT),
+                                                   ("AGENTTEST_RAY_SHIP", "yes", SHIP)])
 def test_a_bad_setting_in_the_environment_is_exit_2_with_one_line(app_dir, tmp_path, name, value, accepted):
     for workers in ("1", "0"):
         code, stdout, stderr = agent_test(app_dir, [{"id": "a", "input": "hi"}], "-o", str(tmp_path / "r.json"), "--workers", workers,

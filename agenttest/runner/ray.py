@@ -1,7 +1,8 @@
 """``--executor ray``: the workers are Ray actors on the cluster ``--ray-address`` / ``RAY_ADDRESS``
 names, or a local Ray started for the run when neither is given (``raycluster.py``: on loopback, in a folder of
-its own). A cluster joined by its address gets the app folder as the actors' working directory (Ray's runtime
-environment), a local Ray reads it where it is; each actor resolves the same plan from the
+its own). A local Ray, and a cluster joined by its address whose every node is on this machine, read the app where
+it is; a cluster with a node elsewhere gets the app folder as the actors' working directory (Ray's runtime
+environment). Each actor resolves the same plan from the
 cases and configuration the controller sends, starts its own MCP servers, imports the SDKs and makes the
 clients of its connectors before it says it is ready, and runs the units the controller sends it in batches,
 its results taken back in batches (``RayWorker``).
@@ -25,8 +26,8 @@ import pickle
 from typing import Any
 
 from agenttest.agents.caller import Caller
-from agenttest.config import RunConfig
-from agenttest.errors import AgentTestError
+from agenttest.config import RAY_SHIP, RunConfig
+from agenttest.errors import AgentTestError, Problem
 from agenttest.model import Case, CaseResult, Plan
 from agenttest.runner import raycluster, raydeaths
 from agenttest.runner.capture import internal_error
@@ -97,9 +98,12 @@ class Actors:
         await self._join()
         assert self.cluster is not None
         root = "" if self.cluster.shipped else self.caller.catalog.app.root
+        seen = None if self.cluster.shipped else raycluster.app_identity(root)  # the actor checks it reads this folder
+        moved = self.cluster.address is not None and not self.cluster.shipped  # joined, read in place: works in the app as if shipped
         token = os.urandom(8).hex()
         try:
-            actor = self.actor_class.remote(self.config, self.caller.identity, root, max(1, self.config.workers), token, self.cluster.folder)
+            actor = self.actor_class.remote(self.config, self.caller.identity, root, max(1, self.config.workers), token, self.cluster.folder,
+                                            seen, moved)
         except Exception as exc:  # noqa: BLE001 — Ray refused the actor
             raise StartFailed([], f"Ray did not create the actor: {_first_line(exc)}") from None
         return actor, token
@@ -302,6 +306,16 @@ class RayWorker:
         self._lose("stopped")
 
 
+def _node() -> str:
+    """The address of the Ray node this actor runs on."""
+    import ray
+
+    try:
+        return str(ray.util.get_node_ip_address())
+    except Exception:  # noqa: BLE001 — said without it
+        return "(its address unknown)"
+
+
 def numbering() -> str:
     """What the class numbers of ``wire.pickled`` stand for in this agent-test (each class and its fields): an actor
     whose agent-test numbers them otherwise (another version on the cluster) pickles its results the plain way."""
@@ -324,8 +338,11 @@ async def _quietly(ref: Any) -> None:
 class ActorWorker:
     """The actor: one worker's plan, caller and MCP servers, in the actor's event loop."""
 
-    def __init__(self, config: RunConfig, identity: Any, root: str, size: int, token: str = "", folder: str | None = None):
+    def __init__(self, config: RunConfig, identity: Any, root: str, size: int, token: str = "", folder: str | None = None,
+                 seen: tuple[int, int] | None = None, moved: bool = False):
         self.config = config
+        self.seen = seen  # the app folder read in place, as the controller sees it (``raycluster.app_identity``)
+        self.moved = moved  # to work in the app folder, as an actor does whose app was shipped as its working directory
         self.token = token
         self.folder = folder  # a local Ray's own folder, on this machine: where a fatal signal is written
         self.identity = identity
@@ -364,6 +381,12 @@ class ActorWorker:
         from agenttest.speed import collector
         from agenttest.util.secrets import Secrets
 
+        if not raycluster.sees(self.root, self.seen):  # a node on this machine with a filesystem of its own
+            return "problems", [Problem(f"--executor ray: the actor on Ray node {_node()} does not see the app folder {self.root} "
+                                        "(a node in a container of its own?)",
+                                        hint=f"set {RAY_SHIP}=1 to ship the app folder to the cluster as its actors' working directory")]
+        if self.moved:
+            os.chdir(self.root)
         fdcapture.start()  # for the actor's life: what user code writes below Python goes to its case too
         usercalls.capturing().__enter__()  # for the actor's life: what user code prints goes to its case
         config, secrets = self.config, Secrets()

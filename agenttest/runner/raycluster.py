@@ -3,9 +3,10 @@
 A local Ray is nobody else's: every service of it (GCS, raylet, agents, actors, this driver) listens on
 loopback only — checked in /proc once it is up, and refused otherwise — it keeps its session (sockets, logs,
 spilled objects) in a folder of the run's own that only this user can read, removed with it, and its actors
-read the app where it is (no copy). A cluster joined by its address gets the app folder as the actors' working
-directory, without what is not the app's code and cases (``excludes``); keys travel in the cluster's
-environment, never as files."""
+read the app where it is (no copy). So do the actors of a cluster joined by its address whose every node is on
+loopback (``AGENTTEST_RAY_SHIP=1`` ships it all the same: nodes in containers of their own); a cluster with a
+node elsewhere gets the app folder as the actors' working directory, without what is not the app's code and cases
+(``excludes``). Keys travel in the cluster's environment, never as files."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import contextlib
 import ipaddress
 import logging
 import os
+import re
 import shutil
 import socket
 import sys
@@ -21,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from agenttest.config import RunConfig
+from agenttest.config import RAY_SHIP, RunConfig
 from agenttest.errors import AgentTestError
 from agenttest.runner import processes
 
@@ -45,9 +47,13 @@ class Cluster:
 
 
 def excludes(app_root: str, config: RunConfig) -> list[str]:
-    """What of the app folder a cluster joined by its address does not get: ``EXCLUDES``, and this run's
-    ``--record`` folder when it is inside the app. The ``--replay`` folder goes (the actors replay from it)."""
+    """What of the app folder a cluster joined by its address does not get: ``EXCLUDES``, this run's reports (``-o``)
+    and its ``--record`` folder when they are inside the app. The ``--replay`` folder goes (the actors replay from it)."""
     out = list(EXCLUDES)
+    for output in config.outputs:  # written by the controller: an earlier run's report would be shipped each time
+        inside = os.path.relpath(os.path.abspath(output), app_root)
+        if not inside.startswith(os.pardir) and inside != os.curdir:
+            out.append("/" + re.sub(r"([\\*?\[\]])", r"\\\1", inside.replace(os.sep, "/")))
     for folder, keep in ((config.record, False), (config.replay, True)):
         if not folder:
             continue
@@ -77,15 +83,51 @@ def join(config: RunConfig, app_root: str) -> Cluster:
     if refused is not None:
         raise AgentTestError(f"--executor ray: cannot connect to Ray at {address}: {refused}",
                              hint="check RAY_ADDRESS / --ray-address, or unset both to start a local Ray")
-    env = {"working_dir": app_root, "excludes": excludes(app_root, config)}
+    here = _on_loopback(address)  # a Ray of this machine's: joined at the address given
     try:
-        with _loopback_node() if _on_loopback(address) else contextlib.nullcontext():  # a Ray of this machine's, as given
+        with _loopback_node() if here else contextlib.nullcontext():
+            if here and not shipping():  # its nodes may all be on this machine: the actors read the app where it is
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+                if _nodes_here():
+                    _quiet()
+                    return Cluster(address, started=True, shipped=False)
+                ray.shutdown()  # a node elsewhere (joined through a tunnel): the app goes to the cluster
+            env = {"working_dir": app_root, "excludes": excludes(app_root, config)}
             ray.init(address=address, runtime_env=env, log_to_driver=False, configure_logging=False)
     except Exception as exc:  # noqa: BLE001 — whatever Ray raises, the run cannot start: a usage error
         raise AgentTestError(f"--executor ray: cannot connect to Ray at {address}: {_first_line(exc)}",
                              hint="check RAY_ADDRESS / --ray-address, or unset both to start a local Ray") from None
     _quiet()
     return Cluster(address, started=True, shipped=True)
+
+
+def shipping() -> bool:
+    """``AGENTTEST_RAY_SHIP=1`` (checked by ``config.check_environment``): ship the app folder to a cluster joined by
+    its address even when every node of it is on this machine (nodes in containers with a filesystem of their own)."""
+    return os.environ.get(RAY_SHIP, "").strip() == "1"
+
+
+def _nodes_here() -> bool:
+    """Every node of the cluster joined is on this machine: its address is loopback."""
+    import ray
+
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    return bool(nodes) and all(_loopback_host(str(n.get("NodeManagerAddress", ""))) for n in nodes)
+
+
+def app_identity(root: str) -> tuple[int, int] | None:
+    """The app folder as the filesystem knows it (device, inode; None when it cannot be read): an actor that reads
+    the app in place checks that it sees the controller's folder, not another at the same path (``sees``)."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def sees(root: str, identity: tuple[int, int] | None) -> bool:
+    """This process sees the app folder ``identity`` names at ``root`` (None: nothing to compare)."""
+    return identity is None or app_identity(root) == tuple(identity)
 
 
 def leave(cluster: Cluster) -> None:
@@ -135,7 +177,11 @@ def _probe(address: str, wait: float = 5.0) -> str | None:
 
 
 def _on_loopback(address: str) -> bool:
-    host = address.rsplit(":", 1)[0].strip("[]") if "://" not in address else ""
+    """``host:port`` names a host on loopback (``ray://`` is Ray's client: never)."""
+    return "://" not in address and _loopback_host(address.rsplit(":", 1)[0].strip("[]"))
+
+
+def _loopback_host(host: str) -> bool:
     if host == "localhost":
         return True
     try:
