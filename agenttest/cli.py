@@ -402,13 +402,20 @@ def run_command(**flags: Any) -> None:
 
             from agenttest.runner import containment
             from agenttest.runtime import fdcapture
-            from agenttest.session import Session
+            from agenttest.session import RUN_MODULES, Session
             from agenttest.util.pipes import PipeSafe
+
+            previewing = flags["list_only"] or flags["dry_run"]
+            if not previewing:  # what runs, decides and reports (a preview needs none of it)
+                for module in RUN_MODULES:
+                    importlib.import_module(module)
 
         config = RunConfig.from_flags(flags, color=color and not flags["json"], inputs=inputs)
 
-        # no process the run starts outlives it; what user code writes below Python never reaches the console or the events
-        with containment.contained(owner=_OWNS_PROCESS), fdcapture.own_output():
+        # no process the run starts outlives it (a preview runs no case: the nets at its end, without the cgroup and the
+        # watchdog that guard a run's controller killed by SIGKILL — docs/scale.md); what user code writes below Python
+        # never reaches the console or the events
+        with containment.contained(owner=_OWNS_PROCESS and not previewing), fdcapture.own_output():
             out, err = PipeSafe(sys.stdout), PipeSafe(sys.stderr)  # type: ignore[arg-type]  # `| head`: the run goes on
             collector.run_begins()
             if config.json:  # stdout carries the events; the console goes to stderr

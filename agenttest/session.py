@@ -14,8 +14,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TextIO
 
-from agenttest import plugins, reporting, speed
-from agenttest.accounting.costs import spend_of
+from agenttest import plugins, speed
 from agenttest.agents.caller import Caller
 from agenttest.agents.catalog import Catalog
 from agenttest.app.folders import App, find_root
@@ -28,12 +27,10 @@ from agenttest.inputs.reading import load_file
 from agenttest.inputs import streaming
 from agenttest.inputs.sources import Inputs, LoadEnv, expand
 from agenttest.model import Case, Diagnostics, Plan, RunHeader, RunReport
-from agenttest.reporting.events import EventStream
-from agenttest.reporting.header import header_of, kind_of
-from agenttest.reporting.watch import Watch
 from agenttest.resolution import planning
-from agenttest.runner import execution, executors
-from agenttest.runner.controller import Pool, crashes
+from agenttest.accounting.costs import spend_of
+from agenttest.runner import executors
+from agenttest.runner.signals import Signals
 from agenttest.runtime import fdcapture
 from agenttest.runtime.context import Identity, read_ctx
 from agenttest.runtime.exchanges import generated_calls
@@ -42,12 +39,22 @@ from agenttest.selection import lastfailed, shards
 from agenttest.selection.filters import select
 from agenttest.util import files
 from agenttest.util.secrets import MIN_LENGTH, Secrets
-from agenttest.verdicts.outcome import decide, exit_code, iso, judge_code
 
 if TYPE_CHECKING:  # imported when used: a run without --baseline or history never imports them (start-up)
     from agenttest.history import store
     from agenttest.history.baseline import Baseline
     from agenttest.history.comparison import Comparison
+    # what runs, watches, decides and reports: a preview (--list, --dry-run) imports none of it; a run imports it
+    # with start-up (RUN_MODULES)
+    from agenttest.reporting.events import EventStream
+    from agenttest.reporting.watch import Watch
+    from agenttest.runner.controller import Pool
+    from agenttest.runner.execution import Finished
+
+# The modules a run imports beyond a preview's: the CLI imports them with the rest of start-up (in
+# ``collector.importing``: frozen, never scanned by the collector), a preview never does.
+RUN_MODULES = ("agenttest.reporting", "agenttest.reporting.events", "agenttest.reporting.header", "agenttest.reporting.watch",
+               "agenttest.runner.controller", "agenttest.runner.execution", "agenttest.verdicts.outcome")
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,11 @@ class Session:
         self.out = out
         self.secrets = Secrets()
         self.generation = Trace()  # what generating the cases (-i agents:…) spent
-        self.events = EventStream(events, self.secrets) if events is not None else None
+        self.events: EventStream | None = None
+        if events is not None:
+            from agenttest.reporting.events import EventStream
+
+            self.events = EventStream(events, self.secrets)
         self.cwd = os.getcwd()  # where relative paths point, whatever user code does to the working directory
         fdcapture.redact_with(self.secrets.redact)  # what user code writes outside any case is shown without keys
         self.warned: list[str] = []
@@ -92,8 +103,8 @@ class Session:
                 if self.config.dry_run or self.config.list_only:
                     return await self.preview(source, caller, loaded, chosen, said)
                 watch = self.watch(plan, source, caller, chosen, said)
-                with execution.Signals() as signals:
-                    done = await execution.execute(plan, caller, watch, signals, self.workers)  # 4 run
+                with Signals() as signals:
+                    done = await self.execute(plan, caller, watch, signals)  # 4 run
                     changed = getattr(plan.items, "changed", None) if self.streamed else None
                     if changed:  # the cases past it not run: said as a run stopped early, never a green one
                         done.state.warnings.append(streaming.changed_said(changed))
@@ -201,10 +212,12 @@ class Session:
         no case ran, so there is no report to write."""
         task = asyncio.current_task()
         assert task is not None
-        with execution.Signals() as signals:
+        with Signals() as signals:
             signals.task = task
             try:
                 if self.streamed:
+                    from agenttest.reporting.header import kind_of
+
                     plan, self.sample, said = await streaming.check(source, caller.catalog, self.agent_id, self.config, kind_of)
                     return plan, Diagnostics.of(said)
                 start = self.workers.start if self.workers is not None else None
@@ -234,6 +247,11 @@ class Session:
 
     def watch(self, plan: Plan, source: Inputs, caller: Caller, chosen: Chosen, said: Diagnostics) -> Watch:
         """The console (and the event stream) that watch the run, told of its header and warnings."""
+        from agenttest import reporting
+        from agenttest.reporting.header import header_of
+        from agenttest.reporting.watch import Watch
+        from agenttest.verdicts.outcome import iso
+
         self.header = header_of(self.sample or plan, self.config, source.describe(plan.case_count()), caller.catalog, chosen.selected)
         if self.streamed:
             self.header = replace(self.header, total=plan.total, notes=(*self.header.notes, ("Streamed", streaming.NOTE)))
@@ -244,8 +262,17 @@ class Session:
         caller.catalog.traffic.listen(watch.warning)
         return watch
 
-    def decide(self, plan: Plan, done: execution.Finished, source: Inputs, caller: Caller, said: Diagnostics) -> RunReport:
+    async def execute(self, plan: Plan, caller: Caller, watch: Watch, signals: Signals) -> Finished:
+        """4 run: the plan scheduled on the workers (or here), the console watching."""
+        from agenttest.runner import execution
+
+        return await execution.execute(plan, caller, watch, signals, self.workers)
+
+    def decide(self, plan: Plan, done: Finished, source: Inputs, caller: Caller, said: Diagnostics) -> RunReport:
         """5 decide: the report of what ran — verdicts, gates, costs — and what the run said."""
+        from agenttest.runner.controller import crashes
+        from agenttest.verdicts.outcome import decide
+
         catalog, header = caller.catalog, self.header
         assert header is not None
         warnings = (said + header.warnings + done.state.warnings + self._short_secrets() + catalog.traffic.warnings() + filter(None, [fdcapture.warning()])
@@ -260,6 +287,8 @@ class Session:
 
     def verdict(self, report: RunReport, baseline: Baseline | None) -> tuple[ExitCode, Comparison | None]:
         """The exit code: the gates', or with --baseline the comparison's."""
+        from agenttest.verdicts.outcome import exit_code, judge_code
+
         comparison = baseline.compare(report, self.config.alpha) if baseline is not None else None
         code = max(comparison.gate(self.config.fail_on), judge_code(report)) if comparison is not None and not report.interrupted else exit_code(report)
         return code, comparison
@@ -268,6 +297,8 @@ class Session:
         """6 report: one file per -o (or the default report); one that cannot be written after the run is kept in
         a temporary file, and said. Returns the files as written; ``recording`` hears where the JSON report is (or
         that the reports were not written: it records nothing)."""
+        from agenttest import reporting
+
         written: list[str] = []
         try:
             for path in self.outputs:
@@ -316,7 +347,7 @@ class Session:
         if recording is not None and (problem := await asyncio.to_thread(recording.wait)):
             self.warn(problem)
 
-    def ended(self, watch: Watch, shown: RunReport, code: ExitCode, done: execution.Finished) -> ExitCode:
+    def ended(self, watch: Watch, shown: RunReport, code: ExitCode, done: Finished) -> ExitCode:
         """The run's end: a bug of ours outside any case is exit 3 (the report of what ran written); else the
         event stream's summary, and the exit code."""
         if done.failure is not None:
@@ -344,6 +375,8 @@ class Session:
             preview.check_outputs(self.config.outputs)
         else:
             for output in self.config.outputs:
+                from agenttest import reporting  # here: --list (which takes no -o) never imports the report writers
+
                 reporting.check_path(output)
             if self.config.history and not self.config.no_history and not self.config.list_only:
                 from agenttest.history import store

@@ -144,6 +144,40 @@ def test_x_k_q_qq_list_and_version(bot):
     assert run(bot, "-V").stdout.startswith("agent-test, version ")
 
 
+# what runs the cases, watches them, decides their verdicts and writes the reports
+RUN_MACHINERY = ("agenttest.reporting", "agenttest.reporting.codec", "agenttest.reporting.console", "agenttest.runner.case",
+                 "agenttest.runner.controller", "agenttest.runner.execution", "agenttest.runner.scheduling", "agenttest.verdicts.outcome")
+
+
+def fresh(bot, *args):
+    """agent-test in a process of its own: its exit code, stdout, stderr and which of RUN_MACHINERY it had imported
+    when it ended."""
+    code = ("import atexit, sys\n"
+            f"atexit.register(lambda: print('imported:', *[m for m in {RUN_MACHINERY!r} if m in sys.modules], file=sys.stderr))\n"
+            f"sys.argv = ['agent-test', *{list(args)!r}, '--app', {str(bot.root)!r}]\n"
+            "from agenttest.cli import entry\n"
+            "entry()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=bot.root)
+    imported = next(line for line in r.stderr.splitlines() if line.startswith("imported:")).split()[1:]
+    return r.returncode, r.stdout, r.stderr, imported
+
+
+def test_a_preview_imports_nothing_that_runs_cases(bot, tmp_path):
+    """--list and --dry-run check what a run checks and run nothing: they never import the runner, the console, the
+    verdicts or the report writers (issue 57: --list under 0.2 s) — whether the cases are good or not; a run does."""
+    good = bot.cases("assistants/bot/tests/c.jsonl", [{"id": "ok", "input": "hi"}, {"id": "two", "input": "hi", "tags": ["x"]}])
+    bad = bot.cases("assistants/bot/tests/bad.jsonl", [{"id": "ok", "input": "hi", "assert": {"type": "contans", "value": "x"}}])
+    code, out, err, imported = fresh(bot, "-i", str(good), "--list")
+    assert (code, out.splitlines(), imported) == (0, [f"ok  standard  {good}:1:1", f"two  standard [x]  {good}:2:1", "2 cases selected"], [])
+    code, out, err, imported = fresh(bot, "-i", str(good), "--dry-run")
+    assert code == 0 and [json.loads(line)["id"] for line in out.splitlines()] == ["ok", "two"] and imported == []
+    for preview in ("--list", "--dry-run"):
+        code, out, err, imported = fresh(bot, "-i", str(bad), preview)
+        assert code == 2 and f"{bad}:1:" in err and "unknown assertion type 'contans'" in err and imported == [], err
+    code, out, err, imported = fresh(bot, "-i", str(good), "-o", str(tmp_path / "r.json"))
+    assert code == 0 and imported == list(RUN_MACHINERY), err  # the same check sees what a run imports
+
+
 def test_last_failed_runs_what_did_not_pass_last_time(bot, tmp_path):
     path = bot.cases("assistants/bot/tests/c.jsonl", [{"id": "ok", "input": "hi"},
                                                       {"id": "bad", "input": "hi", "assert": {"type": "contains", "value": "nope"}}])

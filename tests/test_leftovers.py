@@ -176,3 +176,30 @@ def test_without_cgroups_the_subreaper_and_the_run_mark_still_end_everything(app
     started = pids(app_dir, "daemon") + pids(app_dir, "forked")
     assert len(started) == 2 and gone(started, 10) == []
     assert alive(bystander.pid)
+
+
+@pytest.mark.parametrize("preview", ["--list", "--dry-run"])
+def test_what_user_code_starts_during_a_preview_ends_with_it(tmp_path, preview, bystander):
+    """A preview runs no case and makes neither a cgroup nor a watchdog, but the user code it imports (the agent's
+    tools, to check them) is still contained: a daemon in a session of its own and a fork end with it."""
+    agent = tool_app(tmp_path / "app", ("daemon",), "import os, subprocess\n" + "MARK = os.environ['MARK_DIR']\n"
+                     "subprocess.run(['setsid', 'sh', '-c', f'sleep 300 & echo $! >> {MARK}/daemon'], check=True)\n"
+                     "pid = os.fork()\n"
+                     "if pid == 0:\n    os.setsid()\n    import time\n    time.sleep(300)\n    os._exit(0)\n"
+                     "open(os.path.join(MARK, 'forked'), 'a').write(f'{pid}\\n')\n"
+                     "def daemon(ctx):\n    return 'started'\n")
+    (tmp_path / "marks").mkdir()
+    try:
+        proc = start(agent.parent.parent, [{"id": "a", "input": "call daemon"}], preview)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and ('"id": "a"' if preview == "--dry-run" else "a  standard") in out, out + err
+        started = pids(agent.parent.parent, "daemon") + pids(agent.parent.parent, "forked")
+        assert len(started) == 2, (started, err)
+        assert gone(started, 10) == []
+        assert alive(bystander.pid)
+    finally:
+        for name in ("daemon", "forked"):
+            for pid in pids(agent.parent.parent, name):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+

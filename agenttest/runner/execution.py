@@ -8,12 +8,12 @@ import asyncio
 import signal
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from agenttest.agents.caller import Caller
 from agenttest.errors import AgentTestError
 from agenttest.model import Plan, Ran, SuiteResult
 from agenttest.runner import scheduling, suites
+from agenttest.runner.signals import Signals
 from agenttest.runner.scheduling import RunState
 from agenttest.runtime import usercalls
 
@@ -61,34 +61,3 @@ async def execute(plan: Plan, caller: Caller, watch: scheduling.Listener, signal
         ran = state.ordered()
         done.suites = await suites.judge(plan, ran, suites.gates_of(plan, ran, state.tallies, state.saved), caller)
     return done
-
-
-class Signals:
-    """Ctrl-C and SIGTERM, from the start of the run until its report is written: the first stops the cases
-    (After and AfterAll still run); any signal while the report is written lets the write finish."""
-
-    def __init__(self) -> None:
-        self.caught: signal.Signals | None = None
-        self.task: asyncio.Task[Any] | None = None
-        self._installed: list[signal.Signals] = []
-
-    def _stop(self, sig: signal.Signals) -> None:
-        if self.caught is None:
-            self.caught = sig
-        if self.task is not None:
-            self.task.cancel()
-
-    def __enter__(self) -> Signals:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, self._stop, sig)
-                self._installed.append(sig)
-            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
-                pass
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in self._installed:
-            loop.remove_signal_handler(sig)

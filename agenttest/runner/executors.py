@@ -4,11 +4,15 @@ default is one), ``--executor ray`` in Ray actors (FORMATS §15)."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from agenttest.agents.caller import Caller
 from agenttest.config import RunConfig
 from agenttest.errors import AgentTestError
-from agenttest.runner.controller import Pool
+
+if TYPE_CHECKING:  # imported when a run makes its pool: parsing --workers (every command line) needs neither
+    from agenttest.agents.caller import Caller
+    from agenttest.runner.controller import Pool
+
 
 def parse(text: str) -> int:
     """``--workers N|auto``: auto is the cores this process may use. Raises ValueError."""
@@ -27,6 +31,8 @@ def pool_for(config: RunConfig, caller: Caller) -> Pool | None:
     """The workers a run uses (started by ``Pool.start`` once the plan is resolved); None when its cases
     run in this process. Called in the event loop as the run opens: Ray actors on a cluster joined by its
     address start being created at once."""
+    from agenttest.runner.controller import Pool
+
     if config.executor == "ray":
         try:
             import ray  # noqa: F401
