@@ -261,17 +261,21 @@ def test_an_actor_that_dies_with_units_in_flight_ends_only_the_culprit_as_error(
 
 
 def test_an_actor_collects_garbage_as_a_local_worker_does_and_the_test_process_as_it_was(cluster, tmp_path):
-    """An actor's process is Ray's for the actor alone: what its start-up made is frozen and the run's thresholds
-    are set, as in the command and its local workers — never in the process that runs agent-test as a library."""
+    """An actor's process is Ray's for the actor alone: the speed machinery is on before its imports, what its start-up
+    made is frozen and the run's thresholds are set, as in the command and its local workers — never in the process that
+    runs agent-test as a library."""
     import gc
 
     from agenttest.speed.collector import RUN_THRESHOLDS
 
-    root = tool_app(tmp_path / "app", ("thresholds",), "import gc, json\ndef thresholds(ctx):\n    return json.dumps(gc.get_threshold())\n").parent.parent
+    tool = "import gc, json\nfrom agenttest import speed\ndef thresholds(ctx):\n    return json.dumps([gc.get_threshold(), speed.installed()])\n"
+    root = tool_app(tmp_path / "app", ("thresholds",), tool).parent.parent
     (root / "cases.jsonl").write_text(json.dumps({"id": "gc", "input": "call thresholds"}) + "\n")
     ours = gc.get_threshold()
     result = cli("-i", str(root / "cases.jsonl"), "-n", "bot", "--app", str(root), "-o", str(tmp_path / "r.json"), "--executor", "ray")
     assert result.exit_code == 0, result.output
     (got,) = report(tmp_path / "r.json")["results"]
-    assert json.loads(got["tool_calls"][0]["result"]) == list(RUN_THRESHOLDS)
+    thresholds, installed = json.loads(got["tool_calls"][0]["result"])
+    assert thresholds == list(RUN_THRESHOLDS)
+    assert installed  # the speed machinery, as in the command: the actor's imports take the compiled dataclass methods
     assert gc.get_threshold() == ours != RUN_THRESHOLDS

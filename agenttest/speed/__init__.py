@@ -1,5 +1,6 @@
 """Speed machinery behind one door: ``install()``, which the ``agent-test`` command's entry point
-(``cli.entry``) calls before it imports the run's modules, and nothing else does. A program that imports
+(``cli.entry``) calls before it imports the run's modules, and so does a Ray actor in the process Ray starts for it
+alone (``runner/rayactor.py``); nothing else does. A program that imports
 agenttest (pytest, a library caller) gets none of it: the standard library's dataclasses, the collector as
 it was, the constructors ``dataclasses`` wrote.
 
