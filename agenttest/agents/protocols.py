@@ -7,7 +7,6 @@ naming it and its reply (never the agent's failure, never text sent on to the ag
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Callable
@@ -94,6 +93,8 @@ def read(reply: str, parse: Callable[[Any], T], no_json: Callable[[str], T] | No
         raise ValueError("the reply is empty")
     documents = json_documents(text)
     if not documents:
+        import html  # here: only a reply with no JSON needs it, and every start-up imports this module
+
         if _ESCAPED.search(text) and find_json(html.unescape(text))[0]:
             raise ValueError("the reply's JSON is HTML-escaped (&#34; or &quot; where quotes belong)")
         if no_json is not None and not _ATTEMPTED.search(text):

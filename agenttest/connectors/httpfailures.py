@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import math
 import time
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 # errno → (kind, what happened); "unreachable" means nothing was sent (the endpoint may be down)
@@ -100,6 +99,8 @@ def retry_after(headers: Any) -> float | None:
     try:
         value = float(raw)
     except ValueError:
+        from email.utils import parsedate_to_datetime  # here: an HTTP date is rare, and email.utils costs every start-up ~2 ms
+
         try:
             value = parsedate_to_datetime(str(raw)).timestamp() - time.time()
         except (TypeError, ValueError, IndexError, OverflowError):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
@@ -64,6 +63,8 @@ def fixture_rows(path: str, problems: list[Problem], qualified: bool = False) ->
 def write_snapshot(path: str, world: dict[str, Any]) -> str:
     """Write a world (pack → collection → entities) as a snapshot file; its content digest."""
     content = hashlib.sha256(json.dumps(world, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+    import sqlite3  # here: only snapshots use it, and every start-up imports this module
+
     temporary = path + ".part"
     if os.path.exists(temporary):
         os.remove(temporary)
@@ -86,6 +87,8 @@ def read_snapshot(path: str) -> dict[str, dict[str, list[Any]]]:
     """A snapshot file's world. AgentTestError (BAD_SNAPSHOT) when it is not one."""
     if not os.path.isfile(path):
         raise AgentTestError(f"base_snapshot {path} does not exist", Location(path), "write one with agent-test snapshot")
+    import sqlite3
+
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
