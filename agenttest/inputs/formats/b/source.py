@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from agenttest.errors import AgentTestError
 from agenttest.inputs.documents import Loaded
-from agenttest.inputs.formats.b import build
 from agenttest.inputs.formats.b.shape import recognises
 from agenttest.inputs.sources.base import OneFile
 from agenttest.plugins import SOURCES
@@ -46,6 +45,8 @@ class ScenarioFile(OneFile):
 
 
 def load(path: str, strict: bool = False) -> Loaded:
+    from agenttest.inputs.formats.b import build  # here: every start-up imports this module (its shape is checked)
+
     built = build.build(path)
     if built.case is None:
         return Loaded(problems=built.problems)
