@@ -30,7 +30,7 @@ def ray_two_node(b: Any) -> None:
     if b.smoke or shutil.which("ray", path=os.path.dirname(sys.executable)) is None:
         return
     n, latency, parallel = 2000, 0.05, 50
-    app = tempfile.mkdtemp(prefix="agt-ray-app-")  # a small app of its own: a joined cluster ships the app folder
+    app = tempfile.mkdtemp(prefix="agt-ray-app-")  # an app of its own, read in place by the actors (every node on loopback)
     folder = tempfile.mkdtemp(prefix="agtr-", dir="/tmp")  # short: Ray's socket paths are bounded
     make_app(app, b.server.host)
     path = os.path.join(app, "cases.jsonl")

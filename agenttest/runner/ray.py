@@ -37,6 +37,7 @@ from agenttest.runner.scheduling import Unit
 from agenttest.runner.local.wire import SILENCE as LOCAL_SILENCE, absorb, seconds
 
 HEARTBEAT = 0.5
+RIDE = 3  # turns of the loop the next call for results waits for the units that the results settled make room for
 CONNECT, START = 60.0, 300.0  # seconds to join a cluster by its address, to start a local Ray
 # an actor call crosses Ray's scheduler (and maybe a network): a ping gets longer to come back than a local worker's beat
 SILENCE = seconds("AGENTTEST_RAY_SILENCE", max(15.0, LOCAL_SILENCE))
@@ -183,6 +184,7 @@ class RayWorker:
         self.lost: str | None = None
         self.pending: dict[int, tuple[asyncio.Future[CaseResult], Unit, float]] = {}  # index → its result, unit, when sent
         self._outbox: list[int] = []  # units to send at the end of this turn of the loop
+        self._riding = False  # results just settled: the units they make room for go with the next call for results
         self._watch: list[asyncio.Task[None]] = []
         self._why: asyncio.Future[str] | None = None
         self._calls: set[asyncio.Task[None]] = set()  # batches and cancels sent, until the actor has taken them
@@ -212,10 +214,13 @@ class RayWorker:
             await asyncio.sleep(HEARTBEAT)
 
     async def _take(self) -> None:
-        """The results, as the actor finishes them: each settles its unit (one given up meanwhile is dropped)."""
+        """The results, as the actor finishes them: each settles its unit (one given up meanwhile is dropped). The
+        units those results make room for, started by the scheduler in the next turns of the loop, go to the actor
+        with the next call for results (``_riding``), not in a call of their own: one call where there were two."""
+        indices: list[int] = []
         while self.lost is None:
             try:
-                batch = await _ref(self.actor.take.remote())
+                batch = await _ref(self.actor.take.remote(indices))
             except Exception as exc:  # noqa: BLE001 — the actor died, or was killed as silent
                 self._lose(await self._death(exc))
                 return
@@ -225,6 +230,13 @@ class RayWorker:
             except Exception as exc:  # noqa: BLE001 — a result we cannot read: the actor cannot be trusted
                 self._lose(internal_error(exc)[0])
                 return
+            self._riding = True
+            try:
+                for _ in range(RIDE):  # the units' futures settled → the scheduler's tasks → the units they start, here
+                    await asyncio.sleep(0)
+            finally:
+                self._riding = False
+            indices, self._outbox = self._outbox, []
 
     def _settle(self, index: int, result: CaseResult, tapes: dict[str, Any], secrets: Any, note: str | None, left_out: bool) -> None:
         absorb(self.cassettes, tapes)
@@ -273,6 +285,8 @@ class RayWorker:
         task.add_done_callback(self._calls.discard)
 
     def _send(self) -> None:
+        if self._riding:  # a call for results is about to go: the outbox goes with it
+            return
         indices, self._outbox = self._outbox, []
         if indices and self.lost is None:
             self._call(self.actor.start.remote(indices))

@@ -134,8 +134,11 @@ class ActorWorker:
         if task is not None:
             task.cancel()
 
-    async def take(self) -> list[bytes]:
-        """Every result finished since the last call (waiting for one if there is none; none once stopping)."""
+    async def take(self, indices: list[int] | None = None) -> list[bytes]:
+        """Start ``indices`` (as ``start`` does), then every result finished since the last call (waiting for one if
+        there is none; none once stopping)."""
+        if indices:
+            await self.start(indices)
         while not self.finished and not self.closing:
             self.landed.clear()
             await self.landed.wait()
