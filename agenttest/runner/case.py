@@ -104,6 +104,8 @@ class CaseRun:
         except asyncio.CancelledError:
             await self._stopped()
             raise
+        finally:  # the deadline holds this task, whose context holds the trace: a cycle per case the collector had to find
+            self.trace.deadline = None
         return ran.value if ran.ok else self._cut(ran)  # type: ignore[return-value]
 
     async def _before(self) -> None:
