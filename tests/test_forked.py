@@ -23,6 +23,10 @@ def test_the_copy_answers_with_what_it_holds_and_what_it_was_sent():
     assert child.result(30) == "10000 cases, sent 'out.json'"
 
 
+def test_a_copy_may_answer_in_bytes():
+    assert forked.Child(lambda receive: b"\x80\x00 pickled").answer(30) == b"\x80\x00 pickled"
+
+
 def test_a_copy_sent_nothing_receives_nothing():
     child = forked.Child(lambda receive: f"got {receive()!r}")
     assert child.result(30) == "got b''"

@@ -45,7 +45,7 @@ class Lost(Exception):
 class Child:
     """``work(receive)`` in a forked copy; ``receive()`` there gives what ``send`` gives here (once)."""
 
-    def __init__(self, work: Callable[[Callable[[], bytes]], str]):
+    def __init__(self, work: Callable[[Callable[[], bytes]], str | bytes]):
         to_child, self._to_child = os.pipe()
         self._from_child, from_child = os.pipe()
         parent = os.getpid()
@@ -61,7 +61,8 @@ class Child:
                 os.close(self._to_child)
                 os.close(self._from_child)
                 _quiet(parent)
-                answer = work(lambda: _read_all(to_child)).encode("utf-8", "replace")
+                answer = work(lambda: _read_all(to_child))
+                answer = answer if isinstance(answer, bytes) else answer.encode("utf-8", "replace")
                 _write_all(from_child, answer)
                 code = 0
             finally:
@@ -85,6 +86,10 @@ class Child:
     def result(self, timeout: float) -> str:
         """The copy's answer; ``Lost`` when it ended without one, or was still at work after ``timeout`` seconds
         (then it is killed)."""
+        return self.answer(timeout).decode("utf-8", "replace")
+
+    def answer(self, timeout: float) -> bytes:
+        """``result`` as the copy wrote it: its bytes (a ``work`` may give bytes instead of text)."""
         self.send(b"")
         deadline = time.monotonic() + timeout
         chunks: list[bytes] = []
@@ -103,7 +108,7 @@ class Child:
         status = self._reap()
         if status is not None and status != 0:
             raise Lost(f"it ended with {'signal ' + signal.Signals(-status).name if status < 0 else f'exit code {status}'}")
-        return b"".join(chunks).decode("utf-8", "replace")
+        return b"".join(chunks)
 
     def stop(self) -> None:
         """The copy's work is no longer wanted: it is killed (and reaped), its answer never read."""
