@@ -127,14 +127,14 @@ def test_a_connector_that_streams_waits_for_the_sdk(server):
     assert not conn.early_possible()
 
 
-def _run(tmp_path: Path, server: OpenAIServer, *args: str) -> subprocess.CompletedProcess[str]:
-    """agent-test in a fresh interpreter (the SDK not yet imported: its first requests leave early)."""
+def _run(tmp_path: Path, server: OpenAIServer, *args: str, ids: tuple[str, ...] = ("one",)) -> subprocess.CompletedProcess[str]:
+    """agent-test in a fresh interpreter (the SDK not yet imported: its first requests leave early), on one case per id."""
     root = tmp_path / "app"
     (root / "connectors").mkdir(parents=True)
     (root / "assistants" / "bot").mkdir(parents=True)
     (root / "connectors" / "fake.conn.yao").write_text(json.dumps({"type": "openai", "options": {"model": "fake-model", "host": server.host, "key": "$ENV.FAKE_OPENAI_KEY"}}))
     (root / "assistants" / "bot" / "package.yao").write_text(json.dumps({"name": "bot", "connector": "fake"}))
-    (root / "cases.jsonl").write_text(json.dumps({"id": "one", "input": "hello there", "assert": [{"type": "contains", "value": "hello"}]}) + "\n")
+    (root / "cases.jsonl").write_text("".join(json.dumps({"id": i, "input": "hello there", "assert": [{"type": "contains", "value": "hello"}]}) + "\n" for i in ids))
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("OPENAI_") and k.lower() not in early._PROXIES and k != "AGENTTEST_HTTP"}
     env["FAKE_OPENAI_KEY"] = KEY
     return subprocess.run([sys.executable, "-m", "agenttest", "-i", "cases.jsonl", "-n", "bot", "-o", "r.json", "--no-history", *args],
@@ -164,6 +164,43 @@ def test_a_fresh_run_sends_the_sdks_request(tmp_path, server, workers):
     sent = server.wire[0]
     assert differences(sent, _sdk_request(server)) == []
     assert report(tmp_path / "app" / "r.json")["summary"]["passed"] == 1
+
+
+def test_each_of_two_workers_sends_its_first_request_as_the_sdk_does(tmp_path, server):
+    """Two cases on two workers, one each: each worker's first request leaves early (the SDK imports on a thread of
+    that worker, its switch interval lowered meanwhile) and is the SDK's own, byte for byte."""
+    run = _run(tmp_path, server, "--workers", "2", "--parallel", "2", ids=("c1", "c2"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert len(server.wire) == 2
+    sent = list(server.wire)
+    sdk = _sdk_request(server)
+    assert [differences(s, sdk) for s in sent] == [[], []]
+    assert report(tmp_path / "app" / "r.json")["summary"]["passed"] == 2
+
+
+_SWITCH = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from agenttest.connectors import early
+early.SDK_MODULES = ("probe_switch",)  # imported as the SDK would be: it notes the switch interval it was imported under
+before = sys.getswitchinterval()
+early.IMPORTER.start()
+early.IMPORTER.join()
+import probe_switch
+print(before, probe_switch.SEEN, sys.getswitchinterval())
+"""
+
+
+@pytest.mark.parametrize("sets", [None, 0.002], ids=["restored", "kept-when-set-meanwhile"])
+def test_the_gil_changes_hands_sooner_while_the_sdk_imports_on_its_thread(tmp_path, sets):
+    """While the SDK imports on its thread, the event loop beside it waits at most IMPORT_SWITCH for the GIL; the
+    interval is restored once it has imported — unless something else set it meanwhile (then that value stays)."""
+    (tmp_path / "probe_switch.py").write_text("import sys\nSEEN = sys.getswitchinterval()\n" + (f"sys.setswitchinterval({sets})\n" if sets else ""))
+    run = subprocess.run([sys.executable, "-c", _SWITCH, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    before, seen, after = map(float, run.stdout.split())
+    assert before == 0.005 and seen == pytest.approx(early.IMPORT_SWITCH)
+    assert after == (sets or before)
 
 
 def test_an_early_request_that_fails_is_sent_again_through_the_sdk(tmp_path, server):

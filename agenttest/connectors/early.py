@@ -41,6 +41,12 @@ _SET = ("host", "accept-encoding", "connection", "authorization", "accept", "con
         "x-stainless-async", "openai-organization", "openai-project", "x-stainless-retry-count", "x-stainless-read-timeout",
         "content-length", "transfer-encoding", "cookie")  # the headers the SDK and its transport set themselves
 _PROXIES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "ws_proxy", "wss_proxy")
+# The GIL's switch interval while the SDK imports on its thread (Python's default: 5 ms). The event loop beside the
+# import waits for the GIL each time it wakes — an answer came, a worker's next case arrived — until the importing
+# thread lets go of it, which it is asked to after the switch interval: up to 5 ms at every turn of the loop, for the
+# ~0.5 s the import takes; a worker's case takes a turn more than one in the controller's process (its result goes
+# out, the next case comes in). Restored once the SDK has imported.
+IMPORT_SWITCH = 0.0005
 
 
 def sdk_version() -> str | None:
@@ -177,6 +183,9 @@ class Importer:
             self._thread.start()
 
     def _run(self) -> None:
+        was = sys.getswitchinterval()
+        sys.setswitchinterval(min(was, IMPORT_SWITCH))
+        ours = sys.getswitchinterval()
         try:
             with collector.importing():  # ~55,000 objects, no garbage (speed/collector.py)
                 for name in SDK_MODULES:
@@ -188,6 +197,8 @@ class Importer:
         except BaseException as exc:  # noqa: BLE001 — said where the SDK is next imported, by that import
             self.error = exc
         finally:
+            if sys.getswitchinterval() == ours:  # unless something else has set it since
+                sys.setswitchinterval(was)
             with self._lock:
                 self._done.set()
                 waiters, self._waiters = self._waiters, []
