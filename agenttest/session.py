@@ -116,6 +116,7 @@ class Session:
                     recording = self.record(shown, ExitCode.INTERNAL if done.failure is not None else code, caller)  # 7, begun
                     written = await self.write(shown, watch, recording)  # 6 report
                 self.remember(report, caller)  # 7
+                await self.stopped()  # the workers, told to stop as the run ended, stopped while the report was written
                 self.summary(watch, shown, written, comparison)
                 await self.recorded(recording)
             return self.ended(watch, shown, code, done)
@@ -329,6 +330,12 @@ class Session:
 
         return store.Recording(self.config.history or store.locate(None, caller.catalog.app.root), shown, code, self.config.inputs,
                                self.secrets, fork=speed.installed())
+
+    async def stopped(self) -> None:
+        """The workers, told to stop as the run ended (``Pool.aclose``), have stopped: what they said last (output
+        written outside any case) comes before the summary."""
+        if self.workers is not None:
+            await self.workers.stopped()
 
     def remember(self, report: RunReport, caller: Caller) -> None:
         """7 remember: the cases that did not pass (--lf; by their ids as the plan has them)."""

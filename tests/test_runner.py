@@ -296,6 +296,9 @@ def test_ctrl_c_stops_each_unit_once_so_a_slow_cleanup_is_not_cut_short(bot):
         async def aclose(self):
             pass
 
+        async def stopped(self):
+            pass
+
     async def main() -> None:
         caller.loop = asyncio.get_running_loop()
         task = asyncio.create_task(runner.Scheduler(plan, caller, executor=Executor()).run(RunState()))

@@ -4,6 +4,7 @@ outlives the run. These run ``python -m agenttest`` as a subprocess: real proces
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -545,3 +546,67 @@ def test_a_good_silence_in_the_environment_is_taken(app_dir, tmp_path):
                                       env={"AGENTTEST_WORKER_SILENCE": "2.5"})
     assert code == 1, stderr
     assert "(worker lost: no answer for 2.5 s)" in results(tmp_path / "r.json")["hog"]["error"]
+
+
+def test_the_workers_stop_while_the_report_is_written_and_the_launcher_closes_after_them():
+    """The pool's first close (the run's end) tells every worker to stop and returns: their stopping — MCP servers,
+    the process ended and reaped — goes on while the report is decided and written. ``stopped`` (before the summary)
+    and every later close (the session's) wait for it, and the launcher (Ray: leaving the cluster) closes only once
+    every worker has stopped."""
+    from agenttest.config import RunConfig
+    from agenttest.model import Plan
+    from agenttest.resolution.planning import settings_of
+    from agenttest.runner.controller import Pool
+
+    said: list[str] = []
+
+    class Stopping:  # a worker whose stop goes on until it is let go (its After hooks, its MCP servers)
+        warnings: list[str] = []
+        in_flight = 0
+
+        def __init__(self, name: str):
+            self.name, self.go = name, asyncio.Event()
+
+        async def run(self, unit):
+            raise AssertionError("no case is run here")
+
+        def alive(self) -> bool:
+            return True
+
+        async def stop(self) -> None:
+            said.append(f"stop {self.name}")
+            await self.go.wait()
+            said.append(f"stopped {self.name}")
+
+    workers = {0: Stopping("a"), 1: Stopping("b")}
+
+    class Launcher:
+        plan = None
+
+        async def __call__(self, slot: int) -> Stopping:
+            return workers[slot]
+
+        async def aclose(self) -> None:
+            said.append("launcher closed")
+
+    async def go() -> None:
+        pool = Pool(2, Launcher())
+        assert await pool.start(Plan(agent="", items=(), settings=settings_of(RunConfig(inputs=("x.jsonl",))))) == []
+        first = asyncio.ensure_future(pool.aclose())  # the run's end: returns with the workers still stopping
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert first.done() and said == ["stop a", "stop b"]
+        stopped, later = asyncio.ensure_future(pool.stopped()), asyncio.ensure_future(pool.aclose())
+        await asyncio.sleep(0)
+        assert not stopped.done() and not later.done()
+        workers[0].go.set()
+        await asyncio.sleep(0)
+        assert not stopped.done() and said == ["stop a", "stop b", "stopped a"]
+        workers[1].go.set()
+        await stopped
+        await later
+        assert said == ["stop a", "stop b", "stopped a", "stopped b", "launcher closed", "launcher closed"]
+        await pool.aclose()  # and any number of times more
+        assert said[-1] == "launcher closed" and said.count("stop a") == 1
+
+    asyncio.run(go())

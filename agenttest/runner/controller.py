@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from agenttest.errors import Problem
 from agenttest.model import CaseResult, Plan, Status
@@ -78,6 +78,8 @@ class Pool:
         # hold none: from then on each case waits here for one of --parallel places (the extra one is not run)
         self._places: asyncio.Semaphore | None = None
         self._parallel = 1
+        self._halting: list[asyncio.Future[Any]] = []  # the workers told to stop (``aclose``), stopping
+        self._closing: asyncio.Future[None] | None = None  # the first close's end: the launcher closed once they have
 
     async def start(self, plan: Plan) -> list[Problem]:
         """Start every worker before the first case; returns the problems their MCP servers met (said once).
@@ -177,13 +179,33 @@ class Pool:
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:
-        """Stop every worker (each stops its MCP servers and whatever runs under it). Safe to call twice."""
+        """Stop every worker (each stops its MCP servers and whatever runs under it), then close the launcher. The
+        pool closes twice — at the end of the run (the scheduler), then as the session closes: the first close tells
+        the workers to stop and returns, their stopping (MCP servers, the process ended and reaped: ~10–40 ms) going
+        on while the report is decided and written (``stopped`` waits for it: the scheduler, when the run was
+        stopped or failed — an After hook cut short is said as the workers stop —, and the session before its
+        summary); a later close waits for all of it. Safe to call any number of times."""
         workers = [w for w in [*self.slots, *self._extra] if w is not None]
         self.slots = [None] * self.size
-        try:
-            await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
-        finally:
-            await self.launch.aclose()
+        if workers:
+            self._halting.append(asyncio.gather(*(w.stop() for w in workers), return_exceptions=True))
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close())
+            return
+        await self._closing
+        await self.stopped()  # the workers this close found
+        await self.launch.aclose()
+
+    async def _close(self) -> None:
+        await self.stopped()
+        await self.launch.aclose()  # Ray: leaving begins, on a thread, once the actors are gone
+
+    async def stopped(self) -> None:
+        """Until every worker told to stop has stopped (the launcher may still be closing)."""
+        waited = 0
+        while waited < len(self._halting):
+            waited = len(self._halting)
+            await asyncio.gather(*self._halting)
 
 
 def survived(result: CaseResult, crash: str, strict: bool) -> CaseResult:

@@ -90,6 +90,8 @@ class Executor(Protocol):
 
     async def aclose(self) -> None: ...
 
+    async def stopped(self) -> None: ...
+
 
 class Listener(Protocol):
     """Who watches a run (``reporting.watch.Watch``: the console and the event stream)."""
@@ -151,6 +153,7 @@ class Scheduler:
             state.results = Spooled()
         if self.executor is not None:
             state.warnings += self.executor.warnings
+        ended = False
         try:
             ctx = self.caller.context()
             await self._before_all(state, ctx)
@@ -158,9 +161,12 @@ class Scheduler:
                 await self._schedule(state)
             finally:
                 await self._after_all(state, ctx)
+            ended = True
         finally:
             if self.executor is not None:
-                await self.executor.aclose()
+                await self.executor.aclose()  # the workers told to stop: they stop while the report is written —
+                if not ended:  # unless the run was stopped (Ctrl-C, SIGTERM) or failed: what they say as they stop
+                    await self.executor.stopped()  # (an After hook cut short) is the report's
 
     async def _before_all(self, state: RunState, ctx: Any) -> None:
         plan = self.plan
