@@ -105,11 +105,10 @@ class Session:
                 watch = self.watch(plan, source, caller, chosen, said)
                 with Signals() as signals:
                     done = await self.execute(plan, caller, watch, signals)  # 4 run
-                    changed = getattr(plan.items, "changed", None) if self.streamed else None
-                    if changed:  # the cases past it not run: said as a run stopped early, never a green one
-                        done.state.warnings.append(streaming.changed_said(changed))
-                        done.state.stopped_early = True
+                    changed = self.changed(plan, done, after=False)
                     report = self.decide(plan, done, source, caller, said)  # 5 decide, on ids as the plan has them
+                    if not changed and (changed := self.changed(plan, done, after=True)):  # found by the gates' read
+                        report = self.decide(plan, done, source, caller, said)
                     shown = self.secrets.scrub(report)  # what every output shows and keeps: secrets hidden, once
                     code, comparison = self.verdict(shown, baseline)
                     code = max(code, ExitCode.USAGE) if changed else code  # not the suite that was checked: never green
@@ -120,6 +119,15 @@ class Session:
                 self.summary(watch, shown, written, comparison)
                 await self.recorded(recording)
             return self.ended(watch, shown, code, done)
+
+    def changed(self, plan: Plan, done: Finished, after: bool) -> str | None:
+        """Where a streamed run's case file changed since it was checked (None: it did not, or the run held its
+        cases): said, and the run marked stopped early — never a green run of cases nobody checked (exit 2)."""
+        where = getattr(plan.items, "changed", None) if self.streamed else None
+        if where:
+            done.state.warnings.append(streaming.changed_said(where, after))
+            done.state.stopped_early = True
+        return where
 
     def here(self, path: str) -> str:
         """``path`` as the user meant it when the run started (a tool's ``os.chdir`` moves no file)."""

@@ -98,6 +98,7 @@ def test_the_first_page_shows_the_summary_and_the_failure_on_page_900_first(url)
     assert "4,600 results · page 1 of 920" in body
     cards = body[body.index('id="cards"'):body.index("</div></div>", body.index('id="cards"'))]
     assert "Results</span><b class=\"\">4,600" in cards and "Failed</span><b class=\"failed\">1" in cards
+    assert "Pass rate</span><b>99.98%" in cards  # 4,599 of 4,600: it read 100.0%
     assert "a page at a time" in body
 
 

@@ -30,6 +30,8 @@ RULES = """rules:
     tool_calls: [{name: flip}]
   - user: "^call sleeper"
     tool_calls: [{name: sleeper}]
+  - user: "^call rewrite early"
+    tool_calls: [{name: rewrite_early}]
   - user: "^call rewrite"
     tool_calls: [{name: rewrite}]
   - user: "^boom"
@@ -48,6 +50,11 @@ def rewrite(ctx):
     text = open(path).read()
     open(path, "w").write(text.replace("question 23", "question XX"))
     return "rewritten"
+def rewrite_early(ctx):
+    path = os.environ["CASES_FILE"]  # a line the run has read already changed: found when the gates read it again
+    text = open(path).read()
+    open(path, "w").write(text.replace("question 0", "question Q"))
+    return "rewritten"
 def sleeper(ctx):
     open(os.environ["MARK_FILE"], "w").close()  # the test stops the run once a case is in here
     time.sleep(3600)
@@ -64,7 +71,7 @@ def stream_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "connectors" / "other.conn.yao").write_text(json.dumps({"type": "mock"}))  # a model matrix's second
     (root / "connectors" / "unused.conn.yao").write_text(json.dumps({"type": "openai", "options": {"model": "m", "key": "$ENV.STREAM_KEY"}}))
     monkeypatch.setenv("STREAM_KEY", SECRET)  # a credential of the app: hidden in every output, streamed or not
-    tools = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in ("flip", "sleeper", "rewrite")]
+    tools = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in ("flip", "sleeper", "rewrite", "rewrite_early")]
     (agent / "package.yao").write_text(json.dumps({"name": "bot", "connector": "mock", "tools": tools}))
     (agent / "mock.yml").write_text(RULES)
     (agent / "src" / "tools.py").write_text(TOOLS)
@@ -308,4 +315,25 @@ def test_counts_past_a_thousand_are_written_alike_in_the_header_and_the_summary(
                              for i in range(1200)))
     result = run(stream_app, cases, tmp_path / "r", streamed=False, monkeypatch=monkeypatch)
     assert result.exit_code == 0 and "(1,200 test cases)" in result.output, result.output[:600]
-    assert "Total:     1,200" in result.output and "Passed:    1,200" in result.output
+    assert "Total:     1,200" in result.output and "Passed:    1,200" in result.output and "1,200 cases)" in result.output
+
+
+def test_a_case_file_changed_after_its_cases_ran_is_exit_2_and_keeps_every_result(stream_app, tmp_path, monkeypatch):
+    """Changed once every part was read for the run, the file is found changed when it is read again for the gates:
+    every result is kept (gated by its own runs from the changed part on) in every report, the failure among them —
+    it was exit 0 with 'Failed: 1' and a JUnit report without the failure (found by a new-user trial)."""
+    cases = tmp_path / "cases.jsonl"
+    lines = [*({"id": f"case-{i}", "input": f"question {i}", "assertions": [{"type": "contains", "value": "nope" if i == 20 else "question"}]}
+               for i in range(24)),
+             {"id": "last", "input": "call rewrite early", "assertions": [{"type": "contains", "value": "rewritten"}]}]
+    cases.write_text("".join(json.dumps(c) + "\n" for c in lines))
+    monkeypatch.setenv("CASES_FILE", str(cases))
+    result = run(stream_app, cases, tmp_path / "r", streamed=True, monkeypatch=monkeypatch)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "cases.jsonl:1: the case file changed after its cases ran" in said, said
+    assert "Failed: 1" in said and "1 of 25 tests did not pass" in said and "ALL TESTS PASSED" not in said, said
+    json_report = report(tmp_path / "r.json")
+    assert json_report["summary"]["stopped_early"] is True
+    assert [r["id"] for r in json_report["results"]] == [c["id"] for c in lines] and json_report["summary"]["failed"] == 1
+    junit = (tmp_path / "r.xml").read_text()
+    assert 'tests="25"' in junit and 'failures="1"' in junit and 'name="case-20"' in junit, junit[:400]

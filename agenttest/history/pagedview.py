@@ -91,6 +91,20 @@ def _page(title: str, body: str, refresh: bool = False) -> str:
             + f"<title>{escape(title)}</title><style>{asset('viewer.css')}{WIDER}</style></head><body><div id=\"static\">{body}</div></body></html>\n")
 
 
+def _rate(s: dict[str, Any]) -> str:
+    """The whole report's pass rate, from its counts when it has them: a rate short of all never reads 100%."""
+    from agenttest.reporting.evidence import rate_text
+
+    counts = [s.get(k) for k in ("passed", "total", "skipped")]
+    if all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+        passed, total, skipped = counts
+        ran = total - skipped - (s.get("not_run") if isinstance(s.get("not_run"), int) else 0)  # type: ignore[operator]
+        if ran > 0:
+            return rate_text(passed / ran)  # type: ignore[operator]
+    rate = s.get("pass_rate")
+    return rate_text(rate / 100) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else "—"
+
+
 def _header(report: PagedReport) -> str:
     s, meta = report.summary, report.metadata
     def number(key: str) -> str:
@@ -99,8 +113,7 @@ def _header(report: PagedReport) -> str:
     cards = "".join(f'<div class="card"><span class="meta">{label}</span><b class="{cls if s.get(key) else ""}">{number(key)}</b></div>'
                     for label, key, cls in (("Results", "total", ""), ("Passed", "passed", "passed"), ("Failed", "failed", "failed"),
                                             ("Errors", "errors", "error"), ("Timeouts", "timeouts", "timeout"), ("Skipped", "skipped", "skipped")))
-    rate = s.get("pass_rate")
-    cards += f'<div class="card"><span class="meta">Pass rate</span><b>{escape(f"{rate:.1f}%" if isinstance(rate, (int, float)) else "—")}</b></div>'
+    cards += f'<div class="card"><span class="meta">Pass rate</span><b>{escape(_rate(s))}</b></div>'
     return (f"<h1>Agent Test Report</h1><p class=\"meta\">Agent <b>{escape(str(s.get('agent_id') or '—'))}</b> · connector "
             f"<b>{escape(str(s.get('connector') or '—'))}</b> · input {escape(str(meta.get('input_file') or '—'))} · started "
             f"{escape(str(meta.get('started_at') or '—'))} · {escape(report.path)}</p><div class=\"cards\" id=\"cards\">{cards}</div>")

@@ -20,7 +20,7 @@ from agenttest.errors import AgentTestError
 from agenttest.reporting.codec import report_dict
 from agenttest.reporting.evidence import span
 from agenttest.model import CaseKey, CaseResult, Gate, RunReport
-from agenttest.model.results import LOST_ONCE
+from agenttest.model.results import LOST_ONCE, percent_of
 from agenttest.util import forked
 from agenttest.util.secrets import Secrets
 from agenttest.util.text import shorten
@@ -276,7 +276,7 @@ class History:
             self.db.execute("UPDATE runs SET cases = ?, passed = ?, failed = ?, flaky = ?, skipped = ?, pass_rate = ?, pass_rate_low = ?,"
                             " pass_rate_high = ?, report = ? WHERE id = ?",
                             (counts["cases"], counts["passed"], counts["failed"], counts["flaky"], counts["skipped"],
-                             round(100.0 * counts["passed"] / counted, 1) if counted else None, _percent(low), _percent(high), blob, run_id))
+                             percent_of(counts["passed"], counted) if counted else None, _percent(low), _percent(high), blob, run_id))
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")

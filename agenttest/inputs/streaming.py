@@ -239,8 +239,13 @@ class Items:
                 return
 
 
-def changed_said(where: str) -> str:
-    """What a streamed run says when a case file changed while it read it (exit 2, after the reports)."""
+def changed_said(where: str, after: bool = False) -> str:
+    """What a streamed run says when a case file changed while it read it (exit 2, after the reports): as its cases
+    ran, or after (read again for the gates)."""
+    if after:
+        return (f"{where}: the case file changed after its cases ran (it is read again for the gates) — the results from "
+                "this line on are gated by their own runs, not by the cases that were checked. Leave the file alone while "
+                "it runs (or copy it), and run again")
     return (f"{where}: the case file changed while the run read it — its cases from this line on are not those checked "
             "before the run, and were not run; the reports hold the cases before it. Leave the file alone while it runs "
             "(or copy it), and run again")

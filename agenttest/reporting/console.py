@@ -459,19 +459,19 @@ class Console:
             if _in_runs(report, s):
                 started = sum(1 for g in report.gates if g.runs or g.skipped)
                 what = "cases × connectors" if report.matrix else "case" if len(report.gates) == 1 else "cases"
-                return self.paint(f"⚠ INTERRUPTED after {done} of {total} runs ({started} of {len(report.gates)} {what} ran)", "yellow")
-            return self.paint(f"⚠ INTERRUPTED after {done} of {total} tests", "yellow")
+                return self.paint(f"⚠ INTERRUPTED after {done:,} of {total:,} runs ({started:,} of {len(report.gates):,} {what} ran)", "yellow")
+            return self.paint(f"⚠ INTERRUPTED after {done:,} of {total:,} tests", "yellow")
         counts, cases = case_verdicts(report)
         bad = sum(counts.values())
         if bad:
-            parts = ", ".join(f"{n} {label}{'s' if label == 'error' and n != 1 else ''}" for label, n in counts.items() if n)
+            parts = ", ".join(f"{n:,} {label}{'s' if label == 'error' and n != 1 else ''}" for label, n in counts.items() if n)
             what = "cases × connectors" if report.matrix else ("test" if cases == 1 else "tests")
             unrun_cases = sum(1 for g in report.gates if g.verdict == "not run") if report.gates else report.not_run
             incomplete = sum(1 for g in report.gates if g.verdict == "incomplete")
             ran = " that ran" if unrun_cases or incomplete else ""
-            left = [f"{n} {what}" for n, what in ((unrun_cases, "not run"), (incomplete, "incomplete")) if n]
+            left = [f"{n:,} {what}" for n, what in ((unrun_cases, "not run"), (incomplete, "incomplete")) if n]
             unrun = f" ({', '.join(left)})" if left else ""
-            return self.paint(f"❌ {parts} — {bad} of {cases} {what}{ran} did not pass{unrun}{_suites_failed(report, '; ')}", "red")
+            return self.paint(f"❌ {parts} — {bad:,} of {cases:,} {what}{ran} did not pass{unrun}{_suites_failed(report, '; ')}", "red")
         if _suites_failed(report):
             return self.paint(f"❌ {_suites_failed(report)} — the run fails", "red")
         if report.stopped_early:

@@ -30,7 +30,7 @@ def run_state(report: RunReport) -> list[tuple[str, str]]:
         out.append(("Interrupted", f"({'SIGTERM' if report.terminated else 'Ctrl-C'}): the report holds the results that finished."))
     elif report.stopped_early:
         out.append(("Stopped early", "(--fail-fast): no case was started after the first failure." if report.options.get("fail_fast")
-                    else "a case file changed while the run read it: no case was started past the line the warnings name."))
+                    else "a case file changed while the run read it (the warnings say where and what it cost)."))
     if lacking := report.options.get("missing_shards"):
         out.append(("Partial merge:", f"shard{'s' if len(lacking) > 1 else ''} {', '.join(map(str, lacking))} missing — their cases are in no figure here."))
     if report.not_run:

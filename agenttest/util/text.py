@@ -194,7 +194,7 @@ def loads(text: str) -> Any:
 
 def plural(count: int, word: str) -> str:
     """``1 turn``, ``2 turns``."""
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+    return f"{count} {word}" if count == 1 else f"{count:,} {word}s"
 
 
 def written(value: Any) -> str:

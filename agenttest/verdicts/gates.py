@@ -110,6 +110,12 @@ def streamed(plan: Plan, results: Iterable[CaseResult], saved: Mapping[CaseKey, 
             ahead = next(landed, None)
         held = (item.runs, item.min_pass_rate)
         out.append(gate(item.key, runs, shared.get(held) or shared.setdefault(held, Policy(*held)), saved.get(item.key, 0)))
+    while ahead is not None:  # results the items read again did not reach (the file changed since it ran): gated by
+        key, runs = ahead.key, []  # their own runs, as any result without a plan (``compute``), never dropped
+        while ahead is not None and ahead.key == key:
+            runs.append(ahead)
+            ahead = next(landed, None)
+        out.append(gate(key, runs, Policy(len(runs), 1.0), saved.get(key, 0)))
     return out
 
 

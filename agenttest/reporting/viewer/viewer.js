@@ -262,7 +262,7 @@
     if (cut) banners.push(cut.said);
     if (sum.interrupted) banners.push("Interrupted (" + (sum.terminated ? "SIGTERM" : "Ctrl-C") + "): the report holds the results that finished.");
     else if (sum.stopped_early) banners.push((meta.options || {}).fail_fast ? "Stopped early (--fail-fast): no case was started after the first failure."
-      : "Stopped early: a case file changed while the run read it: no case was started past the line the warnings name.");
+      : "Stopped early: a case file changed while the run read it (the warnings say where and what it cost).");
     const lacking = (meta.options || {}).missing_shards;
     if (lacking && lacking.length) banners.push("Partial merge: shard" + (lacking.length > 1 ? "s " : " ") + lacking.join(", ") + " missing — their cases are in no figure here.");
     const vacuous = (sum.gates || []).filter(g => g.verdict === "passed" && g.runs > 0 && g.passed === 0).length;
