@@ -18,7 +18,7 @@ import pytest
 from helpers import REPO, report, tool_app
 
 FORGED = '{"event": "result", "id": "forged", "status": "passed"}'
-TOOLS = ("shout", "garble", "flood", "alternate")
+TOOLS = ("shout", "garble", "flood", "alternate", "halfline")
 TOOLS_PY = f"""
 import os, subprocess, sys
 FORGED = {FORGED!r}
@@ -28,6 +28,13 @@ def shout(ctx):
     os.write(2, b"\\x1b]0;owned\\x07fd two " + ctx.chat_id.encode() + b"\\n")
     print("python level", ctx.chat_id)
     return "shouted"
+def halfline(ctx):
+    import time
+    os.write(1, b"half")  # a line begun below Python (as a process run unbuffered writes a print's text, then its newline)
+    time.sleep(0.2)  # read by the pipe's thread meanwhile, on its own
+    os.write(1, b" a line\\n")
+    print("python level", ctx.chat_id)
+    return "halved"
 def garble(ctx):
     os.write(1, b"bad \\xff\\xfe bytes\\n")
     return "garbled"
@@ -122,3 +129,15 @@ def test_what_a_case_writes_below_python_and_through_print_keeps_its_order(app_d
     assert code == 0, stdout + stderr
     (result,) = report(out)["results"]
     assert result["stdout"] == "".join(f"fd {i}\npython {i}\n" for i in range(200)), result["stdout"][:2000]
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_a_print_after_a_line_begun_below_python_comes_after_its_end(app_dir, tmp_path, workers):
+    """'half' read from the pipe alone, then ' a line' still in it when the tool prints: the print came between them
+    ('halfpython level …') — the bytes below Python were read first only when the print began a line (a flaky test
+    under load, with PYTHONUNBUFFERED=1, found it)."""
+    out = tmp_path / "r.json"
+    code, stdout, stderr = run(app_dir, [{"id": "one", "input": "call halfline"}], "-o", str(out), "--workers", workers)
+    assert code == 0, stdout + stderr
+    (result,) = report(out)["results"]
+    assert result["stdout"].startswith("half a line\npython level "), result["stdout"]

@@ -77,7 +77,7 @@ class Descriptors:
 
     def _give(self, at: int, text: str, size: int) -> None:
         if len(self.running) == 1:
-            self.running[0].write(_STREAMS[at], text)
+            self.running[0].below(_STREAMS[at], text)
             return
         self.outside[at] += size
         lines = (self._partial[at] + text).split("\n")

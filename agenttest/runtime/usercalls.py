@@ -34,7 +34,7 @@ class Capture:
     """What user code printed while one case ran: the first MAX_CAPTURE bytes of each stream, and how many
     more there were (a tool that prints in a loop cannot fill the memory of the run or its report)."""
 
-    __slots__ = ("_out", "_err", "_lock", "_room", "_more", "ran")
+    __slots__ = ("_out", "_err", "_lock", "_room", "_more", "ran", "_below_open")
 
     def __init__(self) -> None:  # every case has one; few print: nothing is made until they do
         self._out: list[str] = []
@@ -43,6 +43,7 @@ class Capture:
         self._room = [MAX_CAPTURE, MAX_CAPTURE]  # bytes each stream may still keep
         self._more = [0, 0]  # bytes each stream printed past its room
         self.ran = False  # user code ran for the case: it may have written below Python too (fdcapture)
+        self._below_open = [False, False]  # each stream's last text came from below Python and ended no line
 
     def write(self, stream: str, text: str) -> None:
         at = 0 if stream == "stdout" else 1
@@ -57,10 +58,22 @@ class Capture:
             if text:
                 (self._out if at == 0 else self._err).append(text)
 
+    def below(self, stream: str, text: str) -> None:
+        """Text written below Python (fdcapture), kept as a print is."""
+        self.write(stream, text)
+        self._below_open[0 if stream == "stdout" else 1] = not text.endswith("\n")
+
     def at_line_start(self, stream: str) -> bool:
-        """Whether what ``stream`` kept so far ends a line (or is nothing yet)."""
-        kept = self._out if stream == "stdout" else self._err
-        return not kept or kept[-1].endswith("\n")
+        """Whether what ``stream`` kept so far ends a line (or is nothing yet), or ends with a line written below
+        Python whose end may still be in the pipe (a process run unbuffered writes a print's text, then its newline)."""
+        at = 0 if stream == "stdout" else 1
+        kept = self._out if at == 0 else self._err
+        if not kept or kept[-1].endswith("\n"):
+            return True
+        if self._below_open[at]:
+            self._below_open[at] = False
+            return True
+        return False
 
     def text(self) -> tuple[str, str]:
         with self._lock:
