@@ -326,3 +326,17 @@ def test_a_cut_html_report_whose_json_is_not_named_says_how_to_write_one():
     assert "agent-test view its" not in said and "(write one with -o report.json): agent-test view report.json --paged" in said, said
     said = html.cut_text(RunReport(results=(), started_at="", completed_at="", duration_ms=0.0, output_file="out/r.json"), [], 0)
     assert "Every result is in out/r.json: agent-test view out/r.json --paged shows them" in said, said
+
+
+def test_in_chromium_a_reports_counts_separate_thousands(tmp_path):
+    """The cards read '6000' and '5999' beside a console that writes 6,000 (found by a new-user trial)."""
+    path = tmp_path / "r.html"
+    write(make_report([result(i) for i in range(1200)], 1795953600.0, 900.0, agent_id="bot", connector="mock", environment={}), str(path))
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(path.as_uri())
+        cards = page.locator("#cards")
+        expect(cards).to_contain_text("Cases1,200")
+        expect(cards).to_contain_text("Passed1,200")
+        expect(cards).to_contain_text("1,200 cases of 1,200")
+        expect(cards).to_contain_text("1,200 cases")  # the interval's note too

@@ -80,9 +80,10 @@
   function section(title, ...kids) { return h("section", null, h("h3", { text: title }), kids); }
   function card(label, value, cls, note) { return h("div", { class: "card" }, h("span", { class: "meta", text: label }), h("b", { class: value ? cls : "", text: value }), note ? h("span", { class: "interval", text: note }) : null); }
   function span(iv) { return iv ? percent(iv[0], 0) + "–" + percent(iv[1], 0) : ""; }
-  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+  function plural(n, word) { return (+n).toLocaleString("en") + " " + word + (n === 1 ? "" : "s"); }
+  function tally(label, n, cls) { return card(label, (+n || 0).toLocaleString("en"), +n ? cls : ""); } // a count on a card: 6,000, not 6000
   function estimateNote(e, level) { // "95% CI 71%–93% · 40 cases, 120 runs": a rate is never shown without what it stands on
-    return e ? (Math.round(level * 1000) / 10) + "% CI " + span(e.interval) + " · " + plural(e.cases, "case") + (e.runs !== e.cases ? ", " + e.runs + " runs" : "") : "";
+    return e ? (Math.round(level * 1000) / 10) + "% CI " + span(e.interval) + " · " + plural(e.cases, "case") + (e.runs !== e.cases ? ", " + plural(e.runs, "run") : "") : "";
   }
   function messages(input) {
     if (Array.isArray(input) && input.every(m => m && typeof m === "object" && "content" in m)) return input;
@@ -280,14 +281,14 @@
     return [h("h1", { text: "Agent Test Report" }), metaLine, banners.map(b => h("div", { class: "banner", text: b })), h("div", { class: "cards", id: "cards" },
       cut ? [["Results", sum.total, ""], ["Passed", sum.passed, "passed"], ["Failed", sum.failed, "failed"], ["Errors", sum.errors, "error"],
         ["Timeouts", sum.timeouts, "timeout"], ["Skipped", sum.skipped, "skipped"], ["Shown here", cut.kept, ""]].map(([l, v, c]) => card(l, (+v || 0).toLocaleString("en"), +v ? c : "")) :
-      [card("Cases", cases.length, ""), card("Passed", count("passed"), "passed"), card("Failed", count("failed"), "failed"),
-      card("Errors", count("error"), "error"), card("Timeouts", count("timeout"), "timeout"), card("Flaky", count("flaky"), "flaky"),
-      card("Skipped", count("skipped"), "skipped"), count("incomplete") ? card("Incomplete", count("incomplete"), "incomplete") : null],
+      [tally("Cases", cases.length, ""), tally("Passed", count("passed"), "passed"), tally("Failed", count("failed"), "failed"),
+      tally("Errors", count("error"), "error"), tally("Timeouts", count("timeout"), "timeout"), tally("Flaky", count("flaky"), "flaky"),
+      tally("Skipped", count("skipped"), "skipped"), count("incomplete") ? tally("Incomplete", count("incomplete"), "incomplete") : null],
       sum.gates ? card("Gates passed", sum.gates_passed + "/" + sum.cases, sum.gates_failed ? "failed" : sum.gates_passed < sum.cases ? "" : "passed") : null,
       cut ? card("Pass rate", wholeRate(sum), "", "of every result")
-        : card("Pass rate", ran ? pct(good / ran) : "—", "", ran ? plural(good, "case") + " of " + ran : ""),
+        : card("Pass rate", ran ? pct(good / ran) : "—", "", ran ? plural(good, "case") + " of " + ran.toLocaleString("en") : ""),
       sum.pass_rate_interval ? card("Runs passed", pct(sum.pass_rate_interval.rate), "", estimateNote(sum.pass_rate_interval, sum.confidence)) : null,
-      !cut && (report.results || []).length !== cases.length ? card("Runs", (report.results || []).length, "") : null,
+      !cut && (report.results || []).length !== cases.length ? tally("Runs", (report.results || []).length, "") : null,
       card("Duration", ms(sum.duration_ms), ""), tokens || counted ? card("Tokens", (tokens ? tokens.toLocaleString("en") : "unknown") + counted, "") : null,
       sum.costs && sum.costs.total != null ? card("Cost", money(sum.costs.total) + counted, "") : null,
       (sum.suites || []).length ? card("Suite checks", (sum.suites || []).filter(x => x.passed).length + "/" + sum.suites.length,
