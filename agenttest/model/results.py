@@ -231,17 +231,22 @@ class SuiteResult:
         return [f"{a.name}: {a.message}" for a in self.assertions if not a.passed]
 
 
+def digits_shown(share: float, digits: int, most: int = 4) -> int:
+    """The decimals ``share`` takes in percent, from ``digits``: more (up to ``most``) when fewer would show a share
+    short of all as 100 or one above none as 0 — 29,990 of 30,000 is 99.97, never 100.0. The console, the viewer's
+    cards and the reports' figures all take their digits here."""
+    while digits < most and ((round(100 * share, digits) >= 100 and share < 1 - 1e-9) or (round(100 * share, digits) <= 0 and share > 1e-9)):
+        digits += 1
+    return digits
+
+
 def percent_of(part: int, whole: int) -> float:
-    """``100 × part / whole`` to one decimal (Yao's figure) — or to the digits it takes not to read 100 when some
-    did not pass (29,990 of 30,000: 99.97, not 100.0), nor 0 when some did; 0 when ``whole`` is 0."""
+    """``100 × part / whole`` to one decimal (Yao's figure), or the digits it takes not to read 100 (or 0) when it is
+    not (``digits_shown``); 0 when ``whole`` is 0."""
     if not whole:
         return 0.0
-    value = 100.0 * part / whole
-    shown, digits = round(value, 1), 1
-    while ((shown >= 100.0 and part < whole) or (shown <= 0.0 and part > 0)) and digits < 15:
-        digits += 1
-        shown = round(value, digits)
-    return shown
+    share = part / whole
+    return round(100 * share, digits_shown(share, 1, 8))
 
 
 def classify(pass_rate: float) -> str:

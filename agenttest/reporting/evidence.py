@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from agenttest.model import Calibration, Estimate, Mover, Paired, RunReport
+from agenttest.model.results import digits_shown
 from agenttest.verdicts import evidence
 from agenttest.util.text import plural
 
@@ -32,11 +33,7 @@ def _whole(rate: float) -> str:
 def _digits(rate: float, digits: int) -> str:
     """A rate in percent with ``digits`` decimals — more when fewer would show a rate short of all (or above none)
     as 100 (or 0): 29,990 of 30,000 is 99.97%, never 100.0%."""
-    text = f"{100 * rate:.{digits}f}"
-    while digits < 4 and ((float(text) == 100 and rate < 1 - 1e-9) or (float(text) == 0 and rate > 1e-9)):
-        digits += 1
-        text = f"{100 * rate:.{digits}f}"
-    return text
+    return f"{100 * rate:.{digits_shown(rate, digits)}f}"
 
 
 def rate_text(rate: float) -> str:
